@@ -1,0 +1,26 @@
+// Builds the Express application from the generated router, the shared pipeline and the handlers.
+import express, { type Express } from 'express';
+import spec from '../generated/openapi.json' with { type: 'json' };
+import { mountOperations } from '../generated/router.ts';
+import { handlers } from '../generated/handler-registry.ts';
+import type { Services } from './services.ts';
+import { createBinder } from './http/pipeline.ts';
+import { createValidator } from './http/validator.ts';
+import { requestLogging } from './http/logging.ts';
+import { ApiError, errorHandler } from './http/errors.ts';
+
+export function createApp(services: Services): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+  app.use(requestLogging(services.logger));
+
+  const router = express.Router({ strict: false });
+  const validator = createValidator(spec, { validateResponses: services.config.validateResponses });
+  mountOperations(router, handlers, createBinder(services, validator));
+  app.use(router);
+
+  app.use((req, _res, next) => next(new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`)));
+  app.use(errorHandler);
+  return app;
+}

@@ -1,0 +1,74 @@
+// Configuration comes from environment variables only; see the table in README.md.
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** Where the SQLite database lives; ':memory:' keeps it in memory (tests). */
+  databaseFile: string;
+  baseUrl: string;
+  logLevel: string;
+  bodyLimitBytes: number;
+  validateResponses: boolean;
+  bootstrapApiKey: string | null;
+  /** How often the server looks for credential revocations made by other processes (ms). */
+  credentialRecheckMs: number;
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+/** Parses sizes such as 1048576, 512kb, 10mb. */
+function byteSize(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const m = /^(\d+)\s*(b|kb|mb|gb)?$/i.exec(raw.trim());
+  if (!m) throw new ConfigError(`${name} must be a size such as 1048576, 512kb or 10mb, got "${raw}"`);
+  const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(m[2] ?? 'b').toLowerCase() as 'b'];
+  return Number(m[1]) * unit;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const baseUrl = (env.BASE_URL || `http://${host === '0.0.0.0' ? 'localhost' : host}:${port}`).replace(/\/+$/, '');
+  try {
+    new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`BASE_URL must be an absolute URL, got "${env.BASE_URL}"`);
+  }
+  const production = env.NODE_ENV === 'production';
+  return {
+    port,
+    host,
+    dataDir,
+    databaseFile: env.DATABASE_FILE || path.join(dataDir, 'workspace.sqlite'),
+    baseUrl,
+    logLevel: env.LOG_LEVEL || 'info',
+    bodyLimitBytes: byteSize(env, 'BODY_LIMIT', 10 * 1024 * 1024),
+    validateResponses: bool(env, 'VALIDATE_RESPONSES', !production),
+    bootstrapApiKey: env.BOOTSTRAP_API_KEY || null,
+    credentialRecheckMs: integer(env, 'CREDENTIAL_RECHECK_MS', 250, 0, 60_000),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+  };
+}

@@ -1,0 +1,24 @@
+// What every handler is given besides its validated input.
+import type { Logger } from 'pino';
+import type { OperationSpec, WorkspaceRole } from '../../generated/operations.ts';
+import type { Principal } from '../identity/principal.ts';
+import type { WorkspaceAccess } from '../identity/access.ts';
+import type { Services } from '../services.ts';
+
+export interface RequestContext {
+  readonly requestId: string;
+  readonly operation: OperationSpec;
+  readonly principal: Principal;
+  readonly services: Services;
+  readonly log: Logger;
+  /**
+   * The workspace the request names (where the spec declares `x-workspace-id`), already checked against the
+   * operation's minimum role; null for operations that resolve their workspace from a resource.
+   */
+  readonly workspace: WorkspaceAccess | null;
+  /**
+   * For operations that find their workspace through a resource: checks the caller may act there with at
+   * least `minRole` (default: the operation's `x-min-role`). Unreachable workspaces are 404.
+   */
+  authorizeWorkspace(workspaceId: string, minRole?: WorkspaceRole): Promise<WorkspaceAccess>;
+}

@@ -1,0 +1,157 @@
+// The shared path of every operation: authenticate → parse and validate against the spec → authorize by the
+// policy the spec declares → call the handler → send its result. The generated router calls `bind` per route.
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { OperationSpec, WorkspaceRole } from '../../generated/operations.ts';
+import type { BindOperation } from '../../generated/router.ts';
+import type { Services } from '../services.ts';
+import { hasScope, roleAtLeast, type Principal } from '../identity/principal.ts';
+import { workspaceAccess, type WorkspaceAccess } from '../identity/access.ts';
+import type { RequestContext } from './context.ts';
+import { ApiError, badRequest, forbidden, notFound, unauthorized } from './errors.ts';
+
+interface Locals {
+  principal?: Principal;
+}
+
+const locals = (res: Response) => res.locals as Locals;
+
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+function isJson(req: Request): boolean {
+  return req.is(['application/json', 'application/*+json']) !== false && req.is(['application/json', 'application/*+json']) !== null;
+}
+
+export function authenticate(services: Services): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      const apiKey = req.headers['x-api-key'];
+      const authorization = req.headers.authorization;
+      let principal: Principal | null = null;
+      if (typeof apiKey === 'string' && apiKey.length > 0) {
+        principal = await services.credentials.resolveApiKey(apiKey);
+        if (!principal) throw unauthorized('The API key is unknown, expired or revoked.');
+      } else if (typeof authorization === 'string' && /^bearer\s+/i.test(authorization)) {
+        throw unauthorized('The access token is unknown, expired or revoked.');
+      } else {
+        throw unauthorized('Send an API key in the X-API-Key header.');
+      }
+      locals(res).principal = principal;
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+/** Refuses a body the operation does not declare, before any parsing. */
+function bodyGate(operation: OperationSpec): RequestHandler {
+  return (req, _res, next) => {
+    if (operation.bodyContentTypes === null && hasBody(req)) {
+      if (!isJson(req)) {
+        next(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'This operation takes no request body.'));
+        return;
+      }
+      next(badRequest('This operation takes no request body.', [{ code: 'unrecognized_keys', keys: [], path: ['body'], message: 'Unexpected request body' }]));
+      return;
+    }
+    next();
+  };
+}
+
+function workspaceIdOf(operation: OperationSpec, req: Request): string | undefined {
+  switch (operation.workspaceIdIn) {
+    case 'path':
+      return typeof req.params.workspaceId === 'string' ? req.params.workspaceId : undefined;
+    case 'query':
+      return typeof req.query.workspaceId === 'string' ? req.query.workspaceId : undefined;
+    case 'body':
+      return (req.body as { workspaceId?: string } | undefined)?.workspaceId;
+    default:
+      return undefined;
+  }
+}
+
+async function authorizeWorkspace(
+  services: Services,
+  principal: Principal,
+  workspaceId: string,
+  minRole: WorkspaceRole,
+): Promise<WorkspaceAccess> {
+  const decision = await workspaceAccess(services.store, principal, workspaceId);
+  if (!decision.ok) {
+    if (decision.reason === 'personal_keys_disabled') {
+      throw forbidden('Personal API keys are disabled in this workspace; use a workspace API key.', { code: 'PERSONAL_KEYS_DISABLED' });
+    }
+    throw notFound('Workspace');
+  }
+  if (!roleAtLeast(decision.access.role, minRole)) {
+    throw forbidden(`This operation needs the ${minRole} role in the workspace; you have ${decision.access.role}.`, {
+      code: 'INSUFFICIENT_WORKSPACE_ROLE',
+      requiredRole: minRole,
+      role: decision.access.role,
+    });
+  }
+  return decision.access;
+}
+
+function pickHeaders(req: Request, names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const v = req.headers[name];
+    if (typeof v === 'string') out[name] = v;
+  }
+  return out;
+}
+
+export function createBinder(services: Services, validator: RequestHandler[]): BindOperation {
+  const json = express.json({ limit: services.config.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
+  const auth = authenticate(services);
+
+  return (operation, handler) => {
+    const invoke = async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const principal = locals(res).principal!;
+        if (operation.scope && !hasScope(principal, operation.scope)) {
+          throw forbidden(`This operation needs the ${operation.scope} scope.`, { code: 'INSUFFICIENT_SCOPE', requiredScope: operation.scope });
+        }
+        if (operation.rejectsWorkspaceKeys && principal.kind === 'workspace') {
+          throw forbidden('Workspace API keys cannot be used for this operation; use a personal API key or an OAuth token.', {
+            code: 'WORKSPACE_KEY_NOT_ALLOWED',
+          });
+        }
+        let workspace: WorkspaceAccess | null = null;
+        if (operation.workspaceIdIn && operation.minRole) {
+          const id = workspaceIdOf(operation, req);
+          if (!id) throw badRequest('workspaceId is required.', [{ code: 'invalid_type', keys: [], path: [operation.workspaceIdIn, 'workspaceId'], message: 'Required' }]);
+          workspace = await authorizeWorkspace(services, principal, id, operation.minRole);
+        }
+        const ctx: RequestContext = {
+          requestId: String(res.getHeader('x-request-id') ?? ''),
+          operation,
+          principal,
+          services,
+          log: req.log,
+          workspace,
+          authorizeWorkspace: (workspaceId, minRole) =>
+            authorizeWorkspace(services, principal, workspaceId, minRole ?? operation.minRole ?? 'read'),
+        };
+        const result = await handler({
+          params: req.params,
+          query: req.query,
+          headers: pickHeaders(req, operation.headerParams),
+          body: req.body,
+          ctx,
+        });
+        for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
+        res.status(result.status);
+        if (result.body === undefined) res.end();
+        else res.json(result.body);
+      } catch (err) {
+        next(err);
+      }
+    };
+    return [auth, bodyGate(operation), json, ...validator, invoke];
+  };
+}

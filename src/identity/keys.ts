@@ -1,0 +1,22 @@
+// API key material: how keys look, and the only form in which they are stored (a SHA-256 hash).
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+
+/** Every key this server issues starts with this, so leaked keys are easy to scan for. */
+export const API_KEY_PREFIX = 'sk-owa-';
+
+export function newApiKey(): string {
+  return API_KEY_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** Keys carry 256 random bits, so a fast hash is enough: there is nothing to brute-force. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function displaySuffix(key: string): string {
+  return key.slice(-4);
+}
+
+export function newId(): string {
+  return randomUUID();
+}

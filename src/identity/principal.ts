@@ -1,0 +1,29 @@
+import type { WorkspaceRole } from '../store/workspaces.ts';
+
+export type CredentialKind = 'personal' | 'workspace' | 'oauth_access_token';
+export type Scope = 'api:read' | 'api:write' | 'offline_access';
+
+/** Who is calling, as established by their credential. Never holds the secret itself. */
+export interface Principal {
+  userId: string;
+  kind: CredentialKind;
+  credentialId: string;
+  /** The one workspace a workspace key belongs to; null for personal keys and tokens. */
+  workspaceId: string | null;
+  scopes: ReadonlySet<Scope>;
+  expiresAt: string | null;
+}
+
+const RANK: Record<WorkspaceRole, number> = { read: 1, write: 2, admin: 3 };
+
+export function roleAtLeast(role: WorkspaceRole, min: WorkspaceRole): boolean {
+  return RANK[role] >= RANK[min];
+}
+
+/** api:write includes api:read. */
+export function hasScope(principal: Principal, scope: 'api:read' | 'api:write'): boolean {
+  return principal.scopes.has(scope) || (scope === 'api:read' && principal.scopes.has('api:write'));
+}
+
+/** API keys carry every scope; they are narrowed only by membership and role. */
+export const API_KEY_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['api:read', 'api:write']);

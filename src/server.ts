@@ -1,0 +1,61 @@
+// Opens the store, assembles the services and serves HTTP until told to stop.
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import { openSqliteStore, type Store } from './store/index.ts';
+import { CredentialResolver } from './identity/credentials.ts';
+import { createApp } from './app.ts';
+import { createLogger } from './http/logging.ts';
+import type { Services } from './services.ts';
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  services: Services;
+  /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout), then closes the store. */
+  close(): Promise<void>;
+}
+
+export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel), store?: Store): Promise<Services> {
+  const opened = store ?? (await openSqliteStore(config.databaseFile));
+  const signingKey = Buffer.from(
+    await opened.transaction((tx) => tx.settings.getOrInit('signing_key', randomBytes(32).toString('base64'))),
+    'base64',
+  );
+  return { config, store: opened, logger, signingKey, credentials: new CredentialResolver(opened, config.credentialRecheckMs) };
+}
+
+export async function startServer(services: Services): Promise<RunningServer> {
+  const { config } = services;
+  const app = createApp(services);
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${config.host}:${port}`,
+    port,
+    services,
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+          force.unref();
+          server.close(() => {
+            clearTimeout(force);
+            resolve();
+          });
+          server.closeIdleConnections();
+        });
+        await services.store.close();
+      })();
+      return closing;
+    },
+  };
+}

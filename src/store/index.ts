@@ -1,0 +1,55 @@
+// The store: repositories bound to the read connection, and the same repositories inside a transaction.
+import type { Database, SqlExecutor } from './database.ts';
+import { SqliteDatabase } from './sqlite.ts';
+import { migrate } from './migrations.ts';
+import { UserRepository } from './users.ts';
+import { WorkspaceRepository } from './workspaces.ts';
+import { MemberRepository } from './members.ts';
+import { ApiKeyRepository } from './api-keys.ts';
+import { SettingsRepository } from './settings.ts';
+
+export interface Repositories {
+  users: UserRepository;
+  workspaces: WorkspaceRepository;
+  members: MemberRepository;
+  apiKeys: ApiKeyRepository;
+  settings: SettingsRepository;
+}
+
+function repositories(db: SqlExecutor): Repositories {
+  return {
+    users: new UserRepository(db),
+    workspaces: new WorkspaceRepository(db),
+    members: new MemberRepository(db),
+    apiKeys: new ApiKeyRepository(db),
+    settings: new SettingsRepository(db),
+  };
+}
+
+export interface Store extends Repositories {
+  /** Runs `fn` atomically; every repository it touches through `tx` commits or rolls back together. */
+  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export function createStore(db: Database): Store {
+  return {
+    ...repositories(db.read),
+    transaction: (fn) => db.transaction((tx) => fn(repositories(tx))),
+    close: () => db.close(),
+  };
+}
+
+/** Opens (creating if needed) the SQLite database and brings its schema up to date. */
+export async function openSqliteStore(file: string): Promise<Store> {
+  const db = new SqliteDatabase(file);
+  try {
+    await migrate(db);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return createStore(db);
+}
+
+export type { Database, SqlExecutor } from './database.ts';

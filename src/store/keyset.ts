@@ -1,0 +1,28 @@
+// Keyset ("seek") pagination: pages are read from an index, never with OFFSET, and stay stable while rows
+// are added. Every order ends with the id column so ties break the same way each time.
+import type { SqlValue } from './database.ts';
+
+export interface KeysetQuery {
+  /** Column (or expression) sorted on; must be the leading column of an index for large tables. */
+  column: string;
+  idColumn: string;
+  order: 'asc' | 'desc';
+  /** Sort value and id of the last row of the previous page. */
+  after: readonly [SqlValue, string] | null;
+  limit: number;
+}
+
+/** SQL fragments to splice in: `WHERE ... AND ${where}` and `ORDER BY ${orderBy} LIMIT ?`. */
+export function keyset(q: KeysetQuery): { where: string; whereParams: SqlValue[]; orderBy: string } {
+  const dir = q.order === 'asc' ? 'ASC' : 'DESC';
+  const cmp = q.order === 'asc' ? '>' : '<';
+  const orderBy = q.column === q.idColumn ? `${q.idColumn} ${dir}` : `${q.column} ${dir}, ${q.idColumn} ${dir}`;
+  if (!q.after) return { where: '1 = 1', whereParams: [], orderBy };
+  const [value, id] = q.after;
+  if (q.column === q.idColumn) return { where: `${q.idColumn} ${cmp} ?`, whereParams: [id], orderBy };
+  return {
+    where: `(${q.column} ${cmp} ? OR (${q.column} = ? AND ${q.idColumn} ${cmp} ?))`,
+    whereParams: [value, value, id],
+    orderBy,
+  };
+}

@@ -1,0 +1,93 @@
+// SQLite through the built-in node:sqlite, in WAL mode. Writes go through one connection, one transaction
+// at a time (SQLite has a single writer anyway); plain reads use a second connection, so they never see a
+// transaction that is still open.
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Database, Row, SqlExecutor, SqlValue } from './database.ts';
+
+class Connection implements SqlExecutor {
+  readonly db: DatabaseSync;
+  private readonly statements = new Map<string, StatementSync>();
+  constructor(file: string) {
+    this.db = new DatabaseSync(file);
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA foreign_keys = ON');
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec('PRAGMA synchronous = NORMAL');
+  }
+  private prepare(sql: string): StatementSync {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+  allSync<T>(sql: string, params: readonly SqlValue[] = []): T[] {
+    return this.prepare(sql).all(...params) as T[];
+  }
+  async all<T = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
+    return this.allSync<T>(sql, params);
+  }
+  async get<T = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
+    return this.prepare(sql).get(...params) as T | undefined;
+  }
+  async run(sql: string, params: readonly SqlValue[] = []): Promise<{ changes: number }> {
+    const r = this.prepare(sql).run(...params);
+    return { changes: Number(r.changes) };
+  }
+  close(): void {
+    this.statements.clear();
+    if (this.db.isOpen) this.db.close();
+  }
+}
+
+export class SqliteDatabase implements Database {
+  private readonly writer: Connection;
+  private readonly reader: Connection;
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(file: string) {
+    if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+    this.writer = new Connection(file);
+    // An in-memory database exists only on its own connection, so it reads there too.
+    this.reader = file === ':memory:' ? this.writer : new Connection(file);
+    if (this.reader !== this.writer) this.reader.db.exec('PRAGMA query_only = ON');
+  }
+
+  get read(): SqlExecutor {
+    return this.reader;
+  }
+
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      if (this.closed) throw new Error('The database is closed.');
+      this.writer.db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(this.writer);
+        this.writer.db.exec('COMMIT');
+        return result;
+      } catch (err) {
+        if (this.writer.db.isTransaction) this.writer.db.exec('ROLLBACK');
+        throw err;
+      }
+    };
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Synchronous schema work at start-up, before the server takes requests. */
+  execScript(sql: string): void {
+    this.writer.db.exec(sql);
+  }
+
+  async close(): Promise<void> {
+    await this.queue;
+    this.closed = true;
+    if (this.reader !== this.writer) this.reader.close();
+    this.writer.close();
+  }
+}

@@ -1,0 +1,61 @@
+import type { SqlExecutor } from './database.ts';
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  image: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface UserRow {
+  id: string;
+  email: string;
+  name: string;
+  image: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const toUser = (r: UserRow): User => ({
+  id: r.id,
+  email: r.email,
+  name: r.name,
+  image: r.image,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export class UserRepository {
+  private readonly db: SqlExecutor;
+  constructor(db: SqlExecutor) {
+    this.db = db;
+  }
+
+  async insert(user: User): Promise<void> {
+    await this.db.run('INSERT INTO users (id, email, name, image, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+      user.id,
+      user.email,
+      user.name,
+      user.image,
+      user.createdAt,
+      user.updatedAt,
+    ]);
+  }
+
+  async get(id: string): Promise<User | undefined> {
+    const r = await this.db.get<UserRow>('SELECT * FROM users WHERE id = ?', [id]);
+    return r && toUser(r);
+  }
+
+  async getByEmail(email: string): Promise<User | undefined> {
+    const r = await this.db.get<UserRow>('SELECT * FROM users WHERE email = ?', [email]);
+    return r && toUser(r);
+  }
+
+  async count(): Promise<number> {
+    const r = await this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM users');
+    return Number(r?.n ?? 0);
+  }
+}

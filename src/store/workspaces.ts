@@ -1,0 +1,99 @@
+import type { SqlExecutor, SqlValue } from './database.ts';
+import { keyset } from './keyset.ts';
+
+export type WorkspaceRole = 'admin' | 'write' | 'read';
+
+export interface Workspace {
+  id: string;
+  name: string;
+  color: string;
+  logoUrl: string | null;
+  ownerId: string;
+  allowPersonalKeys: boolean;
+  memberCount: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface WorkspaceRow {
+  id: string;
+  name: string;
+  color: string;
+  logo_url: string | null;
+  owner_id: string;
+  allow_personal_keys: number;
+  member_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+const toWorkspace = (r: WorkspaceRow): Workspace => ({
+  id: r.id,
+  name: r.name,
+  color: r.color,
+  logoUrl: r.logo_url,
+  ownerId: r.owner_id,
+  allowPersonalKeys: r.allow_personal_keys === 1,
+  memberCount: Number(r.member_count),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const SELECT = `SELECT w.*, (SELECT COUNT(*) FROM workspace_members c WHERE c.workspace_id = w.id) AS member_count FROM workspaces w`;
+
+export const WORKSPACE_SORT_COLUMNS = { name: 'w.name', createdAt: 'w.created_at', updatedAt: 'w.updated_at' } as const;
+
+export interface WorkspaceListQuery {
+  /** Only workspaces this user belongs to. */
+  memberId: string;
+  /** Only this workspace (a workspace key sees just its own). */
+  onlyWorkspaceId: string | null;
+  /** Leave out workspaces whose admins turned personal keys off. */
+  excludePersonalKeyDisabled: boolean;
+  sortBy: keyof typeof WORKSPACE_SORT_COLUMNS;
+  sortOrder: 'asc' | 'desc';
+  after: readonly [SqlValue, string] | null;
+  limit: number;
+}
+
+export class WorkspaceRepository {
+  private readonly db: SqlExecutor;
+  constructor(db: SqlExecutor) {
+    this.db = db;
+  }
+
+  async insert(w: Omit<Workspace, 'memberCount'>): Promise<void> {
+    await this.db.run(
+      'INSERT INTO workspaces (id, name, color, logo_url, owner_id, allow_personal_keys, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      [w.id, w.name, w.color, w.logoUrl, w.ownerId, w.allowPersonalKeys ? 1 : 0, w.createdAt, w.updatedAt],
+    );
+  }
+
+  async get(id: string): Promise<Workspace | undefined> {
+    const r = await this.db.get<WorkspaceRow>(`${SELECT} WHERE w.id = ?`, [id]);
+    return r && toWorkspace(r);
+  }
+
+  async list(q: WorkspaceListQuery): Promise<Workspace[]> {
+    const page = keyset({ column: WORKSPACE_SORT_COLUMNS[q.sortBy], idColumn: 'w.id', order: q.sortOrder, after: q.after, limit: q.limit });
+    const params: SqlValue[] = [q.memberId];
+    let where = page.where;
+    params.push(...page.whereParams);
+    if (q.onlyWorkspaceId) {
+      where += ' AND w.id = ?';
+      params.push(q.onlyWorkspaceId);
+    }
+    if (q.excludePersonalKeyDisabled) where += ' AND w.allow_personal_keys = 1';
+    params.push(q.limit);
+    const rows = await this.db.all<WorkspaceRow>(
+      `${SELECT} JOIN workspace_members m ON m.workspace_id = w.id AND m.user_id = ? WHERE ${where} ORDER BY ${page.orderBy} LIMIT ?`,
+      params,
+    );
+    return rows.map(toWorkspace);
+  }
+
+  async setAllowPersonalKeys(id: string, allow: boolean, now: string): Promise<boolean> {
+    const r = await this.db.run('UPDATE workspaces SET allow_personal_keys = ?, updated_at = ? WHERE id = ?', [allow ? 1 : 0, now, id]);
+    return r.changes > 0;
+  }
+}
