@@ -45,9 +45,13 @@ export function authenticate(services: Services): RequestHandler {
   };
 }
 
-/** Refuses a body the operation does not declare, before any parsing. */
-function bodyGate(operation: OperationSpec): RequestHandler {
+/** Refuses an oversized body, or one the operation does not declare, before reading any of it. */
+function bodyGate(operation: OperationSpec, limitBytes: number): RequestHandler {
   return (req, _res, next) => {
+    if (Number(req.headers['content-length'] ?? 0) > limitBytes) {
+      next(new ApiError('PAYLOAD_TOO_LARGE', `The request body is larger than this server accepts (${limitBytes} bytes).`));
+      return;
+    }
     if (operation.bodyContentTypes === null && hasBody(req)) {
       if (!isJson(req)) {
         next(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'This operation takes no request body.'));
@@ -152,6 +156,6 @@ export function createBinder(services: Services, validator: RequestHandler[]): B
         next(err);
       }
     };
-    return [auth, bodyGate(operation), json, ...validator, invoke];
+    return [auth, bodyGate(operation, services.config.bodyLimitBytes), json, ...validator, invoke];
   };
 }

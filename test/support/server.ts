@@ -1,0 +1,85 @@
+// Starts a real server on an ephemeral loopback port with its own temporary database.
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.ts';
+import { createServices, startServer, type RunningServer } from '../../src/server.ts';
+import { createLogger } from '../../src/http/logging.ts';
+import { bootstrapIfEmpty, createApiKey, createUser, createWorkspace, setMember } from '../../src/identity/admin.ts';
+import type { WorkspaceRole } from '../../src/store/workspaces.ts';
+
+export interface TestServer extends RunningServer {
+  /** The bootstrap admin's personal key. */
+  key: string;
+  userId: string;
+  workspaceId: string;
+  dataDir: string;
+  request(pathname: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
+  /** A new user with a personal key, optionally a member of some workspaces. */
+  newUser(email: string, memberships?: Record<string, WorkspaceRole>): Promise<{ userId: string; key: string }>;
+  newWorkspace(name: string, ownerId?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-test-'));
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env });
+  const services = await createServices(config, createLogger('silent'));
+  const boot = (await bootstrapIfEmpty(services.store, { apiKey: null }))!;
+  const server = await startServer(services);
+  const store = services.store;
+  return {
+    ...server,
+    key: boot.key.key,
+    userId: boot.user.id,
+    workspaceId: boot.workspace.id,
+    dataDir,
+    request(pathname, init = {}) {
+      const { key = boot.key.key, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (key) headers.set('X-API-Key', key);
+      return fetch(server.url + pathname, { ...rest, headers });
+    },
+    async newUser(email, memberships = {}) {
+      const user = await createUser(store, { email });
+      for (const [workspaceId, role] of Object.entries(memberships)) await setMember(store, { workspaceId, userId: user.id, role });
+      const issued = await createApiKey(store, { kind: 'personal', userId: user.id });
+      return { userId: user.id, key: issued.key };
+    },
+    async newWorkspace(name, ownerId = boot.user.id) {
+      return (await createWorkspace(store, { name, ownerId })).id;
+    },
+    async stop() {
+      await server.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A raw HTTP request, for what fetch refuses to send (a body on GET). */
+export function rawRequest(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: any }> {
+  return new Promise((resolve, reject) => {
+    const headers = { ...options.headers, ...(options.body !== undefined ? { 'Content-Length': String(Buffer.byteLength(options.body)) } : {}) };
+    const req = http.request(url, { method: options.method ?? 'GET', headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        let body: any = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          /* not JSON */
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      });
+    });
+    req.on('error', reject);
+    if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+
+if (Number(process.versions.node.split('.')[0]) < 24) {
+  throw new Error(`Node ${process.versions.node} is too old for this project; run the tests with \`npm test\`.`);
+}
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    pool: 'forks',
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    reporters: ['default'],
+  },
+});
