@@ -5,7 +5,7 @@ import { mountOperations } from '../generated/router.ts';
 import { handlers } from '../generated/handler-registry.ts';
 import type { Services } from './services.ts';
 import { createBinder } from './http/pipeline.ts';
-import { createValidator } from './http/validator.ts';
+import { createValidatorFactory } from './http/validator.ts';
 import { requestLogging } from './http/logging.ts';
 import { ApiError, errorHandler } from './http/errors.ts';
 
@@ -16,8 +16,8 @@ export function createApp(services: Services): Express {
   app.use(requestLogging(services.logger));
 
   const router = express.Router({ strict: false });
-  const validator = createValidator(spec, { validateResponses: services.config.validateResponses });
-  mountOperations(router, handlers, createBinder(services, validator));
+  const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });
+  mountOperations(router, handlers, createBinder(services, validatorFor));
   app.use(router);
 
   app.use((req, _res, next) => next(new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`)));

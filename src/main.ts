@@ -31,6 +31,7 @@ export async function main(): Promise<void> {
   }
   const server = await startServer(services);
   services.logger.info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, 'listening');
+  process.stdout.write(`Listening on ${server.url}\n`);
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -32,6 +32,13 @@ export async function startServer(services: Services): Promise<RunningServer> {
   const app = createApp(services);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  let shuttingDown = false;
+  // A keep-alive connection whose last request finishes during shutdown is closed right away.
+  server.on('request', (_req, res: http.ServerResponse) => {
+    res.on('finish', () => {
+      if (shuttingDown) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -44,6 +51,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     services,
     close() {
       closing ??= (async () => {
+        shuttingDown = true;
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
           force.unref();

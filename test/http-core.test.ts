@@ -229,7 +229,7 @@ describe('pagination', () => {
       const qs = `${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
       const res = await s.request(`/api/v2/workspaces?${qs}`, { key: user.key });
       expect(res.status).toBe(200);
-      const body = await res.json();
+      const body: any = await res.json();
       expect(body.data.length).toBeLessThanOrEqual(limit);
       ids.push(...body.data.map((w: any) => w.id));
       seen.push(...body.data.map((w: any) => w.name));
@@ -254,13 +254,13 @@ describe('pagination', () => {
   });
 
   it('lets limit change between pages but nothing else', async () => {
-    const first = await (await s.request('/api/v2/workspaces?sortBy=name&limit=2', { key: user.key })).json();
+    const first: any = await (await s.request('/api/v2/workspaces?sortBy=name&limit=2', { key: user.key })).json();
     const cursor = encodeURIComponent(first.nextCursor);
     expect((await s.request(`/api/v2/workspaces?sortBy=name&limit=5&cursor=${cursor}`, { key: user.key })).status).toBe(200);
     for (const changed of ['sortBy=createdAt', 'sortBy=name&sortOrder=asc']) {
       const res = await s.request(`/api/v2/workspaces?${changed}&limit=2&cursor=${cursor}`, { key: user.key });
       expect(res.status).toBe(400);
-      const body = await res.json();
+      const body: any = await res.json();
       expectError(body, 'BAD_REQUEST');
       expect(body.error.details[0].path).toEqual(['query', 'cursor']);
     }
@@ -288,5 +288,25 @@ describe('unexpected failures', () => {
     } finally {
       s.services.store.workspaces.list = original;
     }
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('finishes a request already in flight, then refuses new connections', async () => {
+    const t = await startTestServer();
+    const original = t.services.store.workspaces.list.bind(t.services.store.workspaces);
+    t.services.store.workspaces.list = async (q) => {
+      await new Promise((r) => setTimeout(r, 300));
+      return original(q);
+    };
+    const inFlight = t.request('/api/v2/workspaces');
+    await new Promise((r) => setTimeout(r, 50));
+    const closing = t.close();
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    expect((await res.json() as any).data).toHaveLength(1);
+    await closing;
+    await expect(t.request('/api/v2/meta')).rejects.toThrow();
+    await t.stop();
   });
 });

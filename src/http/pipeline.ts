@@ -7,6 +7,7 @@ import type { Services } from '../services.ts';
 import { hasScope, roleAtLeast, type Principal } from '../identity/principal.ts';
 import { workspaceAccess, type WorkspaceAccess } from '../identity/access.ts';
 import type { RequestContext } from './context.ts';
+import type { ValidatorFactory } from './validator.ts';
 import { ApiError, badRequest, forbidden, notFound, unauthorized } from './errors.ts';
 
 interface Locals {
@@ -109,7 +110,7 @@ function pickHeaders(req: Request, names: readonly string[]): Record<string, str
   return out;
 }
 
-export function createBinder(services: Services, validator: RequestHandler[]): BindOperation {
+export function createBinder(services: Services, validatorFor: ValidatorFactory): BindOperation {
   const json = express.json({ limit: services.config.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
   const auth = authenticate(services);
 
@@ -156,6 +157,6 @@ export function createBinder(services: Services, validator: RequestHandler[]): B
         next(err);
       }
     };
-    return [auth, bodyGate(operation, services.config.bodyLimitBytes), json, ...validator, invoke];
+    return [auth, bodyGate(operation, services.config.bodyLimitBytes), json, validatorFor(operation), invoke];
   };
 }

@@ -15,6 +15,8 @@ class Connection implements SqlExecutor {
     this.db.exec('PRAGMA foreign_keys = ON');
     this.db.exec('PRAGMA busy_timeout = 5000');
     this.db.exec('PRAGMA synchronous = NORMAL');
+    this.db.exec('PRAGMA temp_store = MEMORY');
+    this.db.exec('PRAGMA mmap_size = 268435456');
   }
   private prepare(sql: string): StatementSync {
     let stmt = this.statements.get(sql);

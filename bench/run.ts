@@ -1,0 +1,23 @@
+// `npm run bench [-- suite ...] [--seconds N] [--rounds N]`: runs the named suites (default: all).
+// Each suite measures its baseline in the same run and prints medians and ratios. Not a test: no pass/fail.
+import { parseArgs } from 'node:util';
+import { foundation } from './suites/foundation.ts';
+
+const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation };
+
+export async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { seconds: { type: 'string', default: '5' }, rounds: { type: 'string', default: '3' } },
+    allowPositionals: true,
+  });
+  const names = positionals.length ? positionals : Object.keys(SUITES);
+  for (const name of names) {
+    const suite = SUITES[name];
+    if (!suite) {
+      console.error(`Unknown suite ${name}; choose from ${Object.keys(SUITES).join(', ')}`);
+      process.exit(2);
+    }
+    await suite({ seconds: Number(values.seconds), rounds: Number(values.rounds) });
+  }
+}

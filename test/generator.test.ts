@@ -1,0 +1,145 @@
+// The generator: deterministic output, --check catching drift and hand edits, --scaffold filling gaps,
+// and the spec rules it enforces. Runs against a scratch copy of the project so the real tree is untouched.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { generate } from '../generator/generate.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+let scratch: string;
+
+function run(args: string[], cwd = scratch) {
+  return spawnSync(process.execPath, args, { cwd, encoding: 'utf8' });
+}
+
+beforeAll(() => {
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-gen-'));
+  for (const dir of ['spec', 'generator', 'templates', 'generated', 'src', 'bin']) {
+    fs.cpSync(path.join(root, dir), path.join(scratch, dir), { recursive: true });
+  }
+  for (const file of ['package.json', 'tsconfig.json']) fs.copyFileSync(path.join(root, file), path.join(scratch, file));
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(scratch, 'node_modules'));
+  // Only the parts the type check needs.
+  const tsconfig = JSON.parse(fs.readFileSync(path.join(scratch, 'tsconfig.json'), 'utf8'));
+  tsconfig.include = ['src', 'generator', 'generated'];
+  fs.writeFileSync(path.join(scratch, 'tsconfig.json'), JSON.stringify(tsconfig));
+});
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
+describe('generator', () => {
+  it('produces the same bytes every time, equal to what is committed', async () => {
+    const a = await generate();
+    const b = await generate();
+    expect([...a.keys()]).toEqual([...b.keys()]);
+    for (const [name, content] of a) {
+      expect(content).toBe(b.get(name));
+      expect(fs.readFileSync(path.join(root, 'generated', name), 'utf8')).toBe(content);
+      expect(content).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/); // no timestamps
+    }
+  });
+
+  it('--check passes on a fresh tree and names a hand-edited file', () => {
+    expect(run(['bin/generate.js', '--check']).status).toBe(0);
+    const target = path.join(scratch, 'generated', 'operations.ts');
+    const original = fs.readFileSync(target, 'utf8');
+    fs.writeFileSync(target, original.replace("scope: 'api:read'", "scope: 'api:write'"));
+    const r = run(['bin/generate.js', '--check']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('generated/operations.ts');
+    fs.writeFileSync(target, original);
+    fs.writeFileSync(path.join(scratch, 'generated', 'stray.ts'), '// not the generator\'s\n');
+    const stray = run(['bin/generate.js', '--check']);
+    expect(stray.status).toBe(1);
+    expect(stray.stderr).toContain('generated/stray.ts');
+    fs.rmSync(path.join(scratch, 'generated', 'stray.ts'));
+  });
+
+  it('--check fails when the spec changed without regenerating', () => {
+    const file = path.join(scratch, 'spec', 'paths', 'meta.yaml');
+    const original = fs.readFileSync(file, 'utf8');
+    fs.writeFileSync(file, original.replace('summary: Get API capabilities', 'summary: Get the API capabilities'));
+    const r = run(['bin/generate.js', '--check']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/generated\/(operations|types|handlers)\.ts/);
+    fs.writeFileSync(file, original);
+  });
+
+  it('a new operation without a handler fails the type check; --scaffold adds a typed stub and keeps existing code', () => {
+    const metaFile = path.join(scratch, 'spec', 'paths', 'meta.yaml');
+    const original = fs.readFileSync(metaFile, 'utf8');
+    // A second operation on the same path, in the Meta tag.
+    const extra = original.replace(/^meta:\n  get:\n    operationId: getMeta/m, 'meta:\n  head:\n    operationId: headMeta');
+    const headOp = extra.slice(extra.indexOf('  head:'));
+    fs.writeFileSync(metaFile, original + headOp.replace(/^/gm, '').replace(/^  head:/m, '  head:'));
+    const gen = run(['bin/generate.js']);
+    expect(gen.stderr).toBe('');
+    expect(gen.status).toBe(0);
+
+    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const before = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    expect(before.status).not.toBe(0);
+    expect(before.stdout).toContain('headMeta');
+
+    const handlerFile = path.join(scratch, 'src', 'handlers', 'meta.ts');
+    const handlerBefore = fs.readFileSync(handlerFile, 'utf8');
+    const scaffold = run(['bin/generate.js', '--scaffold']);
+    expect(scaffold.status).toBe(0);
+    expect(scaffold.stdout).toContain('src/handlers/meta.ts: headMeta');
+    const handlerAfter = fs.readFileSync(handlerFile, 'utf8');
+    expect(handlerAfter.startsWith(handlerBefore)).toBe(true);
+    expect(handlerAfter).toContain("export const headMeta: Handler<'headMeta'>");
+
+    const after = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    expect(after.stdout).toBe('');
+    expect(after.status).toBe(0);
+    // Running it again changes nothing.
+    expect(run(['bin/generate.js', '--scaffold']).stdout).toContain('Every operation already has a handler.');
+    expect(fs.readFileSync(handlerFile, 'utf8')).toBe(handlerAfter);
+
+    fs.writeFileSync(metaFile, original);
+    fs.writeFileSync(handlerFile, handlerBefore);
+    expect(run(['bin/generate.js']).status).toBe(0);
+  }, 120_000);
+
+  it('refuses a spec that breaks the project rules, naming each problem', () => {
+    const file = path.join(scratch, 'spec', 'paths', 'workspaces.yaml');
+    const original = fs.readFileSync(file, 'utf8');
+    fs.writeFileSync(
+      file,
+      original
+        .replace('    operationId: getWorkspace\n', '')
+        .replace('    x-min-role: read\n    x-workspace-id: path\n    parameters:\n      - $ref: \'../openapi.yaml#/components/parameters/WorkspaceIdPath\'\n      - $ref', '    x-min-role: owner\n    x-workspace-id: path\n    parameters:\n      - $ref: \'../openapi.yaml#/components/parameters/WorkspaceIdPath\'\n      - $ref'),
+    );
+    const r = run(['bin/generate.js']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('GET /api/v2/workspaces/{workspaceId}: needs a camelCase operationId');
+    expect(r.stderr).toContain('x-min-role must be one of read, write, admin');
+    fs.writeFileSync(file, original);
+  });
+
+  it('refuses an unknown option', () => {
+    const r = run(['bin/generate.js', '--chek']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('Unknown option --chek');
+  });
+});
+
+describe('entry points', () => {
+  it('refuse a Node older than 24 with one line pointing at the npm scripts', () => {
+    // The machine's own Node (20) is what is on PATH outside npm scripts.
+    const candidates = ['/usr/local/bin/node', '/usr/bin/node'].filter((p) => fs.existsSync(p));
+    const old = candidates.find((p) => Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' })) < 24);
+    if (!old) {
+      console.warn('no Node older than 24 on this machine; skipping the refusal check');
+      return;
+    }
+    for (const entry of ['start', 'admin', 'generate', 'bench']) {
+      const r = spawnSync(old, [path.join(root, 'bin', `${entry}.js`)], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/too old.*npm scripts/);
+    }
+  });
+});
