@@ -4,6 +4,8 @@ import type { OperationSpec, WorkspaceRole } from '../../generated/operations.ts
 import type { Principal } from '../identity/principal.ts';
 import type { WorkspaceAccess } from '../identity/access.ts';
 import type { Services } from '../services.ts';
+import type { Repositories } from '../store/index.ts';
+import type { AuditEntry } from '../audit/recorder.ts';
 
 export interface RequestContext {
   readonly requestId: string;
@@ -21,4 +23,10 @@ export interface RequestContext {
    * least `minRole` (default: the operation's `x-min-role`). Unreachable workspaces are 404.
    */
   authorizeWorkspace(workspaceId: string, minRole?: WorkspaceRole): Promise<WorkspaceAccess>;
+  /**
+   * Runs a change in one transaction. Every `audit(...)` call inside records one audit event in that same
+   * transaction, attributed to the caller; nothing is recorded if the change fails. Reads and dry runs do not
+   * call this.
+   */
+  mutate<T>(fn: (tx: Repositories, audit: (entry: AuditEntry) => void) => Promise<T>): Promise<T>;
 }

@@ -8,6 +8,7 @@ import { hasScope, roleAtLeast, type Principal } from '../identity/principal.ts'
 import { workspaceAccess, type WorkspaceAccess } from '../identity/access.ts';
 import type { RequestContext } from './context.ts';
 import type { ValidatorFactory } from './validator.ts';
+import { recordAudit, type AuditEntry } from '../audit/recorder.ts';
 import { ApiError, badRequest, forbidden, notFound, unauthorized } from './errors.ts';
 
 interface Locals {
@@ -141,6 +142,13 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory)
           workspace,
           authorizeWorkspace: (workspaceId, minRole) =>
             authorizeWorkspace(services, principal, workspaceId, minRole ?? operation.minRole ?? 'read'),
+          mutate: (fn) =>
+            services.store.transaction(async (tx) => {
+              const entries: AuditEntry[] = [];
+              const result = await fn(tx, (entry) => entries.push(entry));
+              for (const entry of entries) await recordAudit(tx, principal, workspace?.workspace.id ?? null, entry);
+              return result;
+            }),
         };
         const result = await handler({
           params: req.params,

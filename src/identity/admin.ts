@@ -3,6 +3,7 @@ import type { Repositories, Store } from '../store/index.ts';
 import type { User } from '../store/users.ts';
 import type { Workspace, WorkspaceRole } from '../store/workspaces.ts';
 import type { ApiKeyKind, ApiKeyRecord } from '../store/api-keys.ts';
+import { personalAccountId, type Plan } from '../store/billing-accounts.ts';
 import { bumpCredentialEpoch } from './credentials.ts';
 import { displaySuffix, hashApiKey, newApiKey, newId } from './keys.ts';
 
@@ -19,6 +20,7 @@ async function addUser(tx: Repositories, input: { email: string; name?: string }
   const now = new Date().toISOString();
   const user: User = { id: newId(), email, name: input.name?.trim() || email.split('@')[0]!, image: null, createdAt: now, updatedAt: now };
   await tx.users.insert(user);
+  await tx.billingAccounts.insert({ id: personalAccountId(user.id), name: user.name, plan: 'free', createdAt: now, updatedAt: now });
   return user;
 }
 
@@ -32,7 +34,17 @@ async function addWorkspace(tx: Repositories, input: NewWorkspace): Promise<Work
   const now = new Date().toISOString();
   const id = newId();
   const color = input.color ?? COLORS[parseInt(id.slice(0, 2), 16) % COLORS.length]!;
-  await tx.workspaces.insert({ id, name, color, logoUrl: null, ownerId: input.ownerId, allowPersonalKeys: true, createdAt: now, updatedAt: now });
+  await tx.workspaces.insert({
+    id,
+    name,
+    color,
+    logoUrl: null,
+    ownerId: input.ownerId,
+    allowPersonalKeys: true,
+    billingAccountId: personalAccountId(input.ownerId),
+    createdAt: now,
+    updatedAt: now,
+  });
   await tx.members.upsert(id, input.ownerId, 'admin', now);
   return (await tx.workspaces.get(id))!;
 }
@@ -50,6 +62,15 @@ export async function removeMember(store: Store, input: { workspaceId: string; u
     if (!(await tx.members.remove(input.workspaceId, input.userId))) {
       throw new IdentityError(`User ${input.userId} is not a member of ${input.workspaceId}`);
     }
+  });
+}
+
+/** Sets the plan of the billing account a workspace bills to (shared by its other workspaces). */
+export async function setWorkspacePlan(store: Store, workspaceId: string, plan: Plan): Promise<void> {
+  await store.transaction(async (tx) => {
+    const ws = await tx.workspaces.get(workspaceId);
+    if (!ws) throw new IdentityError(`No workspace ${workspaceId}`);
+    await tx.billingAccounts.setPlan(ws.billingAccountId, plan, new Date().toISOString());
   });
 }
 

@@ -7,6 +7,8 @@ import { WorkspaceRepository } from './workspaces.ts';
 import { MemberRepository } from './members.ts';
 import { ApiKeyRepository } from './api-keys.ts';
 import { SettingsRepository } from './settings.ts';
+import { BillingAccountRepository } from './billing-accounts.ts';
+import { AuditEventRepository } from './audit-events.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -14,6 +16,8 @@ export interface Repositories {
   members: MemberRepository;
   apiKeys: ApiKeyRepository;
   settings: SettingsRepository;
+  billingAccounts: BillingAccountRepository;
+  auditEvents: AuditEventRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -23,6 +27,8 @@ function repositories(db: SqlExecutor): Repositories {
     members: new MemberRepository(db),
     apiKeys: new ApiKeyRepository(db),
     settings: new SettingsRepository(db),
+    billingAccounts: new BillingAccountRepository(db),
+    auditEvents: new AuditEventRepository(db),
   };
 }
 

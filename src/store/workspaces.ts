@@ -1,5 +1,6 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset } from './keyset.ts';
+import type { Plan } from './billing-accounts.ts';
 
 export type WorkspaceRole = 'admin' | 'write' | 'read';
 
@@ -10,6 +11,9 @@ export interface Workspace {
   logoUrl: string | null;
   ownerId: string;
   allowPersonalKeys: boolean;
+  billingAccountId: string;
+  /** The plan of the billing account the workspace bills to. */
+  plan: Plan;
   memberCount: number;
   createdAt: string;
   updatedAt: string;
@@ -22,6 +26,8 @@ interface WorkspaceRow {
   logo_url: string | null;
   owner_id: string;
   allow_personal_keys: number;
+  billing_account_id: string;
+  plan: Plan | null;
   member_count: number;
   created_at: string;
   updated_at: string;
@@ -34,12 +40,15 @@ const toWorkspace = (r: WorkspaceRow): Workspace => ({
   logoUrl: r.logo_url,
   ownerId: r.owner_id,
   allowPersonalKeys: r.allow_personal_keys === 1,
+  billingAccountId: r.billing_account_id,
+  plan: r.plan ?? 'free',
   memberCount: Number(r.member_count),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
 
-const SELECT = `SELECT w.*, (SELECT COUNT(*) FROM workspace_members c WHERE c.workspace_id = w.id) AS member_count FROM workspaces w`;
+const SELECT = `SELECT w.*, b.plan AS plan, (SELECT COUNT(*) FROM workspace_members c WHERE c.workspace_id = w.id) AS member_count
+  FROM workspaces w LEFT JOIN billing_accounts b ON b.id = w.billing_account_id`;
 
 export const WORKSPACE_SORT_COLUMNS = { name: 'w.name', createdAt: 'w.created_at', updatedAt: 'w.updated_at' } as const;
 
@@ -62,11 +71,26 @@ export class WorkspaceRepository {
     this.db = db;
   }
 
-  async insert(w: Omit<Workspace, 'memberCount'>): Promise<void> {
+  async insert(w: Omit<Workspace, 'memberCount' | 'plan'>): Promise<void> {
     await this.db.run(
-      'INSERT INTO workspaces (id, name, color, logo_url, owner_id, allow_personal_keys, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      [w.id, w.name, w.color, w.logoUrl, w.ownerId, w.allowPersonalKeys ? 1 : 0, w.createdAt, w.updatedAt],
+      `INSERT INTO workspaces (id, name, color, logo_url, owner_id, allow_personal_keys, billing_account_id, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [w.id, w.name, w.color, w.logoUrl, w.ownerId, w.allowPersonalKeys ? 1 : 0, w.billingAccountId, w.createdAt, w.updatedAt],
     );
+  }
+
+  /** Ids of the workspaces where the user holds one of the given roles. */
+  async idsForMember(userId: string, roles: readonly WorkspaceRole[]): Promise<string[]> {
+    const rows = await this.db.all<{ workspace_id: string }>(
+      `SELECT workspace_id FROM workspace_members WHERE user_id = ? AND role IN (${roles.map(() => '?').join(', ')})`,
+      [userId, ...roles],
+    );
+    return rows.map((r) => r.workspace_id);
+  }
+
+  async setBillingAccount(id: string, billingAccountId: string, now: string): Promise<boolean> {
+    const r = await this.db.run('UPDATE workspaces SET billing_account_id = ?, updated_at = ? WHERE id = ?', [billingAccountId, now, id]);
+    return r.changes > 0;
   }
 
   async get(id: string): Promise<Workspace | undefined> {
