@@ -20,9 +20,11 @@ export interface RequestContext {
   readonly workspace: WorkspaceAccess | null;
   /**
    * For operations that find their workspace through a resource: checks the caller may act there with at
-   * least `minRole` (default: the operation's `x-min-role`). Unreachable workspaces are 404.
+   * least `minRole` (default: the operation's `x-min-role`). An unreachable workspace is a 404 that reads
+   * "<resource> not found." (default "Workspace"), so a resource in someone else's workspace is
+   * indistinguishable from one that does not exist.
    */
-  authorizeWorkspace(workspaceId: string, minRole?: WorkspaceRole): Promise<WorkspaceAccess>;
+  authorizeWorkspace(workspaceId: string, options?: { minRole?: WorkspaceRole; resource?: string }): Promise<WorkspaceAccess>;
   /**
    * Runs a change in one transaction. Every `audit(...)` call inside records one audit event in that same
    * transaction, attributed to the caller; nothing is recorded if the change fails. Reads and dry runs do not

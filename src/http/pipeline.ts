@@ -84,13 +84,14 @@ async function authorizeWorkspace(
   principal: Principal,
   workspaceId: string,
   minRole: WorkspaceRole,
+  resource = 'Workspace',
 ): Promise<WorkspaceAccess> {
   const decision = await workspaceAccess(services.store, principal, workspaceId);
   if (!decision.ok) {
     if (decision.reason === 'personal_keys_disabled') {
       throw forbidden('Personal API keys are disabled in this workspace; use a workspace API key.', { code: 'PERSONAL_KEYS_DISABLED' });
     }
-    throw notFound('Workspace');
+    throw notFound(resource);
   }
   if (!roleAtLeast(decision.access.role, minRole)) {
     throw forbidden(`This operation needs the ${minRole} role in the workspace; you have ${decision.access.role}.`, {
@@ -140,8 +141,8 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory)
           services,
           log: req.log,
           workspace,
-          authorizeWorkspace: (workspaceId, minRole) =>
-            authorizeWorkspace(services, principal, workspaceId, minRole ?? operation.minRole ?? 'read'),
+          authorizeWorkspace: (workspaceId, options = {}) =>
+            authorizeWorkspace(services, principal, workspaceId, options.minRole ?? operation.minRole ?? 'read', options.resource),
           mutate: (fn) =>
             services.store.transaction(async (tx) => {
               const entries: AuditEntry[] = [];
