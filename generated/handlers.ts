@@ -19,6 +19,12 @@ type Body<O> = O extends { requestBody: infer R }
   : undefined;
 
 export interface OperationInputs {
+  getAuditLog: {
+    params: Params<operations['getAuditLog'], 'path'>;
+    query: Params<operations['getAuditLog'], 'query'>;
+    headers: Params<operations['getAuditLog'], 'header'>;
+    body: Body<operations['getAuditLog']>;
+  };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
@@ -30,6 +36,12 @@ export interface OperationInputs {
     query: Params<operations['getWorkspace'], 'query'>;
     headers: Params<operations['getWorkspace'], 'header'>;
     body: Body<operations['getWorkspace']>;
+  };
+  listAuditLogs: {
+    params: Params<operations['listAuditLogs'], 'path'>;
+    query: Params<operations['listAuditLogs'], 'query'>;
+    headers: Params<operations['listAuditLogs'], 'header'>;
+    body: Body<operations['listAuditLogs']>;
   };
   listWorkspaceMembers: {
     params: Params<operations['listWorkspaceMembers'], 'path'>;
@@ -46,6 +58,11 @@ export interface OperationInputs {
 }
 
 export interface OperationResults {
+  getAuditLog: {
+    status: 200;
+    body: Json<operations['getAuditLog']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
@@ -54,6 +71,11 @@ export interface OperationResults {
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listAuditLogs: {
+    status: 200;
+    body: Json<operations['listAuditLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkspaceMembers: {
@@ -76,10 +98,14 @@ export type Handler<Op extends keyof OperationInputs> = (
 
 /** One method per operationId: the app does not compile while any of them is missing. */
 export interface Handlers {
+  /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
+  getAuditLog: Handler<'getAuditLog'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** GET /api/v2/audit-logs — List audit logs */
+  listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/workspaces/{workspaceId}/members — List workspace members */
   listWorkspaceMembers: Handler<'listWorkspaceMembers'>;
   /** GET /api/v2/workspaces — List workspaces */

@@ -11,6 +11,8 @@ export type BindOperation = (
 ) => RequestHandler[];
 
 export function mountOperations(router: Router, handlers: Handlers, bind: BindOperation): void {
+  router.get('/api/v2/audit-logs', ...bind(OPERATIONS.listAuditLogs, handlers.listAuditLogs));
+  router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
   router.get('/api/v2/workspaces', ...bind(OPERATIONS.listWorkspaces, handlers.listWorkspaces));
   router.get('/api/v2/workspaces/:workspaceId', ...bind(OPERATIONS.getWorkspace, handlers.getWorkspace));

@@ -80,6 +80,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/audit-logs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List audit logs
+     * @description Lists audit events, newest first, from the workspaces where the caller is an admin and whose billing plan includes the audit trail (Enterprise). Every mutation through the API records one event; reads record none.
+     */
+    get: operations['listAuditLogs'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/audit-logs/{auditLogId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an audit log entry
+     * @description Returns one audit event from a workspace where the caller is an admin on the Enterprise plan.
+     */
+    get: operations['getAuditLog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -173,6 +213,23 @@ export interface components {
       isExternal: boolean;
       joinedAt: components['schemas']['Timestamp'];
     };
+    AuditLog: {
+      id: string;
+      workspaceId: string | null;
+      actorName: string | null;
+      actorEmail: string | null;
+      /** @description What happened, as a dotted verb such as `workflow.deployed`. */
+      action: string;
+      resourceType: string;
+      resourceId: string | null;
+      resourceName: string | null;
+      description: string | null;
+      /** @description Small, non-secret facts about the change. */
+      metadata: unknown;
+      createdAt: components['schemas']['Timestamp'];
+    };
+    /** @description A UTC ISO 8601 timestamp ending in `Z`, e.g. `2026-08-06T00:00:00Z`. */
+    UtcTimestamp: string;
   };
   responses: {
     /** @description A path, query, header or body field is missing, malformed or undeclared. */
@@ -437,6 +494,100 @@ export interface operations {
           'application/json': {
             data: components['schemas']['WorkspaceMember'][];
             nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listAuditLogs: {
+    parameters: {
+      query?: {
+        /** @description Only this exact action. */
+        action?: string;
+        /** @description Only these resource types, comma-separated; order and repeats do not matter. */
+        resourceType?: string;
+        /** @description Only this exact resource id. */
+        resourceId?: string;
+        /** @description Only events in this workspace. */
+        workspaceId?: string;
+        /** @description Only events at or after this UTC instant. */
+        startDate?: components['schemas']['UtcTimestamp'];
+        /** @description Only events at or before this UTC instant. */
+        endDate?: components['schemas']['UtcTimestamp'];
+        /** @description Also include events by people who are no longer members of the event's workspace. */
+        includeDeparted?: boolean;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Only workspaces billed to this billing account (organization). */
+        organizationId?: string;
+        /** @description Only events by this person. */
+        actorEmail?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of audit events. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AuditLog'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getAuditLog: {
+    parameters: {
+      query?: {
+        /** @description The billing account (organization) the event must belong to. */
+        organizationId?: string;
+      };
+      header?: never;
+      path: {
+        /** @description Audit event identifier. */
+        auditLogId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The audit event. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AuditLog'];
           };
         };
       };

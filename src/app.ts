@@ -4,12 +4,12 @@ import spec from '../generated/openapi.json' with { type: 'json' };
 import { mountOperations } from '../generated/router.ts';
 import { handlers } from '../generated/handler-registry.ts';
 import type { Services } from './services.ts';
-import { createBinder } from './http/pipeline.ts';
+import { createBinder, type BinderOptions } from './http/pipeline.ts';
 import { createValidatorFactory } from './http/validator.ts';
 import { requestLogging } from './http/logging.ts';
 import { ApiError, errorHandler } from './http/errors.ts';
 
-export function createApp(services: Services): Express {
+export function createApp(services: Services, options: BinderOptions = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
@@ -17,7 +17,7 @@ export function createApp(services: Services): Express {
 
   const router = express.Router({ strict: false });
   const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });
-  mountOperations(router, handlers, createBinder(services, validatorFor));
+  mountOperations(router, handlers, createBinder(services, validatorFor, options));
   app.use(router);
 
   app.use((req, _res, next) => next(new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`)));

@@ -1,5 +1,7 @@
 // Configuration comes from environment variables only; see the table in README.md.
 import path from 'node:path';
+import { DEFAULT_RATE_LIMITS, type RateBucket, type RateLimits } from './billing/plans.ts';
+import { PLANS, type Plan } from './store/billing-accounts.ts';
 
 export interface Config {
   port: number;
@@ -15,6 +17,8 @@ export interface Config {
   /** How often the server looks for credential revocations made by other processes (ms). */
   credentialRecheckMs: number;
   shutdownTimeoutMs: number;
+  /** Requests per minute per plan and bucket; RATE_LIMIT_<PLAN>_<BUCKET> overrides one (e.g. RATE_LIMIT_FREE_SYNC=20). */
+  rateLimits: Record<Plan, RateLimits>;
 }
 
 export class ConfigError extends Error {}
@@ -70,5 +74,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapApiKey: env.BOOTSTRAP_API_KEY || null,
     credentialRecheckMs: integer(env, 'CREDENTIAL_RECHECK_MS', 250, 0, 60_000),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    rateLimits: Object.fromEntries(
+      PLANS.map((plan) => [
+        plan,
+        Object.fromEntries(
+          (['api', 'sync', 'async'] as RateBucket[]).map((bucket) => [
+            bucket,
+            integer(env, `RATE_LIMIT_${plan.toUpperCase()}_${bucket.toUpperCase()}`, DEFAULT_RATE_LIMITS[plan][bucket], 1, 100_000_000),
+          ]),
+        ),
+      ]),
+    ) as Record<Plan, RateLimits>,
   };
 }

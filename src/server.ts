@@ -7,8 +7,10 @@ import type { Config } from './config.ts';
 import { openSqliteStore, type Store } from './store/index.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
+import type { BinderOptions } from './http/pipeline.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
+import { MemoryRateLimitStore } from './http/rate-limit.ts';
 
 export interface RunningServer {
   url: string;
@@ -24,12 +26,19 @@ export async function createServices(config: Config, logger: Logger = createLogg
     await opened.transaction((tx) => tx.settings.getOrInit('signing_key', randomBytes(32).toString('base64'))),
     'base64',
   );
-  return { config, store: opened, logger, signingKey, credentials: new CredentialResolver(opened, config.credentialRecheckMs) };
+  return {
+    config,
+    store: opened,
+    logger,
+    signingKey,
+    credentials: new CredentialResolver(opened, config.credentialRecheckMs),
+    rateLimits: new MemoryRateLimitStore(),
+  };
 }
 
-export async function startServer(services: Services): Promise<RunningServer> {
+export async function startServer(services: Services, options: BinderOptions = {}): Promise<RunningServer> {
   const { config } = services;
-  const app = createApp(services);
+  const app = createApp(services, options);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   let shuttingDown = false;

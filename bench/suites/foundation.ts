@@ -8,7 +8,7 @@ const KEY = 'sk-owa-bench-key-0000000000000000';
 
 export async function foundation(options: { seconds: number; rounds: number }): Promise<void> {
   const dataDir = tempDir('owa-bench-');
-  const full = await startProcess(path.join(root, 'bin', 'start.js'), { DATA_DIR: dataDir, BOOTSTRAP_API_KEY: KEY, NODE_ENV: 'production' });
+  const full = await startProcess(path.join(root, 'bin', 'start.js'), { DATA_DIR: dataDir, BOOTSTRAP_API_KEY: KEY, NODE_ENV: 'production', RATE_LIMIT_FREE_API: '100000000' });
   const sample = await (await fetch(`${full.url}/api/v2/workspaces`, { headers: { 'X-API-Key': KEY } })).text();
   const bare = await startProcess(path.join(root, 'bin', 'bench-bare.js'), { BARE_BODY: sample });
   try {

@@ -1,6 +1,6 @@
 // Writes audit events. Called only from inside the transaction that makes the change (see ctx.mutate), so an
 // event exists exactly when its change does. Metadata is kept small and never carries secret values.
-import { randomUUID } from 'node:crypto';
+import { sortableId } from '../domain/ids.ts';
 import type { Repositories } from '../store/index.ts';
 import type { Principal } from '../identity/principal.ts';
 
@@ -34,17 +34,18 @@ export function sanitizeMetadata(metadata: Record<string, unknown> = {}): Record
   return JSON.stringify(result).length > MAX_METADATA_BYTES ? { truncated: true } : result;
 }
 
-export async function recordAudit(tx: Repositories, principal: Principal, defaultWorkspaceId: string | null, entry: AuditEntry): Promise<void> {
-  const user = await tx.users.get(principal.userId);
+/** `principal` null means the operator, acting through the admin command. */
+export async function recordAudit(tx: Repositories, principal: Principal | null, defaultWorkspaceId: string | null, entry: AuditEntry): Promise<void> {
+  const user = principal ? await tx.users.get(principal.userId) : undefined;
   await tx.auditEvents.insert({
-    id: randomUUID(),
+    id: sortableId(),
     createdAt: new Date().toISOString(),
     workspaceId: entry.workspaceId === undefined ? defaultWorkspaceId : entry.workspaceId,
-    actorUserId: principal.userId,
-    actorName: user?.name ?? null,
+    actorUserId: principal?.userId ?? null,
+    actorName: user?.name ?? (principal ? null : 'Admin command'),
     actorEmail: user?.email ?? null,
-    credentialKind: principal.kind,
-    credentialId: principal.credentialId,
+    credentialKind: principal?.kind ?? 'admin_command',
+    credentialId: principal?.credentialId ?? null,
     action: entry.action,
     resourceType: entry.resourceType,
     resourceId: entry.resourceId ?? null,

@@ -12,18 +12,28 @@ import {
   revokeApiKey,
   setMember,
   setPersonalKeysAllowed,
+  setWorkspacePlan,
 } from '../identity/admin.ts';
+import { createOAuthClient, issueTokens, parseScopes, refreshTokens, revokeApplication, revokeOAuthGrant, revokeOAuthToken } from '../identity/oauth.ts';
+import { PLANS, type Plan } from '../store/billing-accounts.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
   user create --email <email> [--name <name>]
   workspace create --name <name> --owner <userId>
   workspace personal-keys --workspace <id> --allow <true|false>
+  workspace plan --workspace <id> --plan <free|pro|team|max|enterprise>   (the plan of its billing account)
   member set --workspace <id> --user <userId> --role <admin|write|read>
   member remove --workspace <id> --user <userId>
   key create --user <userId> [--workspace <id>] [--name <name>] [--expires <ISO date>]
              (with --workspace: a workspace key, which only that workspace's admins may create)
   key revoke --id <keyId>
+  oauth app create --name <name>
+  oauth token issue --app <appId> --user <userId> --scopes "api:read offline_access" [--ttl <seconds>]
+  oauth token refresh --refresh-token <token> [--ttl <seconds>]
+  oauth token revoke --id <tokenId>
+  oauth grant revoke --id <grantId>
+  oauth app revoke --app <appId> --user <userId>       (ends every token the user gave the app)
 
 The database is the one the server uses: DATA_DIR (default ./data) or DATABASE_FILE.`;
 
@@ -37,6 +47,11 @@ const OPTIONS = {
   id: { type: 'string' },
   expires: { type: 'string' },
   allow: { type: 'string' },
+  plan: { type: 'string' },
+  app: { type: 'string' },
+  scopes: { type: 'string' },
+  ttl: { type: 'string' },
+  'refresh-token': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -46,6 +61,14 @@ function required(flags: Flags, name: keyof typeof OPTIONS): string {
   const v = flags[name];
   if (typeof v !== 'string' || v === '') throw new IdentityError(`--${name} is required`);
   return v;
+}
+
+/** --ttl in seconds; negative values issue tokens that are already expired (for testing clients). */
+function ttl(flags: Flags): number | undefined {
+  if (flags.ttl === undefined) return undefined;
+  const n = Number(flags.ttl);
+  if (!Number.isInteger(n) || n === 0) throw new IdentityError('--ttl must be a whole, non-zero number of seconds');
+  return n;
 }
 
 async function run(store: Store, command: string, flags: Flags): Promise<unknown> {
@@ -60,6 +83,38 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
       const workspaceId = required(flags, 'workspace');
       await setPersonalKeysAllowed(store, workspaceId, allow === 'true');
       return { workspaceId, personalKeysAllowed: allow === 'true' };
+    }
+    case 'workspace plan': {
+      const plan = required(flags, 'plan');
+      if (!PLANS.includes(plan as Plan)) throw new IdentityError(`--plan must be one of ${PLANS.join(', ')}`);
+      const workspaceId = required(flags, 'workspace');
+      await setWorkspacePlan(store, workspaceId, plan as Plan);
+      return { workspaceId, plan };
+    }
+    case 'oauth app create':
+      return createOAuthClient(store, required(flags, 'name'));
+    case 'oauth token issue':
+      return issueTokens(store, {
+        clientId: required(flags, 'app'),
+        userId: required(flags, 'user'),
+        scopes: parseScopes(required(flags, 'scopes')),
+        accessTtlSeconds: ttl(flags),
+      });
+    case 'oauth token refresh':
+      return refreshTokens(store, required(flags, 'refresh-token'), ttl(flags));
+    case 'oauth token revoke': {
+      const id = required(flags, 'id');
+      await revokeOAuthToken(store, id);
+      return { id, revoked: true };
+    }
+    case 'oauth grant revoke': {
+      const id = required(flags, 'id');
+      await revokeOAuthGrant(store, id);
+      return { id, revoked: true };
+    }
+    case 'oauth app revoke': {
+      const revoked = await revokeApplication(store, required(flags, 'app'), required(flags, 'user'));
+      return { grantsRevoked: revoked };
     }
     case 'member set': {
       const role = required(flags, 'role');

@@ -1,28 +1,36 @@
-// The shared path of every operation: authenticate → parse and validate against the spec → authorize by the
-// policy the spec declares → call the handler → send its result. The generated router calls `bind` per route.
+// The shared path of every operation: authenticate → refuse undeclared or oversized bodies → parse JSON →
+// rate limit → validate against the spec → authorize by the policy the spec declares → call the handler →
+// send its result. The generated router calls `bind` once per route.
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { OperationSpec, WorkspaceRole } from '../../generated/operations.ts';
 import type { BindOperation } from '../../generated/router.ts';
 import type { Services } from '../services.ts';
-import { hasScope, roleAtLeast, type Principal } from '../identity/principal.ts';
+import type { Principal } from '../identity/principal.ts';
 import { workspaceAccess, type WorkspaceAccess } from '../identity/access.ts';
-import type { RequestContext } from './context.ts';
-import type { ValidatorFactory } from './validator.ts';
+import { decide, type PolicyOperation } from '../identity/policy.ts';
 import { recordAudit, type AuditEntry } from '../audit/recorder.ts';
+import type { RequestContext } from './context.ts';
 import { ApiError, badRequest, forbidden, notFound, unauthorized } from './errors.ts';
+import type { ValidatorFactory } from './validator.ts';
+import { rateLimit } from './rate-limit.ts';
 
 interface Locals {
   principal?: Principal;
 }
 
-const locals = (res: Response) => res.locals as Locals;
+const principalOf = (res: Response): Principal => (res.locals as Locals).principal!;
+
+/** Sets the request's principal; for authenticate replacements. */
+export function setPrincipal(res: Response, principal: Principal): void {
+  (res.locals as Locals).principal = principal;
+}
 
 function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
 function isJson(req: Request): boolean {
-  return req.is(['application/json', 'application/*+json']) !== false && req.is(['application/json', 'application/*+json']) !== null;
+  return Boolean(req.is(['application/json', 'application/*+json']));
 }
 
 export function authenticate(services: Services): RequestHandler {
@@ -30,16 +38,17 @@ export function authenticate(services: Services): RequestHandler {
     try {
       const apiKey = req.headers['x-api-key'];
       const authorization = req.headers.authorization;
-      let principal: Principal | null = null;
+      let principal: Principal | null;
       if (typeof apiKey === 'string' && apiKey.length > 0) {
         principal = await services.credentials.resolveApiKey(apiKey);
         if (!principal) throw unauthorized('The API key is unknown, expired or revoked.');
-      } else if (typeof authorization === 'string' && /^bearer\s+/i.test(authorization)) {
-        throw unauthorized('The access token is unknown, expired or revoked.');
+      } else if (typeof authorization === 'string' && /^bearer\s+\S+/i.test(authorization)) {
+        principal = await services.credentials.resolveAccessToken(authorization.replace(/^bearer\s+/i, '').trim());
+        if (!principal) throw unauthorized('The access token is unknown, expired or revoked.');
       } else {
-        throw unauthorized('Send an API key in the X-API-Key header.');
+        throw unauthorized('Send an API key in the X-API-Key header or an access token as Authorization: Bearer.');
       }
-      locals(res).principal = principal;
+      (res.locals as Locals).principal = principal;
       next();
     } catch (err) {
       next(err);
@@ -67,13 +76,14 @@ function bodyGate(operation: OperationSpec, limitBytes: number): RequestHandler 
 }
 
 function workspaceIdOf(operation: OperationSpec, req: Request): string | undefined {
+  const pick = (v: unknown) => (typeof v === 'string' ? v : undefined);
   switch (operation.workspaceIdIn) {
     case 'path':
-      return typeof req.params.workspaceId === 'string' ? req.params.workspaceId : undefined;
+      return pick(req.params.workspaceId);
     case 'query':
-      return typeof req.query.workspaceId === 'string' ? req.query.workspaceId : undefined;
+      return pick(req.query.workspaceId);
     case 'body':
-      return (req.body as { workspaceId?: string } | undefined)?.workspaceId;
+      return pick((req.body as { workspaceId?: unknown } | undefined)?.workspaceId);
     default:
       return undefined;
   }
@@ -82,25 +92,14 @@ function workspaceIdOf(operation: OperationSpec, req: Request): string | undefin
 async function authorizeWorkspace(
   services: Services,
   principal: Principal,
+  operation: PolicyOperation,
   workspaceId: string,
-  minRole: WorkspaceRole,
   resource = 'Workspace',
 ): Promise<WorkspaceAccess> {
-  const decision = await workspaceAccess(services.store, principal, workspaceId);
-  if (!decision.ok) {
-    if (decision.reason === 'personal_keys_disabled') {
-      throw forbidden('Personal API keys are disabled in this workspace; use a workspace API key.', { code: 'PERSONAL_KEYS_DISABLED' });
-    }
-    throw notFound(resource);
-  }
-  if (!roleAtLeast(decision.access.role, minRole)) {
-    throw forbidden(`This operation needs the ${minRole} role in the workspace; you have ${decision.access.role}.`, {
-      code: 'INSUFFICIENT_WORKSPACE_ROLE',
-      requiredRole: minRole,
-      role: decision.access.role,
-    });
-  }
-  return decision.access;
+  const access = await workspaceAccess(services.store, principal, workspaceId);
+  const denial = decide(principal, operation, access);
+  if (denial) throw denial.status === 404 ? notFound(resource) : forbidden(denial.message, denial.details);
+  return (access as Extract<typeof access, { ok: true }>).access;
 }
 
 function pickHeaders(req: Request, names: readonly string[]): Record<string, string> {
@@ -112,37 +111,36 @@ function pickHeaders(req: Request, names: readonly string[]): Record<string, str
   return out;
 }
 
-export function createBinder(services: Services, validatorFor: ValidatorFactory): BindOperation {
+export interface BinderOptions {
+  /** Replaces credential lookup (the benchmark uses this to measure authentication's share). */
+  authenticate?: RequestHandler;
+}
+
+export function createBinder(services: Services, validatorFor: ValidatorFactory, options: BinderOptions = {}): BindOperation {
   const json = express.json({ limit: services.config.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
-  const auth = authenticate(services);
+  const auth = options.authenticate ?? authenticate(services);
 
   return (operation, handler) => {
     const invoke = async (req: Request, res: Response, next: NextFunction) => {
       try {
-        const principal = locals(res).principal!;
-        if (operation.scope && !hasScope(principal, operation.scope)) {
-          throw forbidden(`This operation needs the ${operation.scope} scope.`, { code: 'INSUFFICIENT_SCOPE', requiredScope: operation.scope });
-        }
-        if (operation.rejectsWorkspaceKeys && principal.kind === 'workspace') {
-          throw forbidden('Workspace API keys cannot be used for this operation; use a personal API key or an OAuth token.', {
-            code: 'WORKSPACE_KEY_NOT_ALLOWED',
-          });
-        }
+        const principal = principalOf(res);
+        const credentialDenial = decide(principal, operation);
+        if (credentialDenial) throw forbidden(credentialDenial.message, credentialDenial.details);
         let workspace: WorkspaceAccess | null = null;
-        if (operation.workspaceIdIn && operation.minRole) {
+        if (operation.workspaceIdIn) {
           const id = workspaceIdOf(operation, req);
           if (!id) throw badRequest('workspaceId is required.', [{ code: 'invalid_type', keys: [], path: [operation.workspaceIdIn, 'workspaceId'], message: 'Required' }]);
-          workspace = await authorizeWorkspace(services, principal, id, operation.minRole);
+          workspace = await authorizeWorkspace(services, principal, operation, id);
         }
         const ctx: RequestContext = {
-          requestId: String(res.getHeader('x-request-id') ?? ''),
+          requestId: req.id,
           operation,
           principal,
           services,
           log: req.log,
           workspace,
-          authorizeWorkspace: (workspaceId, options = {}) =>
-            authorizeWorkspace(services, principal, workspaceId, options.minRole ?? operation.minRole ?? 'read', options.resource),
+          authorizeWorkspace: (workspaceId, options: { minRole?: WorkspaceRole; resource?: string } = {}) =>
+            authorizeWorkspace(services, principal, { ...operation, minRole: options.minRole ?? operation.minRole ?? 'read' }, workspaceId, options.resource),
           mutate: (fn) =>
             services.store.transaction(async (tx) => {
               const entries: AuditEntry[] = [];
@@ -151,13 +149,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory)
               return result;
             }),
         };
-        const result = await handler({
-          params: req.params,
-          query: req.query,
-          headers: pickHeaders(req, operation.headerParams),
-          body: req.body,
-          ctx,
-        });
+        const result = await handler({ params: req.params, query: req.query, headers: pickHeaders(req, operation.headerParams), body: req.body, ctx });
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
         res.status(result.status);
         if (result.body === undefined) res.end();
@@ -166,6 +158,6 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory)
         next(err);
       }
     };
-    return [auth, bodyGate(operation, services.config.bodyLimitBytes), json, validatorFor(operation), invoke];
+    return [auth, bodyGate(operation, services.config.bodyLimitBytes), json, rateLimit(services, operation, principalOf), validatorFor(operation), invoke];
   };
 }

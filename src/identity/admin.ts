@@ -5,6 +5,10 @@ import type { Workspace, WorkspaceRole } from '../store/workspaces.ts';
 import type { ApiKeyKind, ApiKeyRecord } from '../store/api-keys.ts';
 import { personalAccountId, type Plan } from '../store/billing-accounts.ts';
 import { bumpCredentialEpoch } from './credentials.ts';
+import { recordAudit, type AuditEntry } from '../audit/recorder.ts';
+
+/** Operator changes are audited like any other, with the admin command as the actor. */
+const audit = (tx: Repositories, entry: AuditEntry & { workspaceId: string | null }) => recordAudit(tx, null, entry.workspaceId, entry);
 import { displaySuffix, hashApiKey, newApiKey, newId } from './keys.ts';
 
 export class IdentityError extends Error {}
@@ -46,6 +50,7 @@ async function addWorkspace(tx: Repositories, input: NewWorkspace): Promise<Work
     updatedAt: now,
   });
   await tx.members.upsert(id, input.ownerId, 'admin', now);
+  await audit(tx, { action: 'workspace.created', resourceType: 'workspace', resourceId: id, resourceName: name, workspaceId: id, metadata: { ownerId: input.ownerId } });
   return (await tx.workspaces.get(id))!;
 }
 
@@ -53,7 +58,15 @@ export async function setMember(store: Store, input: { workspaceId: string; user
   await store.transaction(async (tx) => {
     if (!(await tx.workspaces.get(input.workspaceId))) throw new IdentityError(`No workspace ${input.workspaceId}`);
     if (!(await tx.users.get(input.userId))) throw new IdentityError(`No user ${input.userId}`);
+    const before = await tx.members.role(input.workspaceId, input.userId);
     await tx.members.upsert(input.workspaceId, input.userId, input.role, new Date().toISOString());
+    await audit(tx, {
+      action: before ? 'member.role_changed' : 'member.added',
+      resourceType: 'member',
+      resourceId: input.userId,
+      workspaceId: input.workspaceId,
+      metadata: { role: input.role, previousRole: before ?? null },
+    });
   });
 }
 
@@ -62,6 +75,8 @@ export async function removeMember(store: Store, input: { workspaceId: string; u
     if (!(await tx.members.remove(input.workspaceId, input.userId))) {
       throw new IdentityError(`User ${input.userId} is not a member of ${input.workspaceId}`);
     }
+    await audit(tx, { action: 'member.removed', resourceType: 'member', resourceId: input.userId, workspaceId: input.workspaceId });
+    await bumpCredentialEpoch(tx);
   });
 }
 
@@ -71,6 +86,9 @@ export async function setWorkspacePlan(store: Store, workspaceId: string, plan: 
     const ws = await tx.workspaces.get(workspaceId);
     if (!ws) throw new IdentityError(`No workspace ${workspaceId}`);
     await tx.billingAccounts.setPlan(ws.billingAccountId, plan, new Date().toISOString());
+    await audit(tx, { action: 'billing.plan_changed', resourceType: 'billing_account', resourceId: ws.billingAccountId, workspaceId, metadata: { plan } });
+    // Cached principals carry the plan that sizes their rate limits.
+    await bumpCredentialEpoch(tx);
   });
 }
 
@@ -79,6 +97,7 @@ export async function setPersonalKeysAllowed(store: Store, workspaceId: string, 
     if (!(await tx.workspaces.setAllowPersonalKeys(workspaceId, allowed, new Date().toISOString()))) {
       throw new IdentityError(`No workspace ${workspaceId}`);
     }
+    await audit(tx, { action: 'workspace.settings_changed', resourceType: 'workspace', resourceId: workspaceId, workspaceId, metadata: { personalKeysAllowed: allowed } });
     await bumpCredentialEpoch(tx);
   });
 }
@@ -117,6 +136,14 @@ async function addApiKey(tx: Repositories, input: NewApiKey): Promise<IssuedKey>
   };
   if (await tx.apiKeys.getByHash(record.keyHash)) throw new IdentityError('That key is already in use');
   await tx.apiKeys.insert(record);
+  await audit(tx, {
+    action: 'api_key.created',
+    resourceType: 'api_key',
+    resourceId: record.id,
+    resourceName: record.name,
+    workspaceId,
+    metadata: { kind: record.kind, userId: record.userId, expiresAt: record.expiresAt },
+  });
   const { keyHash: _hash, ...shown } = record;
   return { key, record: shown };
 }
@@ -124,6 +151,8 @@ async function addApiKey(tx: Repositories, input: NewApiKey): Promise<IssuedKey>
 export async function revokeApiKey(store: Store, id: string): Promise<void> {
   await store.transaction(async (tx) => {
     if (!(await tx.apiKeys.revoke(id, new Date().toISOString()))) throw new IdentityError(`No active key ${id}`);
+    const key = await tx.apiKeys.get(id);
+    await audit(tx, { action: 'api_key.revoked', resourceType: 'api_key', resourceId: id, resourceName: key?.name ?? null, workspaceId: key?.workspaceId ?? null });
     await bumpCredentialEpoch(tx);
   });
 }

@@ -1,4 +1,5 @@
 import type { WorkspaceRole } from '../store/workspaces.ts';
+import type { Plan } from '../store/billing-accounts.ts';
 
 export type CredentialKind = 'personal' | 'workspace' | 'oauth_access_token';
 export type Scope = 'api:read' | 'api:write' | 'offline_access';
@@ -12,6 +13,13 @@ export interface Principal {
   workspaceId: string | null;
   scopes: ReadonlySet<Scope>;
   expiresAt: string | null;
+  /**
+   * The plan that sizes this caller's rate limits: the workspace's for a workspace key, the user's own
+   * billing account's otherwise.
+   */
+  plan: Plan;
+  /** Rate-limit subject: the user for personal keys and tokens, the key itself for workspace keys. */
+  subject: string;
 }
 
 const RANK: Record<WorkspaceRole, number> = { read: 1, write: 2, admin: 3 };

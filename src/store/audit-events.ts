@@ -61,6 +61,8 @@ export interface AuditQuery {
   actorEmail?: string;
   startDate?: string;
   endDate?: string;
+  /** Also events by people no longer members of the event's workspace. */
+  includeDeparted: boolean;
   after: readonly [SqlValue, string] | null;
   limit: number;
 }
@@ -115,6 +117,11 @@ export class AuditEventRepository {
     if (q.actorEmail) where.push('actor_email = ? COLLATE NOCASE'), params.push(q.actorEmail);
     if (q.startDate) where.push('created_at >= ?'), params.push(q.startDate);
     if (q.endDate) where.push('created_at <= ?'), params.push(q.endDate);
+    if (!q.includeDeparted) {
+      where.push(
+        '(actor_user_id IS NULL OR EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = audit_events.workspace_id AND m.user_id = audit_events.actor_user_id))',
+      );
+    }
     params.push(q.limit);
     const rows = await this.db.all<Row>(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY ${page.orderBy} LIMIT ?`, params);
     return rows.map(toEvent);

@@ -9,6 +9,7 @@ import { ApiKeyRepository } from './api-keys.ts';
 import { SettingsRepository } from './settings.ts';
 import { BillingAccountRepository } from './billing-accounts.ts';
 import { AuditEventRepository } from './audit-events.ts';
+import { OAuthRepository } from './oauth.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -18,6 +19,7 @@ export interface Repositories {
   settings: SettingsRepository;
   billingAccounts: BillingAccountRepository;
   auditEvents: AuditEventRepository;
+  oauth: OAuthRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -29,6 +31,7 @@ function repositories(db: SqlExecutor): Repositories {
     settings: new SettingsRepository(db),
     billingAccounts: new BillingAccountRepository(db),
     auditEvents: new AuditEventRepository(db),
+    oauth: new OAuthRepository(db),
   };
 }
 

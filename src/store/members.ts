@@ -59,6 +59,13 @@ export class MemberRepository {
     return r?.role;
   }
 
+  /** Every workspace the user belongs to. */
+  async workspaceIdsOf(userId: string): Promise<string[]> {
+    return (await this.db.all<{ workspace_id: string }>('SELECT workspace_id FROM workspace_members WHERE user_id = ? ORDER BY workspace_id', [userId])).map(
+      (r) => r.workspace_id,
+    );
+  }
+
   async list(workspaceId: string, after: readonly [SqlValue, string] | null, limit: number): Promise<Member[]> {
     const page = keyset({ column: 'm.joined_at', idColumn: 'm.user_id', order: 'asc', after, limit });
     const rows = await this.db.all<MemberRow>(

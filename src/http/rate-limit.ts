@@ -1,0 +1,96 @@
+// Token-bucket rate limits per credential subject, one bucket each for API calls, synchronous executions and
+// asynchronous executions, sized by the caller's plan. The bucket state lives behind RateLimitStore so a
+// shared store (e.g. Postgres or Redis) can serve several server instances; the default is in process memory.
+import type { RequestHandler } from 'express';
+import type { OperationSpec } from '../../generated/operations.ts';
+import type { RateBucket } from '../billing/plans.ts';
+import type { Principal } from '../identity/principal.ts';
+import type { Services } from '../services.ts';
+import { ApiError } from './errors.ts';
+
+export interface TakeResult {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** When the bucket will be full again (ms since epoch). */
+  resetAtMs: number;
+  /** When one more request would be allowed (ms since epoch); equals now when allowed. */
+  retryAtMs: number;
+}
+
+export interface RateLimitStore {
+  /** Takes one token from the bucket `key` holding `capacity` tokens refilled evenly over a minute. */
+  take(key: string, capacity: number, nowMs: number): TakeResult | Promise<TakeResult>;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedMs: number;
+  capacity: number;
+}
+
+export class MemoryRateLimitStore implements RateLimitStore {
+  private readonly buckets = new Map<string, Bucket>();
+  private sweeps = 0;
+
+  take(key: string, capacity: number, nowMs: number): TakeResult {
+    const perMs = capacity / 60_000;
+    let b = this.buckets.get(key);
+    if (!b || b.capacity !== capacity) {
+      b = { tokens: capacity, updatedMs: nowMs, capacity };
+      this.buckets.set(key, b);
+    } else {
+      b.tokens = Math.min(capacity, b.tokens + (nowMs - b.updatedMs) * perMs);
+      b.updatedMs = nowMs;
+    }
+    const allowed = b.tokens >= 1;
+    if (allowed) b.tokens -= 1;
+    if (++this.sweeps % 10_000 === 0) this.sweep(nowMs);
+    return {
+      allowed,
+      limit: capacity,
+      remaining: Math.floor(b.tokens),
+      resetAtMs: nowMs + Math.ceil((capacity - b.tokens) / perMs),
+      retryAtMs: allowed ? nowMs : nowMs + Math.ceil((1 - b.tokens) / perMs),
+    };
+  }
+
+  /** Drops buckets that have refilled completely; they are indistinguishable from new ones. */
+  private sweep(nowMs: number): void {
+    for (const [key, b] of this.buckets) {
+      if (b.tokens + (nowMs - b.updatedMs) * (b.capacity / 60_000) >= b.capacity) this.buckets.delete(key);
+    }
+  }
+}
+
+export function bucketFor(operation: OperationSpec, body: unknown): RateBucket {
+  if (operation.rateBucket !== 'execution') return 'api';
+  return (body as { async?: unknown } | undefined)?.async === true ? 'async' : 'sync';
+}
+
+export function rateLimit(services: Services, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      const principal = principalOf(res);
+      const bucket = bucketFor(operation, req.body);
+      const capacity = services.config.rateLimits[principal.plan][bucket];
+      const now = Date.now();
+      const r = await services.rateLimits.take(`${principal.subject}:${bucket}`, capacity, now);
+      res.setHeader('X-RateLimit-Limit', String(r.limit));
+      res.setHeader('X-RateLimit-Remaining', String(r.remaining));
+      res.setHeader('X-RateLimit-Reset', String(Math.ceil(r.resetAtMs / 1000)));
+      if (!r.allowed) {
+        const seconds = Math.max(1, Math.ceil((r.retryAtMs - now) / 1000));
+        throw new ApiError(
+          'RATE_LIMITED',
+          `Rate limit of ${r.limit} ${bucket === 'api' ? 'API calls' : `${bucket} executions`} per minute reached; retry in ${seconds} s.`,
+          { retryAfter: new Date(r.retryAtMs).toISOString(), bucket, limit: r.limit },
+          { 'Retry-After': String(seconds) },
+        );
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
