@@ -3,6 +3,7 @@
 // A handler receives the validated request and the caller, and returns a status and body that match the spec.
 import type { operations } from './types.ts';
 import type { RequestContext } from '../src/http/context.ts';
+import type { Principal } from '../src/identity/principal.ts';
 
 type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type Params<O, K extends string> = O extends { parameters: infer P }
@@ -90,7 +91,11 @@ export interface OperationResults {
   };
 }
 
-export type HandlerInput<Op extends keyof OperationInputs> = OperationInputs[Op] & { ctx: RequestContext };
+/** The validated request, the authenticated caller (also at ctx.principal) and the request context. */
+export type HandlerInput<Op extends keyof OperationInputs> = OperationInputs[Op] & {
+  principal: Principal;
+  ctx: RequestContext;
+};
 export type HandlerResult<Op extends keyof OperationResults> = OperationResults[Op];
 export type Handler<Op extends keyof OperationInputs> = (
   input: HandlerInput<Op>,

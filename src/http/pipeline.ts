@@ -149,7 +149,14 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
               return result;
             }),
         };
-        const result = await handler({ params: req.params, query: req.query, headers: pickHeaders(req, operation.headerParams), body: req.body, ctx });
+        const result = await handler({
+          params: req.params,
+          query: req.query,
+          headers: pickHeaders(req, operation.headerParams),
+          body: req.body,
+          principal,
+          ctx,
+        });
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
         res.status(result.status);
         if (result.body === undefined) res.end();
