@@ -9,6 +9,9 @@ import { ApiKeyRepository } from './api-keys.ts';
 import { SettingsRepository } from './settings.ts';
 import { BillingAccountRepository } from './billing-accounts.ts';
 import { AuditEventRepository } from './audit-events.ts';
+import { WorkflowRepository } from './workflows.ts';
+import { WorkflowFolderRepository } from './workflow-folders.ts';
+import { WorkflowVersionRepository } from './workflow-versions.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -18,6 +21,9 @@ export interface Repositories {
   settings: SettingsRepository;
   billingAccounts: BillingAccountRepository;
   auditEvents: AuditEventRepository;
+  workflows: WorkflowRepository;
+  workflowFolders: WorkflowFolderRepository;
+  workflowVersions: WorkflowVersionRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -29,6 +35,9 @@ function repositories(db: SqlExecutor): Repositories {
     settings: new SettingsRepository(db),
     billingAccounts: new BillingAccountRepository(db),
     auditEvents: new AuditEventRepository(db),
+    workflows: new WorkflowRepository(db),
+    workflowFolders: new WorkflowFolderRepository(db),
+    workflowVersions: new WorkflowVersionRepository(db),
   };
 }
 
