@@ -234,6 +234,26 @@ describe('listing', () => {
   });
 });
 
+describe('run counters', () => {
+  it('runCount and lastRunAt reflect recorded runs and drive the runCount sort', async () => {
+    const ws = await s.newWorkspace('Runs');
+    const quiet = await createWorkflow('quiet', {}, ws);
+    const busy = await createWorkflow('busy', {}, ws);
+    const store = await openSqliteStore(path.join(s.dataDir, 'workspace.sqlite'));
+    await store.transaction(async (tx) => {
+      await tx.workflows.recordRun(busy.id, '2024-05-01T10:00:00.000Z');
+      await tx.workflows.recordRun(busy.id, '2024-05-02T10:00:00.000Z');
+    });
+    await store.close();
+    const list = await call('GET', `/api/v2/workflows?workspaceId=${ws}&sortBy=runCount&sortOrder=desc`);
+    expect(list.body.data.map((w: any) => [w.name, w.runCount, w.lastRunAt])).toEqual([
+      ['busy', 2, '2024-05-02T10:00:00.000Z'],
+      ['quiet', 0, null],
+    ]);
+    expect((await call('GET', `/api/v2/workflows/${quiet.id}`)).body.data).toMatchObject({ runCount: 0, lastRunAt: null });
+  });
+});
+
 describe('folders', () => {
   let ws: string;
   beforeAll(async () => {
