@@ -28,6 +28,10 @@ export interface ApiClientOptions {
 /** Paths of the cursor-paginated list operations. */
 export const LIST_PATHS = [
   '/api/v2/audit-logs',
+  '/api/v2/blocks',
+  '/api/v2/workflows/folders',
+  '/api/v2/workflows/{workflowId}/versions',
+  '/api/v2/workflows',
   '/api/v2/workspaces/{workspaceId}/members',
   '/api/v2/workspaces',
 ] as const;

@@ -2,14 +2,47 @@
 // Gathers the handler modules of src/handlers/, one per tag. A missing or mistyped handler is a type error here.
 import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
+import * as catalogHandlers from '../src/handlers/catalog.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as workflowsHandlers from '../src/handlers/workflows.ts';
 import * as workspacesHandlers from '../src/handlers/workspaces.ts';
 
 export const handlers = {
+  activateWorkflowVersion: workflowsHandlers.activateWorkflowVersion,
+  applyWorkflowVariables: workflowsHandlers.applyWorkflowVariables,
+  createWorkflow: workflowsHandlers.createWorkflow,
+  createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
+  deleteWorkflow: workflowsHandlers.deleteWorkflow,
+  deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
+  deployWorkflow: workflowsHandlers.deployWorkflow,
+  duplicateWorkflow: workflowsHandlers.duplicateWorkflow,
+  exportWorkflow: workflowsHandlers.exportWorkflow,
   getAuditLog: auditLogsHandlers.getAuditLog,
+  getBlock: catalogHandlers.getBlock,
   getMeta: metaHandlers.getMeta,
+  getWorkflow: workflowsHandlers.getWorkflow,
+  getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
+  getWorkflowState: workflowsHandlers.getWorkflowState,
+  getWorkflowVersion: workflowsHandlers.getWorkflowVersion,
   getWorkspace: workspacesHandlers.getWorkspace,
+  headWorkflowState: workflowsHandlers.headWorkflowState,
+  importWorkflow: workflowsHandlers.importWorkflow,
   listAuditLogs: auditLogsHandlers.listAuditLogs,
+  listBlocks: catalogHandlers.listBlocks,
+  listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
+  listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
+  listWorkflows: workflowsHandlers.listWorkflows,
   listWorkspaceMembers: workspacesHandlers.listWorkspaceMembers,
   listWorkspaces: workspacesHandlers.listWorkspaces,
+  moveWorkflows: workflowsHandlers.moveWorkflows,
+  previewWorkflowImport: workflowsHandlers.previewWorkflowImport,
+  relocateWorkflowFolder: workflowsHandlers.relocateWorkflowFolder,
+  replaceWorkflowState: workflowsHandlers.replaceWorkflowState,
+  restoreWorkflow: workflowsHandlers.restoreWorkflow,
+  revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
+  rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
+  undeployWorkflow: workflowsHandlers.undeployWorkflow,
+  updateWorkflow: workflowsHandlers.updateWorkflow,
+  updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,
+  updateWorkflowVersion: workflowsHandlers.updateWorkflowVersion,
 } satisfies Handlers;

@@ -13,18 +13,85 @@ type Params<O, K extends string> = O extends { parameters: infer P }
       : NonNullable<P[K]>
     : Record<string, never>
   : Record<string, never>;
+// An optional request body (`requestBody.required: false`) may be absent, so its type includes undefined.
 type Body<O> = O extends { requestBody: infer R }
   ? R extends { content: { 'application/json': infer B } }
     ? B
     : NonNullable<R>
-  : undefined;
+  : O extends { requestBody?: infer R }
+    ? unknown extends R
+      ? undefined
+      : NonNullable<R> extends { content: { 'application/json': infer B } }
+        ? B | undefined
+        : undefined
+    : undefined;
 
 export interface OperationInputs {
+  activateWorkflowVersion: {
+    params: Params<operations['activateWorkflowVersion'], 'path'>;
+    query: Params<operations['activateWorkflowVersion'], 'query'>;
+    headers: Params<operations['activateWorkflowVersion'], 'header'>;
+    body: Body<operations['activateWorkflowVersion']>;
+  };
+  applyWorkflowVariables: {
+    params: Params<operations['applyWorkflowVariables'], 'path'>;
+    query: Params<operations['applyWorkflowVariables'], 'query'>;
+    headers: Params<operations['applyWorkflowVariables'], 'header'>;
+    body: Body<operations['applyWorkflowVariables']>;
+  };
+  createWorkflow: {
+    params: Params<operations['createWorkflow'], 'path'>;
+    query: Params<operations['createWorkflow'], 'query'>;
+    headers: Params<operations['createWorkflow'], 'header'>;
+    body: Body<operations['createWorkflow']>;
+  };
+  createWorkflowFolder: {
+    params: Params<operations['createWorkflowFolder'], 'path'>;
+    query: Params<operations['createWorkflowFolder'], 'query'>;
+    headers: Params<operations['createWorkflowFolder'], 'header'>;
+    body: Body<operations['createWorkflowFolder']>;
+  };
+  deleteWorkflow: {
+    params: Params<operations['deleteWorkflow'], 'path'>;
+    query: Params<operations['deleteWorkflow'], 'query'>;
+    headers: Params<operations['deleteWorkflow'], 'header'>;
+    body: Body<operations['deleteWorkflow']>;
+  };
+  deleteWorkflowFolder: {
+    params: Params<operations['deleteWorkflowFolder'], 'path'>;
+    query: Params<operations['deleteWorkflowFolder'], 'query'>;
+    headers: Params<operations['deleteWorkflowFolder'], 'header'>;
+    body: Body<operations['deleteWorkflowFolder']>;
+  };
+  deployWorkflow: {
+    params: Params<operations['deployWorkflow'], 'path'>;
+    query: Params<operations['deployWorkflow'], 'query'>;
+    headers: Params<operations['deployWorkflow'], 'header'>;
+    body: Body<operations['deployWorkflow']>;
+  };
+  duplicateWorkflow: {
+    params: Params<operations['duplicateWorkflow'], 'path'>;
+    query: Params<operations['duplicateWorkflow'], 'query'>;
+    headers: Params<operations['duplicateWorkflow'], 'header'>;
+    body: Body<operations['duplicateWorkflow']>;
+  };
+  exportWorkflow: {
+    params: Params<operations['exportWorkflow'], 'path'>;
+    query: Params<operations['exportWorkflow'], 'query'>;
+    headers: Params<operations['exportWorkflow'], 'header'>;
+    body: Body<operations['exportWorkflow']>;
+  };
   getAuditLog: {
     params: Params<operations['getAuditLog'], 'path'>;
     query: Params<operations['getAuditLog'], 'query'>;
     headers: Params<operations['getAuditLog'], 'header'>;
     body: Body<operations['getAuditLog']>;
+  };
+  getBlock: {
+    params: Params<operations['getBlock'], 'path'>;
+    query: Params<operations['getBlock'], 'query'>;
+    headers: Params<operations['getBlock'], 'header'>;
+    body: Body<operations['getBlock']>;
   };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
@@ -32,17 +99,77 @@ export interface OperationInputs {
     headers: Params<operations['getMeta'], 'header'>;
     body: Body<operations['getMeta']>;
   };
+  getWorkflow: {
+    params: Params<operations['getWorkflow'], 'path'>;
+    query: Params<operations['getWorkflow'], 'query'>;
+    headers: Params<operations['getWorkflow'], 'header'>;
+    body: Body<operations['getWorkflow']>;
+  };
+  getWorkflowDeployment: {
+    params: Params<operations['getWorkflowDeployment'], 'path'>;
+    query: Params<operations['getWorkflowDeployment'], 'query'>;
+    headers: Params<operations['getWorkflowDeployment'], 'header'>;
+    body: Body<operations['getWorkflowDeployment']>;
+  };
+  getWorkflowState: {
+    params: Params<operations['getWorkflowState'], 'path'>;
+    query: Params<operations['getWorkflowState'], 'query'>;
+    headers: Params<operations['getWorkflowState'], 'header'>;
+    body: Body<operations['getWorkflowState']>;
+  };
+  getWorkflowVersion: {
+    params: Params<operations['getWorkflowVersion'], 'path'>;
+    query: Params<operations['getWorkflowVersion'], 'query'>;
+    headers: Params<operations['getWorkflowVersion'], 'header'>;
+    body: Body<operations['getWorkflowVersion']>;
+  };
   getWorkspace: {
     params: Params<operations['getWorkspace'], 'path'>;
     query: Params<operations['getWorkspace'], 'query'>;
     headers: Params<operations['getWorkspace'], 'header'>;
     body: Body<operations['getWorkspace']>;
   };
+  headWorkflowState: {
+    params: Params<operations['headWorkflowState'], 'path'>;
+    query: Params<operations['headWorkflowState'], 'query'>;
+    headers: Params<operations['headWorkflowState'], 'header'>;
+    body: Body<operations['headWorkflowState']>;
+  };
+  importWorkflow: {
+    params: Params<operations['importWorkflow'], 'path'>;
+    query: Params<operations['importWorkflow'], 'query'>;
+    headers: Params<operations['importWorkflow'], 'header'>;
+    body: Body<operations['importWorkflow']>;
+  };
   listAuditLogs: {
     params: Params<operations['listAuditLogs'], 'path'>;
     query: Params<operations['listAuditLogs'], 'query'>;
     headers: Params<operations['listAuditLogs'], 'header'>;
     body: Body<operations['listAuditLogs']>;
+  };
+  listBlocks: {
+    params: Params<operations['listBlocks'], 'path'>;
+    query: Params<operations['listBlocks'], 'query'>;
+    headers: Params<operations['listBlocks'], 'header'>;
+    body: Body<operations['listBlocks']>;
+  };
+  listWorkflowFolders: {
+    params: Params<operations['listWorkflowFolders'], 'path'>;
+    query: Params<operations['listWorkflowFolders'], 'query'>;
+    headers: Params<operations['listWorkflowFolders'], 'header'>;
+    body: Body<operations['listWorkflowFolders']>;
+  };
+  listWorkflowVersions: {
+    params: Params<operations['listWorkflowVersions'], 'path'>;
+    query: Params<operations['listWorkflowVersions'], 'query'>;
+    headers: Params<operations['listWorkflowVersions'], 'header'>;
+    body: Body<operations['listWorkflowVersions']>;
+  };
+  listWorkflows: {
+    params: Params<operations['listWorkflows'], 'path'>;
+    query: Params<operations['listWorkflows'], 'query'>;
+    headers: Params<operations['listWorkflows'], 'header'>;
+    body: Body<operations['listWorkflows']>;
   };
   listWorkspaceMembers: {
     params: Params<operations['listWorkspaceMembers'], 'path'>;
@@ -56,12 +183,128 @@ export interface OperationInputs {
     headers: Params<operations['listWorkspaces'], 'header'>;
     body: Body<operations['listWorkspaces']>;
   };
+  moveWorkflows: {
+    params: Params<operations['moveWorkflows'], 'path'>;
+    query: Params<operations['moveWorkflows'], 'query'>;
+    headers: Params<operations['moveWorkflows'], 'header'>;
+    body: Body<operations['moveWorkflows']>;
+  };
+  previewWorkflowImport: {
+    params: Params<operations['previewWorkflowImport'], 'path'>;
+    query: Params<operations['previewWorkflowImport'], 'query'>;
+    headers: Params<operations['previewWorkflowImport'], 'header'>;
+    body: Body<operations['previewWorkflowImport']>;
+  };
+  relocateWorkflowFolder: {
+    params: Params<operations['relocateWorkflowFolder'], 'path'>;
+    query: Params<operations['relocateWorkflowFolder'], 'query'>;
+    headers: Params<operations['relocateWorkflowFolder'], 'header'>;
+    body: Body<operations['relocateWorkflowFolder']>;
+  };
+  replaceWorkflowState: {
+    params: Params<operations['replaceWorkflowState'], 'path'>;
+    query: Params<operations['replaceWorkflowState'], 'query'>;
+    headers: Params<operations['replaceWorkflowState'], 'header'>;
+    body: Body<operations['replaceWorkflowState']>;
+  };
+  restoreWorkflow: {
+    params: Params<operations['restoreWorkflow'], 'path'>;
+    query: Params<operations['restoreWorkflow'], 'query'>;
+    headers: Params<operations['restoreWorkflow'], 'header'>;
+    body: Body<operations['restoreWorkflow']>;
+  };
+  revertWorkflowVersion: {
+    params: Params<operations['revertWorkflowVersion'], 'path'>;
+    query: Params<operations['revertWorkflowVersion'], 'query'>;
+    headers: Params<operations['revertWorkflowVersion'], 'header'>;
+    body: Body<operations['revertWorkflowVersion']>;
+  };
+  rollbackWorkflow: {
+    params: Params<operations['rollbackWorkflow'], 'path'>;
+    query: Params<operations['rollbackWorkflow'], 'query'>;
+    headers: Params<operations['rollbackWorkflow'], 'header'>;
+    body: Body<operations['rollbackWorkflow']>;
+  };
+  undeployWorkflow: {
+    params: Params<operations['undeployWorkflow'], 'path'>;
+    query: Params<operations['undeployWorkflow'], 'query'>;
+    headers: Params<operations['undeployWorkflow'], 'header'>;
+    body: Body<operations['undeployWorkflow']>;
+  };
+  updateWorkflow: {
+    params: Params<operations['updateWorkflow'], 'path'>;
+    query: Params<operations['updateWorkflow'], 'query'>;
+    headers: Params<operations['updateWorkflow'], 'header'>;
+    body: Body<operations['updateWorkflow']>;
+  };
+  updateWorkflowPublicApi: {
+    params: Params<operations['updateWorkflowPublicApi'], 'path'>;
+    query: Params<operations['updateWorkflowPublicApi'], 'query'>;
+    headers: Params<operations['updateWorkflowPublicApi'], 'header'>;
+    body: Body<operations['updateWorkflowPublicApi']>;
+  };
+  updateWorkflowVersion: {
+    params: Params<operations['updateWorkflowVersion'], 'path'>;
+    query: Params<operations['updateWorkflowVersion'], 'query'>;
+    headers: Params<operations['updateWorkflowVersion'], 'header'>;
+    body: Body<operations['updateWorkflowVersion']>;
+  };
 }
 
 export interface OperationResults {
+  activateWorkflowVersion: {
+    status: 200;
+    body: Json<operations['activateWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  applyWorkflowVariables: {
+    status: 200;
+    body: Json<operations['applyWorkflowVariables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createWorkflow: {
+    status: 201;
+    body: Json<operations['createWorkflow']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createWorkflowFolder: {
+    status: 201;
+    body: Json<operations['createWorkflowFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  deleteWorkflow: {
+    status: 200;
+    body: Json<operations['deleteWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteWorkflowFolder: {
+    status: 200;
+    body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deployWorkflow: {
+    status: 200;
+    body: Json<operations['deployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  duplicateWorkflow: {
+    status: 201;
+    body: Json<operations['duplicateWorkflow']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  exportWorkflow: {
+    status: 200;
+    body: Json<operations['exportWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getAuditLog: {
     status: 200;
     body: Json<operations['getAuditLog']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getBlock: {
+    status: 200;
+    body: Json<operations['getBlock']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getMeta: {
@@ -69,14 +312,64 @@ export interface OperationResults {
     body: Json<operations['getMeta']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getWorkflow: {
+    status: 200;
+    body: Json<operations['getWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowDeployment: {
+    status: 200;
+    body: Json<operations['getWorkflowDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowState: {
+    status: 200;
+    body: Json<operations['getWorkflowState']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowVersion: {
+    status: 200;
+    body: Json<operations['getWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  headWorkflowState: {
+    status: 200;
+    body: undefined;
+    headers?: Record<string, string>;
+  };
+  importWorkflow: {
+    status: 201;
+    body: Json<operations['importWorkflow']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   listAuditLogs: {
     status: 200;
     body: Json<operations['listAuditLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listBlocks: {
+    status: 200;
+    body: Json<operations['listBlocks']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowFolders: {
+    status: 200;
+    body: Json<operations['listWorkflowFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowVersions: {
+    status: 200;
+    body: Json<operations['listWorkflowVersions']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflows: {
+    status: 200;
+    body: Json<operations['listWorkflows']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkspaceMembers: {
@@ -87,6 +380,61 @@ export interface OperationResults {
   listWorkspaces: {
     status: 200;
     body: Json<operations['listWorkspaces']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  moveWorkflows: {
+    status: 200;
+    body: Json<operations['moveWorkflows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  previewWorkflowImport: {
+    status: 200;
+    body: Json<operations['previewWorkflowImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  relocateWorkflowFolder: {
+    status: 200;
+    body: Json<operations['relocateWorkflowFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  replaceWorkflowState: {
+    status: 200;
+    body: Json<operations['replaceWorkflowState']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreWorkflow: {
+    status: 200;
+    body: Json<operations['restoreWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  revertWorkflowVersion: {
+    status: 200;
+    body: Json<operations['revertWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  rollbackWorkflow: {
+    status: 200;
+    body: Json<operations['rollbackWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  undeployWorkflow: {
+    status: 200;
+    body: Json<operations['undeployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflow: {
+    status: 200;
+    body: Json<operations['updateWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowPublicApi: {
+    status: 200;
+    body: Json<operations['updateWorkflowPublicApi']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowVersion: {
+    status: 200;
+    body: Json<operations['updateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
 }
@@ -103,16 +451,78 @@ export type Handler<Op extends keyof OperationInputs> = (
 
 /** One method per operationId: the app does not compile while any of them is missing. */
 export interface Handlers {
+  /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
+  activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
+  applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
+  /** POST /api/v2/workflows — Create a workflow */
+  createWorkflow: Handler<'createWorkflow'>;
+  /** POST /api/v2/workflows/folders — Create a workflow folder */
+  createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
+  deleteWorkflow: Handler<'deleteWorkflow'>;
+  /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
+  deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
+  /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
+  deployWorkflow: Handler<'deployWorkflow'>;
+  /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
+  duplicateWorkflow: Handler<'duplicateWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
+  exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
   getAuditLog: Handler<'getAuditLog'>;
+  /** GET /api/v2/blocks/{blockId} — Get a block type */
+  getBlock: Handler<'getBlock'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /api/v2/workflows/{workflowId} — Get a workflow */
+  getWorkflow: Handler<'getWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
+  getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
+  /** GET /api/v2/workflows/{workflowId}/state — Get the draft state */
+  getWorkflowState: Handler<'getWorkflowState'>;
+  /** GET /api/v2/workflows/{workflowId}/versions/{version} — Get a deployment version */
+  getWorkflowVersion: Handler<'getWorkflowVersion'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** HEAD /api/v2/workflows/{workflowId}/state — Check the draft state */
+  headWorkflowState: Handler<'headWorkflowState'>;
+  /** POST /api/v2/workflows/import — Import a workflow */
+  importWorkflow: Handler<'importWorkflow'>;
   /** GET /api/v2/audit-logs — List audit logs */
   listAuditLogs: Handler<'listAuditLogs'>;
+  /** GET /api/v2/blocks — List block types */
+  listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/workflows/folders — List workflow folders */
+  listWorkflowFolders: Handler<'listWorkflowFolders'>;
+  /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
+  listWorkflowVersions: Handler<'listWorkflowVersions'>;
+  /** GET /api/v2/workflows — List workflows */
+  listWorkflows: Handler<'listWorkflows'>;
   /** GET /api/v2/workspaces/{workspaceId}/members — List workspace members */
   listWorkspaceMembers: Handler<'listWorkspaceMembers'>;
   /** GET /api/v2/workspaces — List workspaces */
   listWorkspaces: Handler<'listWorkspaces'>;
+  /** POST /api/v2/workflows/move — Move workflows to a folder */
+  moveWorkflows: Handler<'moveWorkflows'>;
+  /** POST /api/v2/workflows/import/preview — Preview a workflow import */
+  previewWorkflowImport: Handler<'previewWorkflowImport'>;
+  /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
+  relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
+  /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
+  replaceWorkflowState: Handler<'replaceWorkflowState'>;
+  /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
+  restoreWorkflow: Handler<'restoreWorkflow'>;
+  /** POST /api/v2/workflows/{workflowId}/versions/{version}/revert — Revert the draft to a version */
+  revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
+  /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
+  rollbackWorkflow: Handler<'rollbackWorkflow'>;
+  /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
+  undeployWorkflow: Handler<'undeployWorkflow'>;
+  /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
+  updateWorkflow: Handler<'updateWorkflow'>;
+  /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
+  updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
+  /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */
+  updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
 }

@@ -13,7 +13,104 @@ export type BindOperation = (
 export function mountOperations(router: Router, handlers: Handlers, bind: BindOperation): void {
   router.get('/api/v2/audit-logs', ...bind(OPERATIONS.listAuditLogs, handlers.listAuditLogs));
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
+  router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
+  router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
+  router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
+  router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
+  router.delete(
+    '/api/v2/workflows/folders',
+    ...bind(OPERATIONS.deleteWorkflowFolder, handlers.deleteWorkflowFolder),
+  );
+  router.get(
+    '/api/v2/workflows/folders',
+    ...bind(OPERATIONS.listWorkflowFolders, handlers.listWorkflowFolders),
+  );
+  router.patch(
+    '/api/v2/workflows/folders',
+    ...bind(OPERATIONS.relocateWorkflowFolder, handlers.relocateWorkflowFolder),
+  );
+  router.post(
+    '/api/v2/workflows/folders',
+    ...bind(OPERATIONS.createWorkflowFolder, handlers.createWorkflowFolder),
+  );
+  router.post('/api/v2/workflows/import', ...bind(OPERATIONS.importWorkflow, handlers.importWorkflow));
+  router.post(
+    '/api/v2/workflows/import/preview',
+    ...bind(OPERATIONS.previewWorkflowImport, handlers.previewWorkflowImport),
+  );
+  router.post('/api/v2/workflows/move', ...bind(OPERATIONS.moveWorkflows, handlers.moveWorkflows));
+  router.delete('/api/v2/workflows/:workflowId', ...bind(OPERATIONS.deleteWorkflow, handlers.deleteWorkflow));
+  router.get('/api/v2/workflows/:workflowId', ...bind(OPERATIONS.getWorkflow, handlers.getWorkflow));
+  router.patch('/api/v2/workflows/:workflowId', ...bind(OPERATIONS.updateWorkflow, handlers.updateWorkflow));
+  router.delete(
+    '/api/v2/workflows/:workflowId/deploy',
+    ...bind(OPERATIONS.undeployWorkflow, handlers.undeployWorkflow),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/deploy',
+    ...bind(OPERATIONS.deployWorkflow, handlers.deployWorkflow),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/deployment',
+    ...bind(OPERATIONS.getWorkflowDeployment, handlers.getWorkflowDeployment),
+  );
+  router.patch(
+    '/api/v2/workflows/:workflowId/deployment',
+    ...bind(OPERATIONS.updateWorkflowPublicApi, handlers.updateWorkflowPublicApi),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/duplicate',
+    ...bind(OPERATIONS.duplicateWorkflow, handlers.duplicateWorkflow),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/export',
+    ...bind(OPERATIONS.exportWorkflow, handlers.exportWorkflow),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/restore',
+    ...bind(OPERATIONS.restoreWorkflow, handlers.restoreWorkflow),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/rollback',
+    ...bind(OPERATIONS.rollbackWorkflow, handlers.rollbackWorkflow),
+  );
+  router.head(
+    '/api/v2/workflows/:workflowId/state',
+    ...bind(OPERATIONS.headWorkflowState, handlers.headWorkflowState),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/state',
+    ...bind(OPERATIONS.getWorkflowState, handlers.getWorkflowState),
+  );
+  router.put(
+    '/api/v2/workflows/:workflowId/state',
+    ...bind(OPERATIONS.replaceWorkflowState, handlers.replaceWorkflowState),
+  );
+  router.patch(
+    '/api/v2/workflows/:workflowId/variables',
+    ...bind(OPERATIONS.applyWorkflowVariables, handlers.applyWorkflowVariables),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/versions',
+    ...bind(OPERATIONS.listWorkflowVersions, handlers.listWorkflowVersions),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/versions/:version',
+    ...bind(OPERATIONS.getWorkflowVersion, handlers.getWorkflowVersion),
+  );
+  router.patch(
+    '/api/v2/workflows/:workflowId/versions/:version',
+    ...bind(OPERATIONS.updateWorkflowVersion, handlers.updateWorkflowVersion),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/versions/:version/activate',
+    ...bind(OPERATIONS.activateWorkflowVersion, handlers.activateWorkflowVersion),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/versions/:version/revert',
+    ...bind(OPERATIONS.revertWorkflowVersion, handlers.revertWorkflowVersion),
+  );
   router.get('/api/v2/workspaces', ...bind(OPERATIONS.listWorkspaces, handlers.listWorkspaces));
   router.get('/api/v2/workspaces/:workspaceId', ...bind(OPERATIONS.getWorkspace, handlers.getWorkspace));
   router.get(

@@ -120,6 +120,450 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workflows': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflows
+     * @description Lists the workflows of a workspace one page at a time. `folderPath` resolves against active folders only: an unknown folder matches nothing, and `scope=archived` with a folder that was archived too gives an empty page. Sorting by name is case-sensitive. A folder tree over 10,000 folders answers 413.
+     */
+    get: operations['listWorkflows'];
+    put?: never;
+    /**
+     * Create a workflow
+     * @description Creates a workflow seeded with a start block, at the workspace root or in a folder (missing folders along the path are created). A name already used by an active workflow in the same folder is a 409.
+     */
+    post: operations['createWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/move': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Move workflows to a folder
+     * @description Moves several workflows of one workspace to a folder in one transaction. Duplicated ids are collapsed; ids that are not active workflows of the workspace are reported in `failed`.
+     */
+    post: operations['moveWorkflows'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/import': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Import a workflow
+     * @description Creates a workflow from an export document (or a bare state). Block and edge ids that already belong to a workflow are replaced by new ones, with every reference to them rewritten. Something that is not a workflow document is a 400 naming the problem.
+     */
+    post: operations['importWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/import/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Preview a workflow import
+     * @description Validates an import exactly as importWorkflow would and reports what it needs, without writing anything.
+     */
+    post: operations['previewWorkflowImport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/folders': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflow folders
+     * @description Lists the active workflow folders of a workspace, optionally only the direct children of one folder. A folder tree over 10,000 folders answers 413.
+     */
+    get: operations['listWorkflowFolders'];
+    put?: never;
+    /**
+     * Create a workflow folder
+     * @description Creates a folder, and any missing folders above it. An existing active folder at the path is a 409.
+     */
+    post: operations['createWorkflowFolder'];
+    /**
+     * Delete a workflow folder
+     * @description Archives a folder. A folder holding subfolders or workflows needs `recursive`, and then everything inside is archived with it (archived workflows are listed with `scope=archived`).
+     */
+    delete: operations['deleteWorkflowFolder'];
+    options?: never;
+    head?: never;
+    /**
+     * Rename or move a workflow folder
+     * @description Moves or renames a folder with `mv` semantics: a destination naming an existing folder receives the folder as a child under its current name, `/` moves it to the root, any other path becomes its new full path. Its subfolders and workflows move with it. Moving a folder into itself, or onto an occupied path, is a 409.
+     */
+    patch: operations['relocateWorkflowFolder'];
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workflow
+     * @description Returns a workflow with its variables and the input fields of its start block.
+     */
+    get: operations['getWorkflow'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete (archive) a workflow
+     * @description Archives a workflow and takes it out of deployment. It can be listed with `scope=archived` and restored. A locked workflow answers 423.
+     */
+    delete: operations['deleteWorkflow'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a workflow
+     * @description Changes the name, description or folder of a workflow (missing folders are created). A name already used in the destination folder is a 409.
+     */
+    patch: operations['updateWorkflow'];
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore an archived workflow
+     * @description Brings an archived workflow back. If its folder is gone it returns to the root; if its name is taken there, a suffix is added. Restoring an active workflow changes nothing.
+     */
+    post: operations['restoreWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/duplicate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Duplicate a workflow
+     * @description Copies a workflow's draft state (blocks, edges, containers, variables) under new ids. The copy is not deployed.
+     */
+    post: operations['duplicateWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Export a workflow
+     * @description Returns the workflow as a portable JSON document that importWorkflow accepts.
+     */
+    get: operations['exportWorkflow'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/state': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the draft state
+     * @description Returns the editable draft graph: blocks, edges, loop and parallel containers, variables. HEAD answers the same headers without a body. Records nothing.
+     */
+    get: operations['getWorkflowState'];
+    /**
+     * Replace the draft state
+     * @description Atomically replaces the draft graph; concurrent writes are last-write-wins. Loop and parallel containers are recomputed from the blocks' parent ids; variables the body omits are kept. Block or edge ids that belong to another workflow give 409; a locked workflow, or a change to a locked block, gives 423. Lint findings are advisory. `needsRedeployment` describes the state before the write. With `dryRun=true` nothing is saved or recorded and the answer is what the write would have returned. The live deployment never changes.
+     */
+    put: operations['replaceWorkflowState'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    /**
+     * Check the draft state
+     * @description Answers exactly like getWorkflowState, headers included, without a body. Records nothing.
+     */
+    head: operations['headWorkflowState'];
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/variables': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Change workflow variables
+     * @description Adds, edits and deletes draft variables by name, in order, in one transaction. Adding a name that exists is a 409; editing or deleting one that does not is a 400.
+     */
+    patch: operations['applyWorkflowVariables'];
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/deploy': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Deploy a workflow
+     * @description Snapshots the draft as a new immutable version and makes it the active deployment. A locked workflow answers 423.
+     */
+    post: operations['deployWorkflow'];
+    /**
+     * Undeploy a workflow
+     * @description Deactivates the serving version. The answer always reads isDeployed false, deployedAt null, activeDeployment null, latestDeploymentAttempt null, warnings empty. A locked workflow answers 423.
+     */
+    delete: operations['undeployWorkflow'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/deployment': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the deployment
+     * @description Returns the active deployment, the latest deployment attempt and whether the draft differs from the active version.
+     */
+    get: operations['getWorkflowDeployment'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Update public API access
+     * @description Sets whether the deployed workflow accepts executions without an API key.
+     */
+    patch: operations['updateWorkflowPublicApi'];
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/rollback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Roll back the deployment
+     * @description Reactivates the previously active version, or the one named. With no earlier version to go back to, 409. A locked workflow answers 423.
+     */
+    post: operations['rollbackWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/versions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List deployment versions
+     * @description Lists the deployment versions of a workflow, newest first.
+     */
+    get: operations['listWorkflowVersions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a deployment version
+     * @description Returns one deployment version with its state snapshot.
+     */
+    get: operations['getWorkflowVersion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Update a deployment version
+     * @description Changes the label or release note of a version; its state never changes.
+     */
+    patch: operations['updateWorkflowVersion'];
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/versions/{version}/activate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Activate a deployment version
+     * @description Makes an existing version the active deployment. A locked workflow answers 423.
+     */
+    post: operations['activateWorkflowVersion'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/versions/{version}/revert': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Revert the draft to a version
+     * @description Replaces the draft state with a version's snapshot (`active` names the live version). The deployment does not change. A locked workflow answers 423.
+     */
+    post: operations['revertWorkflowVersion'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/blocks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List block types
+     * @description Lists the block types this server can run, from the same registry the linter and the executor use.
+     */
+    get: operations['listBlocks'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/blocks/{blockId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a block type
+     * @description Describes one block type: its inputs (sub-block ids, types, which are required) and outputs.
+     */
+    get: operations['getBlock'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -230,6 +674,578 @@ export interface components {
     };
     /** @description A UTC ISO 8601 timestamp ending in `Z`, e.g. `2026-08-06T00:00:00Z`. */
     UtcTimestamp: string;
+    /** @description A folder path. Segments are percent-encoded (a folder shown as "New folder" is `/New%20folder`); a missing leading slash is added, a trailing slash and empty segments are dropped, `.` and `..` segments are refused. */
+    FolderPathInput: string;
+    /** @description Workflow name. */
+    WorkflowName: string;
+    Workflow: {
+      id: string;
+      /**
+       * Format: uri
+       * @description Where the workflow opens in the app, under BASE_URL: `{BASE_URL}/workspace/{workspaceId}/w/{workflowId}`.
+       */
+      webUrl: string;
+      name: string;
+      description: string | null;
+      /** @description Canonical folder path, `/` for the root; segments are percent-encoded. */
+      folderPath: string;
+      workspaceId: string;
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      runCount: number;
+      lastRunAt: components['schemas']['Timestamp'] | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    CreatedWorkflow: {
+      id: string;
+      /**
+       * Format: uri
+       * @description Where the workflow opens in the app, under BASE_URL: `{BASE_URL}/workspace/{workspaceId}/w/{workflowId}`.
+       */
+      webUrl: string;
+      name: string;
+      description: string | null;
+      /** @description Canonical folder path, `/` for the root; segments are percent-encoded. */
+      folderPath: string;
+      workspaceId: string;
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      runCount: number;
+      lastRunAt: components['schemas']['Timestamp'] | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** @description The seeded blocks. */
+      blocks: components['schemas']['BlockRef'][];
+    };
+    BlockRef: {
+      id: string;
+      type: string;
+      name: string;
+    };
+    WorkflowDetail: {
+      id: string;
+      /**
+       * Format: uri
+       * @description Where the workflow opens in the app, under BASE_URL: `{BASE_URL}/workspace/{workspaceId}/w/{workflowId}`.
+       */
+      webUrl: string;
+      name: string;
+      description: string | null;
+      /** @description Canonical folder path, `/` for the root; segments are percent-encoded. */
+      folderPath: string;
+      workspaceId: string;
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      runCount: number;
+      lastRunAt: components['schemas']['Timestamp'] | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** @description Draft variables keyed by id. */
+      variables: {
+        [key: string]: components['schemas']['WorkflowVariable'];
+      };
+      /** @description Input fields of the start block. */
+      inputs: {
+        name: string;
+        type: string;
+        description?: string;
+      }[];
+    };
+    WorkflowDeletion: {
+      id: string;
+      /** @enum {boolean} */
+      deleted: true;
+      /** @enum {boolean} */
+      archived: true;
+    };
+    WorkflowMoveResult: {
+      moved: string[];
+      failed: string[];
+      folderPath: string;
+    };
+    WorkflowFolder: {
+      name: string;
+      path: string;
+      parentPath: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      locked: boolean;
+    };
+    WorkflowFolderDeletion: {
+      path: string;
+      /** @enum {boolean} */
+      deleted: true;
+      deletedItems: {
+        folders: number;
+        workflows: number;
+      };
+    };
+    WorkflowBlock: {
+      id: string;
+      type: string;
+      name: string;
+      position: {
+        x: number;
+        y: number;
+      };
+      subBlocks: {
+        [key: string]: {
+          id: string;
+          type: string;
+          value: unknown;
+        };
+      };
+      outputs: {
+        [key: string]: unknown;
+      };
+      enabled: boolean;
+      horizontalHandles?: boolean;
+      height?: number;
+      advancedMode?: boolean;
+      errorEnabled?: boolean;
+      retry?: {
+        enabled: boolean;
+        maxTries: number;
+        waitBetweenTriesMs: number;
+      };
+      triggerMode?: boolean;
+      /** @description Container and layout data; `parentId` places the block inside a loop or parallel. */
+      data?: {
+        parentId?: string;
+        /** @enum {string} */
+        extent?: 'parent';
+        width?: number;
+        height?: number;
+        collection?: unknown;
+        count?: number;
+        /** @enum {string} */
+        loopType?: 'for' | 'forEach' | 'while' | 'doWhile';
+        whileCondition?: string;
+        doWhileCondition?: string;
+        /** @enum {string} */
+        parallelType?: 'collection' | 'count';
+        batchSize?: number;
+        type?: string;
+        canonicalModes?: {
+          [key: string]: 'basic' | 'advanced';
+        };
+      } & {
+        [key: string]: unknown;
+      };
+      /** @description A locked block cannot be changed or removed by a state write. */
+      locked?: boolean;
+    };
+    WorkflowEdge: {
+      id: string;
+      source: string;
+      target: string;
+      sourceHandle?: string | null;
+      targetHandle?: string | null;
+      type?: string;
+    };
+    WorkflowLoop: {
+      id: string;
+      nodes: string[];
+      iterations: number;
+      /** @enum {string} */
+      loopType: 'for' | 'forEach' | 'while' | 'doWhile';
+      forEachItems?:
+        | unknown[]
+        | {
+            [key: string]: unknown;
+          }
+        | string;
+      whileCondition?: string;
+      doWhileCondition?: string;
+      enabled?: boolean;
+      locked?: boolean;
+    };
+    WorkflowParallel: {
+      id: string;
+      nodes: string[];
+      distribution?:
+        | unknown[]
+        | {
+            [key: string]: unknown;
+          }
+        | string;
+      count?: number;
+      /** @enum {string} */
+      parallelType?: 'count' | 'collection';
+      batchSize?: number;
+      enabled?: boolean;
+      locked?: boolean;
+    };
+    WorkflowVariable: {
+      id: string;
+      name: string;
+      /** @enum {string} */
+      type: 'string' | 'number' | 'boolean' | 'object' | 'array' | 'plain';
+      value: unknown;
+    };
+    WorkflowState: {
+      blocks: {
+        [key: string]: components['schemas']['WorkflowBlock'];
+      };
+      edges: components['schemas']['WorkflowEdge'][];
+      loops: {
+        [key: string]: components['schemas']['WorkflowLoop'];
+      };
+      parallels: {
+        [key: string]: components['schemas']['WorkflowParallel'];
+      };
+      variables: {
+        [key: string]: components['schemas']['WorkflowVariable'];
+      };
+    };
+    /** @description Advisory findings: unknown block types (notes), dangling edges (invalidConnectionTargets), unreachable blocks (orphanBlocks), missing required inputs (fieldIssues), malformed references (unresolvedReferences). */
+    WorkflowLint: {
+      sources: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+      }[];
+      sinks: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+      }[];
+      orphanBlocks: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+      }[];
+      emptyOutgoingPorts: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+        handle: string;
+        label: string;
+      }[];
+      invalidBranchPorts: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+        sourceHandle: string;
+        reason: string;
+      }[];
+      invalidConnectionTargets: {
+        sourceBlockId: string;
+        sourceBlockName: string | null;
+        sourceHandle: string | null;
+        targetBlockId: string;
+        reason: string;
+      }[];
+      fieldIssues: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+        missingRequiredFields: string[];
+        inactiveModeValues: {
+          canonicalId: string;
+          activeMemberId: string | null;
+          inactiveMemberId: string;
+          /** @enum {string} */
+          kind: 'credential' | 'resource' | 'other';
+        }[];
+      }[];
+      unresolvedReferences: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+        field: string;
+        value: string | string[];
+        /** @enum {string} */
+        kind: 'credential' | 'resource' | 'custom-tool' | 'mcp-tool' | 'skill' | 'block-output';
+        reason: string;
+      }[];
+      tableFieldIssues: {
+        blockId: string;
+        blockName: string | null;
+        blockType: string | null;
+        field: string;
+        tableName: string;
+      }[];
+      /** @description Findings without a dedicated list, such as unknown block types. */
+      notes: string[];
+    };
+    WorkflowStateWrite: {
+      id: string;
+      warnings: string[];
+      /** @description Whether the draft before this write differed from the active version. */
+      needsRedeployment: boolean;
+      lint: components['schemas']['WorkflowLint'];
+      dryRun: boolean;
+    };
+    WorkflowVariablesResult: {
+      id: string;
+      variableCount: number;
+      changed: boolean;
+    };
+    ActiveDeployment: {
+      deploymentVersionId: string;
+      version: number;
+      deployedAt: components['schemas']['Timestamp'];
+    };
+    DeploymentAttempt: {
+      id: string;
+      deploymentVersionId: string;
+      version: number;
+      /** @enum {string} */
+      action: 'deploy' | 'activate';
+      /** @enum {string} */
+      status: 'preparing' | 'activating' | 'active' | 'failed' | 'superseded';
+      isCurrent: boolean;
+      readiness: {
+        /** @enum {string} */
+        webhooks: 'pending' | 'ready' | 'not_applicable';
+        /** @enum {string} */
+        schedules: 'pending' | 'ready' | 'not_applicable';
+        /** @enum {string} */
+        mcp: 'pending' | 'ready' | 'not_applicable';
+      };
+      requestedAt: components['schemas']['Timestamp'];
+      activatedAt?: components['schemas']['Timestamp'] | null;
+      error?: {
+        code: string;
+        message: string;
+        retryable: boolean;
+      } | null;
+    };
+    WorkflowDeploymentResult: {
+      /** @description Workflow id. */
+      id: string;
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      warnings: string[];
+      activeDeployment: components['schemas']['ActiveDeployment'] | null;
+      latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
+      /** @description The version created. */
+      version: number;
+    };
+    WorkflowActivationResult: {
+      /** @description Workflow id. */
+      id: string;
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      warnings: string[];
+      activeDeployment: components['schemas']['ActiveDeployment'] | null;
+      latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
+      /** @description The version now active. */
+      version: number;
+    };
+    WorkflowUndeployResult: {
+      /** @description Workflow id. */
+      id: string;
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      warnings: string[];
+      activeDeployment: components['schemas']['ActiveDeployment'] | null;
+      latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
+      /** @description MCP tools withdrawn with the deployment (none on this server yet). */
+      archivedMcpTools: {
+        serverId: string;
+        toolName: string;
+      }[];
+    };
+    WorkflowDeployment: {
+      /** @description Workflow id. */
+      id: string;
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      warnings: string[];
+      activeDeployment: components['schemas']['ActiveDeployment'] | null;
+      latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
+      needsRedeployment: boolean;
+      isPublicApi: boolean;
+      webhooks: {
+        blockId: string | null;
+        provider: string | null;
+        url: string;
+      }[];
+    };
+    WorkflowPublicApi: {
+      id: string;
+      isPublicApi: boolean;
+    };
+    WorkflowVersionSummary: {
+      id: string;
+      version: number;
+      name: string | null;
+      description: string | null;
+      isActive: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      deployedBy: string | null;
+      latestOperationStatus: ('preparing' | 'activating' | 'active' | 'failed' | 'superseded') | null;
+    };
+    WorkflowVersion: {
+      id: string;
+      version: number;
+      name: string | null;
+      description: string | null;
+      isActive: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      state: components['schemas']['WorkflowState'];
+    };
+    WorkflowVersionLabel: {
+      version: number;
+      name: string | null;
+      description: string | null;
+    };
+    WorkflowRevertResult: {
+      id: string;
+      version: number | 'active';
+      /** @description When the draft was saved, in Unix milliseconds. */
+      lastSaved: number;
+    };
+    WorkflowExport: {
+      /** @enum {string} */
+      version: '1.0';
+      exportedAt: components['schemas']['Timestamp'];
+      workflow: {
+        id: string;
+        name: string;
+        description: string | null;
+        workspaceId: string | null;
+        folderPath: string;
+      };
+      state: components['schemas']['WorkflowState'];
+      referenceManifest?: {
+        /** @enum {integer} */
+        version: 1;
+        references: {
+          [key: string]: unknown;
+        }[];
+      };
+    };
+    WorkflowImportResult: {
+      id: string;
+      name: string;
+      description: string | null;
+      workspaceId: string;
+      folderPath: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      blocks: components['schemas']['BlockRef'][];
+      warnings: string[];
+      requestId?: string;
+      /** @enum {string} */
+      kind: 'workflow_import';
+      /** @enum {boolean} */
+      applied: true;
+      /** @enum {string} */
+      status: 'completed' | 'completed_with_warnings';
+      /** @description Old block and edge ids that were replaced, mapped to their new ids. */
+      idMap: {
+        [key: string]: string;
+      };
+    };
+    WorkflowImportPreview: {
+      /** @description Send back with the import to make sure it imports what was previewed. */
+      previewFingerprint: string;
+      ready: boolean;
+      bindings: {
+        [key: string]: unknown;
+      }[];
+      unresolvedBindings: {
+        [key: string]: unknown;
+      }[];
+      configuration: {
+        [key: string]: unknown;
+      }[];
+      unresolvedConfiguration: {
+        [key: string]: unknown;
+      }[];
+      discovery: {
+        [key: string]: unknown;
+      }[];
+    };
+    BlockSummary: {
+      id: string;
+      name: string;
+      description: string;
+      longDescription?: string;
+      /** @enum {string} */
+      category: 'blocks' | 'tools' | 'triggers';
+      /** @enum {string} */
+      source: 'builtin' | 'custom';
+      triggerAllowed: boolean;
+      triggerCapable: boolean;
+      triggerIds: string[];
+      toolIds: string[];
+      operationIds: string[];
+      preview: boolean;
+      tags: string[];
+    };
+    BlockSubBlock: {
+      id: string;
+      type: string;
+      title?: string;
+      required?: boolean;
+      description?: string;
+      placeholder?: string;
+      options?: {
+        id: string;
+        label?: string;
+      }[];
+      min?: number;
+      max?: number;
+      integer?: boolean;
+      language?: string;
+      defaultValue?:
+        | string
+        | number
+        | boolean
+        | {
+            [key: string]: unknown;
+          }
+        | unknown[];
+    };
+    BlockOutput: {
+      type: string;
+      description?: string;
+    };
+    BlockDetail: {
+      id: string;
+      name: string;
+      description: string;
+      longDescription?: string;
+      /** @enum {string} */
+      category: 'blocks' | 'tools' | 'triggers';
+      /** @enum {string} */
+      source: 'builtin' | 'custom';
+      triggerAllowed: boolean;
+      triggerCapable: boolean;
+      triggerIds: string[];
+      toolIds: string[];
+      operationIds: string[];
+      preview: boolean;
+      tags: string[];
+      /** @description The inputs, as sub-blocks of the block. */
+      inputSchema: components['schemas']['BlockSubBlock'][];
+      operationInputSchema: {
+        [key: string]: components['schemas']['BlockSubBlock'][];
+      };
+      inputDefinitions: {
+        [key: string]: {
+          type: string;
+          description?: string;
+        };
+      };
+      operations: {
+        [key: string]: unknown;
+      };
+      tools: {
+        [key: string]: unknown;
+      }[];
+      triggers: {
+        [key: string]: unknown;
+      }[];
+      outputs: {
+        [key: string]: components['schemas']['BlockOutput'];
+      };
+    };
   };
   responses: {
     /** @description A path, query, header or body field is missing, malformed or undeclared. */
@@ -342,6 +1358,10 @@ export interface components {
     SortOrder: 'asc' | 'desc';
     /** @description Workspace identifier. */
     WorkspaceIdPath: string;
+    /** @description Workflow identifier (a UUID). */
+    WorkflowIdPath: string;
+    /** @description Deployment version number. */
+    WorkflowVersionPath: number;
   };
   requestBodies: never;
   headers: {
@@ -588,6 +1608,1404 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['AuditLog'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflows: {
+    parameters: {
+      query: {
+        /** @description Workspace whose workflows are listed. */
+        workspaceId: string;
+        /** @description `active` for live workflows, `archived` for workflows a delete archived. */
+        scope?: 'active' | 'archived';
+        /** @description Only workflows directly in this folder (`/` is the root). */
+        folderPath?: string;
+        /** @description Only workflows with an active deployment when true. */
+        deployedOnly?: boolean;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'position' | 'name' | 'createdAt' | 'updatedAt' | 'runCount';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of workflows. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Workflow'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to create the workflow. */
+          workspaceId: string;
+          name: components['schemas']['WorkflowName'];
+          /** @description Optional description. */
+          description?: string | null;
+          /** @description Folder to create the workflow in; `/` or omitted for the root. */
+          folderPath?: components['schemas']['FolderPathInput'];
+        };
+      };
+    };
+    responses: {
+      /** @description The created workflow with its seeded blocks. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CreatedWorkflow'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  moveWorkflows: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace holding every workflow of the batch. */
+          workspaceId: string;
+          /** @description Workflows to move. */
+          workflowIds: string[];
+          /** @description Destination folder; `/` is the root. */
+          folderPath: components['schemas']['FolderPathInput'];
+        };
+      };
+    };
+    responses: {
+      /** @description What moved and what did not. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMoveResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  importWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to import the workflow. */
+          workspaceId: string;
+          /** @description An export document, a bare workflow state, or a JSON string holding either. */
+          workflow:
+            | string
+            | {
+                [key: string]: unknown;
+              };
+          /** @description Destination folder; omitted for the root. */
+          folderPath?: components['schemas']['FolderPathInput'];
+          /** @description Name for the imported workflow instead of the document's. */
+          name?: string;
+          /** @description Description instead of the document's. */
+          description?: string;
+          /** @description Resource mappings; accepted for compatibility, this server has no workspace resources to map yet. */
+          mappings?: {
+            [key: string]: unknown;
+          }[];
+          /** @description Binding selections; accepted for compatibility. */
+          bindings?: {
+            [key: string]: unknown;
+          }[];
+          /** @description Destination-dependent choices; accepted for compatibility. */
+          dependentValues?: {
+            [key: string]: unknown;
+          }[];
+          /** @description Client request id, echoed back. */
+          requestId?: string;
+          /** @description Fingerprint of a reviewed preview; a different document or options give 409. */
+          previewFingerprint?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The imported workflow. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowImportResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  previewWorkflowImport: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to import the workflow. */
+          workspaceId: string;
+          /** @description An export document, a bare workflow state, or a JSON string holding either. */
+          workflow:
+            | string
+            | {
+                [key: string]: unknown;
+              };
+          /** @description Destination folder; omitted for the root. */
+          folderPath?: components['schemas']['FolderPathInput'];
+          /** @description Name for the imported workflow instead of the document's. */
+          name?: string;
+          /** @description Description instead of the document's. */
+          description?: string;
+          /** @description Resource mappings; accepted for compatibility, this server has no workspace resources to map yet. */
+          mappings?: {
+            [key: string]: unknown;
+          }[];
+          /** @description Binding selections; accepted for compatibility. */
+          bindings?: {
+            [key: string]: unknown;
+          }[];
+          /** @description Destination-dependent choices; accepted for compatibility. */
+          dependentValues?: {
+            [key: string]: unknown;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description What the import would need. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowImportPreview'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowFolders: {
+    parameters: {
+      query: {
+        /** @description Workspace whose folders are listed. */
+        workspaceId: string;
+        /** @description Only direct children of this folder; an unknown folder matches nothing. */
+        parentPath?: components['schemas']['FolderPathInput'];
+        /** @description Case-insensitive substring of the folder name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowFolder'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWorkflowFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to create the folder. */
+          workspaceId: string;
+          /** @description Path of the folder to create. */
+          path: components['schemas']['FolderPathInput'];
+        };
+      };
+    };
+    responses: {
+      /** @description The created folder. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowFolder: {
+    parameters: {
+      query: {
+        /** @description Workspace containing the folder. */
+        workspaceId: string;
+        /** @description Path of the folder to delete. */
+        path: components['schemas']['FolderPathInput'];
+        /** @description Archive what the folder holds too. Accepted spellings are listed; any other value is a 400. */
+        recursive?:
+          'true' | '1' | 'yes' | 'on' | 'y' | 'enabled' | 'false' | '0' | 'no' | 'off' | 'n' | 'disabled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What was archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowFolderDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  relocateWorkflowFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace containing the folder. */
+          workspaceId: string;
+          /** @description Current folder path. */
+          path: components['schemas']['FolderPathInput'];
+          /** @description Where the folder lands. */
+          destinationPath: components['schemas']['FolderPathInput'];
+        };
+      };
+    };
+    responses: {
+      /** @description The folder at its new path. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The workflow. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The workflow was archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name?: components['schemas']['WorkflowName'];
+          /** @description New description; null clears it. */
+          description?: string | null;
+          /** @description Destination folder; `/` is the root. */
+          folderPath?: components['schemas']['FolderPathInput'];
+        };
+      };
+    };
+    responses: {
+      /** @description The updated workflow. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Workflow'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The restored workflow. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Workflow'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  duplicateWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          name?: components['schemas']['WorkflowName'];
+          /** @description Destination folder; defaults to the source's folder. */
+          folderPath?: components['schemas']['FolderPathInput'];
+        };
+      };
+    };
+    responses: {
+      /** @description The copy. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Workflow'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  exportWorkflow: {
+    parameters: {
+      query?: {
+        /** @description Add a manifest of referenced workspace resources (always empty on this server for now). */
+        includeReferences?: boolean;
+        /** @description Keep workspace-scoped selector values in the exported state. */
+        includeWorkspaceBindings?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The export document. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowExport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowState: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The draft state. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowState'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  replaceWorkflowState: {
+    parameters: {
+      query?: {
+        /** @description Validate and lint without saving. */
+        dryRun?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Blocks keyed by block id. */
+          blocks: {
+            [key: string]: components['schemas']['WorkflowBlock'];
+          };
+          /** @description Directed connections between blocks. */
+          edges: components['schemas']['WorkflowEdge'][];
+          /** @description Ignored: loop containers are recomputed from the blocks. */
+          loops?: Record<string, never>;
+          /** @description Ignored: parallel containers are recomputed from the blocks. */
+          parallels?: Record<string, never>;
+          /** @description Replacement variable set keyed by variable id; omit to keep the stored one. */
+          variables?: {
+            [key: string]: components['schemas']['WorkflowVariable'];
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description What was (or, on a dry run, would be) written. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowStateWrite'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  headWorkflowState: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The draft state exists; the headers are those a GET would send. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  applyWorkflowVariables: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Changes to apply, in order. */
+          operations: (
+            | {
+                /** @enum {string} */
+                operation: 'add';
+                name: string;
+                /** @enum {string} */
+                type: 'string' | 'number' | 'boolean' | 'object' | 'array' | 'plain';
+                value: unknown;
+              }
+            | {
+                /** @enum {string} */
+                operation: 'edit';
+                name: string;
+                /** @enum {string} */
+                type?: 'string' | 'number' | 'boolean' | 'object' | 'array' | 'plain';
+                value: unknown;
+              }
+            | {
+                /** @enum {string} */
+                operation: 'delete';
+                name: string;
+              }
+          )[];
+        };
+      };
+    };
+    responses: {
+      /** @description The variable count after the change. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowVariablesResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deployWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @description Label for the version. */
+          name?: string;
+          /** @description Release note for the version. */
+          description?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The deployment status with the new version. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowDeploymentResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  undeployWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deployment status after undeploying. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowUndeployResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deployment status. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowDeployment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflowPublicApi: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Accept unauthenticated executions. */
+          isPublicApi: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The new setting. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowPublicApi'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  rollbackWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @description Version to reactivate. */
+          version?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The deployment status. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowActivationResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowVersions: {
+    parameters: {
+      query?: {
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of versions. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowVersionSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Deployment version number. */
+        version: components['parameters']['WorkflowVersionPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The version. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowVersion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflowVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Deployment version number. */
+        version: components['parameters']['WorkflowVersionPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description New label. */
+          name?: string;
+          /** @description New release note; null clears it. */
+          description?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The version's label and note. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowVersionLabel'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  activateWorkflowVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Deployment version number. */
+        version: components['parameters']['WorkflowVersionPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deployment status. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowActivationResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  revertWorkflowVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Version number, or `active` for the live version. */
+        version: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The draft was reverted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowRevertResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listBlocks: {
+    parameters: {
+      query: {
+        /** @description Workspace whose catalog is listed. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the id, name or description. */
+        search?: string;
+        /** @description Only one toolbar category. */
+        category?: 'blocks' | 'tools' | 'triggers';
+        /** @description Only blocks that can start a workflow. */
+        capability?: 'trigger';
+        /** @description Only shipped or only custom blocks. */
+        source?: 'builtin' | 'custom';
+        /** @description Include legacy and deprecated blocks. */
+        includeSunset?: boolean;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'id' | 'name' | 'category';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of block types. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['BlockSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getBlock: {
+    parameters: {
+      query: {
+        /** @description Workspace whose catalog is read. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Block type id. */
+        blockId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The block type. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['BlockDetail'];
           };
         };
       };

@@ -49,7 +49,10 @@ function routeOrder(a: OperationModel, b: OperationModel): number {
     if (sa[i] !== sb[i]) return sa[i]! < sb[i]! ? -1 : 1;
   }
   if (sa.length !== sb.length) return sa.length - sb.length;
-  return a.method < b.method ? -1 : a.method > b.method ? 1 : 0;
+  // Express lets a GET route answer HEAD, so an explicit HEAD operation must be mounted before its GET.
+  const ma = a.method === 'head' ? '' : a.method;
+  const mb = b.method === 'head' ? '' : b.method;
+  return ma < mb ? -1 : ma > mb ? 1 : 0;
 }
 
 async function format(code: string): Promise<string> {

@@ -302,6 +302,69 @@ describe('audit trail', () => {
     expect((await s.request(`/api/v2/audit-logs?workspaceId=${ws}`, { key: outsider.key })).status).toBe(404);
   });
 
+  it('records exactly one event for each mutation made through the API, and none for reads, dry runs or failures', async () => {
+    const count = () => s.services.store.auditEvents.count();
+    const post = (path: string, body: unknown, method = 'POST') =>
+      s.request(path, { method, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    let n = await count();
+    const created = await post('/api/v2/workflows', { workspaceId: ws, name: 'Audited workflow' });
+    expect(created.status).toBe(201);
+    const workflowId = ((await created.json()) as any).data.id;
+    expect(await count()).toBe(++n);
+    const events = await body(await s.request(`/api/v2/audit-logs?workspaceId=${ws}&resourceId=${workflowId}`));
+    expect(events.data).toHaveLength(1);
+    expect(events.data[0]).toMatchObject({ action: 'workflow.created', resourceType: 'workflow', resourceId: workflowId, actorEmail: 'admin@localhost.localdomain' });
+
+    // Reads, including HEAD of the state, record nothing.
+    await s.request(`/api/v2/workflows/${workflowId}`);
+    await s.request(`/api/v2/workflows/${workflowId}/state`);
+    await s.request(`/api/v2/workflows/${workflowId}/state`, { method: 'HEAD' });
+    await s.request(`/api/v2/workflows?workspaceId=${ws}`);
+    expect(await count()).toBe(n);
+
+    // A dry run records nothing; the committed write records one event.
+    const state: any = (await body(await s.request(`/api/v2/workflows/${workflowId}/state`))).data;
+    expect((await post(`/api/v2/workflows/${workflowId}/state?dryRun=true`, state, 'PUT')).status).toBe(200);
+    expect(await count()).toBe(n);
+    expect((await post(`/api/v2/workflows/${workflowId}/state`, state, 'PUT')).status).toBe(200);
+    expect(await count()).toBe(++n);
+
+    // Failed requests record nothing: validation, authorization, missing resources.
+    const reader = await s.newUser('audit-reader@example.com', { [ws]: 'read' });
+    n = await count();
+    expect((await post('/api/v2/workflows', { workspaceId: ws, name: 'x', bogus: 1 })).status).toBe(400);
+    const denied = await s.request('/api/v2/workflows', {
+      method: 'POST',
+      key: reader.key,
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workspaceId: ws, name: 'nope' }),
+    });
+    expect(denied.status).toBe(403);
+    expect((await body(denied)).error.details.code).toBe('INSUFFICIENT_WORKSPACE_ROLE');
+    expect((await s.request('/api/v2/workflows/00000000-0000-4000-8000-000000000000', { method: 'DELETE' })).status).toBe(404);
+    expect(await count()).toBe(n);
+  });
+
+  it('a read-only token cannot write, and a write token can', async () => {
+    const app = await createOAuthClient(s.services.store, 'writer');
+    const ro = await issueTokens(s.services.store, { clientId: app.id, userId: s.userId, scopes: ['api:read'] });
+    const rw = await issueTokens(s.services.store, { clientId: app.id, userId: s.userId, scopes: ['api:write'] });
+    const attempt = (token: string) =>
+      s.request('/api/v2/workflows', {
+        method: 'POST',
+        key: null,
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ workspaceId: ws, name: `by token ${token.slice(-4)}` }),
+      });
+    const res = await attempt(ro.accessToken);
+    expect(res.status).toBe(403);
+    expect((await body(res)).error.details).toMatchObject({ code: 'INSUFFICIENT_SCOPE', requiredScope: 'api:write' });
+    expect((await attempt(rw.accessToken)).status).toBe(201);
+    const events = await body(await s.request(`/api/v2/audit-logs?workspaceId=${ws}&action=workflow.created&limit=1`));
+    expect(events.data[0].metadata).not.toHaveProperty('accessToken');
+    expect(JSON.stringify(events.data[0])).not.toContain(rw.accessToken);
+  });
+
   it('never stores key material in events', async () => {
     const issued = await createApiKey(s.services.store, { kind: 'workspace', userId: s.userId, workspaceId: ws });
     const list = await body(await s.request(`/api/v2/audit-logs?workspaceId=${ws}&action=api_key.created`));

@@ -99,7 +99,7 @@ describe('decision function', () => {
 describe('through HTTP', () => {
   let s: TestServer;
   const creds: { label: string; headers: Record<string, string>; kind: World['kind']; scopes: Scope[]; userRoles: Record<string, Role>; keyWorkspace: string | null; userId: string }[] = [];
-  const workspaces: { id: string; allowPersonalKeys: boolean; plan: Plan }[] = [];
+  const workspaces: { id: string; allowPersonalKeys: boolean; plan: Plan; workflowId: string }[] = [];
 
   beforeAll(async () => {
     s = await startTestServer({ CREDENTIAL_RECHECK_MS: '0' });
@@ -112,8 +112,15 @@ describe('through HTTP', () => {
       const id = await s.newWorkspace(`prop-${i}`, owner.userId);
       await setWorkspacePlan(s.services.store, id, plans[i]!);
       const allow = i !== 2;
+      const created = await fetch(`${s.url}/api/v2/workflows`, {
+        method: 'POST',
+        headers: { 'X-API-Key': owner.key, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ workspaceId: id, name: `wf-${i}` }),
+      });
+      expect(created.status).toBe(201);
+      const workflowId = ((await created.json()) as any).data.id as string;
       if (!allow) await setPersonalKeysAllowed(s.services.store, id, false);
-      workspaces.push({ id, allowPersonalKeys: allow, plan: plans[i]! });
+      workspaces.push({ id, allowPersonalKeys: allow, plan: plans[i]!, workflowId });
     }
     const app = await createOAuthClient(s.services.store, 'prop');
     const roles: (Role | null)[] = ['admin', 'read', 'write', null];
@@ -142,7 +149,10 @@ describe('through HTTP', () => {
   });
   afterAll(() => s.stop());
 
-  const ops = Object.values(OPERATIONS).filter((o) => o.method === 'get');
+  // Reads that can be called with what the fixture has, plus one write (create a workflow).
+  const ops = Object.values(OPERATIONS).filter(
+    (o) => (o.method === 'get' || o.operationId === 'createWorkflow') && !/\{(auditLogId|version|blockId)\}/.test(o.path),
+  );
 
   it('every (credential, operation, workspace) triple gets the status the model predicts', async () => {
     await fc.assert(
@@ -150,12 +160,19 @@ describe('through HTTP', () => {
         const cred = creds[ci % creds.length]!;
         const op = ops[oi % ops.length]!;
         const ws = workspaces[wi % workspaces.length]!;
-        // Audit logs name their workspace through the optional query filter.
-        const names = op.workspaceIdIn !== null || op.operationId === 'listAuditLogs';
-        let url = op.path.replace('{workspaceId}', ws.id).replace('{auditLogId}', 'x');
-        if (op.operationId === 'listAuditLogs') url += `?workspaceId=${ws.id}`;
-        if (op.operationId === 'getAuditLog') return; // needs an event; covered by the access-control tests
-        const res = await fetch(s.url + url, { headers: cred.headers });
+        // Audit logs name their workspace through the optional query filter; workflow operations through the
+        // workflow they touch.
+        const names = op.workspaceIdIn !== null || op.operationId === 'listAuditLogs' || op.path.includes('{workflowId}');
+        let url = op.path.replace('{workspaceId}', ws.id).replace('{workflowId}', ws.workflowId);
+        if (op.workspaceIdIn === 'query' || op.operationId === 'listAuditLogs') url += `?workspaceId=${ws.id}`;
+        const init: RequestInit = { headers: cred.headers };
+        if (op.operationId === 'createWorkflow') {
+          init.method = 'POST';
+          init.headers = { ...cred.headers, 'Content-Type': 'application/json' };
+          init.body = JSON.stringify({ workspaceId: ws.id, name: `made by ${cred.label} ${Math.random()}` });
+        }
+        const res = await fetch(s.url + url, init);
+        const status = res.status === 201 ? 200 : res.status;
         const expected = model({
           kind: cred.kind,
           scopes: cred.scopes,
@@ -167,9 +184,9 @@ describe('through HTTP', () => {
           op: { scope: op.scope, rejectsWorkspaceKeys: op.rejectsWorkspaceKeys, minRole: op.minRole, plans: op.plans ? [...op.plans] : null },
           namesWorkspace: names,
         });
-        expect(`${cred.label} ${op.operationId} ${ws.plan}/${ws.allowPersonalKeys}: ${res.status}`).toBe(`${cred.label} ${op.operationId} ${ws.plan}/${ws.allowPersonalKeys}: ${expected}`);
+        expect(`${cred.label} ${op.operationId} ${ws.plan}/${ws.allowPersonalKeys}: ${status}`).toBe(`${cred.label} ${op.operationId} ${ws.plan}/${ws.allowPersonalKeys}: ${expected}`);
       }),
-      { numRuns: 150 },
+      { numRuns: 250 },
     );
   });
 });

@@ -10,6 +10,9 @@ import { SettingsRepository } from './settings.ts';
 import { BillingAccountRepository } from './billing-accounts.ts';
 import { AuditEventRepository } from './audit-events.ts';
 import { OAuthRepository } from './oauth.ts';
+import { WorkflowRepository } from './workflows.ts';
+import { WorkflowFolderRepository } from './workflow-folders.ts';
+import { WorkflowVersionRepository } from './workflow-versions.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -20,6 +23,9 @@ export interface Repositories {
   billingAccounts: BillingAccountRepository;
   auditEvents: AuditEventRepository;
   oauth: OAuthRepository;
+  workflows: WorkflowRepository;
+  workflowFolders: WorkflowFolderRepository;
+  workflowVersions: WorkflowVersionRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -32,6 +38,9 @@ function repositories(db: SqlExecutor): Repositories {
     billingAccounts: new BillingAccountRepository(db),
     auditEvents: new AuditEventRepository(db),
     oauth: new OAuthRepository(db),
+    workflows: new WorkflowRepository(db),
+    workflowFolders: new WorkflowFolderRepository(db),
+    workflowVersions: new WorkflowVersionRepository(db),
   };
 }
 

@@ -1,0 +1,128 @@
+// The official CLI, unchanged, driving the workflow and block catalog operations.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { runCli } from './support/cli.ts';
+
+let s: TestServer;
+let env: { endpoint: string; apiKey: string; workspace: string };
+let tmp: string;
+beforeAll(async () => {
+  s = await startTestServer({ BASE_URL: 'https://automation.example.com' });
+  env = { endpoint: s.url, apiKey: s.key, workspace: s.workspaceId };
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-wf-cli-'));
+});
+afterAll(async () => {
+  fs.rmSync(tmp, { recursive: true, force: true });
+  await s.stop();
+});
+
+async function sim(...args: string[]) {
+  const r = await runCli(['--output', 'json', ...args], env);
+  expect(r.code, `sim ${args.join(' ')}\n${r.stderr}${r.stdout}`).toBe(0);
+  return r.json;
+}
+const rows = (json: any) => (Array.isArray(json) ? json : json.data);
+
+describe('sim workflows', () => {
+  let id: string;
+
+  it('create, get, update, list', async () => {
+    const created = await sim('workflows', 'create', '--name', 'CLI flow', '--description', 'made by the CLI', '--folder', 'Team space/ops');
+    id = created.id;
+    expect(created).toMatchObject({ name: 'CLI flow', folderPath: '/Team%20space/ops', webUrl: `https://automation.example.com/workspace/${s.workspaceId}/w/${id}` });
+    expect(created.blocks).toEqual([expect.objectContaining({ type: 'start_trigger' })]);
+    expect(await sim('workflows', 'get', id)).toMatchObject({ id, description: 'made by the CLI', inputs: [], variables: {} });
+    expect(await sim('workflows', 'update', id, '--name', 'CLI flow 2')).toMatchObject({ id, name: 'CLI flow 2' });
+    const listed = rows(await sim('workflows', 'list', '--folder', 'Team space/ops', '--sort-by', 'name'));
+    expect(listed.map((w: any) => w.id)).toEqual([id]);
+  });
+
+  it('mkdir, ls, mv, move, folders list/mv/delete', async () => {
+    await sim('workflows', 'mkdir', '/Archive box/2024');
+    const other = await sim('workflows', 'create', '--name', 'Second');
+    await sim('workflows', 'mv', id, 'Archive box');
+    expect((await sim('workflows', 'get', id)).folderPath).toBe('/Archive%20box');
+    const ls = await runCli(['--output', 'json', 'workflows', 'ls', 'Archive box'], env);
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stdout).toContain('CLI flow 2');
+    expect(ls.stdout).toContain('2024');
+    const moved = await sim('workflows', 'move', '--workflow', id, other.id, '--to', '/');
+    expect(moved).toMatchObject({ moved: [id, other.id], failed: [], folderPath: '/' });
+    const folders = rows(await sim('workflows', 'folders', 'list', '--parent', '/'));
+    expect(folders.map((f: any) => f.path)).toEqual(expect.arrayContaining(['/Archive%20box', '/Team%20space']));
+    expect(await sim('workflows', 'folders', 'mv', '/Archive box', '/Boxes')).toMatchObject({ path: '/Boxes' });
+    expect(await sim('workflows', 'folders', 'delete', '/Boxes', '--recursive', '-y')).toMatchObject({ deleted: true, deletedItems: { folders: 2, workflows: 0 } });
+  });
+
+  it('state get/replace (with dry run), deploy, versions, rollback, undeploy', async () => {
+    const state = await sim('workflows', 'state', 'get', id);
+    const startId = Object.keys(state.blocks)[0]!;
+    const fnId = crypto.randomUUID();
+    const blocks = {
+      ...state.blocks,
+      [fnId]: { id: fnId, type: 'function', name: 'Fn', position: { x: 1, y: 2 }, subBlocks: { code: { id: 'code', type: 'code', value: 'return 1' } }, outputs: {}, enabled: true },
+    };
+    const edges = [{ id: crypto.randomUUID(), source: startId, target: fnId }];
+    fs.writeFileSync(path.join(tmp, 'blocks.json'), JSON.stringify(blocks));
+    const dry = await sim('workflows', 'state', 'replace', id, '--blocks', `@${path.join(tmp, 'blocks.json')}`, '--edges', JSON.stringify(edges), '--dry-run');
+    expect(dry).toMatchObject({ id, dryRun: true, needsRedeployment: false });
+    expect(Object.keys((await sim('workflows', 'state', 'get', id)).blocks)).toHaveLength(1);
+    const put = await sim('workflows', 'state', 'replace', id, '--blocks', `@${path.join(tmp, 'blocks.json')}`, '--edges', JSON.stringify(edges), '--yes');
+    expect(put.dryRun).toBe(false);
+    expect(Object.keys((await sim('workflows', 'state', 'get', id)).blocks)).toHaveLength(2);
+
+    expect(await sim('workflows', 'deploy', id, '--name', 'v-one')).toMatchObject({ isDeployed: true, version: 1 });
+    expect(await sim('workflows', 'deploy', id)).toMatchObject({ version: 2 });
+    const versions = rows(await sim('workflows', 'versions', 'list', id));
+    expect(versions.map((v: any) => [v.version, v.isActive])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
+    expect(await sim('workflows', 'versions', 'get', id, '1')).toMatchObject({ version: 1, name: 'v-one' });
+    expect(await sim('workflows', 'versions', 'update', id, '2', '--name', 'second')).toEqual({ version: 2, name: 'second', description: null });
+    expect(await sim('workflows', 'rollback', id, '-y')).toMatchObject({ version: 1, activeDeployment: { version: 1 } });
+    expect(await sim('workflows', 'deployment', 'status', id)).toMatchObject({ isDeployed: true, needsRedeployment: false });
+    expect(await sim('workflows', 'undeploy', id, '-y')).toMatchObject({ isDeployed: false, deployedAt: null, activeDeployment: null, latestDeploymentAttempt: null, warnings: [] });
+  });
+
+  it('export, import-preview, import, duplicate, delete, restore', async () => {
+    const exported = await sim('workflows', 'export', id);
+    const doc = exported.state ? exported : exported.data;
+    expect(doc.version).toBe('1.0');
+    const file = path.join(tmp, 'export.json');
+    fs.writeFileSync(file, JSON.stringify(doc));
+    const preview = await sim('workflows', 'import-preview', '--workflow', `@${file}`);
+    expect(preview).toMatchObject({ ready: true });
+    const imported = await sim('workflows', 'import', '--workflow', `@${file}`, '--folder', 'Imports', '--name', 'Imported copy');
+    expect(imported).toMatchObject({ name: 'Imported copy', folderPath: '/Imports' });
+    const importedState = await sim('workflows', 'state', 'get', imported.id);
+    expect(Object.keys(importedState.blocks)).toHaveLength(2);
+    expect(importedState.edges).toHaveLength(1);
+
+    const dup = await sim('workflows', 'duplicate', 'create', id, '--name', 'Dup');
+    expect(dup).toMatchObject({ name: 'Dup', isDeployed: false });
+    expect(await sim('workflows', 'delete', dup.id, '-y')).toEqual({ id: dup.id, deleted: true, archived: true });
+    const archived = rows(await sim('workflows', 'list', '--scope', 'archived'));
+    expect(archived.map((w: any) => w.id)).toContain(dup.id);
+    expect(await sim('workflows', 'restore', dup.id)).toMatchObject({ id: dup.id });
+  });
+
+  it('an import of something that is not a workflow fails with the reason', async () => {
+    const r = await runCli(['--output', 'json', 'workflows', 'import', '--workflow', '{"hello":"world"}'], env);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr + r.stdout).toMatch(/not a workflow document/);
+  });
+});
+
+describe('sim blocks', () => {
+  it('lists and describes block types', async () => {
+    const list = rows(await sim('blocks', 'list'));
+    expect(list.map((b: any) => b.id)).toEqual(expect.arrayContaining(['agent', 'function', 'loop', 'parallel', 'start_trigger']));
+    const agent = await sim('blocks', 'get', 'agent');
+    expect(agent).toMatchObject({ id: 'agent', name: 'Agent' });
+    expect(agent.inputSchema.map((i: any) => i.id)).toContain('userPrompt');
+  });
+});
