@@ -167,9 +167,9 @@ export class SandboxPool {
         id,
         resolve,
         reject,
-        // The child enforces the same limit on synchronous code; this catches everything else (async loops,
-        // promises that never settle, a wedged process) a little later.
-        timer: setTimeout(() => this.kill(worker, new SandboxError('timeout', `The code did not finish within ${timeoutMs} ms`)), timeoutMs + 50),
+        // One wall-clock limit for everything (synchronous loops, async loops, promises that never settle): past
+        // it the process is killed and replaced.
+        timer: setTimeout(() => this.kill(worker, new SandboxError('timeout', `The code did not finish within ${timeoutMs} ms`)), timeoutMs),
         memoryTimer: this.watchMemory(worker),
         fetches: 0,
         fetchAbort: new AbortController(),
@@ -241,7 +241,8 @@ export class SandboxPool {
   }
 
   private acquire(): Promise<Worker> {
-    const worker = this.idle.pop();
+    // Oldest idle first: the process that finished most recently is still preparing its next context.
+    const worker = this.idle.shift();
     if (worker) return Promise.resolve(worker);
     return new Promise((resolve) => this.waiting.push(resolve));
   }
@@ -282,7 +283,6 @@ export class SandboxPool {
     const stdout = typeof m.stdout === 'string' ? m.stdout : '';
     if (m.ok !== true) {
       const error = (m.error ?? {}) as { name?: string; message?: string };
-      if (m.timedOut) return active.reject(new SandboxError('timeout', `The code did not finish within its time limit`, stdout));
       const prefix = error.name && error.name !== 'Error' ? `${error.name}: ` : '';
       return active.reject(new SandboxError('user', `${prefix}${error.message ?? 'The code failed'}`, stdout));
     }
