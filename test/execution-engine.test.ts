@@ -342,6 +342,20 @@ describe('pause and resume', () => {
     expect(done.output).toEqual({ draft: 'draft for Ada', note: 'looks good', ok: true });
     expect(done.traceSpans.map((s) => s.name)).toEqual(['Start', 'Draft', 'Approve', 'Reply']);
   });
+
+  it('keeps secrets used before the pause redacted after resuming', async () => {
+    const wf = workflow(
+      [start(), fn('Key', 'return "{{TOKEN}}"'), block('human_in_the_loop', 'Ask', { message: 'ok?' }), block('response', 'Out', { data: '{"k": <key.result>}' })],
+      [edge('start', 'key'), edge('key', 'ask'), edge('ask', 'out')],
+    );
+    const secrets = { TOKEN: 'tok-hidden-999' };
+    const paused = await engine.execute(wf, { secrets });
+    expect(paused.checkpoint!.secretNames).toEqual(['TOKEN']);
+    expect(JSON.stringify(paused.checkpoint!.traceSpans)).not.toContain('tok-hidden-999');
+    const done = await engine.resume(wf, JSON.parse(JSON.stringify(paused.checkpoint)), {}, { secrets });
+    expect(done.output).toEqual({ k: '[REDACTED]' });
+    expect(JSON.stringify(done)).not.toContain('tok-hidden-999');
+  });
 });
 
 describe('secrets', () => {

@@ -262,7 +262,10 @@ class Run {
     let outcome: ScopeOutcome | null = null;
     let error: ExecutionError | null = null;
     try {
-      if (this.checkpoint) this.restore(this.checkpoint);
+      if (this.checkpoint) {
+        this.restore(this.checkpoint);
+        await this.fetchSecretNames(this.checkpoint.secretNames ?? []);
+      }
       this.emit({ type: 'run_started', runId: this.runId, at: now(), workflowId: this.workflow.id, resumed: resumeWith !== null });
       if (!resumeWith) {
         const usage = await this.options.checkUsage?.();
@@ -374,6 +377,7 @@ class Run {
         cost: this.cost,
         response: this.response,
         resumedCount: this.resumedCount,
+        secretNames: [...this.secrets.keys()],
       };
     }
     const r = this.redactor;
@@ -691,6 +695,10 @@ class Run {
   private async fetchSecrets(block: Block): Promise<void> {
     const names = collectSecretNames(Object.values(block.subBlocks ?? {}).map((s) => s?.value));
     for (const key of ['collection', 'whileCondition', 'doWhileCondition'] as const) collectSecretNames(block.data?.[key], names);
+    await this.fetchSecretNames(names);
+  }
+
+  private async fetchSecretNames(names: Iterable<string>): Promise<void> {
     for (const name of names) {
       if (this.secrets.has(name)) continue;
       const provider = this.options.secrets;

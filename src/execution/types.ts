@@ -182,6 +182,8 @@ export interface Checkpoint {
   cost: CostSummary;
   response: { data: unknown; status: number; headers: Record<string, string> } | null;
   resumedCount: number;
+  /** Names (never values) of the secrets used so far, fetched again on resume so their values stay redacted. */
+  secretNames: string[];
 }
 
 interface EventBase {
