@@ -1,4 +1,5 @@
 // Configuration comes from environment variables only; see the table in README.md.
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { DEFAULT_RATE_LIMITS, type RateBucket, type RateLimits } from './billing/plans.ts';
 import { PLANS, type Plan } from './store/billing-accounts.ts';
@@ -19,6 +20,20 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Requests per minute per plan and bucket; RATE_LIMIT_<PLAN>_<BUCKET> overrides one (e.g. RATE_LIMIT_FREE_SYNC=20). */
   rateLimits: Record<Plan, RateLimits>;
+  /** Function-block sandbox: warm processes, per-call wall-clock limit, memory cap per process. */
+  sandbox: { poolSize: number; timeoutMs: number; memoryMb: number };
+  /** Outbound HTTP from API blocks and sandboxed fetch. */
+  egress: { allowPrivate: boolean; allowCidrs: string[]; maxResponseBytes: number };
+  execution: { maxLoopIterations: number; parallelConcurrency: number; maxChildDepth: number; apiTimeoutMs: number };
+  /** OpenAI-compatible provider for agent blocks; null when AGENT_API_BASE_URL is unset. */
+  agent: {
+    baseUrl: string;
+    apiKey: string | null;
+    model: string;
+    timeoutMs: number;
+    inputCostPerMTok: number;
+    outputCostPerMTok: number;
+  } | null;
 }
 
 export class ConfigError extends Error {}
@@ -39,6 +54,29 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
   if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function cidrList(env: NodeJS.ProcessEnv, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    const max = family === 4 ? 32 : 128;
+    if (!family || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max))) {
+      throw new ConfigError(`${name} must be a comma-separated list of IP addresses or CIDR ranges, got "${entry}"`);
+    }
+  }
+  return entries;
+}
+
+function decimal(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new ConfigError(`${name} must be a number of zero or more, got "${raw}"`);
+  return n;
 }
 
 /** Parses sizes such as 1048576, 512kb, 10mb. */
@@ -85,5 +123,41 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ),
       ]),
     ) as Record<Plan, RateLimits>,
+    sandbox: {
+      poolSize: integer(env, 'SANDBOX_POOL_SIZE', 2, 1, 64),
+      timeoutMs: integer(env, 'SANDBOX_TIMEOUT_MS', 10_000, 10, 600_000),
+      memoryMb: integer(env, 'SANDBOX_MEMORY_MB', 128, 16, 8192),
+    },
+    egress: {
+      allowPrivate: bool(env, 'EGRESS_ALLOW_PRIVATE', false),
+      allowCidrs: cidrList(env, 'EGRESS_ALLOW_CIDRS'),
+      maxResponseBytes: byteSize(env, 'EGRESS_MAX_RESPONSE', 10 * 1024 * 1024),
+    },
+    execution: {
+      maxLoopIterations: integer(env, 'EXECUTION_MAX_LOOP_ITERATIONS', 1000, 1, 1_000_000),
+      parallelConcurrency: integer(env, 'EXECUTION_PARALLEL_CONCURRENCY', 10, 1, 1000),
+      maxChildDepth: integer(env, 'EXECUTION_MAX_CHILD_DEPTH', 5, 0, 100),
+      apiTimeoutMs: integer(env, 'API_BLOCK_TIMEOUT_MS', 30_000, 10, 600_000),
+    },
+    agent: agentConfig(env),
+  };
+}
+
+function agentConfig(env: NodeJS.ProcessEnv): Config['agent'] {
+  const baseUrl = env.AGENT_API_BASE_URL?.trim();
+  if (!baseUrl) return null;
+  try {
+    const url = new URL(baseUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ConfigError(`AGENT_API_BASE_URL must be an http(s) URL, got "${baseUrl}"`);
+  }
+  return {
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    apiKey: env.AGENT_API_KEY || null,
+    model: env.AGENT_MODEL || 'gpt-4o-mini',
+    timeoutMs: integer(env, 'AGENT_TIMEOUT_MS', 120_000, 100, 3_600_000),
+    inputCostPerMTok: decimal(env, 'AGENT_INPUT_COST_PER_MTOK', 0),
+    outputCostPerMTok: decimal(env, 'AGENT_OUTPUT_COST_PER_MTOK', 0),
   };
 }

@@ -1,0 +1,238 @@
+// The sandbox worker: runs inside a child process started with Node's permission model (no file system, no child
+// processes, no workers, no addons) and --disallow-code-generation-from-strings, so even code that escapes its
+// vm context cannot read files, spawn anything or compile strings in this realm. Passed to `node -e`, so the
+// process never needs to read a file. Plain JavaScript because the child cannot load TypeScript.
+//
+// The walls inside the process:
+// - Every call gets a fresh context created with DONT_CONTEXTIFY, so its global is a plain object of that
+//   context and none of this realm's objects are reachable from it.
+// - Only strings cross between this realm and the context. The single host function a context receives
+//   (`hostSend`) is captured in a closure by bootstrap code that runs before the user's code, and it accepts
+//   only strings and never throws; nothing the context can touch leads back to a host object.
+// - fetch is a context function that asks the parent process, which applies the egress policy.
+'use strict';
+
+const vm = require('node:vm');
+
+const send = process.send.bind(process);
+// Remove the doors a vm escape would look for first; the permission model is the wall behind them.
+for (const name of ['binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', 'mainModule', 'kill']) {
+  try {
+    delete process[name];
+  } catch {
+    /* non-configurable: the permission model still guards it */
+  }
+}
+try {
+  delete globalThis.require;
+  delete globalThis.module;
+} catch {
+  /* ignore */
+}
+
+const MAX_LOG_BYTES = 64 * 1024;
+
+// Runs inside the context before the user's code; captures every intrinsic it relies on so that the user's code
+// cannot change how results are reported.
+const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson) {
+  'use strict';
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const apply = Reflect.apply;
+  const then = Promise.prototype.then;
+  const PromiseCtor = Promise;
+  const ErrorCtor = Error;
+  const StringCtor = String;
+  const MapCtor = Map;
+  const mapGet = Map.prototype.get;
+  const mapSet = Map.prototype.set;
+  const mapDelete = Map.prototype.delete;
+  const defineProperty = Object.defineProperty;
+  const freeze = Object.freeze;
+  const lines = [];
+  let logBytes = 0;
+  const show = (v) => {
+    if (typeof v === 'string') return v;
+    try { const s = stringify(v); return s === undefined ? StringCtor(v) : s; } catch { try { return StringCtor(v); } catch { return '[unprintable]'; } }
+  };
+  const log = (...args) => {
+    if (logBytes > ${MAX_LOG_BYTES}) return;
+    let line = '';
+    for (let i = 0; i < args.length; i++) line += (i ? ' ' : '') + show(args[i]);
+    logBytes += line.length + 1;
+    lines[lines.length] = line;
+  };
+  const describe = (e) => {
+    try {
+      if (e && typeof e === 'object') {
+        const name = typeof e.name === 'string' ? e.name : 'Error';
+        const message = typeof e.message === 'string' ? e.message : show(e);
+        return { name, message };
+      }
+      return { name: 'Error', message: show(e) };
+    } catch { return { name: 'Error', message: 'The code threw an unreadable error' }; }
+  };
+  let finished = false;
+  const finish = (ok, value, error) => {
+    if (finished) return;
+    finished = true;
+    let stdout = '';
+    for (let i = 0; i < lines.length; i++) stdout += (i ? '\\n' : '') + lines[i];
+    hostSend(stringify({ type: 'done', ok, value, error, stdout }));
+  };
+  const pending = new MapCtor();
+  let nextFetchId = 0;
+  function makeResponse(r) {
+    const headers = r.headers || {};
+    return freeze({
+      ok: r.status >= 200 && r.status < 300,
+      status: r.status,
+      statusText: r.statusText,
+      url: r.url,
+      headers: freeze({ get: (name) => { const v = headers[StringCtor(name).toLowerCase()]; return v === undefined ? null : v; }, entries: () => Object.entries(headers) }),
+      text: () => PromiseCtor.resolve(r.body),
+      json: () => new PromiseCtor((resolve) => resolve(parse(r.body))),
+    });
+  }
+  function fetch(input, init) {
+    return new PromiseCtor((resolve, reject) => {
+      const options = init && typeof init === 'object' ? init : {};
+      const headers = {};
+      if (options.headers && typeof options.headers === 'object') {
+        for (const key of Object.keys(options.headers)) headers[StringCtor(key)] = StringCtor(options.headers[key]);
+      }
+      const id = ++nextFetchId;
+      apply(mapSet, pending, [id, { resolve, reject }]);
+      hostSend(stringify({
+        type: 'fetch', id,
+        url: StringCtor(input),
+        method: options.method === undefined ? 'GET' : StringCtor(options.method),
+        headers,
+        body: options.body === undefined || options.body === null ? null : StringCtor(options.body),
+      }));
+    });
+  }
+  function deliver(message) {
+    const m = parse(message);
+    const entry = apply(mapGet, pending, [m.id]);
+    if (!entry) return;
+    apply(mapDelete, pending, [m.id]);
+    if (m.error) entry.reject(new ErrorCtor(m.error));
+    else entry.resolve(makeResponse(m.response));
+  }
+  function start(fn) {
+    let promise;
+    try { promise = fn(); } catch (e) { finish(false, null, describe(e)); return; }
+    apply(then, promise, [
+      (v) => {
+        let text;
+        try { text = stringify(v === undefined ? null : v); } catch (e) { finish(false, null, describe(e)); return; }
+        finish(true, text === undefined ? 'null' : text, null);
+      },
+      (e) => finish(false, null, describe(e)),
+    ]);
+  }
+  const console = freeze({ log, info: log, warn: log, error: log, debug: log });
+  defineProperty(globalThis, 'console', { value: console, writable: true, configurable: true });
+  if (allowFetch) defineProperty(globalThis, 'fetch', { value: fetch, writable: true, configurable: true });
+  defineProperty(globalThis, '__refs', { value: parse(refsJson), writable: false, configurable: false });
+  defineProperty(globalThis, '__runner', { value: { start }, writable: false, configurable: true });
+  return deliver;
+})`;
+
+const CONTEXT_OPTIONS = { codeGeneration: { strings: true, wasm: false } };
+const BOOTSTRAP_SCRIPT = new vm.Script(BOOTSTRAP, { filename: 'sandbox-bootstrap.js' });
+
+// Creating a context is the most expensive step of a call (~0.4 ms), so a few are made ahead of time, while idle.
+// Each is still used for exactly one call.
+const WARM_CONTEXTS = 3;
+const warm = [];
+let warming = false;
+function freshContext() {
+  return warm.shift() ?? vm.createContext(vm.constants.DONT_CONTEXTIFY, CONTEXT_OPTIONS);
+}
+function prewarm() {
+  warming = false;
+  if (current || warm.length >= WARM_CONTEXTS) return;
+  warm.push(vm.createContext(vm.constants.DONT_CONTEXTIFY, CONTEXT_OPTIONS));
+  schedulePrewarm();
+}
+function schedulePrewarm() {
+  if (warming || warm.length >= WARM_CONTEXTS) return;
+  warming = true;
+  setImmediate(prewarm);
+}
+
+// Compiled user code is stateless and can run in any context, so the same source is compiled once.
+const compiled = new Map();
+const COMPILE_CACHE = 256;
+function compile(code) {
+  let script = compiled.get(code);
+  if (script) return script;
+  const source = `(function (r) { delete globalThis.__runner; r.start(async function () {\n${code}\n}); })(globalThis.__runner)`;
+  script = new vm.Script(source, { filename: 'function.js', lineOffset: -1 });
+  if (compiled.size >= COMPILE_CACHE) compiled.delete(compiled.keys().next().value);
+  compiled.set(code, script);
+  return script;
+}
+
+let current = null; // { id, deliver }
+
+function run(call) {
+  const id = call.id;
+  const ctx = freshContext();
+  let finished = false;
+  const reply = (message) => {
+    if (finished) return;
+    finished = true;
+    if (current && current.id === id) current = null;
+    send({ ...message, id });
+    schedulePrewarm();
+  };
+  // The one host function the context gets: strings in, nothing out, never throws.
+  const hostSend = (text) => {
+    try {
+      if (typeof text !== 'string' || finished) return;
+      const m = JSON.parse(text);
+      if (m.type === 'done') {
+        reply({ type: 'done', ok: m.ok === true, value: typeof m.value === 'string' ? m.value : null, error: m.error ?? null, stdout: String(m.stdout ?? '') });
+      } else if (m.type === 'fetch' && call.allowFetch) {
+        send({ type: 'fetch', id, fetchId: m.id, request: { url: m.url, method: m.method, headers: m.headers, body: m.body } });
+      }
+    } catch {
+      /* malformed message from the context: ignore */
+    }
+  };
+  try {
+    const bootstrap = BOOTSTRAP_SCRIPT.runInContext(ctx);
+    const deliver = bootstrap(hostSend, call.allowFetch === true, typeof call.refs === 'string' ? call.refs : '[]');
+    current = { id, deliver };
+    // No vm `timeout` here: it starts a watchdog thread per call (~0.4 ms). The parent's wall-clock timer covers
+    // synchronous and asynchronous runaways alike by killing this process.
+    compile(call.code).runInContext(ctx);
+  } catch (e) {
+    reply({
+      type: 'done',
+      ok: false,
+      value: null,
+      error: { name: e && e.name ? String(e.name) : 'Error', message: e && e.message ? String(e.message) : String(e) },
+      stdout: '',
+    });
+  }
+}
+
+process.on('message', (m) => {
+  if (!m || typeof m !== 'object') return;
+  if (m.type === 'run') run(m);
+  else if (m.type === 'fetchResult' && current && current.id === m.id) {
+    try {
+      current.deliver(JSON.stringify({ id: m.fetchId, response: m.response ?? null, error: m.error ?? null }));
+    } catch {
+      /* the context's own code failed; its run reports it */
+    }
+  }
+});
+process.on('disconnect', () => process.exit(0));
+
+schedulePrewarm();
+send({ type: 'ready' });
