@@ -26,7 +26,13 @@ export interface ApiClientOptions {
 }
 
 /** Paths of the cursor-paginated list operations. */
-export const LIST_PATHS = ['/api/v2/workspaces/{workspaceId}/members', '/api/v2/workspaces'] as const;
+export const LIST_PATHS = [
+  '/api/v2/files/folders',
+  '/api/v2/files/{fileId}/versions',
+  '/api/v2/files',
+  '/api/v2/workspaces/{workspaceId}/members',
+  '/api/v2/workspaces',
+] as const;
 export type ListPath = (typeof LIST_PATHS)[number];
 
 type ListOp<P extends ListPath> = paths[P]['get'];

@@ -3,6 +3,7 @@
 // A handler receives the validated request and the caller, and returns a status and body that match the spec.
 import type { operations } from './types.ts';
 import type { RequestContext } from '../src/http/context.ts';
+import type { StreamBody } from '../src/http/stream-body.ts';
 
 type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type Params<O, K extends string> = O extends { parameters: infer P }
@@ -19,6 +20,114 @@ type Body<O> = O extends { requestBody: infer R }
   : undefined;
 
 export interface OperationInputs {
+  abortFileUpload: {
+    params: Params<operations['abortFileUpload'], 'path'>;
+    query: Params<operations['abortFileUpload'], 'query'>;
+    headers: Params<operations['abortFileUpload'], 'header'>;
+    body: Body<operations['abortFileUpload']>;
+  };
+  bulkDeleteFiles: {
+    params: Params<operations['bulkDeleteFiles'], 'path'>;
+    query: Params<operations['bulkDeleteFiles'], 'query'>;
+    headers: Params<operations['bulkDeleteFiles'], 'header'>;
+    body: Body<operations['bulkDeleteFiles']>;
+  };
+  bulkDownloadFiles: {
+    params: Params<operations['bulkDownloadFiles'], 'path'>;
+    query: Params<operations['bulkDownloadFiles'], 'query'>;
+    headers: Params<operations['bulkDownloadFiles'], 'header'>;
+    body: Body<operations['bulkDownloadFiles']>;
+  };
+  completeFileUpload: {
+    params: Params<operations['completeFileUpload'], 'path'>;
+    query: Params<operations['completeFileUpload'], 'query'>;
+    headers: Params<operations['completeFileUpload'], 'header'>;
+    body: Body<operations['completeFileUpload']>;
+  };
+  createFile: {
+    params: Params<operations['createFile'], 'path'>;
+    query: Params<operations['createFile'], 'query'>;
+    headers: Params<operations['createFile'], 'header'>;
+    body: Body<operations['createFile']>;
+  };
+  createFileFolder: {
+    params: Params<operations['createFileFolder'], 'path'>;
+    query: Params<operations['createFileFolder'], 'query'>;
+    headers: Params<operations['createFileFolder'], 'header'>;
+    body: Body<operations['createFileFolder']>;
+  };
+  createFileUpload: {
+    params: Params<operations['createFileUpload'], 'path'>;
+    query: Params<operations['createFileUpload'], 'query'>;
+    headers: Params<operations['createFileUpload'], 'header'>;
+    body: Body<operations['createFileUpload']>;
+  };
+  createFileUploadPartUrls: {
+    params: Params<operations['createFileUploadPartUrls'], 'path'>;
+    query: Params<operations['createFileUploadPartUrls'], 'query'>;
+    headers: Params<operations['createFileUploadPartUrls'], 'header'>;
+    body: Body<operations['createFileUploadPartUrls']>;
+  };
+  deleteFile: {
+    params: Params<operations['deleteFile'], 'path'>;
+    query: Params<operations['deleteFile'], 'query'>;
+    headers: Params<operations['deleteFile'], 'header'>;
+    body: Body<operations['deleteFile']>;
+  };
+  deleteFileFolder: {
+    params: Params<operations['deleteFileFolder'], 'path'>;
+    query: Params<operations['deleteFileFolder'], 'query'>;
+    headers: Params<operations['deleteFileFolder'], 'header'>;
+    body: Body<operations['deleteFileFolder']>;
+  };
+  deleteFileVersion: {
+    params: Params<operations['deleteFileVersion'], 'path'>;
+    query: Params<operations['deleteFileVersion'], 'query'>;
+    headers: Params<operations['deleteFileVersion'], 'header'>;
+    body: Body<operations['deleteFileVersion']>;
+  };
+  downloadFile: {
+    params: Params<operations['downloadFile'], 'path'>;
+    query: Params<operations['downloadFile'], 'query'>;
+    headers: Params<operations['downloadFile'], 'header'>;
+    body: Body<operations['downloadFile']>;
+  };
+  downloadFileVersion: {
+    params: Params<operations['downloadFileVersion'], 'path'>;
+    query: Params<operations['downloadFileVersion'], 'query'>;
+    headers: Params<operations['downloadFileVersion'], 'header'>;
+    body: Body<operations['downloadFileVersion']>;
+  };
+  editFileContent: {
+    params: Params<operations['editFileContent'], 'path'>;
+    query: Params<operations['editFileContent'], 'query'>;
+    headers: Params<operations['editFileContent'], 'header'>;
+    body: Body<operations['editFileContent']>;
+  };
+  getFile: {
+    params: Params<operations['getFile'], 'path'>;
+    query: Params<operations['getFile'], 'query'>;
+    headers: Params<operations['getFile'], 'header'>;
+    body: Body<operations['getFile']>;
+  };
+  getFileShare: {
+    params: Params<operations['getFileShare'], 'path'>;
+    query: Params<operations['getFileShare'], 'query'>;
+    headers: Params<operations['getFileShare'], 'header'>;
+    body: Body<operations['getFileShare']>;
+  };
+  getFileUpload: {
+    params: Params<operations['getFileUpload'], 'path'>;
+    query: Params<operations['getFileUpload'], 'query'>;
+    headers: Params<operations['getFileUpload'], 'header'>;
+    body: Body<operations['getFileUpload']>;
+  };
+  getFileVersion: {
+    params: Params<operations['getFileVersion'], 'path'>;
+    query: Params<operations['getFileVersion'], 'query'>;
+    headers: Params<operations['getFileVersion'], 'header'>;
+    body: Body<operations['getFileVersion']>;
+  };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
@@ -30,6 +139,24 @@ export interface OperationInputs {
     query: Params<operations['getWorkspace'], 'query'>;
     headers: Params<operations['getWorkspace'], 'header'>;
     body: Body<operations['getWorkspace']>;
+  };
+  listFileFolders: {
+    params: Params<operations['listFileFolders'], 'path'>;
+    query: Params<operations['listFileFolders'], 'query'>;
+    headers: Params<operations['listFileFolders'], 'header'>;
+    body: Body<operations['listFileFolders']>;
+  };
+  listFileVersions: {
+    params: Params<operations['listFileVersions'], 'path'>;
+    query: Params<operations['listFileVersions'], 'query'>;
+    headers: Params<operations['listFileVersions'], 'header'>;
+    body: Body<operations['listFileVersions']>;
+  };
+  listFiles: {
+    params: Params<operations['listFiles'], 'path'>;
+    query: Params<operations['listFiles'], 'query'>;
+    headers: Params<operations['listFiles'], 'header'>;
+    body: Body<operations['listFiles']>;
   };
   listWorkspaceMembers: {
     params: Params<operations['listWorkspaceMembers'], 'path'>;
@@ -43,9 +170,171 @@ export interface OperationInputs {
     headers: Params<operations['listWorkspaces'], 'header'>;
     body: Body<operations['listWorkspaces']>;
   };
+  moveFileItems: {
+    params: Params<operations['moveFileItems'], 'path'>;
+    query: Params<operations['moveFileItems'], 'query'>;
+    headers: Params<operations['moveFileItems'], 'header'>;
+    body: Body<operations['moveFileItems']>;
+  };
+  readFileText: {
+    params: Params<operations['readFileText'], 'path'>;
+    query: Params<operations['readFileText'], 'query'>;
+    headers: Params<operations['readFileText'], 'header'>;
+    body: Body<operations['readFileText']>;
+  };
+  readFileVersionText: {
+    params: Params<operations['readFileVersionText'], 'path'>;
+    query: Params<operations['readFileVersionText'], 'query'>;
+    headers: Params<operations['readFileVersionText'], 'header'>;
+    body: Body<operations['readFileVersionText']>;
+  };
+  relocateFileFolder: {
+    params: Params<operations['relocateFileFolder'], 'path'>;
+    query: Params<operations['relocateFileFolder'], 'query'>;
+    headers: Params<operations['relocateFileFolder'], 'header'>;
+    body: Body<operations['relocateFileFolder']>;
+  };
+  renameFile: {
+    params: Params<operations['renameFile'], 'path'>;
+    query: Params<operations['renameFile'], 'query'>;
+    headers: Params<operations['renameFile'], 'header'>;
+    body: Body<operations['renameFile']>;
+  };
+  restoreFile: {
+    params: Params<operations['restoreFile'], 'path'>;
+    query: Params<operations['restoreFile'], 'query'>;
+    headers: Params<operations['restoreFile'], 'header'>;
+    body: Body<operations['restoreFile']>;
+  };
+  restoreFileFolder: {
+    params: Params<operations['restoreFileFolder'], 'path'>;
+    query: Params<operations['restoreFileFolder'], 'query'>;
+    headers: Params<operations['restoreFileFolder'], 'header'>;
+    body: Body<operations['restoreFileFolder']>;
+  };
+  revertFileVersion: {
+    params: Params<operations['revertFileVersion'], 'path'>;
+    query: Params<operations['revertFileVersion'], 'query'>;
+    headers: Params<operations['revertFileVersion'], 'header'>;
+    body: Body<operations['revertFileVersion']>;
+  };
+  searchFileContent: {
+    params: Params<operations['searchFileContent'], 'path'>;
+    query: Params<operations['searchFileContent'], 'query'>;
+    headers: Params<operations['searchFileContent'], 'header'>;
+    body: Body<operations['searchFileContent']>;
+  };
+  unzipFile: {
+    params: Params<operations['unzipFile'], 'path'>;
+    query: Params<operations['unzipFile'], 'query'>;
+    headers: Params<operations['unzipFile'], 'header'>;
+    body: Body<operations['unzipFile']>;
+  };
+  updateFileContent: {
+    params: Params<operations['updateFileContent'], 'path'>;
+    query: Params<operations['updateFileContent'], 'query'>;
+    headers: Params<operations['updateFileContent'], 'header'>;
+    body: Body<operations['updateFileContent']>;
+  };
+  upsertFileShare: {
+    params: Params<operations['upsertFileShare'], 'path'>;
+    query: Params<operations['upsertFileShare'], 'query'>;
+    headers: Params<operations['upsertFileShare'], 'header'>;
+    body: Body<operations['upsertFileShare']>;
+  };
 }
 
 export interface OperationResults {
+  abortFileUpload: {
+    status: 200;
+    body: Json<operations['abortFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkDeleteFiles: {
+    status: 200;
+    body: Json<operations['bulkDeleteFiles']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkDownloadFiles: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  completeFileUpload: {
+    status: 200;
+    body: Json<operations['completeFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFile: {
+    status: 200;
+    body: Json<operations['createFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFileFolder: {
+    status: 200;
+    body: Json<operations['createFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFileUpload: {
+    status: 200;
+    body: Json<operations['createFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFileUploadPartUrls: {
+    status: 200;
+    body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteFile: {
+    status: 200;
+    body: Json<operations['deleteFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteFileFolder: {
+    status: 200;
+    body: Json<operations['deleteFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteFileVersion: {
+    status: 200;
+    body: Json<operations['deleteFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  downloadFile: {
+    status: 200 | 206;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  downloadFileVersion: {
+    status: 200 | 206;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  editFileContent: {
+    status: 200;
+    body: Json<operations['editFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFile: {
+    status: 200;
+    body: Json<operations['getFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFileShare: {
+    status: 200;
+    body: Json<operations['getFileShare']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFileUpload: {
+    status: 200;
+    body: Json<operations['getFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFileVersion: {
+    status: 200;
+    body: Json<operations['getFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
@@ -54,6 +343,21 @@ export interface OperationResults {
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listFileFolders: {
+    status: 200;
+    body: Json<operations['listFileFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listFileVersions: {
+    status: 200;
+    body: Json<operations['listFileVersions']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listFiles: {
+    status: 200;
+    body: Json<operations['listFiles']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkspaceMembers: {
@@ -66,6 +370,66 @@ export interface OperationResults {
     body: Json<operations['listWorkspaces']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  moveFileItems: {
+    status: 200;
+    body: Json<operations['moveFileItems']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  readFileText: {
+    status: 200;
+    body: Json<operations['readFileText']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  readFileVersionText: {
+    status: 200;
+    body: Json<operations['readFileVersionText']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  relocateFileFolder: {
+    status: 200;
+    body: Json<operations['relocateFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  renameFile: {
+    status: 200;
+    body: Json<operations['renameFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreFile: {
+    status: 200;
+    body: Json<operations['restoreFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreFileFolder: {
+    status: 200;
+    body: Json<operations['restoreFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  revertFileVersion: {
+    status: 200;
+    body: Json<operations['revertFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  searchFileContent: {
+    status: 200;
+    body: Json<operations['searchFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  unzipFile: {
+    status: 200;
+    body: Json<operations['unzipFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateFileContent: {
+    status: 200;
+    body: Json<operations['updateFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  upsertFileShare: {
+    status: 200;
+    body: Json<operations['upsertFileShare']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
 }
 
 export type HandlerInput<Op extends keyof OperationInputs> = OperationInputs[Op] & { ctx: RequestContext };
@@ -76,12 +440,78 @@ export type Handler<Op extends keyof OperationInputs> = (
 
 /** One method per operationId: the app does not compile while any of them is missing. */
 export interface Handlers {
+  /** DELETE /api/v2/files/uploads/{uploadId} — Abort a file upload */
+  abortFileUpload: Handler<'abortFileUpload'>;
+  /** POST /api/v2/files/bulk-delete — Delete several files */
+  bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
+  /** GET /api/v2/files/bulk-download — Download files as a zip */
+  bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
+  completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/files — Create a file */
+  createFile: Handler<'createFile'>;
+  /** POST /api/v2/files/folders — Create a file folder */
+  createFileFolder: Handler<'createFileFolder'>;
+  /** POST /api/v2/files/uploads — Start a file upload */
+  createFileUpload: Handler<'createFileUpload'>;
+  /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
+  createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** DELETE /api/v2/files/{fileId} — Delete a file */
+  deleteFile: Handler<'deleteFile'>;
+  /** DELETE /api/v2/files/folders — Delete a file folder */
+  deleteFileFolder: Handler<'deleteFileFolder'>;
+  /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
+  deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** GET /api/v2/files/{fileId} — Download a file */
+  downloadFile: Handler<'downloadFile'>;
+  /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
+  downloadFileVersion: Handler<'downloadFileVersion'>;
+  /** PATCH /api/v2/files/{fileId}/content — Edit file content */
+  editFileContent: Handler<'editFileContent'>;
+  /** GET /api/v2/files/{fileId}/metadata — Get file metadata */
+  getFile: Handler<'getFile'>;
+  /** GET /api/v2/files/{fileId}/share — Get file share */
+  getFileShare: Handler<'getFileShare'>;
+  /** GET /api/v2/files/uploads/{uploadId} — Get a file upload */
+  getFileUpload: Handler<'getFileUpload'>;
+  /** GET /api/v2/files/{fileId}/versions/{version} — Get a file version */
+  getFileVersion: Handler<'getFileVersion'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** GET /api/v2/files/folders — List file folders */
+  listFileFolders: Handler<'listFileFolders'>;
+  /** GET /api/v2/files/{fileId}/versions — List file versions */
+  listFileVersions: Handler<'listFileVersions'>;
+  /** GET /api/v2/files — List files */
+  listFiles: Handler<'listFiles'>;
   /** GET /api/v2/workspaces/{workspaceId}/members — List workspace members */
   listWorkspaceMembers: Handler<'listWorkspaceMembers'>;
   /** GET /api/v2/workspaces — List workspaces */
   listWorkspaces: Handler<'listWorkspaces'>;
+  /** POST /api/v2/files/move — Move files */
+  moveFileItems: Handler<'moveFileItems'>;
+  /** GET /api/v2/files/{fileId}/text — Read file text */
+  readFileText: Handler<'readFileText'>;
+  /** GET /api/v2/files/{fileId}/versions/{version}/text — Read file version text */
+  readFileVersionText: Handler<'readFileVersionText'>;
+  /** PATCH /api/v2/files/folders — Rename or move a file folder */
+  relocateFileFolder: Handler<'relocateFileFolder'>;
+  /** PATCH /api/v2/files/{fileId} — Rename a file */
+  renameFile: Handler<'renameFile'>;
+  /** POST /api/v2/files/{fileId}/restore — Restore a file */
+  restoreFile: Handler<'restoreFile'>;
+  /** POST /api/v2/files/folders/restore — Restore a file folder */
+  restoreFileFolder: Handler<'restoreFileFolder'>;
+  /** POST /api/v2/files/{fileId}/versions/{version}/revert — Revert to a file version */
+  revertFileVersion: Handler<'revertFileVersion'>;
+  /** GET /api/v2/files/search — Search file content */
+  searchFileContent: Handler<'searchFileContent'>;
+  /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
+  unzipFile: Handler<'unzipFile'>;
+  /** PUT /api/v2/files/{fileId}/content — Replace file content */
+  updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */
+  upsertFileShare: Handler<'upsertFileShare'>;
 }
