@@ -9,6 +9,9 @@ import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
+import path from 'node:path';
+import { LocalDiskBlobStore } from './files/blob-store.ts';
+import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 
 export interface RunningServer {
   url: string;
@@ -24,7 +27,14 @@ export async function createServices(config: Config, logger: Logger = createLogg
     await opened.transaction((tx) => tx.settings.getOrInit('signing_key', randomBytes(32).toString('base64'))),
     'base64',
   );
-  return { config, store: opened, logger, signingKey, credentials: new CredentialResolver(opened, config.credentialRecheckMs) };
+  return {
+    config,
+    store: opened,
+    logger,
+    signingKey,
+    credentials: new CredentialResolver(opened, config.credentialRecheckMs),
+    blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
+  };
 }
 
 export async function startServer(services: Services): Promise<RunningServer> {
@@ -44,6 +54,13 @@ export async function startServer(services: Services): Promise<RunningServer> {
     server.listen(config.port, config.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  // Links the API hands out (signed upload URLs, share links) must name the port actually bound.
+  if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
+  const stopPurge = startPurgeTimer(
+    () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
+    config.files.purgeIntervalMs,
+    services.logger,
+  );
   let closing: Promise<void> | null = null;
   return {
     url: `http://${config.host}:${port}`,
@@ -52,6 +69,7 @@ export async function startServer(services: Services): Promise<RunningServer> {
     close() {
       closing ??= (async () => {
         shuttingDown = true;
+        stopPurge();
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
           force.unref();

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Store } from './store/index.ts';
 import type { CredentialResolver } from './identity/credentials.ts';
+import type { BlobStore } from './files/blob-store.ts';
 
 export interface Services {
   config: Config;
@@ -11,4 +12,6 @@ export interface Services {
   logger: Logger;
   /** Server secret for signing cursors and tokens; generated once and kept in the store. */
   signingKey: Buffer;
+  /** Where file content lives (local disk under DATA_DIR by default). */
+  blobs: BlobStore;
 }

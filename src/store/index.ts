@@ -9,6 +9,10 @@ import { ApiKeyRepository } from './api-keys.ts';
 import { SettingsRepository } from './settings.ts';
 import { BillingAccountRepository } from './billing-accounts.ts';
 import { AuditEventRepository } from './audit-events.ts';
+import { FileRepository } from './files.ts';
+import { FileFolderRepository } from './file-folders.ts';
+import { FileShareRepository } from './file-shares.ts';
+import { FileUploadRepository } from './file-uploads.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -18,6 +22,10 @@ export interface Repositories {
   settings: SettingsRepository;
   billingAccounts: BillingAccountRepository;
   auditEvents: AuditEventRepository;
+  files: FileRepository;
+  fileFolders: FileFolderRepository;
+  fileShares: FileShareRepository;
+  fileUploads: FileUploadRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -29,6 +37,10 @@ function repositories(db: SqlExecutor): Repositories {
     settings: new SettingsRepository(db),
     billingAccounts: new BillingAccountRepository(db),
     auditEvents: new AuditEventRepository(db),
+    files: new FileRepository(db),
+    fileFolders: new FileFolderRepository(db),
+    fileShares: new FileShareRepository(db),
+    fileUploads: new FileUploadRepository(db),
   };
 }
 
