@@ -2,8 +2,9 @@
 // Each suite measures its baseline in the same run and prints medians and ratios. Not a test: no pass/fail.
 import { parseArgs } from 'node:util';
 import { foundation } from './suites/foundation.ts';
+import { files } from './suites/files.ts';
 
-const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation };
+const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation, files };
 
 export async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({

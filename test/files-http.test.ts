@@ -1,5 +1,6 @@
 // The Files rules and error paths, through HTTP as a client sees them.
 import fs from 'node:fs';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import yazl from 'yazl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,6 +90,17 @@ describe('upload sessions', () => {
     const done = await data(session(up.session.id, '/complete', up.uploadToken));
     const content = Buffer.from(await (await s.request(`/api/v2/files/${done.file.id}?workspaceId=${ws}`)).arrayBuffer());
     expect(content.equals(bytes)).toBe(true);
+  });
+
+  it('parts in any order give the same content and content hash', async () => {
+    const bytes = Buffer.from(Array.from({ length: 2100 }, (_, i) => i % 251));
+    const up = await startUpload('order.bin', bytes.length);
+    const { parts } = await data(session(up.session.id, '/parts', up.uploadToken, json({ partNumbers: [3, 1, 2] })));
+    for (const p of parts) await fetch(p.url, { method: 'PUT', headers: p.headers, body: bytes.subarray((p.partNumber - 1) * 1024, p.partNumber * 1024) });
+    const done = await data(session(up.session.id, '/complete', up.uploadToken));
+    const res = await s.request(`/api/v2/files/${done.file.id}?workspaceId=${ws}`);
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(res.headers.get('etag')).toBe(`"${createHash('sha256').update(bytes).digest('hex')}"`);
   });
 
   it('an aborted session cannot be completed or receive bytes', async () => {

@@ -5,7 +5,7 @@
 // Uploads are staged per session: each part is written at its offset in one staging file, and committing
 // hashes the staged bytes, checks the size and renames the file into place, so a reader (or a crash) never
 // sees a partly written blob. Everything streams; no content is ever held whole in memory.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -58,17 +58,19 @@ export interface BlobStore {
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** Larger buffers than the stream default (64 KiB) cut per-chunk overhead on big files; memory stays bounded. */
+const CHUNK = 1024 * 1024;
 const UPLOAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
-/** Counts, hashes and bounds the bytes flowing through it. */
+/** Counts, hashes (when given a hash) and bounds the bytes flowing through it. */
 class Meter extends Transform {
-  readonly hash = createHash('sha256');
+  readonly hash: Hash | null;
   bytes = 0;
   private readonly max: number;
-  constructor(max: number, hashing: boolean) {
-    super();
+  constructor(max: number, hash: Hash | null) {
+    super({ highWaterMark: CHUNK });
     this.max = max;
-    if (!hashing) this.hash = null as never;
+    this.hash = hash;
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.bytes += chunk.length;
@@ -81,15 +83,28 @@ class Meter extends Transform {
   }
 }
 
+/**
+ * The SHA-256 of an upload's bytes, kept while its parts arrive one after another from offset 0, so that
+ * committing need not read the whole file again. Anything else (parts out of order, overlapping writes, a
+ * failed part, a restart) drops it, and the commit hashes the staged file instead.
+ */
+interface RunningHash {
+  next: number;
+  hash: Hash;
+  busy: boolean;
+}
+
 export class LocalDiskBlobStore implements BlobStore {
   private readonly blobsDir: string;
   private readonly tmpDir: string;
   private readonly uploadsDir: string;
+  private readonly running: Map<string, RunningHash>;
 
   constructor(root: string) {
     this.blobsDir = path.join(root, 'blobs');
     this.tmpDir = path.join(root, 'tmp');
     this.uploadsDir = path.join(root, 'uploads');
+    this.running = new Map();
     for (const dir of [this.blobsDir, this.tmpDir, this.uploadsDir]) fs.mkdirSync(dir, { recursive: true });
   }
 
@@ -119,13 +134,13 @@ export class LocalDiskBlobStore implements BlobStore {
 
   async write(source: Readable, limits: { expectedSize?: number; maxSize?: number; expectedSha256?: string } = {}): Promise<BlobInfo> {
     const tempPath = path.join(this.tmpDir, randomUUID());
-    const meter = new Meter(limits.expectedSize ?? limits.maxSize ?? Number.MAX_SAFE_INTEGER, true);
+    const meter = new Meter(limits.expectedSize ?? limits.maxSize ?? Number.MAX_SAFE_INTEGER, createHash('sha256'));
     try {
-      await pipeline(source, meter, fs.createWriteStream(tempPath, { flags: 'wx' }));
+      await pipeline(source, meter, fs.createWriteStream(tempPath, { flags: 'wx', highWaterMark: CHUNK }));
       if (limits.expectedSize !== undefined && meter.bytes !== limits.expectedSize) {
         throw new BlobSizeError('too_few_bytes', limits.expectedSize, meter.bytes);
       }
-      const sha256 = meter.hash.digest('hex');
+      const sha256 = meter.hash!.digest('hex');
       if (limits.expectedSha256 && limits.expectedSha256 !== sha256) throw new BlobIntegrityError('The content does not match its SHA-256.');
       return await this.settle(tempPath, sha256, meter.bytes);
     } catch (err) {
@@ -135,7 +150,7 @@ export class LocalDiskBlobStore implements BlobStore {
   }
 
   read(key: string, range?: ByteRange): Readable {
-    return fs.createReadStream(this.blobPath(key), range ? { start: range.start, end: range.end } : {});
+    return fs.createReadStream(this.blobPath(key), range ? { start: range.start, end: range.end, highWaterMark: CHUNK } : { highWaterMark: CHUNK });
   }
 
   async size(key: string): Promise<number | null> {
@@ -167,9 +182,26 @@ export class LocalDiskBlobStore implements BlobStore {
     const file = this.stagingPath(uploadId);
     // Open without truncating: other parts may already sit in the file at their own offsets.
     await (await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_CREAT, 0o600)).close();
-    const meter = new Meter(length, false);
-    await pipeline(source, meter, fs.createWriteStream(file, { flags: 'r+', start: offset }));
-    if (meter.bytes !== length) throw new BlobSizeError('too_few_bytes', length, meter.bytes);
+    let state = this.running.get(uploadId);
+    if (offset === 0 && !state) {
+      state = { next: 0, hash: createHash('sha256'), busy: false };
+      this.running.set(uploadId, state);
+    }
+    const hashing = state !== undefined && !state.busy && state.next === offset;
+    if (state && !hashing) this.running.delete(uploadId);
+    if (hashing) state!.busy = true;
+    const meter = new Meter(length, hashing ? state!.hash : null);
+    try {
+      await pipeline(source, meter, fs.createWriteStream(file, { flags: 'r+', start: offset, highWaterMark: CHUNK }));
+      if (meter.bytes !== length) throw new BlobSizeError('too_few_bytes', length, meter.bytes);
+      if (hashing && this.running.get(uploadId) === state) {
+        state!.next += length;
+        state!.busy = false;
+      }
+    } catch (err) {
+      if (hashing) this.running.delete(uploadId);
+      throw err;
+    }
   }
 
   async commitUpload(uploadId: string, size: number): Promise<BlobInfo> {
@@ -180,12 +212,19 @@ export class LocalDiskBlobStore implements BlobStore {
     // Move it out of the staging area first, so a racing part write cannot touch what is being committed.
     const tempPath = path.join(this.tmpDir, randomUUID());
     await fsp.rename(staged, tempPath);
+    const state = this.running.get(uploadId);
+    this.running.delete(uploadId);
     try {
-      const hash = createHash('sha256');
-      await pipeline(fs.createReadStream(tempPath), async function* (chunks: AsyncIterable<Buffer>) {
-        for await (const chunk of chunks) hash.update(chunk);
-      });
-      return await this.settle(tempPath, hash.digest('hex'), size);
+      let sha256: string;
+      if (state && !state.busy && state.next === size) sha256 = state.hash.digest('hex');
+      else {
+        const hash = createHash('sha256');
+        await pipeline(fs.createReadStream(tempPath, { highWaterMark: CHUNK }), async function* (chunks: AsyncIterable<Buffer>) {
+          for await (const chunk of chunks) hash.update(chunk);
+        });
+        sha256 = hash.digest('hex');
+      }
+      return await this.settle(tempPath, sha256, size);
     } catch (err) {
       await fsp.rm(tempPath, { force: true });
       throw err;
@@ -193,6 +232,7 @@ export class LocalDiskBlobStore implements BlobStore {
   }
 
   async discardUpload(uploadId: string): Promise<void> {
+    this.running.delete(uploadId);
     await fsp.rm(this.stagingPath(uploadId), { force: true });
   }
 
