@@ -125,4 +125,25 @@ describe('sim files', () => {
     const del = await cli('files', 'versions', 'delete', idC, '2', '--yes');
     expect(del.stderr).toBe('');
   });
+
+  it('unzip and the folders commands', async () => {
+    const yazl = (await import('yazl')).default;
+    const zip = new yazl.ZipFile();
+    zip.addBuffer(Buffer.from('inside'), 'a/inside.txt');
+    zip.end();
+    const chunks: Buffer[] = [];
+    for await (const c of zip.outputStream as AsyncIterable<Buffer>) chunks.push(c);
+    const local = path.join(dir, 'pack.zip');
+    fs.writeFileSync(local, Buffer.concat(chunks));
+    const up = await cli('files', 'upload', local);
+    const unzip = await cli('files', 'unzip', up.json.id, '--yes');
+    expect(unzip.stderr).toBe('');
+    expect(unzip.json).toMatchObject({ folderPath: '/pack', extractedFileCount: 1 });
+    const folders = await cli('files', 'folders', 'list', '--parent', '/pack');
+    expect(JSON.stringify(folders.json)).toContain('/pack/a');
+    expect((await cli('files', 'folders', 'delete', '/pack', '--recursive', '--yes')).code).toBe(0);
+    const restored = await cli('files', 'folders', 'restore', '/pack');
+    expect(restored.stderr).toBe('');
+    expect(restored.json).toMatchObject({ restoredItems: { files: 1, folders: 2 } });
+  });
 });

@@ -34,6 +34,28 @@ function zipOf(entries: [string, string | Buffer][]): Promise<Buffer> {
   });
 }
 
+/** A one-page PDF showing `text`, with a correct cross-reference table. */
+function minimalPdf(text: string): Buffer {
+  const stream = `BT /F1 24 Tf 72 720 Td (${text}) Tj ET`;
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  let out = '%PDF-1.4\n';
+  const offsets: number[] = [];
+  objects.forEach((o, i) => {
+    offsets.push(out.length);
+    out += `${i + 1} 0 obj\n${o}\nendobj\n`;
+  });
+  const xref = out.length;
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(out, 'latin1');
+}
+
 beforeAll(async () => {
   s = await startTestServer({ UPLOAD_PART_SIZE: '1kb', UNZIP_MAX_SIZE: '64kb', UNZIP_MAX_ENTRIES: '20' });
   ws = s.workspaceId;
@@ -199,7 +221,7 @@ describe('files', () => {
     expect(await (await s.request(`/api/v2/files/${f.id}?workspaceId=${ws}`)).text()).toBe('one');
   });
 
-  it('extracts text from HTML, JSON, CSV and DOCX, with line ranges', async () => {
+  it('extracts text from HTML, CSV, PDF and DOCX, with line ranges', async () => {
     const html = await createFile('page.html', '<html><body><h1>Title</h1><p>Hello <b>there</b></p><script>x()</script></body></html>');
     const t = await data(s.request(`/api/v2/files/${html.id}/text?workspaceId=${ws}`));
     expect(t.text).toContain('Hello there');
@@ -216,6 +238,8 @@ describe('files', () => {
     ]);
     const d = await createFile('r.docx', docx.toString('base64'), { encoding: 'base64' });
     expect((await data(s.request(`/api/v2/files/${d.id}/text?workspaceId=${ws}`))).text).toContain('Quarterly report');
+    const pdf = await createFile('doc.pdf', minimalPdf('Invoice total 42').toString('base64'), { encoding: 'base64' });
+    expect((await data(s.request(`/api/v2/files/${pdf.id}/text?workspaceId=${ws}`))).text).toContain('Invoice total 42');
     const bin = await createFile('x.bin', 'AAEC', { encoding: 'base64' });
     expect(await data(s.request(`/api/v2/files/${bin.id}/text?workspaceId=${ws}`))).toMatchObject({ degraded: true, text: '' });
   });
