@@ -5,8 +5,9 @@ import { foundation } from './suites/foundation.ts';
 import { auth } from './suites/auth.ts';
 import { workflows } from './suites/workflows.ts';
 import { executor } from './suites/executor.ts';
+import { files } from './suites/files.ts';
 
-const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation, auth, workflows, executor };
+const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation, auth, workflows, executor, files };
 
 export async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({

@@ -4,6 +4,7 @@
 import type { operations } from './types.ts';
 import type { RequestContext } from '../src/http/context.ts';
 import type { Principal } from '../src/identity/principal.ts';
+import type { StreamBody } from '../src/http/stream-body.ts';
 
 type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type Params<O, K extends string> = O extends { parameters: infer P }
@@ -27,6 +28,12 @@ type Body<O> = O extends { requestBody: infer R }
     : undefined;
 
 export interface OperationInputs {
+  abortFileUpload: {
+    params: Params<operations['abortFileUpload'], 'path'>;
+    query: Params<operations['abortFileUpload'], 'query'>;
+    headers: Params<operations['abortFileUpload'], 'header'>;
+    body: Body<operations['abortFileUpload']>;
+  };
   activateWorkflowVersion: {
     params: Params<operations['activateWorkflowVersion'], 'path'>;
     query: Params<operations['activateWorkflowVersion'], 'query'>;
@@ -39,6 +46,48 @@ export interface OperationInputs {
     headers: Params<operations['applyWorkflowVariables'], 'header'>;
     body: Body<operations['applyWorkflowVariables']>;
   };
+  bulkDeleteFiles: {
+    params: Params<operations['bulkDeleteFiles'], 'path'>;
+    query: Params<operations['bulkDeleteFiles'], 'query'>;
+    headers: Params<operations['bulkDeleteFiles'], 'header'>;
+    body: Body<operations['bulkDeleteFiles']>;
+  };
+  bulkDownloadFiles: {
+    params: Params<operations['bulkDownloadFiles'], 'path'>;
+    query: Params<operations['bulkDownloadFiles'], 'query'>;
+    headers: Params<operations['bulkDownloadFiles'], 'header'>;
+    body: Body<operations['bulkDownloadFiles']>;
+  };
+  completeFileUpload: {
+    params: Params<operations['completeFileUpload'], 'path'>;
+    query: Params<operations['completeFileUpload'], 'query'>;
+    headers: Params<operations['completeFileUpload'], 'header'>;
+    body: Body<operations['completeFileUpload']>;
+  };
+  createFile: {
+    params: Params<operations['createFile'], 'path'>;
+    query: Params<operations['createFile'], 'query'>;
+    headers: Params<operations['createFile'], 'header'>;
+    body: Body<operations['createFile']>;
+  };
+  createFileFolder: {
+    params: Params<operations['createFileFolder'], 'path'>;
+    query: Params<operations['createFileFolder'], 'query'>;
+    headers: Params<operations['createFileFolder'], 'header'>;
+    body: Body<operations['createFileFolder']>;
+  };
+  createFileUpload: {
+    params: Params<operations['createFileUpload'], 'path'>;
+    query: Params<operations['createFileUpload'], 'query'>;
+    headers: Params<operations['createFileUpload'], 'header'>;
+    body: Body<operations['createFileUpload']>;
+  };
+  createFileUploadPartUrls: {
+    params: Params<operations['createFileUploadPartUrls'], 'path'>;
+    query: Params<operations['createFileUploadPartUrls'], 'query'>;
+    headers: Params<operations['createFileUploadPartUrls'], 'header'>;
+    body: Body<operations['createFileUploadPartUrls']>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -50,6 +99,24 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowFolder'], 'query'>;
     headers: Params<operations['createWorkflowFolder'], 'header'>;
     body: Body<operations['createWorkflowFolder']>;
+  };
+  deleteFile: {
+    params: Params<operations['deleteFile'], 'path'>;
+    query: Params<operations['deleteFile'], 'query'>;
+    headers: Params<operations['deleteFile'], 'header'>;
+    body: Body<operations['deleteFile']>;
+  };
+  deleteFileFolder: {
+    params: Params<operations['deleteFileFolder'], 'path'>;
+    query: Params<operations['deleteFileFolder'], 'query'>;
+    headers: Params<operations['deleteFileFolder'], 'header'>;
+    body: Body<operations['deleteFileFolder']>;
+  };
+  deleteFileVersion: {
+    params: Params<operations['deleteFileVersion'], 'path'>;
+    query: Params<operations['deleteFileVersion'], 'query'>;
+    headers: Params<operations['deleteFileVersion'], 'header'>;
+    body: Body<operations['deleteFileVersion']>;
   };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
@@ -69,11 +136,29 @@ export interface OperationInputs {
     headers: Params<operations['deployWorkflow'], 'header'>;
     body: Body<operations['deployWorkflow']>;
   };
+  downloadFile: {
+    params: Params<operations['downloadFile'], 'path'>;
+    query: Params<operations['downloadFile'], 'query'>;
+    headers: Params<operations['downloadFile'], 'header'>;
+    body: Body<operations['downloadFile']>;
+  };
+  downloadFileVersion: {
+    params: Params<operations['downloadFileVersion'], 'path'>;
+    query: Params<operations['downloadFileVersion'], 'query'>;
+    headers: Params<operations['downloadFileVersion'], 'header'>;
+    body: Body<operations['downloadFileVersion']>;
+  };
   duplicateWorkflow: {
     params: Params<operations['duplicateWorkflow'], 'path'>;
     query: Params<operations['duplicateWorkflow'], 'query'>;
     headers: Params<operations['duplicateWorkflow'], 'header'>;
     body: Body<operations['duplicateWorkflow']>;
+  };
+  editFileContent: {
+    params: Params<operations['editFileContent'], 'path'>;
+    query: Params<operations['editFileContent'], 'query'>;
+    headers: Params<operations['editFileContent'], 'header'>;
+    body: Body<operations['editFileContent']>;
   };
   exportWorkflow: {
     params: Params<operations['exportWorkflow'], 'path'>;
@@ -92,6 +177,30 @@ export interface OperationInputs {
     query: Params<operations['getBlock'], 'query'>;
     headers: Params<operations['getBlock'], 'header'>;
     body: Body<operations['getBlock']>;
+  };
+  getFile: {
+    params: Params<operations['getFile'], 'path'>;
+    query: Params<operations['getFile'], 'query'>;
+    headers: Params<operations['getFile'], 'header'>;
+    body: Body<operations['getFile']>;
+  };
+  getFileShare: {
+    params: Params<operations['getFileShare'], 'path'>;
+    query: Params<operations['getFileShare'], 'query'>;
+    headers: Params<operations['getFileShare'], 'header'>;
+    body: Body<operations['getFileShare']>;
+  };
+  getFileUpload: {
+    params: Params<operations['getFileUpload'], 'path'>;
+    query: Params<operations['getFileUpload'], 'query'>;
+    headers: Params<operations['getFileUpload'], 'header'>;
+    body: Body<operations['getFileUpload']>;
+  };
+  getFileVersion: {
+    params: Params<operations['getFileVersion'], 'path'>;
+    query: Params<operations['getFileVersion'], 'query'>;
+    headers: Params<operations['getFileVersion'], 'header'>;
+    body: Body<operations['getFileVersion']>;
   };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
@@ -153,6 +262,24 @@ export interface OperationInputs {
     headers: Params<operations['listBlocks'], 'header'>;
     body: Body<operations['listBlocks']>;
   };
+  listFileFolders: {
+    params: Params<operations['listFileFolders'], 'path'>;
+    query: Params<operations['listFileFolders'], 'query'>;
+    headers: Params<operations['listFileFolders'], 'header'>;
+    body: Body<operations['listFileFolders']>;
+  };
+  listFileVersions: {
+    params: Params<operations['listFileVersions'], 'path'>;
+    query: Params<operations['listFileVersions'], 'query'>;
+    headers: Params<operations['listFileVersions'], 'header'>;
+    body: Body<operations['listFileVersions']>;
+  };
+  listFiles: {
+    params: Params<operations['listFiles'], 'path'>;
+    query: Params<operations['listFiles'], 'query'>;
+    headers: Params<operations['listFiles'], 'header'>;
+    body: Body<operations['listFiles']>;
+  };
   listWorkflowFolders: {
     params: Params<operations['listWorkflowFolders'], 'path'>;
     query: Params<operations['listWorkflowFolders'], 'query'>;
@@ -183,6 +310,12 @@ export interface OperationInputs {
     headers: Params<operations['listWorkspaces'], 'header'>;
     body: Body<operations['listWorkspaces']>;
   };
+  moveFileItems: {
+    params: Params<operations['moveFileItems'], 'path'>;
+    query: Params<operations['moveFileItems'], 'query'>;
+    headers: Params<operations['moveFileItems'], 'header'>;
+    body: Body<operations['moveFileItems']>;
+  };
   moveWorkflows: {
     params: Params<operations['moveWorkflows'], 'path'>;
     query: Params<operations['moveWorkflows'], 'query'>;
@@ -195,11 +328,35 @@ export interface OperationInputs {
     headers: Params<operations['previewWorkflowImport'], 'header'>;
     body: Body<operations['previewWorkflowImport']>;
   };
+  readFileText: {
+    params: Params<operations['readFileText'], 'path'>;
+    query: Params<operations['readFileText'], 'query'>;
+    headers: Params<operations['readFileText'], 'header'>;
+    body: Body<operations['readFileText']>;
+  };
+  readFileVersionText: {
+    params: Params<operations['readFileVersionText'], 'path'>;
+    query: Params<operations['readFileVersionText'], 'query'>;
+    headers: Params<operations['readFileVersionText'], 'header'>;
+    body: Body<operations['readFileVersionText']>;
+  };
+  relocateFileFolder: {
+    params: Params<operations['relocateFileFolder'], 'path'>;
+    query: Params<operations['relocateFileFolder'], 'query'>;
+    headers: Params<operations['relocateFileFolder'], 'header'>;
+    body: Body<operations['relocateFileFolder']>;
+  };
   relocateWorkflowFolder: {
     params: Params<operations['relocateWorkflowFolder'], 'path'>;
     query: Params<operations['relocateWorkflowFolder'], 'query'>;
     headers: Params<operations['relocateWorkflowFolder'], 'header'>;
     body: Body<operations['relocateWorkflowFolder']>;
+  };
+  renameFile: {
+    params: Params<operations['renameFile'], 'path'>;
+    query: Params<operations['renameFile'], 'query'>;
+    headers: Params<operations['renameFile'], 'header'>;
+    body: Body<operations['renameFile']>;
   };
   replaceWorkflowState: {
     params: Params<operations['replaceWorkflowState'], 'path'>;
@@ -207,11 +364,29 @@ export interface OperationInputs {
     headers: Params<operations['replaceWorkflowState'], 'header'>;
     body: Body<operations['replaceWorkflowState']>;
   };
+  restoreFile: {
+    params: Params<operations['restoreFile'], 'path'>;
+    query: Params<operations['restoreFile'], 'query'>;
+    headers: Params<operations['restoreFile'], 'header'>;
+    body: Body<operations['restoreFile']>;
+  };
+  restoreFileFolder: {
+    params: Params<operations['restoreFileFolder'], 'path'>;
+    query: Params<operations['restoreFileFolder'], 'query'>;
+    headers: Params<operations['restoreFileFolder'], 'header'>;
+    body: Body<operations['restoreFileFolder']>;
+  };
   restoreWorkflow: {
     params: Params<operations['restoreWorkflow'], 'path'>;
     query: Params<operations['restoreWorkflow'], 'query'>;
     headers: Params<operations['restoreWorkflow'], 'header'>;
     body: Body<operations['restoreWorkflow']>;
+  };
+  revertFileVersion: {
+    params: Params<operations['revertFileVersion'], 'path'>;
+    query: Params<operations['revertFileVersion'], 'query'>;
+    headers: Params<operations['revertFileVersion'], 'header'>;
+    body: Body<operations['revertFileVersion']>;
   };
   revertWorkflowVersion: {
     params: Params<operations['revertWorkflowVersion'], 'path'>;
@@ -225,11 +400,29 @@ export interface OperationInputs {
     headers: Params<operations['rollbackWorkflow'], 'header'>;
     body: Body<operations['rollbackWorkflow']>;
   };
+  searchFileContent: {
+    params: Params<operations['searchFileContent'], 'path'>;
+    query: Params<operations['searchFileContent'], 'query'>;
+    headers: Params<operations['searchFileContent'], 'header'>;
+    body: Body<operations['searchFileContent']>;
+  };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
     headers: Params<operations['undeployWorkflow'], 'header'>;
     body: Body<operations['undeployWorkflow']>;
+  };
+  unzipFile: {
+    params: Params<operations['unzipFile'], 'path'>;
+    query: Params<operations['unzipFile'], 'query'>;
+    headers: Params<operations['unzipFile'], 'header'>;
+    body: Body<operations['unzipFile']>;
+  };
+  updateFileContent: {
+    params: Params<operations['updateFileContent'], 'path'>;
+    query: Params<operations['updateFileContent'], 'query'>;
+    headers: Params<operations['updateFileContent'], 'header'>;
+    body: Body<operations['updateFileContent']>;
   };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
@@ -249,9 +442,20 @@ export interface OperationInputs {
     headers: Params<operations['updateWorkflowVersion'], 'header'>;
     body: Body<operations['updateWorkflowVersion']>;
   };
+  upsertFileShare: {
+    params: Params<operations['upsertFileShare'], 'path'>;
+    query: Params<operations['upsertFileShare'], 'query'>;
+    headers: Params<operations['upsertFileShare'], 'header'>;
+    body: Body<operations['upsertFileShare']>;
+  };
 }
 
 export interface OperationResults {
+  abortFileUpload: {
+    status: 200;
+    body: Json<operations['abortFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   activateWorkflowVersion: {
     status: 200;
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
@@ -262,6 +466,41 @@ export interface OperationResults {
     body: Json<operations['applyWorkflowVariables']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  bulkDeleteFiles: {
+    status: 200;
+    body: Json<operations['bulkDeleteFiles']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkDownloadFiles: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  completeFileUpload: {
+    status: 200;
+    body: Json<operations['completeFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFile: {
+    status: 200;
+    body: Json<operations['createFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFileFolder: {
+    status: 200;
+    body: Json<operations['createFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFileUpload: {
+    status: 200;
+    body: Json<operations['createFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createFileUploadPartUrls: {
+    status: 200;
+    body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -270,6 +509,21 @@ export interface OperationResults {
   createWorkflowFolder: {
     status: 201;
     body: Json<operations['createWorkflowFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  deleteFile: {
+    status: 200;
+    body: Json<operations['deleteFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteFileFolder: {
+    status: 200;
+    body: Json<operations['deleteFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteFileVersion: {
+    status: 200;
+    body: Json<operations['deleteFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -287,9 +541,24 @@ export interface OperationResults {
     body: Json<operations['deployWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  downloadFile: {
+    status: 200 | 206;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  downloadFileVersion: {
+    status: 200 | 206;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
   duplicateWorkflow: {
     status: 201;
     body: Json<operations['duplicateWorkflow']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  editFileContent: {
+    status: 200;
+    body: Json<operations['editFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
   exportWorkflow: {
@@ -305,6 +574,26 @@ export interface OperationResults {
   getBlock: {
     status: 200;
     body: Json<operations['getBlock']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFile: {
+    status: 200;
+    body: Json<operations['getFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFileShare: {
+    status: 200;
+    body: Json<operations['getFileShare']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFileUpload: {
+    status: 200;
+    body: Json<operations['getFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getFileVersion: {
+    status: 200;
+    body: Json<operations['getFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getMeta: {
@@ -357,6 +646,21 @@ export interface OperationResults {
     body: Json<operations['listBlocks']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listFileFolders: {
+    status: 200;
+    body: Json<operations['listFileFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listFileVersions: {
+    status: 200;
+    body: Json<operations['listFileVersions']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listFiles: {
+    status: 200;
+    body: Json<operations['listFiles']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
@@ -382,6 +686,11 @@ export interface OperationResults {
     body: Json<operations['listWorkspaces']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  moveFileItems: {
+    status: 200;
+    body: Json<operations['moveFileItems']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   moveWorkflows: {
     status: 200;
     body: Json<operations['moveWorkflows']['responses'][200]>;
@@ -392,9 +701,29 @@ export interface OperationResults {
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  readFileText: {
+    status: 200;
+    body: Json<operations['readFileText']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  readFileVersionText: {
+    status: 200;
+    body: Json<operations['readFileVersionText']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  relocateFileFolder: {
+    status: 200;
+    body: Json<operations['relocateFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   relocateWorkflowFolder: {
     status: 200;
     body: Json<operations['relocateWorkflowFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  renameFile: {
+    status: 200;
+    body: Json<operations['renameFile']['responses'][200]>;
     headers?: Record<string, string>;
   };
   replaceWorkflowState: {
@@ -402,9 +731,24 @@ export interface OperationResults {
     body: Json<operations['replaceWorkflowState']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  restoreFile: {
+    status: 200;
+    body: Json<operations['restoreFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreFileFolder: {
+    status: 200;
+    body: Json<operations['restoreFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   restoreWorkflow: {
     status: 200;
     body: Json<operations['restoreWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  revertFileVersion: {
+    status: 200;
+    body: Json<operations['revertFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
   revertWorkflowVersion: {
@@ -417,9 +761,24 @@ export interface OperationResults {
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  searchFileContent: {
+    status: 200;
+    body: Json<operations['searchFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   undeployWorkflow: {
     status: 200;
     body: Json<operations['undeployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  unzipFile: {
+    status: 200;
+    body: Json<operations['unzipFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateFileContent: {
+    status: 200;
+    body: Json<operations['updateFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflow: {
@@ -437,6 +796,11 @@ export interface OperationResults {
     body: Json<operations['updateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  upsertFileShare: {
+    status: 200;
+    body: Json<operations['upsertFileShare']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
 }
 
 /** The validated request, the authenticated caller (also at ctx.principal) and the request context. */
@@ -451,28 +815,64 @@ export type Handler<Op extends keyof OperationInputs> = (
 
 /** One method per operationId: the app does not compile while any of them is missing. */
 export interface Handlers {
+  /** DELETE /api/v2/files/uploads/{uploadId} — Abort a file upload */
+  abortFileUpload: Handler<'abortFileUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
   applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
+  /** POST /api/v2/files/bulk-delete — Delete several files */
+  bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
+  /** GET /api/v2/files/bulk-download — Download files as a zip */
+  bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
+  completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/files — Create a file */
+  createFile: Handler<'createFile'>;
+  /** POST /api/v2/files/folders — Create a file folder */
+  createFileFolder: Handler<'createFileFolder'>;
+  /** POST /api/v2/files/uploads — Start a file upload */
+  createFileUpload: Handler<'createFileUpload'>;
+  /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
+  createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** DELETE /api/v2/files/{fileId} — Delete a file */
+  deleteFile: Handler<'deleteFile'>;
+  /** DELETE /api/v2/files/folders — Delete a file folder */
+  deleteFileFolder: Handler<'deleteFileFolder'>;
+  /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
+  deleteFileVersion: Handler<'deleteFileVersion'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
   deployWorkflow: Handler<'deployWorkflow'>;
+  /** GET /api/v2/files/{fileId} — Download a file */
+  downloadFile: Handler<'downloadFile'>;
+  /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
+  downloadFileVersion: Handler<'downloadFileVersion'>;
   /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
+  /** PATCH /api/v2/files/{fileId}/content — Edit file content */
+  editFileContent: Handler<'editFileContent'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
   exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
   getAuditLog: Handler<'getAuditLog'>;
   /** GET /api/v2/blocks/{blockId} — Get a block type */
   getBlock: Handler<'getBlock'>;
+  /** GET /api/v2/files/{fileId}/metadata — Get file metadata */
+  getFile: Handler<'getFile'>;
+  /** GET /api/v2/files/{fileId}/share — Get file share */
+  getFileShare: Handler<'getFileShare'>;
+  /** GET /api/v2/files/uploads/{uploadId} — Get a file upload */
+  getFileUpload: Handler<'getFileUpload'>;
+  /** GET /api/v2/files/{fileId}/versions/{version} — Get a file version */
+  getFileVersion: Handler<'getFileVersion'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
@@ -493,6 +893,12 @@ export interface Handlers {
   listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/files/folders — List file folders */
+  listFileFolders: Handler<'listFileFolders'>;
+  /** GET /api/v2/files/{fileId}/versions — List file versions */
+  listFileVersions: Handler<'listFileVersions'>;
+  /** GET /api/v2/files — List files */
+  listFiles: Handler<'listFiles'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
@@ -503,26 +909,50 @@ export interface Handlers {
   listWorkspaceMembers: Handler<'listWorkspaceMembers'>;
   /** GET /api/v2/workspaces — List workspaces */
   listWorkspaces: Handler<'listWorkspaces'>;
+  /** POST /api/v2/files/move — Move files */
+  moveFileItems: Handler<'moveFileItems'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
+  /** GET /api/v2/files/{fileId}/text — Read file text */
+  readFileText: Handler<'readFileText'>;
+  /** GET /api/v2/files/{fileId}/versions/{version}/text — Read file version text */
+  readFileVersionText: Handler<'readFileVersionText'>;
+  /** PATCH /api/v2/files/folders — Rename or move a file folder */
+  relocateFileFolder: Handler<'relocateFileFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
+  /** PATCH /api/v2/files/{fileId} — Rename a file */
+  renameFile: Handler<'renameFile'>;
   /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
+  /** POST /api/v2/files/{fileId}/restore — Restore a file */
+  restoreFile: Handler<'restoreFile'>;
+  /** POST /api/v2/files/folders/restore — Restore a file folder */
+  restoreFileFolder: Handler<'restoreFileFolder'>;
   /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
   restoreWorkflow: Handler<'restoreWorkflow'>;
+  /** POST /api/v2/files/{fileId}/versions/{version}/revert — Revert to a file version */
+  revertFileVersion: Handler<'revertFileVersion'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/revert — Revert the draft to a version */
   revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
+  /** GET /api/v2/files/search — Search file content */
+  searchFileContent: Handler<'searchFileContent'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
+  /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
+  unzipFile: Handler<'unzipFile'>;
+  /** PUT /api/v2/files/{fileId}/content — Replace file content */
+  updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */
   updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
+  /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */
+  upsertFileShare: Handler<'upsertFileShare'>;
 }

@@ -15,6 +15,78 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.get('/api/v2/files', ...bind(OPERATIONS.listFiles, handlers.listFiles));
+  router.post('/api/v2/files', ...bind(OPERATIONS.createFile, handlers.createFile));
+  router.post('/api/v2/files/bulk-delete', ...bind(OPERATIONS.bulkDeleteFiles, handlers.bulkDeleteFiles));
+  router.get(
+    '/api/v2/files/bulk-download',
+    ...bind(OPERATIONS.bulkDownloadFiles, handlers.bulkDownloadFiles),
+  );
+  router.delete('/api/v2/files/folders', ...bind(OPERATIONS.deleteFileFolder, handlers.deleteFileFolder));
+  router.get('/api/v2/files/folders', ...bind(OPERATIONS.listFileFolders, handlers.listFileFolders));
+  router.patch('/api/v2/files/folders', ...bind(OPERATIONS.relocateFileFolder, handlers.relocateFileFolder));
+  router.post('/api/v2/files/folders', ...bind(OPERATIONS.createFileFolder, handlers.createFileFolder));
+  router.post(
+    '/api/v2/files/folders/restore',
+    ...bind(OPERATIONS.restoreFileFolder, handlers.restoreFileFolder),
+  );
+  router.post('/api/v2/files/move', ...bind(OPERATIONS.moveFileItems, handlers.moveFileItems));
+  router.get('/api/v2/files/search', ...bind(OPERATIONS.searchFileContent, handlers.searchFileContent));
+  router.post('/api/v2/files/uploads', ...bind(OPERATIONS.createFileUpload, handlers.createFileUpload));
+  router.delete(
+    '/api/v2/files/uploads/:uploadId',
+    ...bind(OPERATIONS.abortFileUpload, handlers.abortFileUpload),
+  );
+  router.get('/api/v2/files/uploads/:uploadId', ...bind(OPERATIONS.getFileUpload, handlers.getFileUpload));
+  router.post(
+    '/api/v2/files/uploads/:uploadId/complete',
+    ...bind(OPERATIONS.completeFileUpload, handlers.completeFileUpload),
+  );
+  router.post(
+    '/api/v2/files/uploads/:uploadId/parts',
+    ...bind(OPERATIONS.createFileUploadPartUrls, handlers.createFileUploadPartUrls),
+  );
+  router.delete('/api/v2/files/:fileId', ...bind(OPERATIONS.deleteFile, handlers.deleteFile));
+  router.get('/api/v2/files/:fileId', ...bind(OPERATIONS.downloadFile, handlers.downloadFile));
+  router.patch('/api/v2/files/:fileId', ...bind(OPERATIONS.renameFile, handlers.renameFile));
+  router.patch(
+    '/api/v2/files/:fileId/content',
+    ...bind(OPERATIONS.editFileContent, handlers.editFileContent),
+  );
+  router.put(
+    '/api/v2/files/:fileId/content',
+    ...bind(OPERATIONS.updateFileContent, handlers.updateFileContent),
+  );
+  router.get('/api/v2/files/:fileId/metadata', ...bind(OPERATIONS.getFile, handlers.getFile));
+  router.post('/api/v2/files/:fileId/restore', ...bind(OPERATIONS.restoreFile, handlers.restoreFile));
+  router.get('/api/v2/files/:fileId/share', ...bind(OPERATIONS.getFileShare, handlers.getFileShare));
+  router.patch('/api/v2/files/:fileId/share', ...bind(OPERATIONS.upsertFileShare, handlers.upsertFileShare));
+  router.get('/api/v2/files/:fileId/text', ...bind(OPERATIONS.readFileText, handlers.readFileText));
+  router.post('/api/v2/files/:fileId/unzip', ...bind(OPERATIONS.unzipFile, handlers.unzipFile));
+  router.get(
+    '/api/v2/files/:fileId/versions',
+    ...bind(OPERATIONS.listFileVersions, handlers.listFileVersions),
+  );
+  router.delete(
+    '/api/v2/files/:fileId/versions/:version',
+    ...bind(OPERATIONS.deleteFileVersion, handlers.deleteFileVersion),
+  );
+  router.get(
+    '/api/v2/files/:fileId/versions/:version',
+    ...bind(OPERATIONS.getFileVersion, handlers.getFileVersion),
+  );
+  router.get(
+    '/api/v2/files/:fileId/versions/:version/content',
+    ...bind(OPERATIONS.downloadFileVersion, handlers.downloadFileVersion),
+  );
+  router.post(
+    '/api/v2/files/:fileId/versions/:version/revert',
+    ...bind(OPERATIONS.revertFileVersion, handlers.revertFileVersion),
+  );
+  router.get(
+    '/api/v2/files/:fileId/versions/:version/text',
+    ...bind(OPERATIONS.readFileVersionText, handlers.readFileVersionText),
+  );
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));

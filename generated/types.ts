@@ -564,6 +564,506 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/files/uploads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start a file upload
+     * @description Opens a resumable upload session for one file and returns it with a signed `uploadToken` and transfer instructions: a single signed `PUT` of the raw bytes to a URL on this server for small files, or multipart instructions (part size and count) for large ones, whose part URLs come from Create File Upload Part URLs. A size over the plan's file-size limit or the workspace's remaining storage quota is a 413.
+     */
+    post: operations['createFileUpload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/uploads/{uploadId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a file upload
+     * @description Reads an upload session. Needs the session's `upload-token`; a wrong, expired or foreign token is a 403.
+     */
+    get: operations['getFileUpload'];
+    put?: never;
+    post?: never;
+    /**
+     * Abort a file upload
+     * @description Aborts an upload session that has not completed and discards the bytes received so far. Aborting an aborted session changes nothing; a completed one is a 409.
+     */
+    delete: operations['abortFileUpload'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/uploads/{uploadId}/complete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Complete a file upload
+     * @description Checks that every byte of the declared size is present (each part of a multipart upload, at its exact size), then registers the file and returns the session with its `file`. Completing twice, or completing an aborted or expired session, is a 409.
+     */
+    post: operations['completeFileUpload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/uploads/{uploadId}/parts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign multipart upload part URLs
+     * @description Returns a signed `PUT` URL for each requested part of a multipart upload session. A part number outside 1..partCount is a 400.
+     */
+    post: operations['createFileUploadPartUrls'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List files
+     * @description Lists the files of a workspace, one page at a time: in one folder (or below it with `recursive`), matching a name `search`, active or archived.
+     */
+    get: operations['listFiles'];
+    put?: never;
+    /**
+     * Create a file
+     * @description Creates a file from inline content (UTF-8 text or base64), as version 1. At most 50 MiB of decoded bytes; use an upload session for more. A name already used in the folder is a 409.
+     */
+    post: operations['createFile'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a file
+     * @description Streams the current content of a file with its media type, length and a `Content-Disposition` naming it. A single byte range (`Range: bytes=…`) is answered with 206 and `Content-Range`. An archived file is a 404 unless `scope=archived`.
+     */
+    get: operations['downloadFile'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a file
+     * @description Archives a file. It keeps counting toward the storage quota until the purge job removes it; until then Restore File brings it back.
+     */
+    delete: operations['deleteFile'];
+    options?: never;
+    head?: never;
+    /**
+     * Rename a file
+     * @description Renames a file within its folder. A name already used there is a 409.
+     */
+    patch: operations['renameFile'];
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/metadata': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get file metadata
+     * @description Returns a file's metadata with its sharing state, current version and content revision. `scope=archived` also resolves archived files.
+     */
+    get: operations['getFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/content': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Replace file content
+     * @description Replaces a file's content with inline content, creating a new version. With `expectedRevision`, a file whose content moved on is a 409.
+     */
+    put: operations['updateFileContent'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Edit file content
+     * @description Applies one exact or anchor-based edit to a UTF-8 text file, creating a new version. An anchor or search text that is not found is a 400; with `expectedRevision`, a file whose content moved on is a 409.
+     */
+    patch: operations['editFileContent'];
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/text': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read file text
+     * @description Extracts the text of a file: plain text, Markdown, CSV, JSON and HTML (as text), PDF and DOCX. `offset` and `limit` select lines; `maxBytes` lowers the number of source bytes read. The path parameter may also be the file's path, `files/<folder>/<name>`.
+     */
+    get: operations['readFileText'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore a file
+     * @description Brings an archived file back. If its folder is no longer active it returns to the workspace root. A live file with the same name is a 409; restoring an active file changes nothing.
+     */
+    post: operations['restoreFile'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/unzip': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Unzip a file
+     * @description Extracts a zip archive into a new folder beside it, named after the archive. Archives with too many entries, too many uncompressed bytes, or entries that would land outside the folder are refused and nothing is written.
+     */
+    post: operations['unzipFile'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/share': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get file share
+     * @description Returns the file's share link settings, or null when it was never shared.
+     */
+    get: operations['getFileShare'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Enable or disable file share
+     * @description Turns the file's share link on or off and sets how it is gated. A public link serves the file without a key and stops the moment sharing is turned off; disabling keeps the token so re-enabling restores the same link. Workspace API keys get 403.
+     */
+    patch: operations['upsertFileShare'];
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/versions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List file versions
+     * @description Lists the recorded versions of a file, newest first by default.
+     */
+    get: operations['listFileVersions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a file version
+     * @description Returns the metadata of one version of a file.
+     */
+    get: operations['getFileVersion'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a file version
+     * @description Permanently deletes a previous version of a file. The current version cannot be deleted (409).
+     */
+    delete: operations['deleteFileVersion'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/versions/{version}/content': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a file version
+     * @description Streams the content of one version of a file, like Download File.
+     */
+    get: operations['downloadFileVersion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/versions/{version}/text': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read file version text
+     * @description Extracts the text of one version of a file, like Read File Text.
+     */
+    get: operations['readFileVersionText'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/{fileId}/versions/{version}/revert': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Revert to a file version
+     * @description Makes a previous version's content current again as a new version. With `expectedCurrentVersion` or `expectedRevision`, a file that moved on is a 409. Reverting to the current version changes nothing (`reverted` false).
+     */
+    post: operations['revertFileVersion'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/bulk-delete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Delete several files
+     * @description Archives up to 1,000 files in one step; an unknown id fails the whole request with 404.
+     */
+    post: operations['bulkDeleteFiles'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/bulk-download': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download files as a zip
+     * @description Streams a zip archive of up to 100 files, named by id or taken recursively from folders. Unknown ids or folders are a 404.
+     */
+    get: operations['bulkDownloadFiles'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/move': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Move files
+     * @description Moves up to 1,000 files into a folder, or to the workspace root when `targetFolderPath` is omitted. All or nothing: an unknown file or folder is a 404, a name already used at the destination a 409.
+     */
+    post: operations['moveFileItems'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Search file content
+     * @description Searches the text of the workspace's files line by line, with a regular expression or exact text, optionally within some folders. Files whose text cannot be read are counted in `indexStatus.skippedFiles`.
+     */
+    get: operations['searchFileContent'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/files/folders': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List file folders
+     * @description Lists file folders: direct children of `parentPath` (or all descendants with `recursive`, down to `depth`), active or archived.
+     */
+    get: operations['listFileFolders'];
+    put?: never;
+    /**
+     * Create a file folder
+     * @description Creates a folder, and any missing parent folders. A folder already at that path is a 409.
+     */
+    post: operations['createFileFolder'];
+    /**
+     * Delete a file folder
+     * @description Archives a folder. A folder with files or subfolders needs `recursive`, and then archives everything inside with it.
+     */
+    delete: operations['deleteFileFolder'];
+    options?: never;
+    head?: never;
+    /**
+     * Rename or move a file folder
+     * @description Moves or renames a folder with `mv` semantics: a destination naming an existing folder receives it as a child; `/` moves it to the root; any other path becomes its new path. Files and subfolders move with it. A taken destination is a 409.
+     */
+    patch: operations['relocateFileFolder'];
+    trace?: never;
+  };
+  '/api/v2/files/folders/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore a file folder
+     * @description Restores an archived folder, and what was archived with it, at the path an archived-scope folder list reports. A path that is not archived is a 404; a live folder at that path is a 409.
+     */
+    post: operations['restoreFileFolder'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1246,6 +1746,347 @@ export interface components {
         [key: string]: components['schemas']['BlockOutput'];
       };
     };
+    /** @description A folder path; the leading slash is optional, `/` or empty is the root. Segments may be percent-encoded. `.` and `..` segments are refused. */
+    FileFolderPath: string;
+    /** @description A folder path; the leading slash is optional. Segments may be percent-encoded. `.` and `..` segments are refused. */
+    FileFolderPathRequired: string;
+    /** @description File name with its extension; path separators, control characters and `.`/`..` are refused. */
+    FileName: string;
+    /** @description A media type such as text/plain. */
+    MediaType: string;
+    /**
+     * @description How the content field is encoded.
+     * @default utf-8
+     * @enum {string}
+     */
+    ContentEncoding: 'utf-8' | 'base64';
+    /**
+     * @description A yes/no flag; these case-sensitive spellings are the whole vocabulary.
+     * @enum {string}
+     */
+    BooleanFlag:
+      'true' | '1' | 'yes' | 'on' | 'y' | 'enabled' | 'false' | '0' | 'no' | 'off' | 'n' | 'disabled';
+    /** @description File identifiers, at most 1,000. */
+    FileIdList: string[];
+    File: {
+      /** @description File identifier, `wf_` followed by 24 characters. */
+      id: string;
+      /**
+       * Format: uri
+       * @description Where the file opens in the web app.
+       */
+      webUrl: string;
+      name: string;
+      /** @description Size in bytes. */
+      size: number;
+      /** @description Media type. */
+      type: string;
+      /** @description Storage key of the file. */
+      key: string;
+      /** @description Canonical path of the containing folder; `/` is the root. */
+      folderPath: string;
+      /** @description E-mail address of the uploader. */
+      uploadedByEmail: string;
+      uploadedAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** @description When the file was archived; null for an active file. */
+      deletedAt: components['schemas']['Timestamp'] | null;
+    };
+    FileWithRevision: {
+      /** @description File identifier, `wf_` followed by 24 characters. */
+      id: string;
+      /**
+       * Format: uri
+       * @description Where the file opens in the web app.
+       */
+      webUrl: string;
+      name: string;
+      /** @description Size in bytes. */
+      size: number;
+      /** @description Media type. */
+      type: string;
+      /** @description Storage key of the file. */
+      key: string;
+      /** @description Canonical path of the containing folder; `/` is the root. */
+      folderPath: string;
+      /** @description E-mail address of the uploader. */
+      uploadedByEmail: string;
+      uploadedAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** @description When the file was archived; null for an active file. */
+      deletedAt: components['schemas']['Timestamp'] | null;
+      /** @description Names the current content; send it back as expectedRevision to guard a write. */
+      revision: string;
+    };
+    FileDetails: {
+      /** @description File identifier, `wf_` followed by 24 characters. */
+      id: string;
+      /**
+       * Format: uri
+       * @description Where the file opens in the web app.
+       */
+      webUrl: string;
+      name: string;
+      /** @description Size in bytes. */
+      size: number;
+      /** @description Media type. */
+      type: string;
+      /** @description Storage key of the file. */
+      key: string;
+      /** @description Canonical path of the containing folder; `/` is the root. */
+      folderPath: string;
+      /** @description E-mail address of the uploader. */
+      uploadedByEmail: string;
+      uploadedAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** @description When the file was archived; null for an active file. */
+      deletedAt: components['schemas']['Timestamp'] | null;
+      share: components['schemas']['FileShare'] | null;
+      /** @description Names the current content; send it back as expectedRevision to guard a write. */
+      revision: string;
+      currentVersion: number;
+    };
+    FileShare: {
+      id: string;
+      token: string;
+      /**
+       * Format: uri
+       * @description The link; it serves the file while the share is active.
+       */
+      url: string;
+      isActive: boolean;
+      /** @enum {string} */
+      resourceType: 'file' | 'folder';
+      resourceId: string;
+      /** @enum {string} */
+      authType: 'public' | 'password' | 'email' | 'sso';
+      hasPassword: boolean;
+      allowedEmails: string[];
+    };
+    FileDeleted: {
+      id: string;
+      /** @constant */
+      deleted: true;
+    };
+    FileEditResult: {
+      file: components['schemas']['File'];
+      lineCount: number;
+      /** @description Names the current content; send it back as expectedRevision to guard a write. */
+      revision: string;
+    };
+    FileText: {
+      fileId: string;
+      name: string;
+      /** @description The file's path, `files/<folder>/<name>`. */
+      path: string;
+      type: string;
+      text: string;
+      /** @description True when only part of the source was read (maxBytes or the server limit). */
+      truncated: boolean;
+      /** @description True when the text could not be extracted faithfully. */
+      degraded: boolean;
+      degradedReason: string | null;
+      charCount: number;
+      /** @description Source bytes read. */
+      byteCount: number;
+      lineRange?: {
+        offset: number;
+        lineCount: number;
+        totalLines: number;
+        totalLinesExact: boolean;
+      };
+    };
+    FileVersionText: {
+      fileId: string;
+      name: string;
+      /** @description The file's path, `files/<folder>/<name>`. */
+      path: string;
+      type: string;
+      text: string;
+      /** @description True when only part of the source was read (maxBytes or the server limit). */
+      truncated: boolean;
+      /** @description True when the text could not be extracted faithfully. */
+      degraded: boolean;
+      degradedReason: string | null;
+      charCount: number;
+      /** @description Source bytes read. */
+      byteCount: number;
+      lineRange?: {
+        offset: number;
+        lineCount: number;
+        totalLines: number;
+        totalLinesExact: boolean;
+      };
+      version: number;
+    };
+    FileUnzipResult: {
+      folderPath: string;
+      extractedFileCount: number;
+      skippedFileCount: number;
+    };
+    FileVersion: {
+      fileId: string;
+      version: number;
+      isCurrent: boolean;
+      size: number;
+      contentType: string;
+      /** @enum {string} */
+      source: 'upload' | 'user' | 'api' | 'copilot' | 'workflow' | 'collab' | 'revert' | 'unknown';
+      authors: {
+        id: string;
+        email: string | null;
+      }[];
+      restoredFromVersion: number | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      supersededAt: components['schemas']['Timestamp'] | null;
+    };
+    FileVersionDeleted: {
+      fileId: string;
+      version: number;
+      /** @constant */
+      deleted: true;
+    };
+    FileRevertResult: {
+      reverted: boolean;
+      file: components['schemas']['File'];
+      version: components['schemas']['FileVersion'];
+      /** @description Names the current content; send it back as expectedRevision to guard a write. */
+      revision: string;
+    };
+    FilesDeleted: {
+      deletedItems: {
+        files: number;
+      };
+    };
+    FilesMoved: {
+      movedItems: {
+        files: number;
+      };
+    };
+    FileSearchResult: {
+      results: {
+        fileId: string;
+        lineNumber: number;
+        text: string;
+      }[];
+      count: number;
+      truncated: boolean;
+      complete: boolean;
+      indexStatus: {
+        readyFiles: number;
+        pendingFiles: number;
+        failedFiles: number;
+        skippedFiles: number;
+        partialFiles: number;
+      };
+    };
+    FileFolder: {
+      name: string;
+      /** @description Canonical folder path. */
+      path: string;
+      parentPath: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    FileFolderDeleted: {
+      path: string;
+      /** @constant */
+      deleted: true;
+      deletedItems: {
+        folders: number;
+        files: number;
+      };
+    };
+    FileFolderRestored: {
+      folder: components['schemas']['FileFolder'];
+      restoredItems: {
+        files: number;
+        folders: number;
+      };
+    };
+    /** @enum {string} */
+    FileUploadStatus:
+      'uploading' | 'completing' | 'finalizing' | 'completed' | 'failed' | 'aborting' | 'aborted' | 'expired';
+    FileUploadSession: {
+      id: string;
+      status: components['schemas']['FileUploadStatus'];
+      name: string;
+      contentType: string;
+      size: number;
+      expiresAt: components['schemas']['Timestamp'];
+      error: string | null;
+      file: components['schemas']['File'] | null;
+    };
+    FileUploadStart: {
+      session: components['schemas']['FileUploadSession'];
+      /** @description Signed control token; send it in the `upload-token` header of the session's other operations. */
+      uploadToken: string;
+      /** @description How to send the bytes: one signed PUT, or multipart parts signed on request. */
+      transfer:
+        | {
+            /** @constant */
+            method: 'put';
+            /** Format: uri */
+            url: string;
+            headers: {
+              [key: string]: string;
+            };
+            expiresAt: components['schemas']['Timestamp'];
+          }
+        | {
+            /** @constant */
+            method: 'multipart';
+            partSize: number;
+            partCount: number;
+          };
+    };
+    FileUploadPartUrls: {
+      parts: {
+        partNumber: number;
+        /** Format: uri */
+        url: string;
+        headers: {
+          [key: string]: string;
+        };
+        expiresAt: components['schemas']['Timestamp'];
+      }[];
+    };
+    /** @description One edit of a text file. */
+    FileEdit:
+      | {
+          /** @constant */
+          mode: 'search_replace';
+          search: string;
+          content: string;
+          /** @default false */
+          replaceAll: boolean;
+        }
+      | {
+          /** @constant */
+          mode: 'replace_between';
+          beforeAnchor: string;
+          afterAnchor: string;
+          content: string;
+          /** @description Which occurrence of the anchor, 1-based; the first by default. */
+          occurrence?: number;
+        }
+      | {
+          /** @constant */
+          mode: 'insert_after';
+          anchor: string;
+          content: string;
+          /** @description Which occurrence of the anchor, 1-based; the first by default. */
+          occurrence?: number;
+        }
+      | {
+          /** @constant */
+          mode: 'delete_between';
+          startAnchor: string;
+          endAnchor: string;
+          /** @description Which occurrence of the anchor, 1-based; the first by default. */
+          occurrence?: number;
+        };
   };
   responses: {
     /** @description A path, query, header or body field is missing, malformed or undeclared. */
@@ -3013,6 +3854,1496 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createFileUpload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which the file will be registered. */
+          workspaceId: string;
+          name: components['schemas']['FileName'];
+          contentType: components['schemas']['MediaType'];
+          /** @description Exact file size in bytes. */
+          size: number;
+          folderPath?: components['schemas']['FileFolderPath'];
+        };
+      };
+    };
+    responses: {
+      /** @description The session, its control token and the transfer instructions. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUploadStart'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getFileUpload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the upload session. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The upload session. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUploadSession'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  abortFileUpload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the upload session. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The aborted session. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUploadSession'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  completeFileUpload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the upload session. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The completed session with its file. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUploadSession'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createFileUploadPartUrls: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the upload session. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Multipart part numbers to sign. */
+          partNumbers: number[];
+        };
+      };
+    };
+    responses: {
+      /** @description Signed URLs, one per part. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUploadPartUrls'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listFiles: {
+    parameters: {
+      query: {
+        /** @description Workspace whose files should be listed. */
+        workspaceId: string;
+        /** @description Restrict files to this folder (and its subfolders with `recursive`). Unknown folders contribute no matches. */
+        folderPath?: components['schemas']['FileFolderPath'];
+        /** @description Include subfolders in the folder filter. Defaults to true when searching and false otherwise. */
+        recursive?: components['schemas']['BooleanFlag'];
+        /** @description `active` for live files, `archived` for deleted ones. */
+        scope?: 'active' | 'archived';
+        /** @description Case-insensitive substring of the file name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'size' | 'uploadedAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Files per page; values outside 1-1000 are clamped into that range. */
+        limit?: number;
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of files. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['File'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to create the file. */
+          workspaceId: string;
+          name: components['schemas']['FileName'];
+          contentType?: components['schemas']['MediaType'];
+          folderPath?: components['schemas']['FileFolderPath'];
+          /**
+           * @description Initial content; empty for a zero-byte file.
+           * @default
+           */
+          content?: string;
+          encoding?: components['schemas']['ContentEncoding'];
+        };
+      };
+    };
+    responses: {
+      /** @description The new file. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['File'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  downloadFile: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+        /** @description `archived` also resolves deleted files. */
+        scope?: 'active' | 'archived';
+      };
+      header?: {
+        /** @description One byte range, `bytes=start-end`, `bytes=start-` or `bytes=-suffix`; other forms are ignored and the whole content is sent. */
+        range?: string;
+      };
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The file content, with the file's own media type. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      /** @description The requested byte range. */
+      206: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteFile: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The archived file id. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileDeleted'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  renameFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the file. */
+          workspaceId: string;
+          name: components['schemas']['FileName'];
+        };
+      };
+    };
+    responses: {
+      /** @description The renamed file. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['File'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getFile: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+        /** @description `archived` also resolves deleted files. */
+        scope?: 'active' | 'archived';
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The file metadata. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileDetails'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateFileContent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the file. */
+          workspaceId: string;
+          /** @description Complete replacement content. */
+          content: string;
+          encoding?: components['schemas']['ContentEncoding'];
+          /** @description Revision the edit is based on. */
+          expectedRevision?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The file, with its new revision. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileWithRevision'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  editFileContent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the file. */
+          workspaceId: string;
+          edit: components['schemas']['FileEdit'];
+          /** @description Revision the edit is based on. */
+          expectedRevision?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The edited file and its line count. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileEditResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  readFileText: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+        /** @description Ceiling on the source bytes read; lowers but never raises the server limit. */
+        maxBytes?: number;
+        /** @description First line to return, 1-based. */
+        offset?: number;
+        /** @description How many lines to return from offset. */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The extracted text. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileText'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the file. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The restored file. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['File'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  unzipFile: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the file. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Where the entries went and how many. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUnzipResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getFileShare: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The share, or null. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileShare'] | null;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  upsertFileShare: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the file. */
+          workspaceId: string;
+          /** @description Whether the link resolves. */
+          isActive: boolean;
+          /**
+           * @description How access is gated; kept when omitted.
+           * @enum {string}
+           */
+          authType?: 'public' | 'password' | 'email' | 'sso';
+          /** @description Password for a password-gated share. */
+          password?: string;
+          /** @description Addresses or @domain patterns for email and SSO shares. */
+          allowedEmails?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description The share. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileShare'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listFileVersions: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+        /** @description Field to sort by. */
+        sortBy?: 'version';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of versions. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileVersion'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getFileVersion: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+        /** @description Version number. */
+        version: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The version. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileVersion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteFileVersion: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+        /** @description Version number. */
+        version: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deleted version. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileVersionDeleted'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  downloadFileVersion: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+      };
+      header?: {
+        /** @description One byte range, `bytes=start-end`, `bytes=start-` or `bytes=-suffix`; other forms are ignored and the whole content is sent. */
+        range?: string;
+      };
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+        /** @description Version number. */
+        version: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The version's content. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      /** @description The requested byte range. */
+      206: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  readFileVersionText: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the file. */
+        workspaceId: string;
+        /** @description Ceiling on the source bytes read. */
+        maxBytes?: number;
+        /** @description First line to return, 1-based. */
+        offset?: number;
+        /** @description How many lines to return. */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+        /** @description Version number. */
+        version: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The extracted text. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileVersionText'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  revertFileVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description File identifier (`wf_…`). */
+        fileId: string;
+        /** @description Version number. */
+        version: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the file. */
+          workspaceId: string;
+          /** @description Revert only while this is the current version. */
+          expectedCurrentVersion?: number;
+          /** @description Revert only while the content is at this revision. */
+          expectedRevision?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The file and its new current version. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileRevertResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkDeleteFiles: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace containing the files. */
+          workspaceId: string;
+          fileIds: components['schemas']['FileIdList'];
+        };
+      };
+    };
+    responses: {
+      /** @description How many files were archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FilesDeleted'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkDownloadFiles: {
+    parameters: {
+      query: {
+        /** @description Workspace containing the selection. */
+        workspaceId: string;
+        /** @description Comma-separated file ids, at most 100. */
+        fileIds?: string;
+        /** @description Comma-separated folder paths whose files are included recursively, at most 100. */
+        folderPaths?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A zip archive. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/zip': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  moveFileItems: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace containing the files. */
+          workspaceId: string;
+          fileIds: components['schemas']['FileIdList'];
+          targetFolderPath?: components['schemas']['FileFolderPath'];
+        };
+      };
+    };
+    responses: {
+      /** @description How many files moved. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FilesMoved'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  searchFileContent: {
+    parameters: {
+      query: {
+        /** @description Workspace to search. */
+        workspaceId: string;
+        /** @description Regular expression, or exact text when mode is exact. */
+        query: string;
+        /** @description How query is read. */
+        mode?: 'exact' | 'regex';
+        /** @description Maximum matching lines. */
+        maxResults?: number;
+        /** @description Comma-separated folders to search in. */
+        folderPaths?: string;
+        /** @description Whether nested folders are searched too; yes when absent. */
+        includeSubfolders?: components['schemas']['BooleanFlag'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Matching lines. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileSearchResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listFileFolders: {
+    parameters: {
+      query: {
+        /** @description Workspace whose folders should be listed. */
+        workspaceId: string;
+        /** @description Only children of this folder. */
+        parentPath?: components['schemas']['FileFolderPath'];
+        /** @description Case-insensitive substring of the folder name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description `archived` lists folders a recursive delete archived. */
+        scope?: 'active' | 'archived';
+        /** @description Include every descendant of parentPath. */
+        recursive?: components['schemas']['BooleanFlag'];
+        /** @description Deepest level below parentPath when recursive. */
+        depth?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileFolder'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createFileFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to create the folder. */
+          workspaceId: string;
+          path: components['schemas']['FileFolderPathRequired'];
+        };
+      };
+    };
+    responses: {
+      /** @description The new folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteFileFolder: {
+    parameters: {
+      query: {
+        /** @description Workspace containing the folder. */
+        workspaceId: string;
+        /** @description Folder to delete. */
+        path: components['schemas']['FileFolderPathRequired'];
+        /** @description Delete nested files and folders too. */
+        recursive?: components['schemas']['BooleanFlag'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What was archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileFolderDeleted'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  relocateFileFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace containing the folder. */
+          workspaceId: string;
+          path: components['schemas']['FileFolderPathRequired'];
+          destinationPath: components['schemas']['FileFolderPathRequired'];
+        };
+      };
+    };
+    responses: {
+      /** @description The folder at its new path. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreFileFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the archived folder. */
+          workspaceId: string;
+          path: components['schemas']['FileFolderPathRequired'];
+        };
+      };
+    };
+    responses: {
+      /** @description The folder and what came back. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileFolderRestored'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -33,7 +33,11 @@ export interface OperationModel {
   headerNames: string[];
   body: { required: boolean; contentTypes: string[] } | null;
   successStatus: number;
+  /** Every 2xx status the operation declares (e.g. 200 and 206 for a ranged download). */
+  successStatuses: number[];
   successContentType: string | null;
+  /** The success response is not JSON (a file or archive): the handler returns a stream. */
+  binary: boolean;
   isList: boolean;
 }
 
@@ -185,7 +189,9 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         headerNames: byIn('header').map((p) => p.name.toLowerCase()),
         body,
         successStatus,
+        successStatuses: success.map(Number),
         successContentType,
+        binary: successContentType !== null && !/json/.test(successContentType),
         isList,
       });
     }

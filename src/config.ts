@@ -34,6 +34,25 @@ export interface Config {
     inputCostPerMTok: number;
     outputCostPerMTok: number;
   } | null;
+  files: FileLimits;
+}
+
+/** File storage knobs; plan quotas live in src/billing/plans.ts. */
+export interface FileLimits {
+  /** Multipart part size; files up to this size go in one signed PUT. */
+  uploadPartSize: number;
+  uploadSessionTtlMs: number;
+  /** Overrides every plan's storage quota when set (self-hosting, tests). */
+  storageQuotaBytes: number | null;
+  /** Overrides every plan's largest file when set. */
+  maxFileBytes: number | null;
+  archiveRetentionMs: number;
+  /** How often the purge job runs; 0 turns the timer off. */
+  purgeIntervalMs: number;
+  unzipMaxEntries: number;
+  unzipMaxBytes: number;
+  /** Most source bytes text extraction and search read from one file. */
+  textMaxBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -140,6 +159,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiTimeoutMs: integer(env, 'API_BLOCK_TIMEOUT_MS', 30_000, 10, 600_000),
     },
     agent: agentConfig(env),
+    files: {
+      uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
+      uploadSessionTtlMs: integer(env, 'UPLOAD_SESSION_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,
+      storageQuotaBytes: env.STORAGE_QUOTA_BYTES ? byteSize(env, 'STORAGE_QUOTA_BYTES', 0) : null,
+      maxFileBytes: env.MAX_FILE_SIZE ? byteSize(env, 'MAX_FILE_SIZE', 0) : null,
+      archiveRetentionMs: integer(env, 'FILE_ARCHIVE_RETENTION_DAYS', 30, 0, 3650) * 24 * 3600 * 1000,
+      purgeIntervalMs: integer(env, 'FILE_PURGE_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600) * 1000,
+      unzipMaxEntries: integer(env, 'UNZIP_MAX_ENTRIES', 1000, 1, 100_000),
+      unzipMaxBytes: byteSize(env, 'UNZIP_MAX_SIZE', 1024 * 1024 * 1024),
+      textMaxBytes: byteSize(env, 'TEXT_EXTRACT_MAX_SIZE', 20 * 1024 * 1024),
+    },
   };
 }
 

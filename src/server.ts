@@ -11,6 +11,9 @@ import type { BinderOptions } from './http/pipeline.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
 import { MemoryRateLimitStore } from './http/rate-limit.ts';
+import path from 'node:path';
+import { LocalDiskBlobStore } from './files/blob-store.ts';
+import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 
 export interface RunningServer {
   url: string;
@@ -33,6 +36,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     signingKey,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
+    blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
   };
 }
 
@@ -53,6 +57,13 @@ export async function startServer(services: Services, options: BinderOptions = {
     server.listen(config.port, config.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  // Links the API hands out (signed upload URLs, share links) must name the port actually bound.
+  if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
+  const stopPurge = startPurgeTimer(
+    () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
+    config.files.purgeIntervalMs,
+    services.logger,
+  );
   let closing: Promise<void> | null = null;
   return {
     url: `http://${config.host}:${port}`,
@@ -61,6 +72,7 @@ export async function startServer(services: Services, options: BinderOptions = {
     close() {
       closing ??= (async () => {
         shuttingDown = true;
+        stopPurge();
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
           force.unref();

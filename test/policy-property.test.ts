@@ -7,6 +7,7 @@ import { workspaceAccess } from '../src/identity/access.ts';
 import type { Principal, Scope } from '../src/identity/principal.ts';
 import type { Store } from '../src/store/index.ts';
 import { OPERATIONS } from '../generated/operations.ts';
+import spec from '../generated/openapi.json' with { type: 'json' };
 import { startTestServer, type TestServer } from './support/server.ts';
 import { createApiKey, setPersonalKeysAllowed, setWorkspacePlan } from '../src/identity/admin.ts';
 import { createOAuthClient, issueTokens } from '../src/identity/oauth.ts';
@@ -149,9 +150,15 @@ describe('through HTTP', () => {
   });
   afterAll(() => s.stop());
 
-  // Reads that can be called with what the fixture has, plus one write (create a workflow).
+  // Reads whose required parameters the fixture can fill (a workspace, a workflow), plus one write.
+  const fillable = (o: (typeof OPERATIONS)[keyof typeof OPERATIONS]) => {
+    const op = (spec as any).paths[o.path][o.method];
+    const params = (op.parameters ?? []).map((p: any) => (p.$ref ? (spec as any).components.parameters[p.$ref.split('/').pop()] : p));
+    return params.filter((p: any) => p.required).every((p: any) => ['workspaceId', 'workflowId'].includes(p.name));
+  };
+  // Bulk download needs a selection (fileIds or folderPaths) on top of its declared parameters.
   const ops = Object.values(OPERATIONS).filter(
-    (o) => (o.method === 'get' || o.operationId === 'createWorkflow') && !/\{(auditLogId|version|blockId)\}/.test(o.path),
+    (o) => (o.method === 'get' && fillable(o) && o.operationId !== 'bulkDownloadFiles') || o.operationId === 'createWorkflow',
   );
 
   it('every (credential, operation, workspace) triple gets the status the model predicts', async () => {

@@ -2,6 +2,8 @@
 // rate limit → validate against the spec → authorize by the policy the spec declares → call the handler →
 // send its result. The generated router calls `bind` once per route.
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { pipeline } from 'node:stream/promises';
+import { StreamBody } from './stream-body.ts';
 import type { OperationSpec, WorkspaceRole } from '../../generated/operations.ts';
 import type { BindOperation } from '../../generated/router.ts';
 import type { Services } from '../services.ts';
@@ -160,6 +162,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
         res.status(result.status);
         if (result.body === undefined) res.end();
+        else if (result.body instanceof StreamBody) await pipeline(result.body.stream, res);
         else res.json(result.body);
       } catch (err) {
         next(err);

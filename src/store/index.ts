@@ -13,6 +13,10 @@ import { OAuthRepository } from './oauth.ts';
 import { WorkflowRepository } from './workflows.ts';
 import { WorkflowFolderRepository } from './workflow-folders.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
+import { FileRepository } from './files.ts';
+import { FileFolderRepository } from './file-folders.ts';
+import { FileShareRepository } from './file-shares.ts';
+import { FileUploadRepository } from './file-uploads.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -26,6 +30,10 @@ export interface Repositories {
   workflows: WorkflowRepository;
   workflowFolders: WorkflowFolderRepository;
   workflowVersions: WorkflowVersionRepository;
+  files: FileRepository;
+  fileFolders: FileFolderRepository;
+  fileShares: FileShareRepository;
+  fileUploads: FileUploadRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -41,6 +49,10 @@ function repositories(db: SqlExecutor): Repositories {
     workflows: new WorkflowRepository(db),
     workflowFolders: new WorkflowFolderRepository(db),
     workflowVersions: new WorkflowVersionRepository(db),
+    files: new FileRepository(db),
+    fileFolders: new FileFolderRepository(db),
+    fileShares: new FileShareRepository(db),
+    fileUploads: new FileUploadRepository(db),
   };
 }
 

@@ -1,0 +1,86 @@
+// The purge job: removes what no one can reach any more. Archived files (with their versions and share) and
+// archived folders past the retention period, upload sessions that expired unfinished (and their staged
+// bytes), and blobs no row refers to. A blob or staging file younger than the grace period is left alone,
+// since a write that has stored its bytes may not have committed its row yet.
+import type { Store } from '../store/index.ts';
+import type { BlobStore } from './blob-store.ts';
+import type { Logger } from 'pino';
+
+export interface PurgeOptions {
+  now?: number;
+  archiveRetentionMs: number;
+  /** Age below which unreferenced blobs and staging files are kept. */
+  graceMs?: number;
+  /** Finished upload sessions are forgotten after this long. */
+  sessionRetentionMs?: number;
+}
+
+export interface PurgeReport {
+  files: number;
+  folders: number;
+  expiredUploads: number;
+  stagingFiles: number;
+  blobs: number;
+}
+
+const HOUR = 3600_000;
+
+export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeOptions): Promise<PurgeReport> {
+  const now = options.now ?? Date.now();
+  const grace = options.graceMs ?? HOUR;
+  const cutoff = new Date(now - options.archiveRetentionMs).toISOString();
+  const report: PurgeReport = { files: 0, folders: 0, expiredUploads: 0, stagingFiles: 0, blobs: 0 };
+
+  for (;;) {
+    const batch = await store.files.archivedBefore(cutoff, 500);
+    if (batch.length === 0) break;
+    await store.transaction(async (tx) => {
+      for (const f of batch) await tx.files.delete(f.id); // versions and share go with it (ON DELETE CASCADE)
+    });
+    report.files += batch.length;
+    if (batch.length < 500) break;
+  }
+  report.folders = await store.transaction((tx) => tx.fileFolders.purgeArchivedBefore(cutoff));
+
+  const nowIso = new Date(now).toISOString();
+  const expired = await store.fileUploads.expiredUnfinished(nowIso, 1000);
+  for (const s of expired) {
+    await store.transaction((tx) => tx.fileUploads.setStatus(s.id, 'expired', nowIso, { error: 'The upload session expired before it was completed.' }));
+    await blobs.discardUpload(s.id);
+    report.expiredUploads++;
+  }
+  await store.transaction((tx) => tx.fileUploads.deleteFinishedBefore(new Date(now - (options.sessionRetentionMs ?? 7 * 24 * HOUR)).toISOString()));
+
+  // Staged bytes whose session is gone or no longer receiving.
+  for await (const staged of blobs.listUploads()) {
+    if (now - staged.modifiedAt < grace) continue;
+    const session = await store.fileUploads.get(staged.uploadId);
+    if (session && session.status === 'uploading' && Date.parse(session.expiresAt) > now) continue;
+    await blobs.discardUpload(staged.uploadId);
+    report.stagingFiles++;
+  }
+
+  const referenced = await store.files.referencedBlobKeys();
+  for await (const blob of blobs.list()) {
+    if (referenced.has(blob.key) || now - blob.modifiedAt < grace) continue;
+    await blobs.delete(blob.key);
+    report.blobs++;
+  }
+  return report;
+}
+
+/** Runs the purge every `intervalMs` until stopped; the timer never keeps the process alive. */
+export function startPurgeTimer(run: () => Promise<PurgeReport>, intervalMs: number, logger: Logger): () => void {
+  if (intervalMs <= 0) return () => {};
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    run()
+      .then((report) => logger.info({ purge: report }, 'file purge finished'))
+      .catch((err) => logger.error({ err }, 'file purge failed'))
+      .finally(() => (running = false));
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

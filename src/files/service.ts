@@ -1,0 +1,172 @@
+// The rules of workspace files that several operations share: folders that must exist, names that must be
+// free, the storage quota, and how a file and its versions are recorded. Works on repositories inside the
+// caller's transaction; no HTTP here beyond the shared error type.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Repositories } from '../store/index.ts';
+import type { StoredFile, VersionSource } from '../store/files.ts';
+import type { Workspace } from '../store/workspaces.ts';
+import type { FileLimits } from '../config.ts';
+import type { BlobInfo } from './blob-store.ts';
+import { planLimits } from '../billing/plans.ts';
+import { ApiError, conflict, notFound } from '../http/errors.ts';
+import { MAX_FOLDERS_PER_TREE, parentFolderPath } from '../domain/folder-paths.ts';
+import { folderDisplayName } from './names.ts';
+
+export const newFileId = () => `wf_${randomBytes(18).toString('base64url')}`;
+export const newUploadId = () => `upl_${randomBytes(18).toString('base64url')}`;
+
+export interface Actor {
+  id: string;
+  email: string;
+}
+
+export async function actorOf(repos: Repositories, userId: string): Promise<Actor> {
+  const user = await repos.users.get(userId);
+  return { id: userId, email: user?.email ?? '' };
+}
+
+/** The folder must exist (the root always does). */
+export async function requireFolder(repos: Repositories, workspaceId: string, path: string): Promise<void> {
+  if (path === '/') return;
+  if (!(await repos.fileFolders.active(workspaceId, path))) throw notFound('Folder');
+}
+
+export async function assertTreeSize(repos: Repositories, workspaceId: string, adding = 0): Promise<void> {
+  if ((await repos.fileFolders.countActive(workspaceId)) + adding > MAX_FOLDERS_PER_TREE) {
+    throw new ApiError('PAYLOAD_TOO_LARGE', `A workspace file tree may hold at most ${MAX_FOLDERS_PER_TREE} folders.`);
+  }
+}
+
+/** Creates `path` and any missing ancestors; returns how many folders were created. */
+export async function ensureFolderChain(repos: Repositories, workspaceId: string, path: string, now: string): Promise<number> {
+  if (path === '/') return 0;
+  const chain: string[] = [];
+  for (let p = path; p !== '/'; p = parentFolderPath(p)) chain.unshift(p);
+  let created = 0;
+  for (const p of chain) {
+    if (await repos.fileFolders.active(workspaceId, p)) continue;
+    await repos.fileFolders.insert({
+      id: randomUUID(),
+      workspaceId,
+      path: p,
+      parentPath: parentFolderPath(p),
+      name: folderDisplayName(p),
+      createdAt: now,
+      updatedAt: now,
+      deletedAt: null,
+      archiveBatch: null,
+    });
+    created++;
+  }
+  if (created > 0) await assertTreeSize(repos, workspaceId);
+  return created;
+}
+
+export async function assertNameFree(repos: Repositories, workspaceId: string, folderPath: string, name: string, exceptFileId?: string): Promise<void> {
+  const existing = await repos.files.activeByName(workspaceId, folderPath, name);
+  if (existing && existing.id !== exceptFileId) {
+    throw conflict(`A file named "${name}" already exists in ${folderPath}.`, { code: 'NAME_CONFLICT', fileId: existing.id });
+  }
+}
+
+/** Refuses a file over the plan's size limit, or bytes the workspace's quota has no room for. */
+export async function assertStorageFits(
+  repos: Repositories,
+  workspace: Workspace,
+  limits: FileLimits,
+  fileSize: number,
+  addedBytes = fileSize,
+): Promise<void> {
+  const plan = planLimits(workspace.plan, limits);
+  if (fileSize > plan.maxFileBytes) {
+    throw new ApiError('PAYLOAD_TOO_LARGE', `A file may be at most ${plan.maxFileBytes} bytes on the ${workspace.plan} plan.`, {
+      code: 'FILE_TOO_LARGE',
+      limit: plan.maxFileBytes,
+    });
+  }
+  const now = new Date().toISOString();
+  const used = (await repos.files.storageBytes(workspace.id)) + (await repos.fileUploads.reservedBytes(workspace.id, now));
+  if (used + addedBytes > plan.storageBytes) {
+    throw new ApiError('PAYLOAD_TOO_LARGE', `The workspace's storage quota (${plan.storageBytes} bytes on the ${workspace.plan} plan) has no room for ${addedBytes} more bytes.`, {
+      code: 'STORAGE_QUOTA_EXCEEDED',
+      quota: plan.storageBytes,
+      used,
+    });
+  }
+}
+
+/** Records a new file as version 1 of its content. */
+export async function insertNewFile(
+  repos: Repositories,
+  input: { workspaceId: string; folderPath: string; name: string; contentType: string; blob: BlobInfo; actor: Actor; source: VersionSource; now: string },
+): Promise<StoredFile> {
+  const file: StoredFile = {
+    id: newFileId(),
+    workspaceId: input.workspaceId,
+    folderPath: input.folderPath,
+    name: input.name,
+    contentType: input.contentType,
+    size: input.blob.size,
+    blobKey: input.blob.key,
+    currentVersion: 1,
+    uploadedBy: input.actor.id,
+    uploadedByEmail: input.actor.email,
+    uploadedAt: input.now,
+    updatedAt: input.now,
+    deletedAt: null,
+    archiveBatch: null,
+  };
+  await repos.files.insert(file);
+  await repos.files.insertVersion({
+    fileId: file.id,
+    version: 1,
+    blobKey: file.blobKey,
+    size: file.size,
+    contentType: file.contentType,
+    source: input.source,
+    authorId: input.actor.id,
+    authorEmail: input.actor.email,
+    restoredFromVersion: null,
+    createdAt: input.now,
+    updatedAt: input.now,
+    supersededAt: null,
+  });
+  return file;
+}
+
+/** Makes `blob` the file's content as a new version; the previous version is marked superseded. */
+export async function appendVersion(
+  repos: Repositories,
+  file: StoredFile,
+  input: { blob: BlobInfo; contentType?: string; source: VersionSource; actor: Actor; restoredFrom?: number; now: string },
+): Promise<StoredFile> {
+  const version = (await repos.files.latestVersionNumber(file.id)) + 1;
+  const contentType = input.contentType ?? file.contentType;
+  await repos.files.supersedeVersion(file.id, file.currentVersion, input.now);
+  await repos.files.insertVersion({
+    fileId: file.id,
+    version,
+    blobKey: input.blob.key,
+    size: input.blob.size,
+    contentType,
+    source: input.source,
+    authorId: input.actor.id,
+    authorEmail: input.actor.email,
+    restoredFromVersion: input.restoredFrom ?? null,
+    createdAt: input.now,
+    updatedAt: input.now,
+    supersededAt: null,
+  });
+  const fields = { size: input.blob.size, blobKey: input.blob.key, contentType, currentVersion: version, updatedAt: input.now };
+  await repos.files.update(file.id, fields);
+  return { ...file, ...fields };
+}
+
+/** A file of this workspace by id, active unless `archived` is allowed; otherwise a 404 that reveals nothing. */
+export async function loadFile(repos: Repositories, workspaceId: string, fileId: string, options: { archived?: 'only' | 'also' } = {}): Promise<StoredFile> {
+  const file = await repos.files.get(fileId);
+  if (!file || file.workspaceId !== workspaceId) throw notFound('File');
+  if (file.deletedAt && !options.archived) throw notFound('File');
+  if (!file.deletedAt && options.archived === 'only') throw notFound('Archived file');
+  return file;
+}
