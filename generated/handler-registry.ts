@@ -9,6 +9,7 @@ import * as workspacesHandlers from '../src/handlers/workspaces.ts';
 
 export const handlers = {
   activateWorkflowVersion: workflowsHandlers.activateWorkflowVersion,
+  applyWorkflowOperations: workflowsHandlers.applyWorkflowOperations,
   applyWorkflowVariables: workflowsHandlers.applyWorkflowVariables,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,

@@ -787,3 +787,10 @@ export const revertWorkflowVersion: Handler<'revertWorkflowVersion'> = handle<'r
   });
   return { status: 200, body: { data: { id: first.id, version: which, lastSaved: Date.parse(savedAt) } } };
 });
+
+import { notImplemented } from '../http/errors.ts';
+
+/** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
+export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = async (_input) => {
+  throw notImplemented('applyWorkflowOperations');
+};
