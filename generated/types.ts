@@ -2690,7 +2690,7 @@ export interface operations {
            */
           atomic?: boolean;
           /**
-           * @description `targeted` (default) places the blocks the batch created or moved: a supplied position is the starting point, otherwise next to the block that connects into it (or to the right of its siblings), then moved down until it overlaps no sibling; a container grows to fit. Blocks the batch did not create or move never move. `none` keeps every position as supplied: a new block without one sits at (0, 0) of its scope, and a moved block keeps its place on the canvas.
+           * @description `targeted` (default) places the blocks the batch created or moved: a supplied position is the starting point, otherwise next to the block that connects into it (or to the right of its siblings), then moved down until it overlaps no sibling; a container grows to fit. Blocks the batch did not create or move never move, and a position sent with an edit is kept exactly. `none` keeps every position as supplied: a new block without one sits at (0, 0) of its scope, and a moved block keeps its place on the canvas.
            * @default targeted
            * @enum {string}
            */
