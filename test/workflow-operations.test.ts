@@ -384,6 +384,22 @@ describe('locks', () => {
     expect(auditCount()).toBe(before);
   });
 
+  it('renaming a block updates references in unlocked blocks and warns about locked ones that still use the old name', async () => {
+    const w = await newWorkflow('Ops rename locked reference');
+    const r = await apply(
+      w.id,
+      ops(add('src', 'wait', 'Source', { inputs: { timeValue: '1' } }), add('a', 'function', 'Reader A', { inputs: { code: 'return <source.waitDuration>' } }), add('b', 'function', 'Reader B', { inputs: { code: 'return <Source.waitDuration>' } })),
+    );
+    const { src, a, b } = r.body.data.mintedBlockIds;
+    db.prepare("UPDATE workflows SET state = json_set(state, '$.blocks.' || json_quote(?) || '.locked', json('true')) WHERE id = ?").run(b, w.id);
+    const renamed = await apply(w.id, ops({ operation_type: 'edit', block_id: src, params: { name: 'Origin' } }));
+    expect(renamed.body.data.warnings).toEqual(['Locked block(s) "Reader B" still refer to "source", which is now "origin".']);
+    const state = await getState(w.id);
+    expect(state.blocks[a].subBlocks.code.value).toBe('return <origin.waitDuration>');
+    expect(state.blocks[b].subBlocks.code.value).toBe('return <Source.waitDuration>');
+    expect(renamed.body.data.lint.unresolvedReferences).toEqual([expect.objectContaining({ blockId: b, value: '<Source.waitDuration>' })]);
+  });
+
   it('a locked workflow answers 423, dry run included', async () => {
     const w = await newWorkflow('Ops locked workflow');
     db.prepare('UPDATE workflows SET locked = 1 WHERE id = ?').run(w.id);
@@ -475,6 +491,14 @@ describe('atomic batches and dry runs', () => {
     expect(r.status).toBe(200);
     expect(r.body.data).toMatchObject({ applied: 1, skipped: [expect.objectContaining({ type: 'block_not_found' })] });
     expect(auditCount()).toBe(before);
+    // Restating an existing connection keeps the edge as it is.
+    const made = await apply(w.id, ops(add('next', 'wait', 'Next'), { operation_type: 'edit', block_id: w.startId, params: { connections: { success: 'next' } } }));
+    const edges = (await getState(w.id)).edges;
+    expect(edges).toHaveLength(1);
+    const again = await apply(w.id, ops({ operation_type: 'edit', block_id: w.startId, params: { connections: { source: made.body.data.mintedBlockIds.next } } }));
+    expect(again.body.data.applied).toBe(1);
+    expect((await getState(w.id)).edges).toEqual(edges);
+    expect(auditCount()).toBe(before + 1);
   });
 });
 

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { getBlockDefinition, type BlockDefinition, type SubBlockDefinition } from './blocks.ts';
 import { branchHandles, referenceName } from './lint.ts';
-import { recomputeContainers, stableStringify, StateError, type Block, type BlockData, type Edge, type WorkflowState } from './state.ts';
+import { recomputeContainers, StateError, type Block, type BlockData, type Edge, type WorkflowState } from './state.ts';
 
 export type FindingType =
   | 'block_not_found'
@@ -155,6 +155,8 @@ const GAP = { x: 100, y: 50 };
 const ROOT_ORIGIN = { x: 100, y: 100 };
 const CONTAINER_ORIGIN = { x: 50, y: 80 };
 const CONTAINER_PADDING = 50;
+/** Free space kept around a placed block. */
+const MARGIN = 20;
 
 class BatchEditor {
   readonly blocks: Record<string, Block>;
@@ -461,12 +463,19 @@ class BatchEditor {
     const to = referenceName(name);
     block.name = name;
     if (from === to) return;
-    const rewrite = (s: string) => s.replace(REFERENCE_ROOT, (whole, root: string) => (referenceName(root) === from ? `<${to}.` : whole));
+    let hits = 0;
+    const rewrite = (s: string) =>
+      s.replace(REFERENCE_ROOT, (whole, root: string) => {
+        if (referenceName(root) !== from) return whole;
+        hits++;
+        return `<${to}.`;
+      });
     const stale: string[] = [];
     for (const other of Object.values(this.blocks)) {
       for (const sub of Object.values(other.subBlocks ?? {})) {
+        hits = 0;
         const next = mapStrings(sub.value, rewrite);
-        if (stableStringify(next) === stableStringify(sub.value)) continue;
+        if (hits === 0) continue;
         if (this.lockHolder(other.id) !== undefined) stale.push(other.name);
         else sub.value = next;
       }
@@ -540,7 +549,8 @@ class BatchEditor {
           } else if (!valid.includes(targetId)) valid.push(targetId);
         }
         const sameHandle = (e: Edge) => e.source === block.id && (e.sourceHandle ?? 'source') === handle;
-        if (pending.replace) this.edges = this.edges.filter((e) => !sameHandle(e));
+        // Replacing keeps the edges that stay (same ids), so restating a connection changes nothing.
+        if (pending.replace) this.edges = this.edges.filter((e) => !sameHandle(e) || valid.includes(e.target));
         for (const targetId of valid) {
           if (this.edges.some((e) => sameHandle(e) && e.target === targetId)) continue;
           this.edges.push({ id: randomUUID(), source: block.id, target: targetId, sourceHandle: handle, targetHandle: 'target' });
@@ -605,29 +615,37 @@ class BatchEditor {
       const block = this.blocks[id];
       if (!block) continue;
       const scope = this.parentOf(id);
-      const siblings = Object.keys(this.blocks).filter((b) => b !== id && !waiting.has(b) && this.parentOf(b) === scope);
+      const siblings = new Set(Object.keys(this.blocks).filter((b) => b !== id && !waiting.has(b) && this.parentOf(b) === scope));
       const at = hint ? { ...hint } : this.anchor(id, scope, siblings);
       const { width, height } = this.size(id);
-      const overlaps = (p: Position) =>
-        siblings.some((s) => {
-          const o = this.blocks[s]!.position;
-          const os = this.size(s);
-          return p.x < o.x + os.width + 20 && o.x < p.x + width + 20 && p.y < o.y + os.height + 20 && o.y < p.y + height + 20;
-        });
-      for (let i = 0; i < 10_000 && overlaps(at); i++) at.y += height + GAP.y;
+      // Only siblings sharing the column can be in the way; step below each one that is, until none is.
+      const column = [...siblings]
+        .map((b) => ({ position: this.blocks[b]!.position, size: this.size(b) }))
+        .filter((o) => at.x < o.position.x + o.size.width + MARGIN && o.position.x < at.x + width + MARGIN)
+        .map((o) => ({ top: o.position.y, bottom: o.position.y + o.size.height }))
+        .sort((a, b) => a.top - b.top);
+      for (let moved = true, passes = 0; moved && passes < 100; passes++) {
+        moved = false;
+        for (const o of column) {
+          if (at.y < o.bottom + MARGIN && o.top < at.y + height + MARGIN) {
+            at.y = o.bottom + GAP.y;
+            moved = true;
+          }
+        }
+      }
       block.position = at;
       if (scope !== undefined) this.fitContainer(scope, at, width, height);
     }
   }
 
-  private anchor(id: string, scope: string | undefined, siblings: string[]): Position {
-    const feeder = this.edges.find((e) => e.target === id && siblings.includes(e.source));
+  private anchor(id: string, scope: string | undefined, siblings: Set<string>): Position {
+    const feeder = this.edges.find((e) => e.target === id && siblings.has(e.source));
     if (feeder) {
       const p = this.blocks[feeder.source]!.position;
       return { x: p.x + this.size(feeder.source).width + GAP.x, y: p.y };
     }
-    if (siblings.length > 0) {
-      const rightmost = siblings.reduce((a, b) => (this.blocks[b]!.position.x + this.size(b).width > this.blocks[a]!.position.x + this.size(a).width ? b : a));
+    if (siblings.size > 0) {
+      const rightmost = [...siblings].reduce((a, b) => (this.blocks[b]!.position.x + this.size(b).width > this.blocks[a]!.position.x + this.size(a).width ? b : a));
       const p = this.blocks[rightmost]!.position;
       return { x: p.x + this.size(rightmost).width + GAP.x, y: p.y };
     }
@@ -661,7 +679,8 @@ export function applyOperations(state: WorkflowState, request: OperationsRequest
   const next: WorkflowState = { blocks: editor.blocks, edges: editor.edges, ...recomputeContainers(editor.blocks), variables: state.variables };
   return {
     state: next,
-    changed: stableStringify(next) !== stableStringify(state),
+    // The copy keeps key order and edits keep it too, so plain JSON text is a sound (and much cheaper) comparison.
+    changed: JSON.stringify(next) !== JSON.stringify(state),
     applied: editor.applied,
     skipped: editor.skipped,
     inputValidationErrors: editor.inputErrors,
