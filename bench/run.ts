@@ -4,8 +4,9 @@ import { parseArgs } from 'node:util';
 import { foundation } from './suites/foundation.ts';
 import { auth } from './suites/auth.ts';
 import { workflows } from './suites/workflows.ts';
+import { workflowOperations } from './suites/workflow-operations.ts';
 
-const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation, auth, workflows };
+const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation, auth, workflows, 'workflow-operations': workflowOperations };
 
 export async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
