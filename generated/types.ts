@@ -1072,7 +1072,10 @@ export interface components {
         };
     /** @description An operation (or part of one, such as one connection) that was declined. */
     WorkflowOperationFinding: {
-      /** @enum {string} */
+      /**
+       * @description Why. This server produces block_not_found, invalid_block_type, block_not_allowed (a placeholder that names an existing block or is reused, a trigger inside a container), block_locked, invalid_edge_target, invalid_edge_scope, invalid_source_handle, invalid_subflow_parent, nested_subflow_not_allowed, duplicate_block_name, reserved_block_name, duplicate_trigger, duplicate_single_instance_block and disabled_ancestor; the other values belong to the shared wire vocabulary (model, tool and permission policies this server does not have).
+       * @enum {string}
+       */
       type:
         | 'block_not_found'
         | 'invalid_block_type'
