@@ -11,6 +11,7 @@ import * as workspacesHandlers from '../src/handlers/workspaces.ts';
 export const handlers = {
   abortFileUpload: filesHandlers.abortFileUpload,
   activateWorkflowVersion: workflowsHandlers.activateWorkflowVersion,
+  applyWorkflowOperations: workflowsHandlers.applyWorkflowOperations,
   applyWorkflowVariables: workflowsHandlers.applyWorkflowVariables,
   bulkDeleteFiles: filesHandlers.bulkDeleteFiles,
   bulkDownloadFiles: filesHandlers.bulkDownloadFiles,

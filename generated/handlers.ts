@@ -40,6 +40,12 @@ export interface OperationInputs {
     headers: Params<operations['activateWorkflowVersion'], 'header'>;
     body: Body<operations['activateWorkflowVersion']>;
   };
+  applyWorkflowOperations: {
+    params: Params<operations['applyWorkflowOperations'], 'path'>;
+    query: Params<operations['applyWorkflowOperations'], 'query'>;
+    headers: Params<operations['applyWorkflowOperations'], 'header'>;
+    body: Body<operations['applyWorkflowOperations']>;
+  };
   applyWorkflowVariables: {
     params: Params<operations['applyWorkflowVariables'], 'path'>;
     query: Params<operations['applyWorkflowVariables'], 'query'>;
@@ -461,6 +467,11 @@ export interface OperationResults {
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  applyWorkflowOperations: {
+    status: 200;
+    body: Json<operations['applyWorkflowOperations']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   applyWorkflowVariables: {
     status: 200;
     body: Json<operations['applyWorkflowVariables']['responses'][200]>;
@@ -819,6 +830,8 @@ export interface Handlers {
   abortFileUpload: Handler<'abortFileUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
+  applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
   applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
   /** POST /api/v2/files/bulk-delete — Delete several files */

@@ -140,6 +140,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.exportWorkflow, handlers.exportWorkflow),
   );
   router.post(
+    '/api/v2/workflows/:workflowId/operations',
+    ...bind(OPERATIONS.applyWorkflowOperations, handlers.applyWorkflowOperations),
+  );
+  router.post(
     '/api/v2/workflows/:workflowId/restore',
     ...bind(OPERATIONS.restoreWorkflow, handlers.restoreWorkflow),
   );

@@ -372,6 +372,26 @@ export interface paths {
     patch: operations['applyWorkflowVariables'];
     trace?: never;
   };
+  '/api/v2/workflows/{workflowId}/operations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Apply editing operations to the draft
+     * @description Edits the draft graph block by block in one batch: add, edit, delete, insert_into_subflow and extract_from_subflow, in order, then the connections they name, then `setBlockEnabled`, then layout. Loop and parallel containers are recomputed from the blocks' parent ids, as a state replace does. A declined operation (unknown block or type, duplicate name or trigger, locked block, bad container, bad connection) is listed in `skipped`; a dropped input in `inputValidationErrors`. By default the rest is applied; with `atomic: true` any finding fails the whole batch and nothing is written: 423 `LOCKED` when a locked block is among the findings, otherwise 409 `CONFLICT`, with `skipped` and `inputValidationErrors` in `details`. A locked workflow answers 423. A batch that changes nothing writes nothing and records no event; otherwise the write records one `workflow.operations_applied` event (counts only). `needsRedeployment` describes the draft before the write; lint findings describe the draft after it. With `dryRun=true` nothing is written or recorded and the answer is the one the write would give, except that new block ids are provisional: `mintedBlockIds` is empty, `previewBlockIds` maps the placeholders and a warning says so. The live deployment never changes.
+     */
+    post: operations['applyWorkflowOperations'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/workflows/{workflowId}/deploy': {
     parameters: {
       query?: never;
@@ -1482,6 +1502,140 @@ export interface components {
       id: string;
       variableCount: number;
       changed: boolean;
+    };
+    /** @description Sub-block values keyed by sub-block id, as the block catalog lists them for the type (for example `code` of a function block). A loop takes `loopType` (for, forEach, while, doWhile), `iterations` (or `count`), `collection`, `whileCondition` and `doWhileCondition`; a parallel takes `parallelType` (count, collection), `count`, `collection` and `batchSize`; these are stored on the container, not as sub-blocks. A field the type does not have, or a value of the wrong kind, is left out and reported in `inputValidationErrors`. `null` clears a value. */
+    BlockInputs: {
+      [key: string]: unknown;
+    };
+    /** @description Outgoing connections keyed by source handle; each value is a target block (id or a placeholder of this batch), a list of them, or null/[] for none. Handles: `source` (alias `success`) for the normal output, `error` for the error path; `start` and `end` (or the full `loop-start-source`, `loop-end-source`, `parallel-start-source`, `parallel-end-source`) on a loop or parallel; on a condition or router, the entry's handle (`condition-<id>`, `router-<id>`), its id, or its title when that is unique. On an edit, only the handles named are replaced. Connections are made after every block operation of the batch, so they may name blocks added later in it. */
+    BlockConnections: {
+      [key: string]: string | string[] | null;
+    };
+    /** @description Canvas position; inside a loop or parallel it is relative to the container. */
+    BlockPositionInput: {
+      x: number;
+      y: number;
+    };
+    /** @description One edit of the draft graph, chosen by `operation_type`. */
+    WorkflowBlockOperation:
+      | {
+          /** @enum {string} */
+          operation_type: 'add';
+          block_id: string;
+          params: {
+            /** @description A block type of the catalog. */
+            type: string;
+            /** @description Unique in the workflow, compared the way references address blocks (case and spaces ignored). */
+            name: string;
+            inputs?: components['schemas']['BlockInputs'];
+            connections?: components['schemas']['BlockConnections'];
+            position?: components['schemas']['BlockPositionInput'];
+          };
+        }
+      | {
+          /** @enum {string} */
+          operation_type: 'edit';
+          block_id: string;
+          params: {
+            type?: string;
+            name?: string;
+            inputs?: components['schemas']['BlockInputs'];
+            connections?: components['schemas']['BlockConnections'];
+            position?: components['schemas']['BlockPositionInput'];
+          };
+        }
+      | {
+          /** @enum {string} */
+          operation_type: 'delete';
+          block_id: string;
+        }
+      | {
+          /** @enum {string} */
+          operation_type: 'insert_into_subflow';
+          block_id: string;
+          params: {
+            subflowId: string;
+            type: string;
+            name: string;
+            inputs?: components['schemas']['BlockInputs'];
+            connections?: components['schemas']['BlockConnections'];
+            position?: components['schemas']['BlockPositionInput'];
+          };
+        }
+      | {
+          /** @enum {string} */
+          operation_type: 'extract_from_subflow';
+          block_id: string;
+          params: {
+            subflowId: string;
+          };
+        };
+    /** @description An operation (or part of one, such as one connection) that was declined. */
+    WorkflowOperationFinding: {
+      /**
+       * @description Why. This server produces block_not_found, invalid_block_type, block_not_allowed (a placeholder that names an existing block or is reused, a trigger inside a container), block_locked, invalid_edge_target, invalid_edge_scope, invalid_source_handle, invalid_subflow_parent, nested_subflow_not_allowed, duplicate_block_name, reserved_block_name, duplicate_trigger, duplicate_single_instance_block and disabled_ancestor; the other values belong to the shared wire vocabulary (model, tool and permission policies this server does not have).
+       * @enum {string}
+       */
+      type:
+        | 'block_not_found'
+        | 'invalid_block_type'
+        | 'block_not_allowed'
+        | 'model_not_allowed'
+        | 'block_locked'
+        | 'tool_not_allowed'
+        | 'invalid_edge_target'
+        | 'invalid_edge_source'
+        | 'invalid_edge_scope'
+        | 'invalid_source_handle'
+        | 'invalid_target_handle'
+        | 'invalid_subblock_field'
+        | 'missing_required_params'
+        | 'invalid_subflow_parent'
+        | 'nested_subflow_not_allowed'
+        | 'duplicate_block_name'
+        | 'reserved_block_name'
+        | 'retry_not_supported'
+        | 'duplicate_trigger'
+        | 'duplicate_single_instance_block'
+        | 'disabled_ancestor';
+      /** @description The operation's `operation_type`, or `set_block_enabled` for a `setBlockEnabled` entry. */
+      operationType: string;
+      /** @description The block as the request named it (a placeholder stays a placeholder). */
+      blockId: string;
+      reason: string;
+      details?: {
+        [key: string]: unknown;
+      };
+    };
+    /** @description A block input that was left out because the block type has no such field or the value does not fit it. */
+    WorkflowInputValidationError: {
+      /** @description The block as the request named it. */
+      blockId: string;
+      blockType: string;
+      field: string;
+      error: string;
+    };
+    WorkflowOperationsResult: {
+      id: string;
+      warnings: string[];
+      /** @description Whether the draft before this write differed from the active version. */
+      needsRedeployment: boolean;
+      /** @description How many entries of `operations` and `setBlockEnabled` took effect. An operation whose block change was made counts even when one of its connections was declined (that part is in `skipped`). */
+      applied: number;
+      skipped: components['schemas']['WorkflowOperationFinding'][];
+      /** @description Always empty on this server; every operation is decided within the batch. */
+      deferred: components['schemas']['WorkflowOperationFinding'][];
+      inputValidationErrors: components['schemas']['WorkflowInputValidationError'][];
+      /** @description Placeholder → id of each block the write created. Empty on a dry run. */
+      mintedBlockIds: {
+        [key: string]: string;
+      };
+      /** @description On a dry run only, placeholder → provisional id; a committed write mints different ids. */
+      previewBlockIds?: {
+        [key: string]: string;
+      };
+      lint: components['schemas']['WorkflowLint'];
+      dryRun: boolean;
     };
     ActiveDeployment: {
       deploymentVersionId: string;
@@ -3351,6 +3505,71 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  applyWorkflowOperations: {
+    parameters: {
+      query?: {
+        /** @description Validate, apply in memory and lint without writing or recording anything. */
+        dryRun?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Edits to apply, in order, in a single batch. */
+          operations: components['schemas']['WorkflowBlockOperation'][];
+          /**
+           * @description Fail the whole batch (409, or 423 for locked blocks) when any operation is declined or any input would be dropped; nothing is written. The default applies what it can and reports the rest.
+           * @default false
+           */
+          atomic?: boolean;
+          /**
+           * @description `targeted` (default) places the blocks the batch created or moved: a supplied position is the starting point, otherwise next to the block that connects into it (or to the right of its siblings), then moved down until it overlaps no sibling; a container grows to fit. Blocks the batch did not create or move never move, and a position sent with an edit is kept exactly. `none` keeps every position as supplied: a new block without one sits at (0, 0) of its scope, and a moved block keeps its place on the canvas.
+           * @default targeted
+           * @enum {string}
+           */
+          layout?: 'targeted' | 'none';
+          /** @description Blocks to enable or disable, applied in order after `operations`. Changing a loop or parallel changes its unlocked descendants with it; enabling a block whose container is disabled is declined (`disabled_ancestor`); a locked block is declined (`block_locked`). */
+          setBlockEnabled?: {
+            block_id: string;
+            enabled: boolean;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description What was (or, on a dry run, would be) applied. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowOperationsResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

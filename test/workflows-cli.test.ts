@@ -117,6 +117,38 @@ describe('sim workflows', () => {
   });
 });
 
+describe('sim workflows operations apply', () => {
+  it('previews with --dry-run, applies from a file with --layout and --set-block-enabled, refuses an atomic batch', async () => {
+    const w = await sim('workflows', 'create', '--name', 'CLI ops');
+    const startId = w.blocks[0].id;
+    const operations = [
+      { operation_type: 'add', block_id: 'my-fn', params: { type: 'function', name: 'My Fn', inputs: { code: 'return {ok:true}' } } },
+      { operation_type: 'edit', block_id: startId, params: { connections: { success: 'my-fn' } } },
+    ];
+    const dry = await sim('workflows', 'operations', 'apply', w.id, '--operations', JSON.stringify(operations), '--dry-run');
+    expect(dry).toMatchObject({ id: w.id, dryRun: true, applied: 2, skipped: [], mintedBlockIds: {} });
+    expect(Object.keys(dry.previewBlockIds)).toEqual(['my-fn']);
+    expect(Object.keys((await sim('workflows', 'state', 'get', w.id)).blocks)).toEqual([startId]);
+
+    const file = path.join(tmp, 'operations.json');
+    fs.writeFileSync(file, JSON.stringify(operations));
+    const done = await sim('workflows', 'operations', 'apply', w.id, '--operations', `@${file}`, '--layout', 'none', '--set-block-enabled', '[{"block_id":"my-fn","enabled":false}]', '--yes');
+    expect(done).toMatchObject({ dryRun: false, applied: 3, skipped: [], inputValidationErrors: [] });
+    const fnId = done.mintedBlockIds['my-fn'];
+    const state = await sim('workflows', 'state', 'get', w.id);
+    expect(state.blocks[fnId]).toMatchObject({ name: 'My Fn', enabled: false, position: { x: 0, y: 0 } });
+    expect(state.edges).toEqual([expect.objectContaining({ source: startId, target: fnId })]);
+
+    const refused = await runCli(
+      ['--output', 'json', 'workflows', 'operations', 'apply', w.id, '--operations', '[{"operation_type":"add","block_id":"x","params":{"type":"teleporter","name":"X"}}]', '--atomic', '--yes'],
+      env,
+    );
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr + refused.stdout).toMatch(/atomic batch was refused/);
+    expect(Object.keys((await sim('workflows', 'state', 'get', w.id)).blocks)).toHaveLength(2);
+  });
+});
+
 describe('sim blocks', () => {
   it('lists and describes block types', async () => {
     const list = rows(await sim('blocks', 'list'));

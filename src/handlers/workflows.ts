@@ -29,6 +29,7 @@ import {
   type WorkflowState,
 } from '../workflows/state.ts';
 import { lintState } from '../workflows/lint.ts';
+import { applyOperations, type BlockOperation, type OperationsOutcome } from '../workflows/operations.ts';
 import { exportDocument, parseWorkflowDocument } from '../workflows/portable.ts';
 
 // ---- shared helpers
@@ -579,6 +580,85 @@ export const replaceWorkflowState: Handler<'replaceWorkflowState'> = handle<'rep
     await tx.workflows.update(w.id, { state: JSON.stringify(next), stateSavedAt: at, updatedAt: at });
     await tx.workflows.setElements(w.id, ownedIds(next));
     audit({ action: 'workflow.state_replaced', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { blocks: Object.keys(next.blocks).length, edges: next.edges.length, variablesReplaced: input.variables !== undefined } });
+    return data;
+  });
+  return { status: 200, body: { data } };
+});
+
+/** With `atomic`, any finding refuses the batch: 423 when a locked block is among them, 409 otherwise. */
+function atomicRefusal(outcome: OperationsOutcome): ApiError | undefined {
+  const { skipped, inputValidationErrors } = outcome;
+  if (skipped.length === 0 && inputValidationErrors.length === 0) return undefined;
+  const summary = `${skipped.length} operation(s) declined and ${inputValidationErrors.length} input(s) invalid; nothing was written.`;
+  const lockedIds = skipped.filter((f) => f.type === 'block_locked').map((f) => f.blockId);
+  if (lockedIds.length > 0) return locked(`The batch touches locked blocks: ${summary}`, { lock: 'block', blockIds: lockedIds, skipped, inputValidationErrors });
+  return conflict(`The atomic batch was refused: ${summary}`, { skipped, inputValidationErrors });
+}
+
+const PROVISIONAL_IDS_WARNING = 'Dry run: previewBlockIds are provisional; committing the same batch mints different block ids.';
+
+export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = handle<'applyWorkflowOperations'>(async ({ params, query, body, ctx }) => {
+  const first = await loadWorkflow(ctx, params.workflowId);
+  assertUnlocked(first);
+  const dryRun = query.dryRun === true;
+  const request = { operations: body.operations as BlockOperation[], setBlockEnabled: body.setBlockEnabled, layout: body.layout ?? 'targeted' as const };
+
+  // The same evaluation runs for a dry run (on committed data) and for the write (inside its transaction).
+  const evaluate = async (repos: Repositories, w: WorkflowRecord) => {
+    assertUnlocked(w);
+    const before = stateOf(w);
+    const outcome = applyOperations(before, request);
+    if (body.atomic === true) {
+      const refusal = atomicRefusal(outcome);
+      if (refusal) throw refusal;
+    }
+    assertLockedBlocksKept(before, outcome.state);
+    await assertOwnIds(repos, w.id, outcome.state);
+    const data = {
+      id: w.id,
+      warnings: dryRun ? [...outcome.warnings, PROVISIONAL_IDS_WARNING] : outcome.warnings,
+      needsRedeployment: await needsRedeployment(repos, w, before),
+      applied: outcome.applied,
+      skipped: outcome.skipped,
+      deferred: [],
+      inputValidationErrors: outcome.inputValidationErrors,
+      mintedBlockIds: dryRun ? {} : outcome.minted,
+      ...(dryRun ? { previewBlockIds: outcome.minted } : {}),
+      lint: lintState(outcome.state),
+      dryRun,
+    };
+    return { outcome, data };
+  };
+
+  if (dryRun) {
+    const { data } = await evaluate(ctx.services.store, first);
+    return { status: 200, body: { data } };
+  }
+  const data = await ctx.mutate(async (tx, audit) => {
+    const w = await reload(tx, first.id);
+    const { outcome, data } = await evaluate(tx, w);
+    if (!outcome.changed) return data;
+    const at = now();
+    const next = outcome.state;
+    await tx.workflows.update(w.id, { state: JSON.stringify(next), stateSavedAt: at, updatedAt: at });
+    await tx.workflows.setElements(w.id, ownedIds(next));
+    audit({
+      action: 'workflow.operations_applied',
+      resourceType: 'workflow',
+      resourceId: w.id,
+      resourceName: w.name,
+      workspaceId: w.workspaceId,
+      metadata: {
+        operations: body.operations.length,
+        setBlockEnabled: body.setBlockEnabled?.length ?? 0,
+        applied: outcome.applied,
+        skipped: outcome.skipped.length,
+        inputValidationErrors: outcome.inputValidationErrors.length,
+        ...outcome.counts,
+        blocks: Object.keys(next.blocks).length,
+        edges: next.edges.length,
+      },
+    });
     return data;
   });
   return { status: 200, body: { data } };

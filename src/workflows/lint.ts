@@ -46,7 +46,7 @@ function collectStrings(value: unknown, out: string[]): void {
 }
 
 /** The source handles a branching block offers, with their labels. */
-function branchHandles(block: Block): { handle: string; label: string }[] {
+export function branchHandles(block: Block): { handle: string; label: string }[] {
   const def = getBlockDefinition(block.type);
   if (!def?.branching) return [];
   const field = def.branching === 'condition' ? 'conditions' : 'routes';
