@@ -39,13 +39,20 @@ function assertIndexed(plan: string[]): void {
   expect(plan.some((line) => /^SCAN workflows$/.test(line.trim()))).toBe(false);
 }
 
+/** The plan of the exact query a list page runs, on a page after the first (the keyset condition included). */
+const query = () => ({ workspaceId: ws, archived: false, folderPath: null as string | null, deployedOnly: false, search: null, sortBy: 'position' as const, sortOrder: 'asc' as const, after: ['x', 'y'] as const, limit: 51 });
+function explain(q: Parameters<typeof WorkflowRepository.listQuery>[0]): Promise<string[]> {
+  const { sql, params } = WorkflowRepository.listQuery(q);
+  return store.workflows.explain(sql, params);
+}
+
 describe('workflow list query plans', () => {
   for (const sortBy of Object.keys(WORKFLOW_SORT_COLUMNS) as (keyof typeof WORKFLOW_SORT_COLUMNS)[]) {
     for (const order of ['asc', 'desc'] as const) {
       it(`sortBy=${sortBy} ${order} uses an index, with and without a folder`, async () => {
-        const plain = await store.workflows.explain(WorkflowRepository.listSql(sortBy, order, false), [ws, 'x', 'x', 'y', 51]);
+        const plain = await explain({ ...query(), sortBy, sortOrder: order });
         assertIndexed(plain);
-        const inFolder = await store.workflows.explain(WorkflowRepository.listSql(sortBy, order, true), [ws, '/f1', 'x', 'x', 'y', 51]);
+        const inFolder = await explain({ ...query(), sortBy, sortOrder: order, folderPath: '/f1' });
         assertIndexed(inFolder);
         expect(inFolder.join('\n')).toMatch(/workflows_in_folder_by_/);
       });
@@ -53,7 +60,7 @@ describe('workflow list query plans', () => {
   }
 
   it('the default sort reads the position index from the workspace prefix', async () => {
-    const plan = (await store.workflows.explain(WorkflowRepository.listSql('position', 'asc', false), [ws, 1, 1, 'y', 51])).join('\n');
+    const plan = (await explain(query())).join('\n');
     expect(plan).toMatch(/SEARCH workflows USING INDEX workflows_by_position \(workspace_id=\? AND archived=\?/);
   });
 

@@ -1,5 +1,5 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset } from './keyset.ts';
+import { keyset, limitClause } from './keyset.ts';
 
 export interface AuditEvent {
   id: string;
@@ -122,8 +122,7 @@ export class AuditEventRepository {
         '(actor_user_id IS NULL OR EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = audit_events.workspace_id AND m.user_id = audit_events.actor_user_id))',
       );
     }
-    params.push(q.limit);
-    const rows = await this.db.all<Row>(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY ${page.orderBy} LIMIT ?`, params);
+    const rows = await this.db.all<Row>(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`, params);
     return rows.map(toEvent);
   }
 

@@ -1,5 +1,6 @@
 // Resumable upload sessions and the parts received for them.
 import type { SqlExecutor } from './database.ts';
+import { limitClause } from './keyset.ts';
 
 export type UploadStatus = 'uploading' | 'completing' | 'finalizing' | 'completed' | 'failed' | 'aborting' | 'aborted' | 'expired';
 
@@ -115,8 +116,8 @@ export class FileUploadRepository {
   /** Sessions past their expiry that never finished. */
   async expiredUnfinished(now: string, limit: number): Promise<UploadSessionRecord[]> {
     const rows = await this.db.all<Row>(
-      "SELECT * FROM file_upload_sessions WHERE status IN ('uploading', 'completing') AND expires_at < ? LIMIT ?",
-      [now, limit],
+      `SELECT * FROM file_upload_sessions WHERE status IN ('uploading', 'completing') AND expires_at < ? ${limitClause(limit)}`,
+      [now],
     );
     return rows.map(toSession);
   }

@@ -1,7 +1,7 @@
 // Workspace files and their versions. A file row carries its current content (blob key, size, type); every
 // content change appends a version row pointing at an immutable blob.
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset } from './keyset.ts';
+import { keyset, limitClause } from './keyset.ts';
 
 export interface StoredFile {
   id: string;
@@ -177,8 +177,8 @@ export class FileRepository {
       where += " AND name LIKE ? ESCAPE '\\'";
       params.push(`%${likeLiteral(q.search)}%`);
     }
-    params.push(...page.whereParams, q.limit);
-    const rows = await this.db.all<FileRow>(`SELECT * FROM files WHERE ${where} AND ${page.where} ORDER BY ${page.orderBy} LIMIT ?`, params);
+    params.push(...page.whereParams);
+    const rows = await this.db.all<FileRow>(`SELECT * FROM files WHERE ${where} AND ${page.where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`, params);
     return rows.map(toFile);
   }
 
@@ -235,7 +235,7 @@ export class FileRepository {
   }
 
   async archivedBefore(cutoff: string, limit: number): Promise<StoredFile[]> {
-    const rows = await this.db.all<FileRow>('SELECT * FROM files WHERE deleted_at IS NOT NULL AND deleted_at < ? LIMIT ?', [cutoff, limit]);
+    const rows = await this.db.all<FileRow>(`SELECT * FROM files WHERE deleted_at IS NOT NULL AND deleted_at < ? ${limitClause(limit)}`, [cutoff]);
     return rows.map(toFile);
   }
 
@@ -272,8 +272,7 @@ export class FileRepository {
       where += ` AND version ${order === 'asc' ? '>' : '<'} ?`;
       params.push(Number(after[0]));
     }
-    params.push(limit);
-    const rows = await this.db.all<VersionRow>(`SELECT * FROM file_versions WHERE ${where} ORDER BY version ${dir} LIMIT ?`, params);
+    const rows = await this.db.all<VersionRow>(`SELECT * FROM file_versions WHERE ${where} ORDER BY version ${dir} ${limitClause(limit)}`, params);
     return rows.map(toVersion);
   }
 

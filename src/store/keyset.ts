@@ -12,7 +12,7 @@ export interface KeysetQuery {
   limit: number;
 }
 
-/** SQL fragments to splice in: `WHERE ... AND ${where}` and `ORDER BY ${orderBy} LIMIT ?`. */
+/** SQL fragments to splice in: `WHERE ... AND ${where}` and `ORDER BY ${orderBy} ${limitClause(n)}`. */
 export function keyset(q: KeysetQuery): { where: string; whereParams: SqlValue[]; orderBy: string } {
   const dir = q.order === 'asc' ? 'ASC' : 'DESC';
   const cmp = q.order === 'asc' ? '>' : '<';
@@ -25,4 +25,14 @@ export function keyset(q: KeysetQuery): { where: string; whereParams: SqlValue[]
     whereParams: [value, value, id],
     orderBy,
   };
+}
+
+/**
+ * `LIMIT n` with n written into the SQL. A bound `LIMIT ?` makes SQLite (3.47+) re-prepare the statement on
+ * every execution, because its planner reads the bound value; a literal keeps the prepared statement cached
+ * (one per page size, and page sizes are few).
+ */
+export function limitClause(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`LIMIT must be a non-negative integer, got ${n}`);
+  return `LIMIT ${n}`;
 }

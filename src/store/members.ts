@@ -1,5 +1,5 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset } from './keyset.ts';
+import { keyset, limitClause } from './keyset.ts';
 import type { WorkspaceRole } from './workspaces.ts';
 
 export interface Member {
@@ -71,8 +71,8 @@ export class MemberRepository {
     const rows = await this.db.all<MemberRow>(
       `SELECT m.workspace_id, m.user_id, m.role, m.joined_at, u.email, u.name, u.image
        FROM workspace_members m JOIN users u ON u.id = m.user_id
-       WHERE m.workspace_id = ? AND ${page.where} ORDER BY ${page.orderBy} LIMIT ?`,
-      [workspaceId, ...page.whereParams, limit],
+       WHERE m.workspace_id = ? AND ${page.where} ORDER BY ${page.orderBy} ${limitClause(limit)}`,
+      [workspaceId, ...page.whereParams],
     );
     return rows.map(toMember);
   }

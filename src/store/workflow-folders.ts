@@ -1,6 +1,6 @@
 // Workflow folders: one tree per workspace, addressed by canonical decoded path. Deleting archives.
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset } from './keyset.ts';
+import { keyset, limitClause } from './keyset.ts';
 
 export interface WorkflowFolderRecord {
   id: string;
@@ -89,8 +89,8 @@ export class WorkflowFolderRepository {
       where += ' AND instr(lower(name), lower(?)) > 0';
       params.push(q.search);
     }
-    params.push(...page.whereParams, q.limit);
-    const rows = await this.db.all<Row>(`SELECT * FROM workflow_folders WHERE ${where} AND ${page.where} ORDER BY ${page.orderBy} LIMIT ?`, params);
+    params.push(...page.whereParams);
+    const rows = await this.db.all<Row>(`SELECT * FROM workflow_folders WHERE ${where} AND ${page.where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`, params);
     return rows.map(toRecord);
   }
 

@@ -1,5 +1,6 @@
 // Deployment versions (immutable state snapshots) and the activation attempts that made one live.
 import type { SqlExecutor, SqlValue } from './database.ts';
+import { limitClause } from './keyset.ts';
 
 export interface WorkflowVersionRecord {
   id: string;
@@ -103,8 +104,8 @@ export class WorkflowVersionRepository {
     const rows = await this.db.all<VersionRow & { latest_status: DeploymentAttemptRecord['status'] | null }>(
       `SELECT v.id, v.workflow_id, v.version, v.name, v.description, '' AS state, v.deployed_by, v.created_at,
          (SELECT a.status FROM workflow_deployment_attempts a WHERE a.version_id = v.id ORDER BY a.seq DESC LIMIT 1) AS latest_status
-       FROM workflow_versions v WHERE v.workflow_id = ? ${after ? 'AND v.version < ?' : ''} ORDER BY v.version DESC LIMIT ?`,
-      after ? [workflowId, after[0], limit] : [workflowId, limit],
+       FROM workflow_versions v WHERE v.workflow_id = ? ${after ? 'AND v.version < ?' : ''} ORDER BY v.version DESC ${limitClause(limit)}`,
+      after ? [workflowId, after[0]] : [workflowId],
     );
     return rows.map((r) => ({ ...toVersion(r), latestStatus: r.latest_status }));
   }

@@ -1,6 +1,6 @@
 // Workflows: definitions with their draft state, and the block and edge ids each one owns.
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset } from './keyset.ts';
+import { keyset, limitClause } from './keyset.ts';
 
 export interface WorkflowRecord {
   id: string;
@@ -172,6 +172,12 @@ export class WorkflowRepository {
   }
 
   async list(q: WorkflowListQuery): Promise<WorkflowRecord[]> {
+    const { sql, params } = WorkflowRepository.listQuery(q);
+    return (await this.db.all<Row>(sql, params)).map(toRecord);
+  }
+
+  /** The SQL and parameters of a list page; the query-plan test explains exactly this. */
+  static listQuery(q: WorkflowListQuery): { sql: string; params: SqlValue[] } {
     const page = keyset({ column: WORKFLOW_SORT_COLUMNS[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
     const params: SqlValue[] = [q.workspaceId, q.archived ? 1 : 0];
     let where = 'workspace_id = ? AND archived = ?';
@@ -185,15 +191,8 @@ export class WorkflowRepository {
       params.push(q.search);
     }
     where += ` AND ${page.where}`;
-    params.push(...page.whereParams, q.limit);
-    const rows = await this.db.all<Row>(`SELECT ${LIST_COLUMNS} FROM workflows WHERE ${where} ORDER BY ${page.orderBy} LIMIT ?`, params);
-    return rows.map(toRecord);
-  }
-
-  /** The SQL a list runs, for query-plan checks. */
-  static listSql(sortBy: keyof typeof WORKFLOW_SORT_COLUMNS, order: 'asc' | 'desc', withFolder: boolean): string {
-    const page = keyset({ column: WORKFLOW_SORT_COLUMNS[sortBy], idColumn: 'id', order, after: ['x', 'y'], limit: 1 });
-    return `SELECT ${LIST_COLUMNS} FROM workflows WHERE workspace_id = ? AND archived = 0${withFolder ? ' AND folder_path = ?' : ''} AND ${page.where} ORDER BY ${page.orderBy} LIMIT ?`;
+    params.push(...page.whereParams);
+    return { sql: `SELECT ${LIST_COLUMNS} FROM workflows WHERE ${where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`, params };
   }
 
   /** Ids of active workflows directly in the folder or below it. */

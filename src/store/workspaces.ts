@@ -1,5 +1,5 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset } from './keyset.ts';
+import { keyset, limitClause } from './keyset.ts';
 import type { Plan } from './billing-accounts.ts';
 
 export type WorkspaceRole = 'admin' | 'write' | 'read';
@@ -108,9 +108,8 @@ export class WorkspaceRepository {
       params.push(q.onlyWorkspaceId);
     }
     if (q.excludePersonalKeyDisabled) where += ' AND w.allow_personal_keys = 1';
-    params.push(q.limit);
     const rows = await this.db.all<WorkspaceRow>(
-      `${SELECT} JOIN workspace_members m ON m.workspace_id = w.id AND m.user_id = ? WHERE ${where} ORDER BY ${page.orderBy} LIMIT ?`,
+      `${SELECT} JOIN workspace_members m ON m.workspace_id = w.id AND m.user_id = ? WHERE ${where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       params,
     );
     return rows.map(toWorkspace);
