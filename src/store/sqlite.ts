@@ -21,6 +21,8 @@ class Connection implements SqlExecutor {
   private prepare(sql: string): StatementSync {
     let stmt = this.statements.get(sql);
     if (!stmt) {
+      // SQLite re-prepares a statement with a bound LIMIT on every execution; see limitClause() in keyset.ts.
+      if (/\bLIMIT\s+\?/i.test(sql)) throw new Error('Write LIMIT with limitClause(n), not as a bound parameter');
       stmt = this.db.prepare(sql);
       this.statements.set(sql, stmt);
     }
