@@ -6,8 +6,9 @@ import { auth } from './suites/auth.ts';
 import { workflows } from './suites/workflows.ts';
 import { executor } from './suites/executor.ts';
 import { files } from './suites/files.ts';
+import { runs } from './suites/runs.ts';
 
-const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation, auth, workflows, executor, files };
+const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = { foundation, auth, workflows, executor, files, runs };
 
 export async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
