@@ -7,6 +7,7 @@ import { workflows } from './suites/workflows.ts';
 import { executor } from './suites/executor.ts';
 import { files } from './suites/files.ts';
 import { workflowOperations } from './suites/workflow-operations.ts';
+import { runs } from './suites/runs.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -14,6 +15,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   workflows,
   'workflow-operations': workflowOperations,
   executor,
+  runs,
   files,
 };
 

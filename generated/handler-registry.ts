@@ -4,7 +4,10 @@ import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
+import * as legacyHandlers from '../src/handlers/legacy.ts';
+import * as logsHandlers from '../src/handlers/logs.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
 import * as workflowsHandlers from '../src/handlers/workflows.ts';
 import * as workspacesHandlers from '../src/handlers/workspaces.ts';
 
@@ -15,6 +18,7 @@ export const handlers = {
   applyWorkflowVariables: workflowsHandlers.applyWorkflowVariables,
   bulkDeleteFiles: filesHandlers.bulkDeleteFiles,
   bulkDownloadFiles: filesHandlers.bulkDownloadFiles,
+  cancelWorkflowRun: workflowRunsHandlers.cancelWorkflowRun,
   completeFileUpload: filesHandlers.completeFileUpload,
   createFile: filesHandlers.createFile,
   createFileFolder: filesHandlers.createFileFolder,
@@ -32,6 +36,7 @@ export const handlers = {
   downloadFileVersion: filesHandlers.downloadFileVersion,
   duplicateWorkflow: workflowsHandlers.duplicateWorkflow,
   editFileContent: filesHandlers.editFileContent,
+  executeWorkflow: workflowRunsHandlers.executeWorkflow,
   exportWorkflow: workflowsHandlers.exportWorkflow,
   getAuditLog: auditLogsHandlers.getAuditLog,
   getBlock: catalogHandlers.getBlock,
@@ -39,20 +44,29 @@ export const handlers = {
   getFileShare: filesHandlers.getFileShare,
   getFileUpload: filesHandlers.getFileUpload,
   getFileVersion: filesHandlers.getFileVersion,
+  getLog: logsHandlers.getLog,
+  getLogStats: logsHandlers.getLogStats,
   getMeta: metaHandlers.getMeta,
   getWorkflow: workflowsHandlers.getWorkflow,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
+  getWorkflowRun: workflowRunsHandlers.getWorkflowRun,
   getWorkflowState: workflowsHandlers.getWorkflowState,
   getWorkflowVersion: workflowsHandlers.getWorkflowVersion,
   getWorkspace: workspacesHandlers.getWorkspace,
   headWorkflowState: workflowsHandlers.headWorkflowState,
   importWorkflow: workflowsHandlers.importWorkflow,
+  legacyExecuteWorkflow: legacyHandlers.legacyExecuteWorkflow,
+  legacyGetJobStatus: legacyHandlers.legacyGetJobStatus,
+  legacyGetUsageLimits: legacyHandlers.legacyGetUsageLimits,
+  legacyGetWorkflowStatus: legacyHandlers.legacyGetWorkflowStatus,
   listAuditLogs: auditLogsHandlers.listAuditLogs,
   listBlocks: catalogHandlers.listBlocks,
   listFileFolders: filesHandlers.listFileFolders,
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
+  listLogs: logsHandlers.listLogs,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
+  listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
   listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
   listWorkflows: workflowsHandlers.listWorkflows,
   listWorkspaceMembers: workspacesHandlers.listWorkspaceMembers,
@@ -69,6 +83,7 @@ export const handlers = {
   restoreFile: filesHandlers.restoreFile,
   restoreFileFolder: filesHandlers.restoreFileFolder,
   restoreWorkflow: workflowsHandlers.restoreWorkflow,
+  resumeWorkflow: workflowRunsHandlers.resumeWorkflow,
   revertFileVersion: filesHandlers.revertFileVersion,
   revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,

@@ -64,6 +64,12 @@ export interface OperationInputs {
     headers: Params<operations['bulkDownloadFiles'], 'header'>;
     body: Body<operations['bulkDownloadFiles']>;
   };
+  cancelWorkflowRun: {
+    params: Params<operations['cancelWorkflowRun'], 'path'>;
+    query: Params<operations['cancelWorkflowRun'], 'query'>;
+    headers: Params<operations['cancelWorkflowRun'], 'header'>;
+    body: Body<operations['cancelWorkflowRun']>;
+  };
   completeFileUpload: {
     params: Params<operations['completeFileUpload'], 'path'>;
     query: Params<operations['completeFileUpload'], 'query'>;
@@ -166,6 +172,12 @@ export interface OperationInputs {
     headers: Params<operations['editFileContent'], 'header'>;
     body: Body<operations['editFileContent']>;
   };
+  executeWorkflow: {
+    params: Params<operations['executeWorkflow'], 'path'>;
+    query: Params<operations['executeWorkflow'], 'query'>;
+    headers: Params<operations['executeWorkflow'], 'header'>;
+    body: Body<operations['executeWorkflow']>;
+  };
   exportWorkflow: {
     params: Params<operations['exportWorkflow'], 'path'>;
     query: Params<operations['exportWorkflow'], 'query'>;
@@ -208,6 +220,18 @@ export interface OperationInputs {
     headers: Params<operations['getFileVersion'], 'header'>;
     body: Body<operations['getFileVersion']>;
   };
+  getLog: {
+    params: Params<operations['getLog'], 'path'>;
+    query: Params<operations['getLog'], 'query'>;
+    headers: Params<operations['getLog'], 'header'>;
+    body: Body<operations['getLog']>;
+  };
+  getLogStats: {
+    params: Params<operations['getLogStats'], 'path'>;
+    query: Params<operations['getLogStats'], 'query'>;
+    headers: Params<operations['getLogStats'], 'header'>;
+    body: Body<operations['getLogStats']>;
+  };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
@@ -225,6 +249,12 @@ export interface OperationInputs {
     query: Params<operations['getWorkflowDeployment'], 'query'>;
     headers: Params<operations['getWorkflowDeployment'], 'header'>;
     body: Body<operations['getWorkflowDeployment']>;
+  };
+  getWorkflowRun: {
+    params: Params<operations['getWorkflowRun'], 'path'>;
+    query: Params<operations['getWorkflowRun'], 'query'>;
+    headers: Params<operations['getWorkflowRun'], 'header'>;
+    body: Body<operations['getWorkflowRun']>;
   };
   getWorkflowState: {
     params: Params<operations['getWorkflowState'], 'path'>;
@@ -256,6 +286,30 @@ export interface OperationInputs {
     headers: Params<operations['importWorkflow'], 'header'>;
     body: Body<operations['importWorkflow']>;
   };
+  legacyExecuteWorkflow: {
+    params: Params<operations['legacyExecuteWorkflow'], 'path'>;
+    query: Params<operations['legacyExecuteWorkflow'], 'query'>;
+    headers: Params<operations['legacyExecuteWorkflow'], 'header'>;
+    body: Body<operations['legacyExecuteWorkflow']>;
+  };
+  legacyGetJobStatus: {
+    params: Params<operations['legacyGetJobStatus'], 'path'>;
+    query: Params<operations['legacyGetJobStatus'], 'query'>;
+    headers: Params<operations['legacyGetJobStatus'], 'header'>;
+    body: Body<operations['legacyGetJobStatus']>;
+  };
+  legacyGetUsageLimits: {
+    params: Params<operations['legacyGetUsageLimits'], 'path'>;
+    query: Params<operations['legacyGetUsageLimits'], 'query'>;
+    headers: Params<operations['legacyGetUsageLimits'], 'header'>;
+    body: Body<operations['legacyGetUsageLimits']>;
+  };
+  legacyGetWorkflowStatus: {
+    params: Params<operations['legacyGetWorkflowStatus'], 'path'>;
+    query: Params<operations['legacyGetWorkflowStatus'], 'query'>;
+    headers: Params<operations['legacyGetWorkflowStatus'], 'header'>;
+    body: Body<operations['legacyGetWorkflowStatus']>;
+  };
   listAuditLogs: {
     params: Params<operations['listAuditLogs'], 'path'>;
     query: Params<operations['listAuditLogs'], 'query'>;
@@ -286,11 +340,23 @@ export interface OperationInputs {
     headers: Params<operations['listFiles'], 'header'>;
     body: Body<operations['listFiles']>;
   };
+  listLogs: {
+    params: Params<operations['listLogs'], 'path'>;
+    query: Params<operations['listLogs'], 'query'>;
+    headers: Params<operations['listLogs'], 'header'>;
+    body: Body<operations['listLogs']>;
+  };
   listWorkflowFolders: {
     params: Params<operations['listWorkflowFolders'], 'path'>;
     query: Params<operations['listWorkflowFolders'], 'query'>;
     headers: Params<operations['listWorkflowFolders'], 'header'>;
     body: Body<operations['listWorkflowFolders']>;
+  };
+  listWorkflowRuns: {
+    params: Params<operations['listWorkflowRuns'], 'path'>;
+    query: Params<operations['listWorkflowRuns'], 'query'>;
+    headers: Params<operations['listWorkflowRuns'], 'header'>;
+    body: Body<operations['listWorkflowRuns']>;
   };
   listWorkflowVersions: {
     params: Params<operations['listWorkflowVersions'], 'path'>;
@@ -387,6 +453,12 @@ export interface OperationInputs {
     query: Params<operations['restoreWorkflow'], 'query'>;
     headers: Params<operations['restoreWorkflow'], 'header'>;
     body: Body<operations['restoreWorkflow']>;
+  };
+  resumeWorkflow: {
+    params: Params<operations['resumeWorkflow'], 'path'>;
+    query: Params<operations['resumeWorkflow'], 'query'>;
+    headers: Params<operations['resumeWorkflow'], 'header'>;
+    body: Body<operations['resumeWorkflow']>;
   };
   revertFileVersion: {
     params: Params<operations['revertFileVersion'], 'path'>;
@@ -487,6 +559,11 @@ export interface OperationResults {
     body: StreamBody;
     headers?: Record<string, string>;
   };
+  cancelWorkflowRun: {
+    status: 200;
+    body: Json<operations['cancelWorkflowRun']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
@@ -572,6 +649,11 @@ export interface OperationResults {
     body: Json<operations['editFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  executeWorkflow: {
+    status: 200 | 202;
+    body: Json<operations['executeWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   exportWorkflow: {
     status: 200;
     body: Json<operations['exportWorkflow']['responses'][200]>;
@@ -607,6 +689,16 @@ export interface OperationResults {
     body: Json<operations['getFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getLog: {
+    status: 200;
+    body: Json<operations['getLog']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getLogStats: {
+    status: 200;
+    body: Json<operations['getLogStats']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
@@ -620,6 +712,11 @@ export interface OperationResults {
   getWorkflowDeployment: {
     status: 200;
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowRun: {
+    status: 200;
+    body: Json<operations['getWorkflowRun']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflowState: {
@@ -647,6 +744,26 @@ export interface OperationResults {
     body: Json<operations['importWorkflow']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  legacyExecuteWorkflow: {
+    status: 200 | 202;
+    body: Json<operations['legacyExecuteWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  legacyGetJobStatus: {
+    status: 200;
+    body: Json<operations['legacyGetJobStatus']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  legacyGetUsageLimits: {
+    status: 200;
+    body: Json<operations['legacyGetUsageLimits']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  legacyGetWorkflowStatus: {
+    status: 200;
+    body: Json<operations['legacyGetWorkflowStatus']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listAuditLogs: {
     status: 200;
     body: Json<operations['listAuditLogs']['responses'][200]>;
@@ -672,9 +789,19 @@ export interface OperationResults {
     body: Json<operations['listFiles']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listLogs: {
+    status: 200;
+    body: Json<operations['listLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowRuns: {
+    status: 200;
+    body: Json<operations['listWorkflowRuns']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowVersions: {
@@ -755,6 +882,11 @@ export interface OperationResults {
   restoreWorkflow: {
     status: 200;
     body: Json<operations['restoreWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  resumeWorkflow: {
+    status: 200 | 202;
+    body: Json<operations['resumeWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
   revertFileVersion: {
@@ -838,6 +970,8 @@ export interface Handlers {
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
+  cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
   /** POST /api/v2/files — Create a file */
@@ -872,6 +1006,8 @@ export interface Handlers {
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */
   editFileContent: Handler<'editFileContent'>;
+  /** POST /api/v2/workflows/{workflowId}/execute — Execute a workflow */
+  executeWorkflow: Handler<'executeWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
   exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
@@ -886,12 +1022,18 @@ export interface Handlers {
   getFileUpload: Handler<'getFileUpload'>;
   /** GET /api/v2/files/{fileId}/versions/{version} — Get a file version */
   getFileVersion: Handler<'getFileVersion'>;
+  /** GET /api/v2/logs/{runId} — Get an execution log */
+  getLog: Handler<'getLog'>;
+  /** GET /api/v2/logs/stats — Get execution statistics */
+  getLogStats: Handler<'getLogStats'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
+  /** GET /api/v2/workflows/{workflowId}/runs/{runId} — Get a workflow run */
+  getWorkflowRun: Handler<'getWorkflowRun'>;
   /** GET /api/v2/workflows/{workflowId}/state — Get the draft state */
   getWorkflowState: Handler<'getWorkflowState'>;
   /** GET /api/v2/workflows/{workflowId}/versions/{version} — Get a deployment version */
@@ -902,6 +1044,14 @@ export interface Handlers {
   headWorkflowState: Handler<'headWorkflowState'>;
   /** POST /api/v2/workflows/import — Import a workflow */
   importWorkflow: Handler<'importWorkflow'>;
+  /** POST /api/workflows/{workflowId}/execute — Execute a workflow (legacy) */
+  legacyExecuteWorkflow: Handler<'legacyExecuteWorkflow'>;
+  /** GET /api/jobs/{jobId} — Get an asynchronous job's status (legacy) */
+  legacyGetJobStatus: Handler<'legacyGetJobStatus'>;
+  /** GET /api/users/me/usage-limits — Get the caller's usage limits (legacy) */
+  legacyGetUsageLimits: Handler<'legacyGetUsageLimits'>;
+  /** GET /api/workflows/{workflowId}/status — Get a workflow's deployment status (legacy) */
+  legacyGetWorkflowStatus: Handler<'legacyGetWorkflowStatus'>;
   /** GET /api/v2/audit-logs — List audit logs */
   listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/blocks — List block types */
@@ -912,8 +1062,12 @@ export interface Handlers {
   listFileVersions: Handler<'listFileVersions'>;
   /** GET /api/v2/files — List files */
   listFiles: Handler<'listFiles'>;
+  /** GET /api/v2/logs — List execution logs */
+  listLogs: Handler<'listLogs'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
+  /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
+  listWorkflowRuns: Handler<'listWorkflowRuns'>;
   /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
   listWorkflowVersions: Handler<'listWorkflowVersions'>;
   /** GET /api/v2/workflows — List workflows */
@@ -946,6 +1100,8 @@ export interface Handlers {
   restoreFileFolder: Handler<'restoreFileFolder'>;
   /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
   restoreWorkflow: Handler<'restoreWorkflow'>;
+  /** POST /api/v2/workflows/{workflowId}/runs/{runId}/resume — Resume a paused workflow run */
+  resumeWorkflow: Handler<'resumeWorkflow'>;
   /** POST /api/v2/files/{fileId}/versions/{version}/revert — Revert to a file version */
   revertFileVersion: Handler<'revertFileVersion'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/revert — Revert the draft to a version */

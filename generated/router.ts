@@ -11,6 +11,11 @@ export type BindOperation = (
 ) => RequestHandler[];
 
 export function mountOperations(router: Router, handlers: Handlers, bind: BindOperation): void {
+  router.get('/api/jobs/:jobId', ...bind(OPERATIONS.legacyGetJobStatus, handlers.legacyGetJobStatus));
+  router.get(
+    '/api/users/me/usage-limits',
+    ...bind(OPERATIONS.legacyGetUsageLimits, handlers.legacyGetUsageLimits),
+  );
   router.get('/api/v2/audit-logs', ...bind(OPERATIONS.listAuditLogs, handlers.listAuditLogs));
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
@@ -87,6 +92,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/files/:fileId/versions/:version/text',
     ...bind(OPERATIONS.readFileVersionText, handlers.readFileVersionText),
   );
+  router.get('/api/v2/logs', ...bind(OPERATIONS.listLogs, handlers.listLogs));
+  router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
+  router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
@@ -135,6 +143,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/workflows/:workflowId/duplicate',
     ...bind(OPERATIONS.duplicateWorkflow, handlers.duplicateWorkflow),
   );
+  router.post(
+    '/api/v2/workflows/:workflowId/execute',
+    ...bind(OPERATIONS.executeWorkflow, handlers.executeWorkflow),
+  );
   router.get(
     '/api/v2/workflows/:workflowId/export',
     ...bind(OPERATIONS.exportWorkflow, handlers.exportWorkflow),
@@ -150,6 +162,22 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.post(
     '/api/v2/workflows/:workflowId/rollback',
     ...bind(OPERATIONS.rollbackWorkflow, handlers.rollbackWorkflow),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/runs',
+    ...bind(OPERATIONS.listWorkflowRuns, handlers.listWorkflowRuns),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/runs/:runId',
+    ...bind(OPERATIONS.getWorkflowRun, handlers.getWorkflowRun),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/runs/:runId/cancel',
+    ...bind(OPERATIONS.cancelWorkflowRun, handlers.cancelWorkflowRun),
+  );
+  router.post(
+    '/api/v2/workflows/:workflowId/runs/:runId/resume',
+    ...bind(OPERATIONS.resumeWorkflow, handlers.resumeWorkflow),
   );
   router.head(
     '/api/v2/workflows/:workflowId/state',
@@ -192,5 +220,13 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get(
     '/api/v2/workspaces/:workspaceId/members',
     ...bind(OPERATIONS.listWorkspaceMembers, handlers.listWorkspaceMembers),
+  );
+  router.post(
+    '/api/workflows/:workflowId/execute',
+    ...bind(OPERATIONS.legacyExecuteWorkflow, handlers.legacyExecuteWorkflow),
+  );
+  router.get(
+    '/api/workflows/:workflowId/status',
+    ...bind(OPERATIONS.legacyGetWorkflowStatus, handlers.legacyGetWorkflowStatus),
   );
 }

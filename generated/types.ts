@@ -1084,6 +1084,246 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workflows/{workflowId}/execute': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Execute a workflow
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, otherwise NDJSON (`application/x-ndjson`), ending with a `final` event carrying the result. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
+     */
+    post: operations['executeWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflow runs
+     * @description The workflow's runs, newest first by default (sorted by start time only, hence `order`).
+     */
+    get: operations['listWorkflowRuns'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/runs/{runId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workflow run
+     * @description The run's status, timings, cost, pause point and error. `includeOutput=true` adds the final output of a completed run; `selectedOutputs` (comma-separated `blockId` or `blockId.path`, ids only) adds block outputs. Poll until the status is completed, failed or cancelled.
+     */
+    get: operations['getWorkflowRun'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/runs/{runId}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel a workflow run
+     * @description Cancels a queued, running or paused run. A queued or paused run is cancelled at once; a running one is stopped and recorded as cancelled. A run that already finished is left as it is (`success: false` with the reason).
+     */
+    post: operations['cancelWorkflowRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/runs/{runId}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Resume a paused workflow run
+     * @description Continues a paused run at the pause point `contextId` (from the run's `paused.contextId`) with the reviewer's `input`, checked against the paused block's fields. A run started synchronously continues within this request and answers with its result; one started asynchronously is queued again (202). A run that is not paused answers 409.
+     */
+    post: operations['resumeWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/logs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List execution logs
+     * @description One entry per workflow run in the workspace, newest first by default. Filters: workflows, folders, triggers, level, status, time range, duration and cost bounds, workflow name, run id and a free-text `search` over workflow name, run id and error message. `details=full` (implied by `includeTraceSpans` or `includeFinalOutput`) adds the workflow summary. `limit` outside 1–1000 is clamped.
+     */
+    get: operations['listLogs'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/logs/stats': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get execution statistics
+     * @description Run counts, successes and average durations over a window (default: the last 24 hours up to now), split into `segmentCount` equal buckets (never narrower than a minute), overall and per workflow.
+     */
+    get: operations['getLogStats'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/logs/{runId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an execution log
+     * @description One run's full log: status, timings, input, final output, cost and the whole trace (iterations and branches as children).
+     */
+    get: operations['getLog'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/workflows/{workflowId}/execute': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Execute a workflow (legacy)
+     * @description The pre-v2 execution endpoint, kept for old clients such as simstudio-ts-sdk; it runs the active deployment like Execute Workflow. The body is the run's input itself (an object of input fields; a body whose only field is `input` passes that value), except the reserved `stream` and `selectedOutputs`. The body is therefore open, unlike v2 bodies. With `X-Execution-Mode: async` the run is queued and the answer (202) carries `taskId` for Get Job Status; otherwise the answer is the finished result with `success`.
+     */
+    post: operations['legacyExecuteWorkflow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/workflows/{workflowId}/status': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workflow's deployment status (legacy)
+     * @description Whether the workflow is deployed and whether its draft differs from the live version.
+     */
+    get: operations['legacyGetWorkflowStatus'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/jobs/{jobId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an asynchronous job's status (legacy)
+     * @description The status of a run queued through the legacy endpoint (any run id works), in the legacy job shape.
+     */
+    get: operations['legacyGetJobStatus'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/users/me/usage-limits': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the caller's usage limits (legacy)
+     * @description The caller's synchronous and asynchronous execution buckets (read without drawing from them) and the current month's recorded cost against the plan's usage limit.
+     */
+    get: operations['legacyGetUsageLimits'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2241,6 +2481,316 @@ export interface components {
           /** @description Which occurrence of the anchor, 1-based; the first by default. */
           occurrence?: number;
         };
+    /**
+     * @description Why a run (or its failing block) stopped.
+     * @enum {string}
+     */
+    RunErrorCode:
+      | 'TIMEOUT'
+      | 'CANCELLED'
+      | 'USAGE_LIMIT_EXCEEDED'
+      | 'INVALID_INPUT'
+      | 'BLOCK_EXECUTION_FAILED'
+      | 'CHILD_WORKFLOW_FAILED'
+      | 'EXECUTION_FAILED';
+    RunError: {
+      code: components['schemas']['RunErrorCode'];
+      message: string;
+      blockId?: string;
+      blockName?: string;
+      blockType?: string;
+      /** @description Optional structured facts about the failure. */
+      details?: unknown;
+    };
+    /**
+     * @description queued (accepted, waiting for a worker) → running → completed, failed, cancelled or paused (waiting for a human; resuming runs it again). completed, failed and cancelled never change.
+     * @enum {string}
+     */
+    RunStatus: 'queued' | 'pending' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
+    /** @description The outcome of a run that finished (or paused) within the request. */
+    RunResult: {
+      runId: string;
+      workflowId: string;
+      /** @enum {string} */
+      status: 'completed' | 'failed' | 'paused' | 'cancelled';
+      /** @description The response block's data, or the last completed block's output. */
+      output: unknown;
+      /** @description Outputs picked by `selectedOutputs`, keyed by the selector as sent; null when none were asked for. */
+      blockOutputs: {
+        [key: string]: unknown;
+      } | null;
+      error: components['schemas']['RunError'] | null;
+      startedAt?: components['schemas']['Timestamp'];
+      endedAt?: components['schemas']['Timestamp'];
+      durationMs?: number;
+    };
+    /** @description An accepted asynchronous run; poll `statusUrl` until the status is terminal. */
+    RunReceipt: {
+      runId: string;
+      /** Format: uri */
+      statusUrl: string;
+      queuePosition?: number;
+    };
+    RunCost: {
+      total: number;
+    } | null;
+    RunPause: {
+      /** @description Send it back as `contextId` to resume this pause point (the paused block's id). */
+      contextId: string | null;
+      pausedAt: components['schemas']['Timestamp'];
+      resumeAt: string | null;
+      pauseKind: ('time' | 'human') | null;
+      blockedOnBlockId: string | null;
+      automaticResumeWaitingReason: string | null;
+      pausePointCount: number;
+      resumedCount: number;
+    } | null;
+    WorkflowRun: {
+      runId: string;
+      workflowId: string;
+      status: components['schemas']['RunStatus'];
+      trigger: string | null;
+      startedAt: components['schemas']['Timestamp'] | null;
+      endedAt: components['schemas']['Timestamp'] | null;
+      durationMs: number | null;
+      paused: components['schemas']['RunPause'];
+      cost: components['schemas']['RunCost'];
+      error: components['schemas']['RunError'] | null;
+      /** @description The final output, when `includeOutput=true` and the run completed; otherwise null. */
+      output: unknown;
+      blockOutputs: {
+        [key: string]: unknown;
+      } | null;
+      /** @description Files the run produced (this server's runs produce none yet). */
+      files: unknown[] | null;
+    };
+    WorkflowRunSummary: {
+      runId: string;
+      workflowId: string;
+      status: components['schemas']['RunStatus'];
+      trigger: string;
+      /** @description When the run started; for a run still queued, when it was accepted. */
+      startedAt: components['schemas']['Timestamp'];
+      endedAt: components['schemas']['Timestamp'] | null;
+      durationMs: number | null;
+      cost: components['schemas']['RunCost'];
+    };
+    RunCancelResult: {
+      /** @description True when this request moved the run to cancelled (or asked its running process to stop). */
+      success: boolean;
+      runId: string;
+      /** @description Always false; this server keeps cancellation in its database, not in Redis. */
+      redisAvailable: boolean;
+      durablyRecorded: boolean;
+      locallyAborted: boolean;
+      pausedCancelled: boolean;
+      /** @enum {string} */
+      reason?: 'recorded' | 'already_cancelled' | 'already_completed' | 'already_failed' | 'queue_cancelled';
+    };
+    /** @description One block execution, or a loop iteration / parallel branch grouping the spans inside it. */
+    TraceSpan: {
+      id: string;
+      name: string;
+      type: string;
+      blockId?: string;
+      status?: string;
+      duration?: number;
+      durationMs?: number;
+      startTime?: string;
+      endTime?: string;
+      relativeStartMs?: number;
+      errorHandled?: boolean;
+      errorType?: string;
+      errorMessage?: string;
+      input?: unknown;
+      output?: unknown;
+      tokens?: {
+        total?: number;
+        input?: number;
+        output?: number;
+      };
+      cost?: {
+        total?: number;
+        input?: number;
+        output?: number;
+        toolCost?: number;
+      };
+      children?: components['schemas']['TraceSpan'][];
+    };
+    /**
+     * @description The run's status as logs report it (a queued run is `pending`).
+     * @enum {string}
+     */
+    LogStatus: 'pending' | 'running' | 'paused' | 'redacting' | 'completed' | 'failed' | 'cancelled';
+    LogCost: {
+      total: number;
+    } | null;
+    LogEntry: {
+      /** @enum {string} */
+      kind: 'workflow' | 'job';
+      runId: string;
+      workflowId: string | null;
+      deploymentVersionId: string | null;
+      status: components['schemas']['LogStatus'];
+      /** @enum {string} */
+      level: 'info' | 'error';
+      trigger: string;
+      startedAt: components['schemas']['Timestamp'];
+      endedAt: components['schemas']['Timestamp'] | null;
+      totalDurationMs: number | null;
+      cost: components['schemas']['LogCost'];
+      files: unknown[] | null;
+      hasHandledErrors: boolean;
+      workflow?: {
+        id: string | null;
+        name: string;
+        description: string | null;
+        deleted: boolean;
+      };
+      finalOutput?: unknown;
+      traceSpans?: components['schemas']['TraceSpan'][];
+    };
+    LogDetail: {
+      runId: string;
+      workflowId: string | null;
+      deploymentVersionId: string | null;
+      status: components['schemas']['LogStatus'];
+      /** @enum {string} */
+      level: 'info' | 'error';
+      trigger: string;
+      startedAt: components['schemas']['Timestamp'];
+      endedAt: components['schemas']['Timestamp'] | null;
+      totalDurationMs: number | null;
+      files: unknown[] | null;
+      executedByEmail: string | null;
+      workflow: {
+        id: string | null;
+        name: string;
+        description: string | null;
+        folderPath: string | null;
+        ownerEmail: string | null;
+        workspaceId: string | null;
+        createdAt: string | null;
+        updatedAt: string | null;
+        deleted: boolean;
+      };
+      /** @description Not recorded per run by this server (null); read the deployment version instead. */
+      workflowState: {
+        [key: string]: unknown;
+      } | null;
+      traceSpans: components['schemas']['TraceSpan'][];
+      finalOutput: unknown;
+      cost: {
+        total: number;
+        items:
+          | {
+              /** @enum {string} */
+              category: 'fixed' | 'model' | 'tool';
+              description: string;
+              cost: number;
+              inputTokens?: number;
+              outputTokens?: number;
+            }[]
+          | null;
+      } | null;
+      workflowInput: unknown;
+      createdAt: components['schemas']['Timestamp'];
+    };
+    LogSegment: {
+      timestamp: components['schemas']['Timestamp'];
+      totalExecutions: number;
+      successfulExecutions: number;
+      avgDurationMs: number;
+    };
+    LogStats: {
+      workflows: {
+        workflowId: string;
+        workflowName: string;
+        segments: components['schemas']['LogSegment'][];
+        totalExecutions: number;
+        totalSuccessful: number;
+        overallSuccessRate: number;
+      }[];
+      workflowsTruncated: boolean;
+      aggregateSegments: components['schemas']['LogSegment'][];
+      totalRuns: number;
+      totalErrors: number;
+      handledErrorRuns?: number;
+      avgLatency: number;
+      timeBounds: {
+        start: components['schemas']['Timestamp'];
+        end: components['schemas']['Timestamp'];
+      };
+      segmentMs: number;
+    };
+    LegacyExecutionResult: {
+      success: boolean;
+      output: unknown;
+      error?: string;
+      logs?: unknown[];
+      metadata: {
+        duration: number;
+        executionId: string;
+        workflowId?: string;
+        status?: string;
+        startTime?: string;
+        endTime?: string;
+      };
+      traceSpans?: unknown[];
+      totalDuration?: number;
+    };
+    LegacyAsyncReceipt: {
+      success: boolean;
+      taskId: string;
+      /** @enum {string} */
+      status: 'queued';
+      createdAt: components['schemas']['Timestamp'];
+      links: {
+        /** Format: uri */
+        status: string;
+      };
+    };
+    LegacyJobStatus: {
+      success: boolean;
+      taskId: string;
+      /** @enum {string} */
+      status: 'queued' | 'processing' | 'paused' | 'completed' | 'failed' | 'cancelled';
+      metadata: {
+        workflowId?: string;
+        createdAt?: string;
+        startedAt: string | null;
+        completedAt?: string;
+        duration?: number;
+      };
+      output?: unknown;
+      error?: string;
+      estimatedDuration?: number;
+    };
+    LegacyWorkflowStatus: {
+      isDeployed: boolean;
+      deployedAt: components['schemas']['Timestamp'] | null;
+      isPublished?: boolean;
+      needsRedeployment: boolean;
+    };
+    LegacyBucketStatus: {
+      isLimited: boolean;
+      limit: number;
+      remaining: number;
+      resetAt: components['schemas']['Timestamp'];
+    };
+    LegacyUsageLimits: {
+      success: boolean;
+      rateLimit: {
+        sync: components['schemas']['LegacyBucketStatus'];
+        async: components['schemas']['LegacyBucketStatus'];
+        authType: string;
+      };
+      usage: {
+        currentPeriodCost: number;
+        limit: number;
+        plan: string;
+      };
+    };
   };
   responses: {
     /** @description A path, query, header or body field is missing, malformed or undeclared. */
@@ -2357,6 +2907,8 @@ export interface components {
     WorkflowIdPath: string;
     /** @description Deployment version number. */
     WorkflowVersionPath: number;
+    /** @description Workflow run identifier. */
+    RunIdPath: string;
   };
   requestBodies: never;
   headers: {
@@ -5563,6 +6115,635 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  executeWorkflow: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The id for this run (API-key and OAuth callers). Reusing an id answers 409. */
+        'x-run-id'?: string;
+        /** @description Comma-separated workflow ids of the workflow-to-workflow call chain that led here. */
+        'x-sim-via'?: string;
+      };
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @description The run's input, keyed by the start block's input field names. */
+          input?: Record<string, never>;
+          /** @description What to run. Omit it (or send `source: deployment`) for the active deployment. */
+          run?:
+            | {
+                /** @enum {string} */
+                source: 'deployment';
+              }
+            | {
+                /** @enum {string} */
+                source: 'manual';
+                entry?: {
+                  /** @enum {string} */
+                  type: 'trigger';
+                  blockId?: string;
+                  useMockPayload?: boolean;
+                };
+              };
+          /**
+           * @description Queue the run and answer 202 with its id and status URL.
+           * @default false
+           */
+          async?: boolean;
+          /** @description Most seconds an asynchronous run may take, capped by the plan. Requires `async`. */
+          executionTimeoutSeconds?: number;
+          /**
+           * @description Stream the run's events. Cannot be combined with `async`.
+           * @default false
+           */
+          stream?: boolean;
+          /** @description `blockName.path` or `blockId.path` selectors; their values are returned in `blockOutputs` keyed by the selector as sent. Unknown blocks answer 400. Not with `async`. */
+          selectedOutputs?: string[];
+          /**
+           * @description Accepted for compatibility with streamed agent events; needs `stream`.
+           * @default false
+           */
+          includeThinking?: boolean;
+          /**
+           * @description Accepted for compatibility with streamed agent events; needs `stream`.
+           * @default false
+           */
+          includeToolCalls?: boolean;
+          /** @description Inline produced files as base64 (runs here produce none). Not with `async`. */
+          includeFileBase64?: boolean;
+          /** @description Ceiling for inlined file content. Not with `async`. */
+          base64MaxBytes?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The finished (or paused) run, or its event stream when `stream` was set. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['RunResult'];
+          };
+          'text/event-stream': string;
+          'application/x-ndjson': string;
+        };
+      };
+      /** @description The run was queued. */
+      202: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['RunReceipt'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowRuns: {
+    parameters: {
+      query?: {
+        /** @description Only runs in this status (`pending` matches queued runs). */
+        status?: 'queued' | 'pending' | 'running' | 'completed' | 'failed' | 'cancelled' | 'paused';
+        /** @description Only runs started by this trigger (api, manual, …). */
+        trigger?: string;
+        /** @description Runs started at or after this UTC instant (ISO 8601 ending in `Z`). */
+        startDate?: components['schemas']['UtcTimestamp'];
+        /** @description Runs started at or before this UTC instant (ISO 8601 ending in `Z`). */
+        endDate?: components['schemas']['UtcTimestamp'];
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Sort direction by start time. */
+        order?: 'asc' | 'desc';
+      };
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of runs. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowRunSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowRun: {
+    parameters: {
+      query?: {
+        /** @description Include the final output. */
+        includeOutput?: boolean;
+        /** @description Comma-separated `blockId` or `blockId.path` selectors. */
+        selectedOutputs?: string;
+        /** @description Inline produced files as base64; requires `includeOutput` (runs here produce no files). */
+        includeFileBase64?: boolean;
+        /** @description Per-file inline ceiling. */
+        base64MaxBytes?: number;
+      };
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The run. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowRun'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelWorkflowRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What the cancellation did. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['RunCancelResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  resumeWorkflow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          contextId: string;
+          /** @description The reviewer's input for the paused block (an object of its fields). */
+          input?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description The run's result after resuming. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['RunResult'];
+          };
+        };
+      };
+      /** @description The resumed run was queued. */
+      202: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['RunReceipt'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listLogs: {
+    parameters: {
+      query: {
+        /** @description Workspace whose logs to list. */
+        workspaceId: string;
+        /** @description Comma-separated workflow ids (at most 200). */
+        workflowIds?: string;
+        /** @description Comma-separated workflow folder paths, descendants included (at most 100). */
+        folderPaths?: string;
+        /** @description Comma-separated trigger types (api, manual, chat, mcp, …); `all` disables the filter. */
+        triggers?: string;
+        /** @description Severity level. */
+        level?: 'info' | 'error';
+        /** @description Comma-separated statuses (pending, running, paused, redacting, completed, failed, cancelled). */
+        status?: string;
+        /** @description Runs started at or after this UTC instant. */
+        startDate?: components['schemas']['UtcTimestamp'];
+        /** @description Runs started at or before this UTC instant. */
+        endDate?: components['schemas']['UtcTimestamp'];
+        /** @description Least total duration in milliseconds. */
+        minDurationMs?: number;
+        /** @description Most total duration in milliseconds. */
+        maxDurationMs?: number;
+        /** @description Least cost in USD. */
+        minCost?: number;
+        /** @description Most cost in USD. */
+        maxCost?: number;
+        /** @description Only runs whose agent blocks used this model. */
+        model?: string;
+        /** @description `full` adds the workflow summary to each entry. */
+        details?: 'basic' | 'full';
+        /** @description Include each run's trace spans (implies full). */
+        includeTraceSpans?: boolean;
+        /** @description Include each run's final output (implies full). */
+        includeFinalOutput?: boolean;
+        /** @description Entries per page; values outside 1–1000 are clamped. */
+        limit?: number;
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description With `level=error`, also select runs that recovered from a block error through an error path. */
+        includeHandledErrors?: boolean;
+        /** @description Case-insensitive substring of the workflow name. */
+        workflowName?: string;
+        /** @description Case-insensitive substring of the workflow name, the run id or the error message. */
+        search?: string;
+        /** @description Accepted for compatibility; this server has no job runs. */
+        includeJobRuns?: boolean;
+        /** @description Exactly this run. */
+        runId?: string;
+        /** @description Sort field; runs without a duration or cost yet sort first ascending, last descending. */
+        sortBy?: 'startedAt' | 'durationMs' | 'cost' | 'status';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of log entries. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['LogEntry'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getLogStats: {
+    parameters: {
+      query: {
+        /** @description Workspace to summarize. */
+        workspaceId: string;
+        /** @description Comma-separated workflow ids (at most 200). */
+        workflowIds?: string;
+        /** @description Comma-separated workflow folder paths, descendants included. */
+        folderPaths?: string;
+        /** @description Comma-separated trigger types; `all` disables the filter. */
+        triggers?: string;
+        /** @description Severity level. */
+        level?: 'info' | 'error';
+        /** @description Count runs with a handled block error as `handledErrorRuns`; with `level=error` select them too. */
+        includeHandledErrors?: boolean;
+        /** @description Window start (UTC instant); defaults to 24 hours before the end. */
+        startDate?: components['schemas']['UtcTimestamp'];
+        /** @description Window end (UTC instant); defaults to now. */
+        endDate?: components['schemas']['UtcTimestamp'];
+        /** @description Number of buckets, 1–500. */
+        segmentCount?: number;
+        /** @description Include buckets without runs, so each series has exactly `segmentCount` buckets. */
+        includeEmpty?:
+          'true' | '1' | 'yes' | 'on' | 'y' | 'enabled' | 'false' | '0' | 'no' | 'off' | 'n' | 'disabled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The statistics. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['LogStats'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getLog: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The log. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['LogDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  legacyExecuteWorkflow: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description `async` queues the run. */
+        'x-execution-mode'?: 'async' | 'sync';
+      };
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': unknown;
+      };
+    };
+    responses: {
+      /** @description The finished run. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LegacyExecutionResult'];
+        };
+      };
+      /** @description The run was queued. */
+      202: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LegacyAsyncReceipt'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  legacyGetWorkflowStatus: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deployment status. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LegacyWorkflowStatus'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  legacyGetJobStatus: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The `taskId` the legacy execute answer carried (a run id). */
+        jobId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The job. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LegacyJobStatus'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  legacyGetUsageLimits: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Limits and usage. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['LegacyUsageLimits'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

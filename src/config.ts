@@ -1,7 +1,7 @@
 // Configuration comes from environment variables only; see the table in README.md.
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { DEFAULT_RATE_LIMITS, type RateBucket, type RateLimits } from './billing/plans.ts';
+import { DEFAULT_EXECUTION_POLICIES, DEFAULT_RATE_LIMITS, type ExecutionPolicy, type RateBucket, type RateLimits } from './billing/plans.ts';
 import { PLANS, type Plan } from './store/billing-accounts.ts';
 
 export interface Config {
@@ -35,6 +35,19 @@ export interface Config {
     outputCostPerMTok: number;
   } | null;
   files: FileLimits;
+  runs: RunSettings;
+}
+
+/** Workflow runs over HTTP and the async queue. */
+export interface RunSettings {
+  /** Asynchronous runs executed at the same time by this process. */
+  workers: number;
+  /** Longest a synchronous (or streamed) run may take before it fails with TIMEOUT (ms). */
+  syncTimeoutMs: number;
+  /** How often idle workers look for runs queued by another process (ms). */
+  pollIntervalMs: number;
+  /** Per-plan async time cap and monthly usage limit; ASYNC_RUN_MAX_SECONDS_<PLAN> and USAGE_LIMIT_USD_<PLAN> override. */
+  policies: Record<Plan, ExecutionPolicy>;
 }
 
 /** File storage knobs; plan quotas live in src/billing/plans.ts. */
@@ -169,6 +182,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       unzipMaxEntries: integer(env, 'UNZIP_MAX_ENTRIES', 1000, 1, 100_000),
       unzipMaxBytes: byteSize(env, 'UNZIP_MAX_SIZE', 1024 * 1024 * 1024),
       textMaxBytes: byteSize(env, 'TEXT_EXTRACT_MAX_SIZE', 20 * 1024 * 1024),
+    },
+    runs: {
+      workers: integer(env, 'RUN_WORKERS', 8, 1, 1024),
+      syncTimeoutMs: integer(env, 'SYNC_RUN_TIMEOUT_MS', 300_000, 10, 3_600_000),
+      pollIntervalMs: integer(env, 'RUN_QUEUE_POLL_MS', 1000, 10, 600_000),
+      policies: Object.fromEntries(
+        PLANS.map((plan) => [
+          plan,
+          {
+            maxAsyncSeconds: integer(env, `ASYNC_RUN_MAX_SECONDS_${plan.toUpperCase()}`, DEFAULT_EXECUTION_POLICIES[plan].maxAsyncSeconds, 1, 604_800),
+            usageLimitUsd: decimal(env, `USAGE_LIMIT_USD_${plan.toUpperCase()}`, DEFAULT_EXECUTION_POLICIES[plan].usageLimitUsd),
+          },
+        ]),
+      ) as Record<Plan, ExecutionPolicy>,
     },
   };
 }

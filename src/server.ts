@@ -14,6 +14,8 @@ import { MemoryRateLimitStore } from './http/rate-limit.ts';
 import path from 'node:path';
 import { LocalDiskBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
+import { createEngine } from './execution/index.ts';
+import { RunService } from './runs/service.ts';
 
 export interface RunningServer {
   url: string;
@@ -29,11 +31,15 @@ export async function createServices(config: Config, logger: Logger = createLogg
     await opened.transaction((tx) => tx.settings.getOrInit('signing_key', randomBytes(32).toString('base64'))),
     'base64',
   );
+  const engine = createEngine(config);
   return {
     config,
     store: opened,
     logger,
     signingKey,
+    engine: engine.engine,
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start }),
+    closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
@@ -59,6 +65,8 @@ export async function startServer(services: Services, options: BinderOptions = {
   const port = (server.address() as AddressInfo).port;
   // Links the API hands out (signed upload URLs, share links) must name the port actually bound.
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
+  // Runs a previous process left running are failed before the queue's workers pick up what is queued.
+  await services.runs.start();
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -73,6 +81,8 @@ export async function startServer(services: Services, options: BinderOptions = {
       closing ??= (async () => {
         shuttingDown = true;
         stopPurge();
+        // The queue stops taking work at once; runs in flight get the same grace as in-flight requests.
+        const runsClosed = services.runs.close(config.shutdownTimeoutMs);
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
           force.unref();
@@ -82,6 +92,8 @@ export async function startServer(services: Services, options: BinderOptions = {
           });
           server.closeIdleConnections();
         });
+        await runsClosed;
+        await services.closeEngine();
         await services.store.close();
       })();
       return closing;

@@ -5,6 +5,8 @@ import type { Store } from './store/index.ts';
 import type { CredentialResolver } from './identity/credentials.ts';
 import type { RateLimitStore } from './http/rate-limit.ts';
 import type { BlobStore } from './files/blob-store.ts';
+import type { Engine } from './execution/index.ts';
+import type { RunService } from './runs/service.ts';
 
 export interface Services {
   config: Config;
@@ -16,4 +18,10 @@ export interface Services {
   rateLimits: RateLimitStore;
   /** Where file content lives (local disk under DATA_DIR by default). */
   blobs: BlobStore;
+  /** The workflow executor (its sandbox pool starts lazily, on the first function call). */
+  engine: Engine;
+  /** Workflow runs: inline execution, the durable async queue and its workers. */
+  runs: RunService;
+  /** Stops the engine's sandbox processes (on shutdown). */
+  closeEngine(): Promise<void>;
 }

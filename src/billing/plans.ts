@@ -40,3 +40,19 @@ export function planLimits(plan: Plan, overrides: Pick<FileLimits, 'storageQuota
     maxFileBytes: overrides.maxFileBytes ?? base.maxFileBytes,
   };
 }
+
+/** What each plan allows a workflow run. */
+export interface ExecutionPolicy {
+  /** Longest an asynchronous run may take (seconds); `executionTimeoutSeconds` is capped to it and it is the default. */
+  maxAsyncSeconds: number;
+  /** Recorded cost (USD) per calendar month after which new runs fail with USAGE_LIMIT_EXCEEDED. */
+  usageLimitUsd: number;
+}
+
+export const DEFAULT_EXECUTION_POLICIES: Record<Plan, ExecutionPolicy> = {
+  free: { maxAsyncSeconds: 30 * 60, usageLimitUsd: 10 },
+  pro: { maxAsyncSeconds: 3 * 3600, usageLimitUsd: 100 },
+  team: { maxAsyncSeconds: 12 * 3600, usageLimitUsd: 500 },
+  max: { maxAsyncSeconds: 24 * 3600, usageLimitUsd: 1000 },
+  enterprise: { maxAsyncSeconds: 7 * 24 * 3600, usageLimitUsd: 100_000 },
+};

@@ -19,6 +19,11 @@ export interface RequestContext {
    */
   readonly workspace: WorkspaceAccess | null;
   /**
+   * A request header the spec cannot declare as a parameter (OpenAPI ignores `Accept`), e.g. for content
+   * negotiation of a streamed answer. Declared header parameters arrive validated in the handler's `headers`.
+   */
+  header(name: string): string | undefined;
+  /**
    * For operations that find their workspace through a resource: checks the caller may act there with at
    * least `minRole` (default: the operation's `x-min-role`). An unreachable workspace is a 404 that reads
    * "<resource> not found." (default "Workspace"), so a resource in someone else's workspace is

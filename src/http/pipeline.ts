@@ -141,6 +141,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           services,
           log: req.log,
           workspace,
+          header: (name) => req.get(name),
           authorizeWorkspace: (workspaceId, options: { minRole?: WorkspaceRole; resource?: string } = {}) =>
             authorizeWorkspace(services, principal, { ...operation, minRole: options.minRole ?? operation.minRole ?? 'read' }, workspaceId, options.resource),
           mutate: (fn) =>

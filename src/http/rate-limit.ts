@@ -21,6 +21,8 @@ export interface TakeResult {
 export interface RateLimitStore {
   /** Takes one token from the bucket `key` holding `capacity` tokens refilled evenly over a minute. */
   take(key: string, capacity: number, nowMs: number): TakeResult | Promise<TakeResult>;
+  /** The bucket's state without taking a token (for usage reports); optional for shared stores. */
+  peek?(key: string, capacity: number, nowMs: number): Omit<TakeResult, 'allowed' | 'retryAtMs'> | Promise<Omit<TakeResult, 'allowed' | 'retryAtMs'>>;
 }
 
 interface Bucket {
@@ -55,6 +57,13 @@ export class MemoryRateLimitStore implements RateLimitStore {
     };
   }
 
+  peek(key: string, capacity: number, nowMs: number): Omit<TakeResult, 'allowed' | 'retryAtMs'> {
+    const perMs = capacity / 60_000;
+    const b = this.buckets.get(key);
+    const tokens = !b || b.capacity !== capacity ? capacity : Math.min(capacity, b.tokens + (nowMs - b.updatedMs) * perMs);
+    return { limit: capacity, remaining: Math.floor(tokens), resetAtMs: nowMs + Math.ceil((capacity - tokens) / perMs) };
+  }
+
   /** Drops buckets that have refilled completely; they are indistinguishable from new ones. */
   private sweep(nowMs: number): void {
     for (const [key, b] of this.buckets) {
@@ -63,16 +72,17 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 }
 
-export function bucketFor(operation: OperationSpec, body: unknown): RateBucket {
+/** An execution is asynchronous when its body says `async: true` or (legacy endpoint) `X-Execution-Mode: async`. */
+export function bucketFor(operation: OperationSpec, body: unknown, executionMode?: string): RateBucket {
   if (operation.rateBucket !== 'execution') return 'api';
-  return (body as { async?: unknown } | undefined)?.async === true ? 'async' : 'sync';
+  return (body as { async?: unknown } | undefined)?.async === true || executionMode === 'async' ? 'async' : 'sync';
 }
 
 export function rateLimit(services: Services, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal): RequestHandler {
   return async (req, res, next) => {
     try {
       const principal = principalOf(res);
-      const bucket = bucketFor(operation, req.body);
+      const bucket = bucketFor(operation, req.body, req.get('x-execution-mode'));
       const capacity = services.config.rateLimits[principal.plan][bucket];
       const now = Date.now();
       const r = await services.rateLimits.take(`${principal.subject}:${bucket}`, capacity, now);

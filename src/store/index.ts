@@ -17,6 +17,9 @@ import { FileRepository } from './files.ts';
 import { FileFolderRepository } from './file-folders.ts';
 import { FileShareRepository } from './file-shares.ts';
 import { FileUploadRepository } from './file-uploads.ts';
+import { WorkflowRunRepository } from './workflow-runs.ts';
+import { ExecutionLogRepository } from './execution-logs.ts';
+import { UsageRepository } from './usage.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -34,6 +37,9 @@ export interface Repositories {
   fileFolders: FileFolderRepository;
   fileShares: FileShareRepository;
   fileUploads: FileUploadRepository;
+  workflowRuns: WorkflowRunRepository;
+  executionLogs: ExecutionLogRepository;
+  usage: UsageRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -53,6 +59,9 @@ function repositories(db: SqlExecutor): Repositories {
     fileFolders: new FileFolderRepository(db),
     fileShares: new FileShareRepository(db),
     fileUploads: new FileUploadRepository(db),
+    workflowRuns: new WorkflowRunRepository(db),
+    executionLogs: new ExecutionLogRepository(db),
+    usage: new UsageRepository(db),
   };
 }
 

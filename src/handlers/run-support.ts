@@ -1,0 +1,183 @@
+// What the v2 and legacy execution handlers share: finding a runnable workflow, accepting a run (the run row,
+// its log and one audit event in one transaction) and streaming a run's events.
+import { randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import type { RequestContext } from '../http/context.ts';
+import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { StreamBody } from '../http/stream-body.ts';
+import type { WorkflowRecord } from '../store/workflows.ts';
+import type { Workspace } from '../store/workspaces.ts';
+import type { RunMode, RunRecord } from '../store/workflow-runs.ts';
+import type { RunEvent, RunResult } from '../execution/index.ts';
+import { logStatusOf } from '../runs/service.ts';
+import { pickOutputs, runResultView, type Selector } from '../runs/views.ts';
+
+const now = () => new Date().toISOString();
+
+/** The workflow, checked: reachable by the caller at the operation's role, and not archived. */
+export async function loadRunnableWorkflow(ctx: RequestContext, workflowId: string): Promise<{ workflow: WorkflowRecord; workspace: Workspace }> {
+  const w = await ctx.services.store.workflows.get(workflowId);
+  if (!w) throw notFound('Workflow');
+  const access = await ctx.authorizeWorkspace(w.workspaceId, { resource: 'Workflow' });
+  if (w.archived) throw notFound('Workflow');
+  return { workflow: w, workspace: access.workspace };
+}
+
+export const notDeployed = () =>
+  badRequest('The workflow is not deployed. Deploy it first (POST /api/v2/workflows/{workflowId}/deploy), or run the draft with run.source "manual".', [
+    { code: 'not_deployed', keys: [], path: ['params', 'workflowId'], message: 'Workflow is not deployed' },
+  ]);
+
+export interface RunRequest {
+  mode: RunMode;
+  source: 'deployment' | 'manual';
+  trigger: string;
+  input: unknown;
+  runId: string | null;
+  triggerBlockId: string | null;
+  /** Wall-clock limit stored with the run (async runs). */
+  timeoutMs: number | null;
+}
+
+export const statusUrl = (ctx: RequestContext, workflowId: string, runId: string) =>
+  `${ctx.services.config.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
+
+const runIdConflict = (id: string) => conflict(`The run id ${id} is already taken; choose another one.`, { code: 'RUN_ID_CONFLICT', runId: id });
+
+/**
+ * Accepts a run: the run (queued for async, running otherwise), its execution log, the workflow's run count and
+ * one `workflow_run.started` audit event commit together. A run id already taken is a 409.
+ */
+export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspace: Workspace, req: RunRequest): Promise<RunRecord> {
+  let versionId: string | null = null;
+  if (req.source === 'deployment') {
+    if (!w.isDeployed || !w.activeVersionId) throw notDeployed();
+    versionId = w.activeVersionId;
+  }
+  const id = req.runId ?? randomUUID();
+  const at = now();
+  const queued = req.mode === 'async';
+  const run: RunRecord = {
+    id,
+    workflowId: w.id,
+    workspaceId: w.workspaceId,
+    billingAccountId: workspace.billingAccountId,
+    deploymentVersionId: versionId,
+    status: queued ? 'queued' : 'running',
+    mode: req.mode,
+    trigger: req.trigger,
+    source: req.source,
+    triggerBlockId: req.triggerBlockId,
+    input: JSON.stringify(req.input ?? {}),
+    timeoutMs: req.timeoutMs,
+    triggeredBy: ctx.principal.userId,
+    resumeInput: null,
+    checkpoint: null,
+    pause: null,
+    resumedCount: 0,
+    output: null,
+    blockOutputs: null,
+    error: null,
+    costTotal: null,
+    blockExecutions: 0,
+    queuedAt: at,
+    startedAt: queued ? null : at,
+    endedAt: null,
+    durationMs: null,
+    updatedAt: at,
+  };
+  try {
+    await ctx.mutate(async (tx, audit) => {
+      if (await tx.workflowRuns.exists(id)) throw runIdConflict(id);
+      await tx.workflowRuns.insert(run);
+      await tx.executionLogs.insert({
+        runId: id,
+        workspaceId: w.workspaceId,
+        workflowId: w.id,
+        deploymentVersionId: versionId,
+        trigger: req.trigger,
+        level: 'info',
+        status: logStatusOf(run.status),
+        startedAt: at,
+        endedAt: null,
+        durationMs: null,
+        costTotal: null,
+        cost: null,
+        hasHandledErrors: false,
+        errorMessage: null,
+        models: null,
+        executedBy: ctx.principal.userId,
+        workflowInput: run.input,
+        finalOutput: null,
+        traceSpans: null,
+        createdAt: at,
+      });
+      if (!queued) await tx.workflows.recordRun(w.id, at);
+      audit({
+        action: 'workflow_run.started',
+        resourceType: 'workflow_run',
+        resourceId: id,
+        resourceName: w.name,
+        workspaceId: w.workspaceId,
+        metadata: { workflowId: w.id, mode: req.mode, source: req.source, trigger: req.trigger, deploymentVersionId: versionId },
+      });
+    });
+  } catch (err) {
+    // Two requests racing for one id: the primary key decides.
+    if (!(err instanceof ApiError) && /UNIQUE|PRIMARY KEY/i.test(String((err as Error).message))) throw runIdConflict(id);
+    throw err;
+  }
+  return run;
+}
+
+/**
+ * Streams a run that is already accepted. `sse`: Server-Sent Events as `sim workflows run --follow` reads them
+ * (`data: {"event": …}` frames, then `final` and `"[DONE]"`); otherwise NDJSON, one `{"type": …}` object per
+ * line, ending with `{"type": "final", "data": <result>}`.
+ */
+export function streamRun(ctx: RequestContext, run: RunRecord, timeoutMs: number, sse: boolean, selectors: Selector[] | null): { status: 200; body: StreamBody; headers: Record<string, string> } {
+  const out = new PassThrough();
+  const send = (frame: unknown) => {
+    if (out.destroyed || out.writableEnded) return;
+    out.write(sse ? `data: ${JSON.stringify(frame)}\n\n` : `${JSON.stringify(frame)}\n`);
+  };
+  const heartbeat = setInterval(() => {
+    if (sse) {
+      if (!out.destroyed && !out.writableEnded) out.write(': keep-alive\n\n');
+    } else send({ type: 'heartbeat' });
+  }, 15_000);
+  heartbeat.unref();
+  const onEvent = (event: RunEvent) => {
+    if (event.type === 'run_finished') return;
+    if (!sse) return send(event);
+    const { type, ...rest } = event;
+    send({ event: type, ...rest });
+  };
+  void ctx.services.runs
+    .execute(run, { timeoutMs, onEvent })
+    .then((result: RunResult) => {
+      const view = runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null);
+      if (sse) {
+        send({ event: 'final', data: { success: result.status === 'completed', ...view, error: result.error?.message ?? null, errorCode: result.error?.code ?? null } });
+        send('[DONE]');
+      } else send({ type: 'final', data: { success: result.status === 'completed', ...view } });
+    })
+    .catch((err: unknown) => {
+      ctx.log.error({ err, runId: run.id }, 'streaming a run failed');
+      send(sse ? { event: 'error', error: 'The run failed on the server.' } : { type: 'error', error: 'The run failed on the server.', status: 500, code: 'INTERNAL_ERROR' });
+    })
+    .finally(() => {
+      clearInterval(heartbeat);
+      if (!out.destroyed) out.end();
+    });
+  return {
+    status: 200,
+    body: new StreamBody(out),
+    headers: {
+      'Content-Type': sse ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+      'Cache-Control': 'no-cache',
+      'X-Accel-Buffering': 'no',
+      'X-Run-Id': run.id,
+    },
+  };
+}

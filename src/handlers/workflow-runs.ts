@@ -1,0 +1,206 @@
+// Handlers for the Workflow Runs operations: execute (sync, async, streamed), list, get, cancel and resume.
+// Execution itself is src/runs/service.ts; these check what the spec cannot express and shape the answers.
+import type { Handler } from '../../generated/handlers.ts';
+import type { RequestContext } from '../http/context.ts';
+import { badRequest, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
+import { readCursor, toPage } from '../http/pagination.ts';
+import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
+import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
+import { SelectorError, idSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, type Selector } from '../runs/views.ts';
+import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
+
+const now = () => new Date().toISOString();
+
+/** A run of this workflow the caller can reach (at the operation's role); anything else is a 404. */
+async function loadRun(ctx: RequestContext, workflowId: string, runId: string): Promise<RunRecord> {
+  const run = await ctx.services.store.workflowRuns.get(runId);
+  if (!run || run.workflowId !== workflowId) throw notFound('Workflow run');
+  await ctx.authorizeWorkspace(run.workspaceId, { resource: 'Workflow run' });
+  return run;
+}
+
+const selectorError = (err: unknown, field: string[]) => (err instanceof SelectorError ? invalidField(field, err.message) : err);
+
+/** Sample input for a manual run's mock payload: a typed placeholder per declared start field. */
+function mockPayload(state: WorkflowState, triggerBlockId: string | null): Record<string, unknown> {
+  const trigger = Object.values(state.blocks ?? {}).find((b) => (triggerBlockId ? b.id === triggerBlockId : b.type === 'start_trigger' || b.type === 'api_trigger'));
+  const sample = { string: 'sample', number: 0, boolean: false, object: {}, array: [], any: null } as const;
+  const fields = trigger ? parseInputFormat(trigger.subBlocks?.inputFormat?.value) : [];
+  return Object.fromEntries(fields.map((f) => [f.name, sample[f.type] ?? null]));
+}
+
+export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, headers, body = {}, principal, ctx }) => {
+  const field = (name: string, message: string) => invalidField(['body', name], message);
+  if (body.executionTimeoutSeconds !== undefined && body.async !== true) throw field('executionTimeoutSeconds', 'executionTimeoutSeconds requires async: true.');
+  if (body.async && body.stream) throw field('stream', 'stream cannot be combined with async.');
+  if (body.async) {
+    for (const name of ['selectedOutputs', 'includeThinking', 'includeToolCalls', 'includeFileBase64', 'base64MaxBytes'] as const) {
+      if (body[name] !== undefined && body[name] !== false) throw field(name, `${name} cannot be combined with async: select outputs from the finished run instead.`);
+    }
+  }
+  if ((body.includeThinking || body.includeToolCalls) && !body.stream) throw field(body.includeThinking ? 'includeThinking' : 'includeToolCalls', 'This option needs stream: true.');
+  const manual = body.run?.source === 'manual';
+  if (manual && body.async) throw field('async', 'A manual run of the draft cannot be queued; run it synchronously or streamed.');
+  if (manual && principal.kind === 'workspace') throw forbidden('Running the draft manually needs a personal API key or an OAuth token.');
+  const via = headers['x-sim-via']?.split(',').filter((s) => s.trim() !== '') ?? [];
+  if (via.length >= ctx.services.config.execution.maxChildDepth) {
+    throw conflict('The workflow-to-workflow call chain is too deep.', { code: 'CALL_CHAIN_DEPTH_EXCEEDED', depth: via.length });
+  }
+
+  const { workflow: w, workspace } = await loadRunnableWorkflow(ctx, params.workflowId);
+  if (!manual && (!w.isDeployed || !w.activeVersionId)) throw notDeployed();
+  const definition = await ctx.services.runs.definitionFor({ workflowId: w.id, source: manual ? 'manual' : 'deployment', deploymentVersionId: w.activeVersionId });
+  if (!definition) throw notDeployed();
+  const entry = manual && body.run?.source === 'manual' ? body.run.entry : undefined;
+  const triggerBlockId = entry?.blockId ?? null;
+  if (triggerBlockId && !definition.state.blocks?.[triggerBlockId]) throw invalidField(['body', 'run', 'entry', 'blockId'], `Block ${triggerBlockId} is not in this workflow.`);
+  let selectors: Selector[] | null = null;
+  try {
+    if (body.selectedOutputs) selectors = resolveSelectors(body.selectedOutputs, definition.state);
+  } catch (err) {
+    throw selectorError(err, ['body', 'selectedOutputs']);
+  }
+  if (entry?.useMockPayload && body.input !== undefined) throw field('input', 'input cannot be combined with useMockPayload.');
+  const input = entry?.useMockPayload ? mockPayload(definition.state, triggerBlockId) : (body.input ?? {});
+
+  const { config } = ctx.services;
+  const policy = config.runs.policies[workspace.plan];
+  const mode = body.async ? 'async' : body.stream ? 'stream' : 'sync';
+  const timeoutMs = mode === 'async' ? Math.min(body.executionTimeoutSeconds ?? policy.maxAsyncSeconds, policy.maxAsyncSeconds) * 1000 : config.runs.syncTimeoutMs;
+  const run = await createRun(ctx, w, workspace, {
+    mode,
+    source: manual ? 'manual' : 'deployment',
+    trigger: manual ? 'manual' : 'api',
+    input,
+    runId: headers['x-run-id'] ?? null,
+    triggerBlockId,
+    timeoutMs: mode === 'async' ? timeoutMs : null,
+  });
+
+  if (mode === 'async') {
+    ctx.services.runs.notify();
+    const queuePosition = await ctx.services.store.workflowRuns.countQueuedBefore(run.queuedAt, run.id);
+    // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
+    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, w.id, run.id), queuePosition } } as never };
+  }
+  if (mode === 'stream') {
+    const accept = ctx.header('accept') ?? '';
+    return streamRun(ctx, run, timeoutMs, accept.includes('text/event-stream'), selectors) as never;
+  }
+  const result = await ctx.services.runs.execute(run, { timeoutMs });
+  return { status: 200, body: { data: runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null) } };
+};
+
+const RUN_STATUS_FILTER: Record<string, RunStatus> = {
+  queued: 'queued',
+  pending: 'queued',
+  running: 'running',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  paused: 'paused',
+};
+
+const utc = (v: string | undefined) => (v === undefined ? null : new Date(v).toISOString());
+
+export const listWorkflowRuns: Handler<'listWorkflowRuns'> = async ({ params, query, ctx }) => {
+  await loadRunnableWorkflowForRead(ctx, params.workflowId);
+  const limit = query.limit ?? 50;
+  const order = query.order ?? 'desc';
+  const binding = { status: query.status, trigger: query.trigger, startDate: query.startDate, endDate: query.endDate, order };
+  const after = readCursor(ctx, query.cursor, binding);
+  const rows = await ctx.services.store.workflowRuns.list({
+    workflowId: params.workflowId,
+    status: query.status ? RUN_STATUS_FILTER[query.status]! : null,
+    trigger: query.trigger ?? null,
+    startDate: utc(query.startDate),
+    endDate: utc(query.endDate),
+    order,
+    after,
+    limit: limit + 1,
+  });
+  return { status: 200, body: toPage(ctx, rows, limit, binding, (r) => [r.queuedAt, r.id], runSummaryView) };
+};
+
+/** Reads work on archived workflows too: their runs stay readable. */
+async function loadRunnableWorkflowForRead(ctx: RequestContext, workflowId: string) {
+  const w = await ctx.services.store.workflows.get(workflowId);
+  if (!w) throw notFound('Workflow');
+  await ctx.authorizeWorkspace(w.workspaceId, { resource: 'Workflow' });
+  return w;
+}
+
+export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query, ctx }) => {
+  const run = await loadRun(ctx, params.workflowId, params.runId);
+  if (query.includeFileBase64 && !query.includeOutput) throw invalidField(['query', 'includeFileBase64'], 'includeFileBase64 requires includeOutput=true.');
+  let blockOutputs: Record<string, unknown> | null = null;
+  if (query.selectedOutputs !== undefined) {
+    const recorded = (run.blockOutputs ? JSON.parse(run.blockOutputs) : {}) as Record<string, unknown>;
+    const definition = await ctx.services.runs.definitionFor(run);
+    const ids = new Set(Object.keys(definition?.state.blocks ?? {}));
+    try {
+      blockOutputs = pickOutputs(idSelectors(query.selectedOutputs, recorded, ids), recorded);
+    } catch (err) {
+      throw selectorError(err, ['query', 'selectedOutputs']);
+    }
+  }
+  return { status: 200, body: { data: runView(run, { includeOutput: query.includeOutput === true, blockOutputs }) } };
+};
+
+export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, ctx }) => {
+  const found = await loadRun(ctx, params.workflowId, params.runId);
+  const { runs } = ctx.services;
+  const error = JSON.stringify({ code: 'CANCELLED', message: 'The run was cancelled.' });
+  const base = { success: false, runId: found.id, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false };
+  const at = now();
+  const outcome = await ctx.mutate(async (tx, audit) => {
+    const run = (await tx.workflowRuns.get(found.id))!;
+    const record = (from: RunStatus) =>
+      audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.id, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
+    if (run.status === 'queued' || run.status === 'paused' || (run.status === 'running' && !runs.isLocal(run.id))) {
+      // Not executing here: cancelled right away (a worker that still finishes it later cannot overwrite this).
+      if (!(await tx.workflowRuns.stop(run.id, run.status, 'cancelled', error, at))) return { ...base, reason: 'cancellation_not_finalized' as const };
+      await tx.executionLogs.stop(run.id, 'cancelled', at, 'The run was cancelled.');
+      record(run.status);
+      return { ...base, success: true, durablyRecorded: true, pausedCancelled: run.status === 'paused', reason: run.status === 'queued' ? ('queue_cancelled' as const) : ('recorded' as const) };
+    }
+    if (run.status === 'running') {
+      record('running');
+      return { ...base, success: true, durablyRecorded: true, locallyAborted: true, reason: 'recorded' as const, abort: true };
+    }
+    return { ...base, reason: `already_${run.status}` as 'already_completed' | 'already_failed' | 'already_cancelled' };
+  });
+  const { abort, ...data } = outcome as typeof outcome & { abort?: boolean };
+  // The engine stops at the next block boundary (or kills a sandbox call) and records the run as cancelled.
+  if (abort) await runs.abort(found.id);
+  if (data.reason === 'cancellation_not_finalized') throw conflict('The run changed status while it was being cancelled; read it again.');
+  return { status: 200, body: { data } };
+};
+
+export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, ctx }) => {
+  const run = await loadRun(ctx, params.workflowId, params.runId);
+  if (run.status !== 'paused') throw conflict(`The run is ${run.status}, not paused; only a paused run can be resumed.`, { status: run.status });
+  const points = (run.pause ? JSON.parse(run.pause) : []) as PausePoint[];
+  const point = points.find((p) => p.blockId === body.contextId);
+  if (!point) throw invalidField(['body', 'contextId'], `The run has no pause point ${body.contextId}; its pause points are: ${points.map((p) => p.blockId).join(', ') || 'none'}.`);
+  const input = body.input ?? {};
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw invalidField(['body', 'input'], 'input must be an object of the paused block\'s fields.');
+  const problem = validateFields(point.inputFormat, input as Record<string, unknown>);
+  if (problem) throw badRequest(`Invalid resume input: ${problem}`, [{ code: 'invalid_input', keys: [], path: ['body', 'input'], message: problem }]);
+  const resume: ResumeInput = { blockId: point.blockId, input: input as Record<string, unknown> };
+  const queued = run.mode === 'async';
+  const at = now();
+  await ctx.mutate(async (tx, audit) => {
+    const moved = await tx.workflowRuns.transition(run.id, 'paused', queued ? 'queued' : 'running', at, queued ? { resumeInput: JSON.stringify(resume) } : {});
+    if (!moved) throw conflict('The run is no longer paused.');
+    await tx.executionLogs.setStatus(run.id, queued ? 'pending' : 'running');
+    audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.id, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });
+  });
+  if (queued) {
+    ctx.services.runs.notify();
+    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, run.workflowId, run.id) } } as never };
+  }
+  const fresh = (await ctx.services.store.workflowRuns.get(run.id))!;
+  const result = await ctx.services.runs.execute(fresh, { timeoutMs: ctx.services.config.runs.syncTimeoutMs, resume });
+  return { status: 200, body: { data: runResultView(result, null) } };
+};

@@ -1,0 +1,345 @@
+// Runs workflows for the API: executes a run inline (sync and streamed runs) or through the durable queue
+// (async runs), writes each outcome, its execution log and its usage in one transaction, and keeps the
+// queue's worker pool. No HTTP here. Every status change is a conditional UPDATE in the store, so a run that
+// reached a terminal status is never overwritten, even by a worker that finishes late.
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/index.ts';
+import type { RunRecord } from '../store/workflow-runs.ts';
+import type { LogStatus } from '../store/execution-logs.ts';
+import { sortableId } from '../domain/ids.ts';
+import type { Engine, RunEvent, RunOptions, RunResult, RunError, TraceSpan, WorkflowDefinition, Checkpoint, ResumeInput } from '../execution/index.ts';
+
+/** The error a run gets when the process running it stopped before it finished. */
+export const INTERRUPTED_ERROR: RunError = {
+  code: 'EXECUTION_FAILED',
+  message: 'The run was interrupted: the server stopped while it was running. Start it again.',
+};
+
+const SHUTDOWN_ERROR: RunError = {
+  code: 'EXECUTION_FAILED',
+  message: 'The run was interrupted: the server shut down before it finished. Start it again.',
+};
+
+interface ActiveRun {
+  controller: AbortController;
+  done: Promise<void>;
+  /** Aborted because the server is shutting down (recorded as failed, not cancelled). */
+  shutdown: boolean;
+}
+
+export interface ExecuteOptions {
+  onEvent?: (event: RunEvent) => void;
+  timeoutMs?: number;
+  resume?: ResumeInput;
+}
+
+const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
+const now = () => new Date().toISOString();
+
+export const logStatusOf = (status: RunRecord['status']): LogStatus => (status === 'queued' ? 'pending' : status);
+
+function hasHandledErrors(spans: TraceSpan[]): boolean {
+  return spans.some((s) => s.errorHandled === true || (s.children ? hasHandledErrors(s.children) : false));
+}
+
+/** A result for a run the engine could not even start (its workflow version disappeared, a bad checkpoint…). */
+function failedResult(run: RunRecord, error: RunError, startedAt: string): RunResult {
+  const endedAt = now();
+  return {
+    runId: run.id,
+    workflowId: run.workflowId,
+    status: 'failed',
+    output: null,
+    response: null,
+    blockOutputs: {},
+    error,
+    startedAt,
+    endedAt,
+    durationMs: Math.max(0, Date.parse(endedAt) - Date.parse(startedAt)),
+    traceSpans: [],
+    skipped: [],
+    blockExecutions: 0,
+    cost: { total: 0, items: [] },
+    pause: null,
+    checkpoint: null,
+  };
+}
+
+export class RunService {
+  private readonly store: Store;
+  private readonly engine: Engine;
+  private readonly config: Config;
+  private readonly logger: Logger;
+  private readonly active = new Map<string, ActiveRun>();
+  private readonly versions = new Map<string, WorkflowDefinition>();
+  private readonly waiters = new Set<() => void>();
+  private loops: Promise<void>[] = [];
+  private stopping = false;
+
+  private readonly startEngine: () => Promise<void>;
+  private engineStarted: Promise<void> | null = null;
+
+  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void> }) {
+    this.startEngine = deps.startEngine ?? (async () => undefined);
+    this.store = deps.store;
+    this.engine = deps.engine;
+    this.config = deps.config;
+    this.logger = deps.logger;
+  }
+
+  /** Marks runs a dead process left running as failed, then starts the queue's workers. */
+  async start(): Promise<void> {
+    await this.recoverInterrupted();
+    this.stopping = false;
+    for (let i = 0; i < this.config.runs.workers; i++) this.loops.push(this.workerLoop());
+  }
+
+  /** How many runs are executing in this process right now. */
+  get activeCount(): number {
+    return this.active.size;
+  }
+
+  /**
+   * Stops taking queue work, lets executing runs finish for up to `graceMs`, then interrupts the rest (recorded
+   * as failed with an interruption error). Queued runs stay queued for the next start.
+   */
+  async close(graceMs: number): Promise<void> {
+    this.stopping = true;
+    this.wakeAll();
+    const settled = () => Promise.all([...this.loops, ...[...this.active.values()].map((a) => a.done)]);
+    await Promise.race([settled(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    for (const a of this.active.values()) {
+      a.shutdown = true;
+      a.controller.abort();
+    }
+    await Promise.race([settled(), new Promise((r) => setTimeout(r, 5000).unref())]);
+    this.loops = [];
+  }
+
+  /** Wakes idle workers: a run was queued. */
+  notify(): void {
+    this.wakeAll();
+  }
+
+  /** True when the run executes in this process (so cancelling can stop it here). */
+  isLocal(runId: string): boolean {
+    return this.active.has(runId);
+  }
+
+  /** Asks a run executing here to stop; resolves once it has recorded its outcome (or after `waitMs`). */
+  async abort(runId: string, waitMs = 5000): Promise<boolean> {
+    const a = this.active.get(runId);
+    if (!a) return false;
+    a.controller.abort();
+    await Promise.race([a.done, new Promise((r) => setTimeout(r, waitMs).unref())]);
+    return true;
+  }
+
+  /** The graph a run executes: its deployment version (immutable, so cached) or, for manual runs, the draft. */
+  async definitionFor(run: Pick<RunRecord, 'workflowId' | 'source' | 'deploymentVersionId'>): Promise<WorkflowDefinition | null> {
+    if (run.source === 'manual' || !run.deploymentVersionId) {
+      const w = await this.store.workflows.get(run.workflowId);
+      return w ? { id: w.id, name: w.name, state: JSON.parse(w.state) } : null;
+    }
+    return this.versionDefinition(run.workflowId, run.deploymentVersionId);
+  }
+
+  private async versionDefinition(workflowId: string, versionId: string): Promise<WorkflowDefinition | null> {
+    const cached = this.versions.get(versionId);
+    if (cached) return cached;
+    const v = await this.store.workflowVersions.getById(versionId);
+    if (!v) return null;
+    const def: WorkflowDefinition = { id: workflowId, name: v.name ?? undefined, state: JSON.parse(v.state) };
+    if (this.versions.size >= 500) this.versions.delete(this.versions.keys().next().value!);
+    this.versions.set(versionId, def);
+    return def;
+  }
+
+  /** A child-workflow block's target: a deployed workflow of the same workspace. */
+  private async resolveChild(workspaceId: string, workflowId: string): Promise<WorkflowDefinition | null> {
+    const w = await this.store.workflows.get(workflowId);
+    if (!w || w.workspaceId !== workspaceId || w.archived || !w.isDeployed || !w.activeVersionId) return null;
+    const def = await this.versionDefinition(w.id, w.activeVersionId);
+    return def && { ...def, name: w.name };
+  }
+
+  /** The plan's monthly usage limit: a message when the billing account has reached it. */
+  private async usageProblem(billingAccountId: string): Promise<string | null> {
+    const account = await this.store.billingAccounts.get(billingAccountId);
+    const policy = this.config.runs.policies[account?.plan ?? 'free'];
+    const used = await this.store.usage.periodTotal(billingAccountId, now().slice(0, 7));
+    if (used.cost < policy.usageLimitUsd) return null;
+    return `The usage limit of this plan (${policy.usageLimitUsd} USD this month) has been reached; upgrade the plan to run more.`;
+  }
+
+  /**
+   * Executes a run that is already `running` in the store (a sync/stream run, a claimed queue run, or a resumed
+   * one) and records its outcome. Never throws for run failures: they are in the result.
+   */
+  async execute(run: RunRecord, options: ExecuteOptions = {}): Promise<RunResult> {
+    const controller = new AbortController();
+    let settle!: () => void;
+    const entry: ActiveRun = { controller, done: new Promise<void>((r) => (settle = r)), shutdown: false };
+    this.active.set(run.id, entry);
+    const startedAt = run.startedAt ?? now();
+    let result: RunResult;
+    try {
+      // The sandbox processes start with the first run, so a server that never runs a workflow spawns none.
+      this.engineStarted ??= this.startEngine();
+      await this.engineStarted;
+      const definition = await this.definitionFor(run);
+      const runOptions: RunOptions = {
+        runId: run.id,
+        input: JSON.parse(run.input),
+        signal: controller.signal,
+        timeoutMs: options.timeoutMs,
+        onEvent: options.onEvent,
+        triggerBlockId: run.triggerBlockId ?? undefined,
+        resolveWorkflow: (id) => this.resolveChild(run.workspaceId, id),
+        checkUsage: () => this.usageProblem(run.billingAccountId),
+      };
+      if (!definition) {
+        result = failedResult(run, { code: 'EXECUTION_FAILED', message: 'The workflow version this run was started from no longer exists.' }, startedAt);
+      } else if (options.resume) {
+        const checkpoint = run.checkpoint ? (JSON.parse(run.checkpoint) as Checkpoint) : null;
+        result = checkpoint
+          ? await this.engine.resume(definition, checkpoint, options.resume, runOptions)
+          : failedResult(run, { code: 'EXECUTION_FAILED', message: 'The paused run has no saved state to resume from.' }, startedAt);
+      } else {
+        result = await this.engine.execute(definition, runOptions);
+      }
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      const code = (err as { code?: string }).code === 'INVALID_INPUT' ? 'INVALID_INPUT' : 'EXECUTION_FAILED';
+      result = failedResult(run, { code, message }, startedAt);
+    }
+    if (entry.shutdown && result.status === 'cancelled') result = { ...result, status: 'failed', error: SHUTDOWN_ERROR };
+    try {
+      await this.finish(run, result, options.resume !== undefined);
+    } catch (err) {
+      this.logger.error({ err, runId: run.id }, 'recording a run outcome failed');
+    } finally {
+      this.active.delete(run.id);
+      settle();
+    }
+    return result;
+  }
+
+  /** running → the result's status, with the log and the usage of this segment, in one transaction. */
+  private async finish(run: RunRecord, result: RunResult, resumed: boolean): Promise<void> {
+    const status = result.status;
+    const modelNames = [...new Set(result.cost.items.map((i) => i.description))];
+    await this.store.transaction(async (tx) => {
+      const moved = await tx.workflowRuns.finish(run.id, {
+        status,
+        output: json(result.output),
+        blockOutputs: json(result.blockOutputs),
+        error: result.error ? json(result.error) : null,
+        checkpoint: status === 'paused' ? json(result.checkpoint) : null,
+        pause: result.pause ? json(result.pause) : null,
+        resumedCount: run.resumedCount + (resumed ? 1 : 0),
+        costTotal: result.cost.total,
+        blockExecutions: result.blockExecutions,
+        endedAt: result.endedAt,
+        durationMs: result.durationMs,
+      });
+      if (!moved) return;
+      await tx.executionLogs.complete(run.id, {
+        status: logStatusOf(status),
+        level: status === 'failed' ? 'error' : 'info',
+        endedAt: status === 'paused' ? null : result.endedAt,
+        durationMs: result.durationMs,
+        costTotal: result.cost.total,
+        cost: json(result.cost),
+        hasHandledErrors: hasHandledErrors(result.traceSpans),
+        errorMessage: result.error?.message ?? null,
+        models: modelNames.length ? modelNames.join(',') : null,
+        finalOutput: json(result.output),
+        traceSpans: json(result.traceSpans),
+      });
+      await tx.usage.record({
+        id: sortableId(),
+        billingAccountId: run.billingAccountId,
+        workspaceId: run.workspaceId,
+        workflowId: run.workflowId,
+        runId: run.id,
+        userId: run.triggeredBy,
+        category: 'workflow_run',
+        cost: Math.max(0, result.cost.total - (run.costTotal ?? 0)),
+        blockExecutions: Math.max(0, result.blockExecutions - run.blockExecutions),
+        durationMs: result.durationMs,
+        recordedAt: result.endedAt,
+      });
+    });
+  }
+
+  /** Runs left `running` by a process that died can never finish: they fail with an interruption error. */
+  async recoverInterrupted(): Promise<number> {
+    const ids = (await this.store.workflowRuns.runningIds()).filter((id) => !this.active.has(id));
+    if (ids.length === 0) return 0;
+    const at = now();
+    let n = 0;
+    await this.store.transaction(async (tx) => {
+      for (const id of ids) {
+        if (await tx.workflowRuns.stop(id, 'running', 'failed', JSON.stringify(INTERRUPTED_ERROR), at)) {
+          await tx.executionLogs.stop(id, 'failed', at, INTERRUPTED_ERROR.message);
+          n++;
+        }
+      }
+    });
+    this.logger.warn({ runs: n }, 'runs interrupted by a previous stop were marked failed');
+    return n;
+  }
+
+  private wakeAll(): void {
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(done);
+        resolve();
+      }, this.config.runs.pollIntervalMs);
+      timer.unref();
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.waiters.add(done);
+    });
+  }
+
+  private async claim(): Promise<RunRecord | undefined> {
+    return this.store.transaction(async (tx) => {
+      const at = now();
+      const run = await tx.workflowRuns.claimNext(at);
+      if (!run) return undefined;
+      await tx.executionLogs.setStatus(run.id, 'running', run.resumeInput ? undefined : (run.startedAt ?? at));
+      if (!run.resumeInput) await tx.workflows.recordRun(run.workflowId, at);
+      return run;
+    });
+  }
+
+  private async workerLoop(): Promise<void> {
+    while (!this.stopping) {
+      let run: RunRecord | undefined;
+      try {
+        run = await this.claim();
+      } catch (err) {
+        if (this.stopping) return;
+        this.logger.error({ err }, 'claiming a queued run failed');
+        await this.idle();
+        continue;
+      }
+      if (!run) {
+        await this.idle();
+        continue;
+      }
+      const resume = run.resumeInput ? (JSON.parse(run.resumeInput) as ResumeInput) : undefined;
+      await this.execute(run, { timeoutMs: run.timeoutMs ?? undefined, resume });
+    }
+  }
+}

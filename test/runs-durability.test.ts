@@ -1,0 +1,193 @@
+// Durability and capacity of runs: time limits (sync limit, plan cap on async runs), the usage limit, the
+// single-worker queue with cancellation, recovery after a crash, and graceful shutdown.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { createServices, startServer, type RunningServer } from '../src/server.ts';
+import { createLogger } from '../src/http/logging.ts';
+import { bootstrapIfEmpty } from '../src/identity/admin.ts';
+import { openSqliteStore } from '../src/store/index.ts';
+import { personalAccountId } from '../src/store/billing-accounts.ts';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
+
+const LIMITS = { RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_ASYNC: '50000', RATE_LIMIT_FREE_API: '100000', RATE_LIMIT_PRO_SYNC: '50000' };
+
+async function post(base: { request: TestServer['request'] }, pathname: string, body?: unknown, key?: string) {
+  const r = await base.request(pathname, body === undefined ? { method: 'POST', key } : { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, body: (await r.json()) as any };
+}
+
+async function runStatus(base: { request: TestServer['request'] }, wf: string, run: string): Promise<any> {
+  return ((await (await base.request(`/api/v2/workflows/${wf}/runs/${run}?includeOutput=true`)).json()) as any).data;
+}
+
+async function waitFor(base: { request: TestServer['request'] }, wf: string, run: string, statuses: string[], timeoutMs = 8000): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const data = await runStatus(base, wf, run);
+    if (statuses.includes(data.status)) return data;
+    if (Date.now() > until) throw new Error(`run ${run} still ${data.status}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const waitBlock = (seconds: string) => apiBlock('wait', 'Nap', { timeValue: seconds, timeUnit: 'seconds' });
+
+describe('limits and the queue (one worker)', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ ...LIMITS, RUN_WORKERS: '1', SYNC_RUN_TIMEOUT_MS: '300', ASYNC_RUN_MAX_SECONDS_FREE: '1', USAGE_LIMIT_USD_PRO: '0' });
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it('a sync run past the server limit fails with TIMEOUT instead of hanging', async () => {
+    const start = apiBlock('start_trigger', 'Start');
+    const nap = waitBlock('5');
+    const wf = await buildWorkflow(s, 'Sleepy', [start, nap], [link(start, nap)]);
+    const began = Date.now();
+    const r = await post(s, `/api/v2/workflows/${wf.id}/execute`);
+    expect(Date.now() - began).toBeLessThan(3000);
+    expect(r.body.data).toMatchObject({ status: 'failed', error: { code: 'TIMEOUT' } });
+  });
+
+  it('caps executionTimeoutSeconds at the plan policy; cancels queued and running runs; terminal runs stay', async () => {
+    const start = apiBlock('start_trigger', 'Start');
+    const nap = waitBlock('3');
+    const wf = await buildWorkflow(s, 'Queue', [start, nap], [link(start, nap)]);
+    const began = Date.now();
+    const first = (await post(s, `/api/v2/workflows/${wf.id}/execute`, { async: true, executionTimeoutSeconds: 600 })).body.data.runId;
+    await waitFor(s, wf.id, first, ['running']);
+    // One worker, busy: the next run waits in the queue.
+    const second = await post(s, `/api/v2/workflows/${wf.id}/execute`, { async: true });
+    expect(second.body.data.queuePosition).toBe(0);
+    const third = (await post(s, `/api/v2/workflows/${wf.id}/execute`, { async: true })).body.data.runId;
+    expect((await runStatus(s, wf.id, third)).status).toBe('queued');
+    const listed = ((await (await s.request(`/api/v2/workflows/${wf.id}/runs?status=pending`)).json()) as any).data;
+    expect(listed.map((r: any) => r.runId).sort()).toEqual([second.body.data.runId, third].sort());
+    const cancelled = await post(s, `/api/v2/workflows/${wf.id}/runs/${third}/cancel`);
+    expect(cancelled.body.data).toMatchObject({ success: true, reason: 'queue_cancelled', durablyRecorded: true });
+    // The plan allows 1 s however long the caller asked for: the 3 s wait times out.
+    const capped = await waitFor(s, wf.id, first, ['failed', 'completed']);
+    expect(capped.error).toMatchObject({ code: 'TIMEOUT' });
+    expect(Date.now() - began).toBeLessThan(2900);
+    // The worker moves on to the second run; cancelling it while it runs stops it there.
+    await waitFor(s, wf.id, second.body.data.runId, ['running']);
+    const stop = await post(s, `/api/v2/workflows/${wf.id}/runs/${second.body.data.runId}/cancel`);
+    expect(stop.body.data).toMatchObject({ success: true, locallyAborted: true });
+    expect(await runStatus(s, wf.id, second.body.data.runId)).toMatchObject({ status: 'cancelled', error: { code: 'CANCELLED' } });
+    // The cancelled queued run was never picked up.
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await runStatus(s, wf.id, third)).status).toBe('cancelled');
+    const log = ((await (await s.request(`/api/v2/logs/${third}`)).json()) as any).data;
+    expect(log.status).toBe('cancelled');
+  });
+
+  it('a billing account over its monthly usage limit gets USAGE_LIMIT_EXCEEDED', async () => {
+    const owner = await s.newUser('pro-owner@example.com');
+    const ws = await s.newWorkspace('Pro space', owner.userId);
+    await s.services.store.transaction((tx) => tx.billingAccounts.setPlan(personalAccountId(owner.userId), 'pro', new Date().toISOString()));
+    const start = apiBlock('start_trigger', 'Start');
+    const wf = await buildWorkflow(s, 'Metered', [start], [], { key: owner.key, workspaceId: ws });
+    const r = await post(s, `/api/v2/workflows/${wf.id}/execute`, {}, owner.key);
+    expect(r.body.data).toMatchObject({ status: 'failed', error: { code: 'USAGE_LIMIT_EXCEEDED' } });
+  });
+});
+
+async function startOn(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer & { key: string; request: TestServer['request'] }> {
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', BOOTSTRAP_API_KEY: 'sk-owa-durability-test-key-000000000000', ...LIMITS, ...env });
+  const services = await createServices(config, createLogger('silent'));
+  await bootstrapIfEmpty(services.store, { apiKey: config.bootstrapApiKey });
+  const server = await startServer(services);
+  const key = config.bootstrapApiKey!;
+  return {
+    ...server,
+    key,
+    request: (pathname, init = {}) => {
+      const headers = new Headers(init.headers);
+      headers.set('X-API-Key', key);
+      return fetch(server.url + pathname, { ...init, headers });
+    },
+  };
+}
+
+describe('restart and shutdown', () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-runs-'));
+    dirs.push(d);
+    return d;
+  };
+  afterAll(() => {
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  it('after a crash: running runs fail with an interruption error, queued runs run, paused runs resume', async () => {
+    const dir = tempDir();
+    const first = await startOn(dir);
+    const asTest = { ...first, workspaceId: '' } as unknown as TestServer;
+    const workspaceId = (((await (await first.request('/api/v2/workspaces')).json()) as any).data[0]).id;
+    const start = apiBlock('start_trigger', 'Start');
+    const ask = apiBlock('human_in_the_loop', 'Ask', { message: 'ok?' });
+    const reply = apiBlock('response', 'Reply', { data: '{"ok": <ask.approved>}' });
+    const approval = await buildWorkflow(asTest, 'Approval', [start, ask, reply], [link(start, ask), link(ask, reply)], { workspaceId });
+    const paused = (await post(first, `/api/v2/workflows/${approval.id}/execute`)).body.data;
+    expect(paused.status).toBe('paused');
+    const template = (await post(first, `/api/v2/workflows/${approval.id}/execute`, { run: { source: 'manual' } })).body.data.runId;
+    await first.close();
+
+    // What a process killed mid-run leaves behind: one run still "running", one queued that no worker took.
+    const store = await openSqliteStore(path.join(dir, 'workspace.sqlite'));
+    const base = (await store.workflowRuns.get(template))!;
+    const baseLog = (await store.executionLogs.get(template))!;
+    const at = new Date().toISOString();
+    await store.transaction(async (tx) => {
+      for (const [id, status] of [['crashed-run', 'running'], ['waiting-run', 'queued']] as const) {
+        await tx.workflowRuns.insert({ ...base, id, status, mode: 'async', source: 'deployment', checkpoint: null, pause: null, output: null, error: null, endedAt: null, durationMs: null, queuedAt: at, startedAt: status === 'running' ? at : null });
+        await tx.executionLogs.insert({ ...baseLog, runId: id, status: status === 'running' ? 'running' : 'pending', endedAt: null });
+      }
+    });
+    await store.close();
+
+    const second = await startOn(dir);
+    try {
+      const crashed = await runStatus(second, approval.id, 'crashed-run');
+      expect(crashed).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_FAILED' } });
+      expect(crashed.error.message).toMatch(/interrupted/);
+      expect(((await (await second.request('/api/v2/logs/crashed-run')).json()) as any).data).toMatchObject({ status: 'failed', level: 'error' });
+      // The queued run is taken by the new process's workers and pauses at the human step like any other.
+      expect((await waitFor(second, approval.id, 'waiting-run', ['paused'])).paused.contextId).toBe(approval.ids.Ask);
+      const resumed = await post(second, `/api/v2/workflows/${approval.id}/runs/${paused.runId}/resume`, { contextId: approval.ids.Ask, input: {} });
+      expect(resumed.body.data).toMatchObject({ status: 'completed', output: { ok: true } });
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('graceful shutdown stops taking work and marks runs still going as interrupted', async () => {
+    const dir = tempDir();
+    const server = await startOn(dir, { SHUTDOWN_TIMEOUT_MS: '200' });
+    const workspaceId = (((await (await server.request('/api/v2/workspaces')).json()) as any).data[0]).id;
+    const start = apiBlock('start_trigger', 'Start');
+    const nap = waitBlock('10');
+    const wf = await buildWorkflow({ ...server } as unknown as TestServer, 'Long', [start, nap], [link(start, nap)], { workspaceId });
+    const runId = (await post(server, `/api/v2/workflows/${wf.id}/execute`, { async: true })).body.data.runId;
+    await waitFor(server, wf.id, runId, ['running']);
+    const began = Date.now();
+    await server.close();
+    expect(Date.now() - began).toBeLessThan(3000);
+    const db = new DatabaseSync(path.join(dir, 'workspace.sqlite'));
+    try {
+      const row = db.prepare('SELECT status, error FROM workflow_runs WHERE id = ?').get(runId) as { status: string; error: string };
+      expect(row.status).toBe('failed');
+      expect(JSON.parse(row.error).message).toMatch(/shut down/);
+    } finally {
+      db.close();
+    }
+  });
+});
