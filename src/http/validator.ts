@@ -6,8 +6,19 @@
 // document on every request, which grows with the API (about 220 operations). The generated router already
 // knows the operation, so each gets a validator built lazily from a document holding just its own path.
 import * as OpenApiValidator from 'express-openapi-validator';
+import { parse as legacyUrlParse } from 'node:url';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OperationSpec } from '../../generated/operations.ts';
+
+// The library calls the deprecated url.parse() on every request. Called from inside node_modules, Node 24
+// captures a stack trace on each call to decide whether to print DEP0169 (about a tenth of a simple request's
+// CPU); once a call from outside node_modules has "warned", it stops checking. So warn once, silently, here.
+{
+  const quiet = process.noDeprecation;
+  process.noDeprecation = true;
+  legacyUrlParse('/');
+  process.noDeprecation = quiet;
+}
 
 type Spec = { paths: Record<string, Record<string, unknown>> } & Record<string, unknown>;
 
