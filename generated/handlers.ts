@@ -528,6 +528,7 @@ export interface OperationInputs {
   };
 }
 
+/** One member per success status; a status whose response has a non-JSON media type may carry a stream. */
 export interface OperationResults {
   abortFileUpload: {
     status: 200;
@@ -629,16 +630,28 @@ export interface OperationResults {
     body: Json<operations['deployWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
-  downloadFile: {
-    status: 200 | 206;
-    body: StreamBody;
-    headers?: Record<string, string>;
-  };
-  downloadFileVersion: {
-    status: 200 | 206;
-    body: StreamBody;
-    headers?: Record<string, string>;
-  };
+  downloadFile:
+    | {
+        status: 200;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 206;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      };
+  downloadFileVersion:
+    | {
+        status: 200;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 206;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      };
   duplicateWorkflow: {
     status: 201;
     body: Json<operations['duplicateWorkflow']['responses'][201]>;
@@ -649,11 +662,17 @@ export interface OperationResults {
     body: Json<operations['editFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
-  executeWorkflow: {
-    status: 200 | 202;
-    body: Json<operations['executeWorkflow']['responses'][200]>;
-    headers?: Record<string, string>;
-  };
+  executeWorkflow:
+    | {
+        status: 200;
+        body: Json<operations['executeWorkflow']['responses'][200]> | StreamBody;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: Json<operations['executeWorkflow']['responses'][202]>;
+        headers?: Record<string, string>;
+      };
   exportWorkflow: {
     status: 200;
     body: Json<operations['exportWorkflow']['responses'][200]>;
@@ -744,11 +763,17 @@ export interface OperationResults {
     body: Json<operations['importWorkflow']['responses'][201]>;
     headers?: Record<string, string>;
   };
-  legacyExecuteWorkflow: {
-    status: 200 | 202;
-    body: Json<operations['legacyExecuteWorkflow']['responses'][200]>;
-    headers?: Record<string, string>;
-  };
+  legacyExecuteWorkflow:
+    | {
+        status: 200;
+        body: Json<operations['legacyExecuteWorkflow']['responses'][200]>;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: Json<operations['legacyExecuteWorkflow']['responses'][202]>;
+        headers?: Record<string, string>;
+      };
   legacyGetJobStatus: {
     status: 200;
     body: Json<operations['legacyGetJobStatus']['responses'][200]>;
@@ -884,11 +909,17 @@ export interface OperationResults {
     body: Json<operations['restoreWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
-  resumeWorkflow: {
-    status: 200 | 202;
-    body: Json<operations['resumeWorkflow']['responses'][200]>;
-    headers?: Record<string, string>;
-  };
+  resumeWorkflow:
+    | {
+        status: 200;
+        body: Json<operations['resumeWorkflow']['responses'][200]>;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: Json<operations['resumeWorkflow']['responses'][202]>;
+        headers?: Record<string, string>;
+      };
   revertFileVersion: {
     status: 200;
     body: Json<operations['revertFileVersion']['responses'][200]>;

@@ -34,10 +34,10 @@ export interface OperationModel {
   body: { required: boolean; contentTypes: string[] } | null;
   successStatus: number;
   /** Every 2xx status the operation declares (e.g. 200 and 206 for a ranged download). */
-  successStatuses: number[];
+  /** Each success status with what its body may be: JSON, a stream (any other media type), or nothing. */
+  successResponses: { status: number; json: boolean; stream: boolean }[];
   successContentType: string | null;
   /** The success response is not JSON (a file or archive): the handler returns a stream. */
-  binary: boolean;
   isList: boolean;
 }
 
@@ -189,9 +189,11 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         headerNames: byIn('header').map((p) => p.name.toLowerCase()),
         body,
         successStatus,
-        successStatuses: success.map(Number),
+        successResponses: success.map((status) => {
+          const types = Object.keys(deref(doc, op.responses[status]).content ?? {});
+          return { status: Number(status), json: types.some((t) => /json$/.test(t)), stream: types.some((t) => !/json$/.test(t)) };
+        }),
         successContentType,
-        binary: successContentType !== null && !/json/.test(successContentType),
         isList,
       });
     }

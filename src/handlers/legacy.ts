@@ -37,7 +37,7 @@ export const legacyExecuteWorkflow: Handler<'legacyExecuteWorkflow'> = async ({ 
     ctx.services.runs.notify();
     const receipt = { success: true, taskId: run.id, status: 'queued' as const, createdAt: run.queuedAt, links: { status: `${config.baseUrl}/api/jobs/${encodeURIComponent(run.id)}` } };
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
-    return { status: 202, body: receipt as never };
+    return { status: 202, body: receipt };
   }
   const result = await ctx.services.runs.execute(run, { timeoutMs: config.runs.syncTimeoutMs });
   return {

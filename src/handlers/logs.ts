@@ -83,7 +83,7 @@ export const listLogs: Handler<'listLogs'> = async ({ query, ctx }) => {
   const rows = await ctx.services.store.executionLogs.list(filter, { by: sortBy, order: sortOrder, after, limit: limit + 1 }, detail);
   return {
     status: 200,
-    body: toPage(ctx, rows, limit, { ...binding, sortBy, sortOrder }, (r) => [r.sortValue, r.runId], (r) => logEntryView(r, detail)) as never,
+    body: toPage(ctx, rows, limit, { ...binding, sortBy, sortOrder }, (r) => [r.sortValue, r.runId], (r) => logEntryView(r, detail)),
   };
 };
 

@@ -81,11 +81,11 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
     ctx.services.runs.notify();
     const queuePosition = await ctx.services.store.workflowRuns.countQueuedBefore(run.queuedAt, run.id);
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
-    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, w.id, run.id), queuePosition } } as never };
+    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, w.id, run.id), queuePosition } } };
   }
   if (mode === 'stream') {
     const accept = ctx.header('accept') ?? '';
-    return streamRun(ctx, run, timeoutMs, accept.includes('text/event-stream'), selectors) as never;
+    return streamRun(ctx, run, timeoutMs, accept.includes("text/event-stream"), selectors);
   }
   const result = await ctx.services.runs.execute(run, { timeoutMs });
   return { status: 200, body: { data: runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null) } };
@@ -198,7 +198,7 @@ export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, 
   });
   if (queued) {
     ctx.services.runs.notify();
-    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, run.workflowId, run.id) } } as never };
+    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, run.workflowId, run.id) } } };
   }
   const fresh = (await ctx.services.store.workflowRuns.get(run.id))!;
   const result = await ctx.services.runs.execute(fresh, { timeoutMs: ctx.services.config.runs.syncTimeoutMs, resume });

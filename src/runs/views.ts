@@ -1,4 +1,5 @@
 // How runs and logs look on the wire (the shapes the CLI reads), and output selectors. No HTTP here.
+import type { OperationResults } from '../../generated/handlers.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
 import type { ExecutionLogView } from '../store/execution-logs.ts';
 import type { CostSummary, PausePoint, RunError, RunResult, TraceSpan, WorkflowState } from '../execution/index.ts';
@@ -151,8 +152,10 @@ export function spansView(json: string | null): SpanView[] {
   return (parse<TraceSpan[]>(json) ?? []).map(spanView);
 }
 
-export function logEntryView(l: ExecutionLogView, detail: { full: boolean; traceSpans: boolean; finalOutput: boolean }) {
-  const entry: Record<string, unknown> = {
+type LogListItem = OperationResults['listLogs']['body']['data'][number];
+
+export function logEntryView(l: ExecutionLogView, detail: { full: boolean; traceSpans: boolean; finalOutput: boolean }): LogListItem {
+  const entry: LogListItem = {
     kind: 'workflow',
     runId: l.runId,
     workflowId: l.workflowId,
