@@ -69,3 +69,30 @@ export function median(xs: number[]): number {
 export function fmt(n: number, digits = 1): string {
   return n.toFixed(digits);
 }
+
+export function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+/** Wall-clock milliseconds of `runs` sequential calls. */
+export async function time(fn: () => Promise<unknown> | unknown, runs: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await fn();
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+/** What the 10-block benchmark workflow computes (function, condition, loop of 10, response), as plain JS. */
+export function tenBlockDirect(input: { values: number[] }): unknown {
+  const prepared = input.values.map((v) => v * 2);
+  if (!(prepared.length > 3)) return { total: 0, sum: 0 };
+  const big = prepared.reduce((a, b) => a + b, 0);
+  const results: { result: number }[] = [];
+  for (let i = 0; i < 10; i++) results.push({ result: i * big });
+  const total = results.reduce((a, r) => a + r.result, 0);
+  return JSON.parse(JSON.stringify({ total, sum: big }));
+}

@@ -190,9 +190,9 @@ describe('response, variables and wait blocks', () => {
 
   it('variables block sets typed workflow variables read later by reference', async () => {
     const vars = [
-      { name: 'count', type: 'number', value: 1 },
-      { name: 'tags', type: 'array', value: [] },
-      { name: 'label', type: 'string', value: '' },
+      { name: 'count', type: 'number' as const, value: 1 },
+      { name: 'tags', type: 'array' as const, value: [] },
+      { name: 'label', type: 'string' as const, value: '' },
     ];
     const r = await engine.execute(
       workflow(

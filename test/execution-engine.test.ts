@@ -184,7 +184,7 @@ describe('loops and parallels', () => {
   });
 
   it('while and doWhile evaluate their conditions; a loop past the iteration cap fails', async () => {
-    const counter = [{ name: 'n', type: 'number', value: 0 }];
+    const counter = [{ name: 'n', type: 'number' as const, value: 0 }];
     const bump = (parent: string) => block('variables', 'Bump', { variables: [{ variableName: 'n', value: '<inc.result>' }] }, { data: { parentId: parent } });
     const body = (parent: string) => [inside(parent, 'Inc', 'return <variable.n> + 1'), bump(parent)];
     const build = (data: Record<string, unknown>) =>
@@ -250,7 +250,7 @@ describe('errors, retries and error paths', () => {
 
   it('retries a failing block up to maxTries, waiting between tries', async () => {
     // The variable counts attempts across tries: fail twice, then succeed.
-    const attempts = [{ name: 'tries', type: 'number', value: 0 }];
+    const attempts = [{ name: 'tries', type: 'number' as const, value: 0 }];
     const flaky = fn('Flaky', 'return 1', { retry: { enabled: true, maxTries: 3, waitBetweenTriesMs: 20 } });
     let calls = 0;
     const handlers = { ...engine.handlers, function: async (ctx: Parameters<Engine['handlers'][string]>[0]) => {

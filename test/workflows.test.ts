@@ -17,17 +17,7 @@ afterAll(async () => {
   await s.stop();
 });
 
-async function call(method: string, pathname: string, body?: unknown, key?: string | null) {
-  const init: RequestInit & { key?: string | null } = { method };
-  if (key !== undefined) init.key = key;
-  if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    init.headers = { 'content-type': 'application/json' };
-  }
-  const res = await s.request(pathname, init);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-}
+const call = (method: string, pathname: string, body?: unknown, key?: string | null) => s.call(method, pathname, body, key);
 
 const auditCount = () => (db.prepare('SELECT COUNT(*) AS n FROM audit_events').get() as { n: number }).n;
 const auditActions = (resourceId: string) =>

@@ -10,7 +10,7 @@
 // peak RSS from /proc/<pid>/status VmHWM).
 import { Engine, EgressPolicy, type Block, type Edge, type WorkflowDefinition } from '../../src/execution/index.ts';
 import { SandboxPool } from '../../src/sandbox/pool.ts';
-import { fmt, median } from '../lib.ts';
+import { fmt, median, percentile, tenBlockDirect, time } from '../lib.ts';
 
 const sub = (values: Record<string, unknown>) => Object.fromEntries(Object.entries(values).map(([id, value]) => [id, { id, type: 'short-input', value }]));
 const block = (id: string, type: string, name: string, values: Record<string, unknown> = {}, extra: Partial<Block> = {}): Block => ({ id, type, name, enabled: true, subBlocks: sub(values), outputs: {}, ...extra });
@@ -48,33 +48,6 @@ function benchWorkflow(): WorkflowDefinition {
   };
 }
 
-/** The same work as plain functions. */
-function direct(input: { values: number[] }): unknown {
-  const prepared = input.values.map((v) => v * 2);
-  const many = prepared.length > 3;
-  if (!many) return { total: 0, sum: 0 };
-  const big = prepared.reduce((a, b) => a + b, 0);
-  const results: { result: number }[] = [];
-  for (let i = 0; i < 10; i++) results.push({ result: i * big });
-  const total = results.reduce((a, r) => a + r.result, 0);
-  return JSON.parse(JSON.stringify({ total, sum: big }));
-}
-
-function percentile(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-}
-
-async function time(fn: () => Promise<unknown> | unknown, runs: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    await fn();
-    out.push(performance.now() - t);
-  }
-  return out;
-}
-
 export async function executor(options: { seconds: number; rounds: number }): Promise<void> {
   const sandbox = new SandboxPool({ size: 2, timeoutMs: 5000, memoryMb: 128 });
   await sandbox.start();
@@ -88,7 +61,7 @@ export async function executor(options: { seconds: number; rounds: number }): Pr
   const input = { values: [1, 2, 3, 4, 5] };
   try {
     const check = await engine.execute(wf, { input });
-    if (check.status !== 'completed' || JSON.stringify(check.output) !== JSON.stringify(direct(input))) {
+    if (check.status !== 'completed' || JSON.stringify(check.output) !== JSON.stringify(tenBlockDirect(input))) {
       throw new Error(`The benchmark workflow is wrong: ${JSON.stringify(check.error ?? check.output)}`);
     }
     const executions = check.blockExecutions;
@@ -97,7 +70,7 @@ export async function executor(options: { seconds: number; rounds: number }): Pr
     const rounds: { engine: number[]; direct: number[]; rtt: number[] }[] = [];
     for (let r = 0; r < options.rounds; r++) {
       rounds.push({
-        direct: await time(() => direct(input), runs),
+        direct: await time(() => tenBlockDirect(input), runs),
         engine: await time(() => engine.execute(wf, { input }), runs),
         rtt: await time(() => sandbox.run({ code: 'return 1' }), runs),
       });

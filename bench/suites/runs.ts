@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { openSqliteStore } from '../../src/store/index.ts';
-import { fmt, median, root, startProcess, tempDir, type Proc } from '../lib.ts';
+import { fmt, median, percentile, root, startProcess, tempDir, tenBlockDirect, time, type Proc } from '../lib.ts';
 
 const KEY = 'sk-owa-bench-runs-0000000000000000000000';
 const ENV = {
@@ -73,31 +73,6 @@ function threeBlocks() {
   return { blocks: Object.fromEntries([start, inc, reply].map((b) => [b.id, b])), edges: [edge(start, inc), edge(inc, reply)] };
 }
 
-function direct(input: { values: number[] }): unknown {
-  const prepared = input.values.map((v) => v * 2);
-  if (!(prepared.length > 3)) return { total: 0, sum: 0 };
-  const big = prepared.reduce((a, b) => a + b, 0);
-  const results: { result: number }[] = [];
-  for (let i = 0; i < 10; i++) results.push({ result: i * big });
-  const total = results.reduce((a, r) => a + r.result, 0);
-  return JSON.parse(JSON.stringify({ total, sum: big }));
-}
-
-function percentile(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-}
-
-async function time(fn: () => Promise<unknown> | unknown, runs: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    await fn();
-    out.push(performance.now() - t);
-  }
-  return out;
-}
-
 async function api(server: Proc, method: string, pathname: string, body?: unknown): Promise<any> {
   const r = await fetch(server.url + pathname, {
     method,
@@ -133,7 +108,7 @@ export async function runs(options: { seconds: number; rounds: number }): Promis
     // (1) synchronous latency
     const input = { values: [1, 2, 3, 4, 5] };
     const check = await api(server, 'POST', `/api/v2/workflows/${ten}/execute`, { input });
-    if (check.data.status !== 'completed' || JSON.stringify(check.data.output) !== JSON.stringify(direct(input))) {
+    if (check.data.status !== 'completed' || JSON.stringify(check.data.output) !== JSON.stringify(tenBlockDirect(input))) {
       throw new Error(`The benchmark workflow is wrong: ${JSON.stringify(check.data)}`);
     }
     const n = Math.max(50, Math.round(options.seconds * 40));
@@ -143,7 +118,7 @@ export async function runs(options: { seconds: number; rounds: number }): Promis
     await time(meta, 30);
     const rounds: { http: number[]; meta: number[]; direct: number[] }[] = [];
     for (let r = 0; r < options.rounds; r++) {
-      rounds.push({ direct: await time(() => direct(input), n), meta: await time(meta, n), http: await time(execute, n) });
+      rounds.push({ direct: await time(() => tenBlockDirect(input), n), meta: await time(meta, n), http: await time(execute, n) });
     }
     const p = (key: 'http' | 'meta' | 'direct', q: number) => median(rounds.map((r) => percentile(r[key], q)));
     const overhead = p('http', 50) - p('direct', 50);

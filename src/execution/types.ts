@@ -1,51 +1,16 @@
-// The shapes the engine reads (a workflow's graph, as GET /workflows/{id}/state serves it) and writes (run
-// results, events, trace spans, checkpoints). Structural copies of the workflow module's types, so the engine
-// runs whatever the store holds without importing it.
+// The shapes the engine reads (a workflow's graph, as GET /workflows/{id}/state serves it; the block, edge and
+// variable types are the workflow module's own) and writes (run results, events, trace spans, checkpoints).
 
-export interface SubBlockValue {
-  id: string;
-  type: string;
-  value: unknown;
-}
+import type { Block as DraftBlock, BlockData, Edge, SubBlockValue, Variable } from '../workflows/state.ts';
 
-export interface BlockData {
-  parentId?: string;
-  collection?: unknown;
-  count?: number;
-  loopType?: 'for' | 'forEach' | 'while' | 'doWhile';
-  whileCondition?: string;
-  doWhileCondition?: string;
-  parallelType?: 'collection' | 'count';
-  batchSize?: number;
-  [key: string]: unknown;
-}
+export type { BlockData, Edge, SubBlockValue, Variable };
 
-export interface Block {
-  id: string;
-  type: string;
-  name: string;
-  subBlocks: Record<string, SubBlockValue>;
+/** A block as the engine reads it: the draft block without its layout, plus per-block error handling. */
+export interface Block extends Pick<DraftBlock, 'id' | 'type' | 'name' | 'subBlocks' | 'enabled' | 'data'> {
   outputs?: Record<string, unknown>;
-  enabled: boolean;
-  data?: BlockData;
   retry?: { enabled?: boolean; maxTries?: number; waitBetweenTriesMs?: number };
   errorEnabled?: boolean;
   [key: string]: unknown;
-}
-
-export interface Edge {
-  id: string;
-  source: string;
-  target: string;
-  sourceHandle?: string | null;
-  targetHandle?: string | null;
-}
-
-export interface Variable {
-  id: string;
-  name: string;
-  type: string;
-  value: unknown;
 }
 
 export interface WorkflowState {

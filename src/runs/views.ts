@@ -154,9 +154,9 @@ export function spansView(json: string | null): SpanView[] {
 
 type LogListItem = OperationResults['listLogs']['body']['data'][number];
 
-export function logEntryView(l: ExecutionLogView, detail: { full: boolean; traceSpans: boolean; finalOutput: boolean }): LogListItem {
-  const entry: LogListItem = {
-    kind: 'workflow',
+/** The fields every log view shares. */
+function logSummary(l: ExecutionLogView) {
+  return {
     runId: l.runId,
     workflowId: l.workflowId,
     deploymentVersionId: l.deploymentVersionId,
@@ -166,8 +166,15 @@ export function logEntryView(l: ExecutionLogView, detail: { full: boolean; trace
     startedAt: l.startedAt,
     endedAt: l.endedAt,
     totalDurationMs: l.durationMs,
-    cost: l.costTotal === null ? null : { total: l.costTotal },
     files: null,
+  };
+}
+
+export function logEntryView(l: ExecutionLogView, detail: { full: boolean; traceSpans: boolean; finalOutput: boolean }): LogListItem {
+  const entry: LogListItem = {
+    kind: 'workflow',
+    ...logSummary(l),
+    cost: l.costTotal === null ? null : { total: l.costTotal },
     hasHandledErrors: l.hasHandledErrors,
   };
   if (detail.full) {
@@ -180,16 +187,7 @@ export function logEntryView(l: ExecutionLogView, detail: { full: boolean; trace
 
 export function logDetailView(l: ExecutionLogView) {
   return {
-    runId: l.runId,
-    workflowId: l.workflowId,
-    deploymentVersionId: l.deploymentVersionId,
-    status: l.status,
-    level: l.level,
-    trigger: l.trigger,
-    startedAt: l.startedAt,
-    endedAt: l.endedAt,
-    totalDurationMs: l.durationMs,
-    files: null,
+    ...logSummary(l),
     executedByEmail: l.executedByEmail,
     workflow: {
       id: l.workflowId,

@@ -16,6 +16,8 @@ export interface TestServer extends RunningServer {
   workspaceId: string;
   dataDir: string;
   request(pathname: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
+  /** A JSON call: sends `body` as JSON when given, parses the answer; `key` null sends no key. */
+  call(method: string, pathname: string, body?: unknown, key?: string | null): Promise<{ status: number; headers: Headers; body: any; text: string }>;
   /** A new user with a personal key, optionally a member of some workspaces. */
   newUser(email: string, memberships?: Record<string, WorkspaceRole>): Promise<{ userId: string; key: string }>;
   newWorkspace(name: string, ownerId?: string): Promise<string>;
@@ -29,17 +31,29 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   const boot = (await bootstrapIfEmpty(services.store, { apiKey: null }))!;
   const server = await startServer(services);
   const store = services.store;
+  const request = (pathname: string, init: RequestInit & { key?: string | null } = {}) => {
+    const { key = boot.key.key, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (key) headers.set('X-API-Key', key);
+    return fetch(server.url + pathname, { ...rest, headers });
+  };
   return {
     ...server,
     key: boot.key.key,
     userId: boot.user.id,
     workspaceId: boot.workspace.id,
     dataDir,
-    request(pathname, init = {}) {
-      const { key = boot.key.key, ...rest } = init;
-      const headers = new Headers(rest.headers);
-      if (key) headers.set('X-API-Key', key);
-      return fetch(server.url + pathname, { ...rest, headers });
+    request,
+    async call(method, pathname, body, key) {
+      const init: RequestInit & { key?: string | null } = { method };
+      if (key !== undefined) init.key = key;
+      if (body !== undefined) {
+        init.body = JSON.stringify(body);
+        init.headers = { 'content-type': 'application/json' };
+      }
+      const res = await request(pathname, init);
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
     },
     async newUser(email, memberships = {}) {
       const user = await createUser(store, { email });

@@ -1,5 +1,5 @@
 // Builds small workflow graphs for the engine tests: blocks keyed by an id derived from their name.
-import { Engine, EgressPolicy, type Block, type Edge, type EngineOptions, type WorkflowDefinition } from '../../src/execution/index.ts';
+import { Engine, EgressPolicy, type Block, type Edge, type Variable, type EngineOptions, type WorkflowDefinition } from '../../src/execution/index.ts';
 import { SandboxPool } from '../../src/sandbox/pool.ts';
 
 export function block(type: string, name: string, sub: Record<string, unknown> = {}, extra: Partial<Block> = {}): Block {
@@ -20,7 +20,7 @@ export function edge(source: string, target: string, sourceHandle: string | null
   return { id: `e${++edgeSeq}`, source, target, sourceHandle, targetHandle: 'target' };
 }
 
-export function workflow(blocks: Block[], edges: Edge[], variables: { name: string; type: string; value: unknown }[] = [], id = 'wf-test'): WorkflowDefinition {
+export function workflow(blocks: Block[], edges: Edge[], variables: Omit<Variable, 'id'>[] = [], id = 'wf-test'): WorkflowDefinition {
   return {
     id,
     name: id,
