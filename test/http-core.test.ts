@@ -98,6 +98,14 @@ describe('request validation', () => {
     expect(body.error.details[0]).toEqual({ code, keys: [], path: ['query', qs.split('=')[0]], message: expect.any(String) });
   });
 
+  it.each(['1e309', '-1e309', 'Infinity'])('rejects limit=%s (an infinite number the validator alone would pass)', async (v) => {
+    const res = await s.request(`/api/v2/workspaces?limit=${v}`);
+    expect(res.status).toBe(400);
+    const body = await json(res);
+    expectError(body, 'BAD_REQUEST');
+    expect(body.error.details[0].path).toEqual(['query', 'limit']);
+  });
+
   it('accepts limit 1 and 100', async () => {
     expect((await s.request('/api/v2/workspaces?limit=1')).status).toBe(200);
     expect((await s.request('/api/v2/workspaces?limit=100')).status).toBe(200);

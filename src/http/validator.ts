@@ -9,6 +9,7 @@ import * as OpenApiValidator from 'express-openapi-validator';
 import { parse as legacyUrlParse } from 'node:url';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OperationSpec } from '../../generated/operations.ts';
+import { badRequest, type ValidationIssue } from './errors.ts';
 
 // The library calls the deprecated url.parse() on every request. Called from inside node_modules, Node 24
 // captures a stack trace on each call to decide whether to print DEP0169 (about a tenth of a simple request's
@@ -47,12 +48,36 @@ function runChain(chain: RequestHandler[], req: Request, res: Response, done: Ne
 
 export type ValidatorFactory = (operation: OperationSpec) => RequestHandler;
 
+/**
+ * The library coerces "1e309" or "Infinity" in a query or path to ±Infinity and then lets it through integer
+ * and range checks. No parameter of this API can be infinite, so such a value is refused here.
+ */
+function infiniteNumbers(req: Request): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const [where, values] of [
+    ['query', req.query],
+    ['path', req.params],
+  ] as const) {
+    for (const [key, value] of Object.entries((values ?? {}) as Record<string, unknown>)) {
+      const items = Array.isArray(value) ? value : [value];
+      if (items.some((v) => typeof v === 'number' && !Number.isFinite(v))) {
+        issues.push({ code: 'too_big', keys: [], path: [where, key], message: 'must be a finite number' });
+      }
+    }
+  }
+  return issues;
+}
+
 export function createValidatorFactory(spec: object, options: { validateResponses: boolean }): ValidatorFactory {
   return (operation) => {
     let chain: RequestHandler[] | null = null;
     return (req, res, next) => {
       chain ??= createValidator(documentFor(spec as Spec, operation), options);
-      runChain(chain, req, res, next);
+      runChain(chain, req, res, (err?: unknown) => {
+        if (err) return next(err);
+        const issues = infiniteNumbers(req);
+        next(issues.length ? badRequest(`Invalid request: ${issues[0]!.path.join('.')} must be a finite number`, issues) : undefined);
+      });
     };
   };
 }
