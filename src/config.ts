@@ -36,6 +36,8 @@ export interface Config {
   } | null;
   files: FileLimits;
   runs: RunSettings;
+  /** Key for secret values at rest (32 bytes, hex or base64); null keeps a generated one in $DATA_DIR/secrets.key. */
+  secretsKey: string | null;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -172,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiTimeoutMs: integer(env, 'API_BLOCK_TIMEOUT_MS', 30_000, 10, 600_000),
     },
     agent: agentConfig(env),
+    secretsKey: env.SECRETS_KEY || null,
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
       uploadSessionTtlMs: integer(env, 'UPLOAD_SESSION_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,

@@ -1,4 +1,6 @@
 // Opens the store, assembles the services and serves HTTP until told to stop.
+import { SecretCipher, loadSecretsKey } from './secrets/cipher.ts';
+import { SecretVault } from './secrets/vault.ts';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -32,13 +34,15 @@ export async function createServices(config: Config, logger: Logger = createLogg
     'base64',
   );
   const engine = createEngine(config);
+  const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start }),
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets }),
+    secrets,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),

@@ -1,4 +1,5 @@
 // What a request handler can reach: configuration, the store and the shared domain services.
+import type { SecretVault } from './secrets/vault.ts';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Store } from './store/index.ts';
@@ -24,4 +25,6 @@ export interface Services {
   runs: RunService;
   /** Stops the engine's sandbox processes (on shutdown). */
   closeEngine(): Promise<void>;
+  /** Encrypted workspace and personal secrets, resolved for {{NAME}} references in runs. */
+  secrets: SecretVault;
 }

@@ -16,6 +16,8 @@ import {
 } from '../identity/admin.ts';
 import { createOAuthClient, issueTokens, parseScopes, refreshTokens, revokeApplication, revokeOAuthGrant, revokeOAuthToken } from '../identity/oauth.ts';
 import { PLANS, type Plan } from '../store/billing-accounts.ts';
+import { SecretCipher, loadSecretsKey } from '../secrets/cipher.ts';
+import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -34,6 +36,9 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   oauth token revoke --id <tokenId>
   oauth grant revoke --id <grantId>
   oauth app revoke --app <appId> --user <userId>       (ends every token the user gave the app)
+  secret set --workspace <id> --name <NAME> --value <value> [--user <userId>] [--description <text>]
+             (with --user: that member's personal secret; runs resolve {{NAME}} personal first, then workspace)
+  secret delete --workspace <id> --name <NAME> [--user <userId>]
 
 The database is the one the server uses: DATA_DIR (default ./data) or DATABASE_FILE.`;
 
@@ -52,6 +57,8 @@ const OPTIONS = {
   scopes: { type: 'string' },
   ttl: { type: 'string' },
   'refresh-token': { type: 'string' },
+  value: { type: 'string' },
+  description: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -116,6 +123,25 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
       const revoked = await revokeApplication(store, required(flags, 'app'), required(flags, 'user'));
       return { grantsRevoked: revoked };
     }
+    case 'secret set': {
+      const config = loadConfig();
+      const vault = new SecretVault(store, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+      const user = flags.user as string | undefined;
+      return setSecretAsOperator(store, vault, {
+        workspaceId: required(flags, 'workspace'),
+        scope: user ? 'personal' : 'workspace',
+        ownerUserId: user ?? null,
+        name: required(flags, 'name'),
+        value: required(flags, 'value'),
+        description: flags.description as string | undefined,
+      });
+    }
+    case 'secret delete': {
+      const user = flags.user as string | undefined;
+      const input = { workspaceId: required(flags, 'workspace'), scope: user ? ('personal' as const) : ('workspace' as const), ownerUserId: user ?? null, name: required(flags, 'name') };
+      await deleteSecretAsOperator(store, input);
+      return { ...input, deleted: true };
+    }
     case 'member set': {
       const role = required(flags, 'role');
       if (!['admin', 'write', 'read'].includes(role)) throw new IdentityError('--role must be admin, write or read');
@@ -166,7 +192,7 @@ export async function main(argv: string[]): Promise<void> {
     const result = await run(store, parsed.positionals.join(' '), parsed.values as Flags);
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } catch (err) {
-    const message = err instanceof IdentityError ? err.message : `Unexpected failure: ${(err as Error).message}`;
+    const message = err instanceof IdentityError || err instanceof SecretError ? err.message : `Unexpected failure: ${(err as Error).message}`;
     process.stderr.write(JSON.stringify({ error: message }) + '\n');
     process.exitCode = 1;
   } finally {

@@ -2,6 +2,7 @@
 // (async runs), writes each outcome, its execution log and its usage in one transaction, and keeps the
 // queue's worker pool. No HTTP here. Every status change is a conditional UPDATE in the store, so a run that
 // reached a terminal status is never overwritten, even by a worker that finishes late.
+import type { SecretVault } from '../secrets/vault.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
@@ -80,7 +81,10 @@ export class RunService {
   private readonly startEngine: () => Promise<void>;
   private engineStarted: Promise<void> | null = null;
 
-  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void> }) {
+  private readonly secrets: SecretVault | null;
+
+  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault }) {
+    this.secrets = deps.secrets ?? null;
     this.startEngine = deps.startEngine ?? (async () => undefined);
     this.store = deps.store;
     this.engine = deps.engine;
@@ -197,6 +201,8 @@ export class RunService {
         onEvent: options.onEvent,
         triggerBlockId: run.triggerBlockId ?? undefined,
         resolveWorkflow: (id) => this.resolveChild(run.workspaceId, id),
+        // {{NAME}}: the triggering user's personal secret, else the workspace's.
+        secrets: (name) => this.secrets?.resolve(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
       };
       if (!definition) {

@@ -10,6 +10,7 @@ import { SettingsRepository } from './settings.ts';
 import { BillingAccountRepository } from './billing-accounts.ts';
 import { AuditEventRepository } from './audit-events.ts';
 import { OAuthRepository } from './oauth.ts';
+import { SecretRepository } from './secrets.ts';
 import { WorkflowRepository } from './workflows.ts';
 import { WorkflowFolderRepository } from './workflow-folders.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
@@ -30,6 +31,7 @@ export interface Repositories {
   billingAccounts: BillingAccountRepository;
   auditEvents: AuditEventRepository;
   oauth: OAuthRepository;
+  secrets: SecretRepository;
   workflows: WorkflowRepository;
   workflowFolders: WorkflowFolderRepository;
   workflowVersions: WorkflowVersionRepository;
@@ -52,6 +54,7 @@ function repositories(db: SqlExecutor): Repositories {
     billingAccounts: new BillingAccountRepository(db),
     auditEvents: new AuditEventRepository(db),
     oauth: new OAuthRepository(db),
+    secrets: new SecretRepository(db),
     workflows: new WorkflowRepository(db),
     workflowFolders: new WorkflowFolderRepository(db),
     workflowVersions: new WorkflowVersionRepository(db),
