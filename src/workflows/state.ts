@@ -3,89 +3,19 @@
 // fields, and id remapping for imports and copies. No HTTP and no storage here.
 import { randomUUID } from 'node:crypto';
 import { getBlockDefinition, START_BLOCK_TYPE } from './blocks.ts';
+import type { components } from '../../generated/types.ts';
 
-export type VariableType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'plain';
-
-export interface SubBlockValue {
-  id: string;
-  type: string;
-  value: unknown;
-}
-
-export interface BlockData {
-  parentId?: string;
-  extent?: 'parent';
-  width?: number;
-  height?: number;
-  collection?: unknown;
-  count?: number;
-  loopType?: 'for' | 'forEach' | 'while' | 'doWhile';
-  whileCondition?: string;
-  doWhileCondition?: string;
-  parallelType?: 'collection' | 'count';
-  batchSize?: number;
-  [key: string]: unknown;
-}
-
-export interface Block {
-  id: string;
-  type: string;
-  name: string;
-  position: { x: number; y: number };
-  subBlocks: Record<string, SubBlockValue>;
-  outputs: Record<string, unknown>;
-  enabled: boolean;
-  data?: BlockData;
-  locked?: boolean;
-  [key: string]: unknown;
-}
-
-export interface Edge {
-  id: string;
-  source: string;
-  target: string;
-  sourceHandle?: string | null;
-  targetHandle?: string | null;
-  type?: string;
-}
-
-export interface Loop {
-  id: string;
-  nodes: string[];
-  iterations: number;
-  loopType: 'for' | 'forEach' | 'while' | 'doWhile';
-  forEachItems?: unknown[] | Record<string, unknown> | string;
-  whileCondition?: string;
-  doWhileCondition?: string;
-  enabled?: boolean;
-  locked?: boolean;
-}
-
-export interface Parallel {
-  id: string;
-  nodes: string[];
-  distribution?: unknown[] | Record<string, unknown> | string;
-  count?: number;
-  parallelType?: 'count' | 'collection';
-  batchSize?: number;
-  enabled?: boolean;
-  locked?: boolean;
-}
-
-export interface Variable {
-  id: string;
-  name: string;
-  type: VariableType;
-  value: unknown;
-}
-
-export interface WorkflowState {
-  blocks: Record<string, Block>;
-  edges: Edge[];
-  loops: Record<string, Loop>;
-  parallels: Record<string, Parallel>;
-  variables: Record<string, Variable>;
-}
+// The graph's types are the spec's own (components in spec/components/workflows.yaml).
+type Schemas = components['schemas'];
+export type Block = Schemas['WorkflowBlock'];
+export type SubBlockValue = Block['subBlocks'][string];
+export type BlockData = NonNullable<Block['data']>;
+export type Edge = Schemas['WorkflowEdge'];
+export type Loop = Schemas['WorkflowLoop'];
+export type Parallel = Schemas['WorkflowParallel'];
+export type Variable = Schemas['WorkflowVariable'];
+export type VariableType = Variable['type'];
+export type WorkflowState = Schemas['WorkflowState'];
 
 export class StateError extends Error {
   readonly path: (string | number)[];
