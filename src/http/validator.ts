@@ -46,6 +46,13 @@ function runChain(chain: RequestHandler[], req: Request, res: Response, done: Ne
   next();
 }
 
+/**
+ * Library middlewares that do nothing for this server, each costing a promise hop per request: security
+ * checks are ours (validateSecurity is off), and path-parameter hooks are registered with app.param(), which
+ * never fires for routes on a Router (the metadata middleware sets req.params itself).
+ */
+const SKIPPED = new Set(['securityMiddleware', 'pathParamsMiddleware']);
+
 export type ValidatorFactory = (operation: OperationSpec) => RequestHandler;
 
 /**
@@ -72,7 +79,7 @@ export function createValidatorFactory(spec: object, options: { validateResponse
   return (operation) => {
     let chain: RequestHandler[] | null = null;
     return (req, res, next) => {
-      chain ??= createValidator(documentFor(spec as Spec, operation), options);
+      chain ??= createValidator(documentFor(spec as Spec, operation), options).filter((mw) => !SKIPPED.has(mw.name));
       runChain(chain, req, res, (err?: unknown) => {
         if (err) return next(err);
         const issues = infiniteNumbers(req);
@@ -93,5 +100,7 @@ export function createValidator(spec: object, options: { validateResponses: bool
     ignoreUndocumented: false,
     // Routing is ours (generated); never let the validator resolve handlers through require().
     operationHandlers: false,
+    // No operation takes multipart/form-data (file bytes go to signed transfer URLs); turn multer on with the first one.
+    fileUploader: false,
   }) as RequestHandler[];
 }
