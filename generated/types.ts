@@ -1375,6 +1375,14 @@ export interface components {
         };
       };
     };
+    /** @description The error shape of the legacy (pre-v2) endpoints, which old clients read as a string. */
+    LegacyErrorBody: {
+      /** @description What went wrong. */
+      error: string;
+      code: components['schemas']['ErrorCode'];
+      /** @description Optional structured details, as in the v2 error body. */
+      details?: unknown;
+    };
     /** @description Cursor for the next page; null on the last page. */
     NextCursor: string | null;
     /**
@@ -2891,6 +2899,15 @@ export interface components {
       };
       content: {
         'application/json': components['schemas']['ErrorBody'];
+      };
+    };
+    /** @description Any failure of a legacy endpoint, in the legacy shape `{error, code, details?}`. */
+    LegacyError: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['LegacyErrorBody'];
       };
     };
   };
@@ -6642,16 +6659,16 @@ export interface operations {
           'application/json': components['schemas']['LegacyAsyncReceipt'];
         };
       };
-      400: components['responses']['BadRequest'];
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      404: components['responses']['NotFound'];
-      409: components['responses']['Conflict'];
-      413: components['responses']['PayloadTooLarge'];
-      415: components['responses']['UnsupportedMediaType'];
-      429: components['responses']['RateLimited'];
-      500: components['responses']['InternalError'];
-      503: components['responses']['ServiceUnavailable'];
+      400: components['responses']['LegacyError'];
+      401: components['responses']['LegacyError'];
+      403: components['responses']['LegacyError'];
+      404: components['responses']['LegacyError'];
+      409: components['responses']['LegacyError'];
+      413: components['responses']['LegacyError'];
+      415: components['responses']['LegacyError'];
+      429: components['responses']['LegacyError'];
+      500: components['responses']['LegacyError'];
+      503: components['responses']['LegacyError'];
     };
   };
   legacyGetWorkflowStatus: {
@@ -6678,13 +6695,13 @@ export interface operations {
           'application/json': components['schemas']['LegacyWorkflowStatus'];
         };
       };
-      400: components['responses']['BadRequest'];
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      404: components['responses']['NotFound'];
-      429: components['responses']['RateLimited'];
-      500: components['responses']['InternalError'];
-      503: components['responses']['ServiceUnavailable'];
+      400: components['responses']['LegacyError'];
+      401: components['responses']['LegacyError'];
+      403: components['responses']['LegacyError'];
+      404: components['responses']['LegacyError'];
+      429: components['responses']['LegacyError'];
+      500: components['responses']['LegacyError'];
+      503: components['responses']['LegacyError'];
     };
   };
   legacyGetJobStatus: {
@@ -6711,13 +6728,13 @@ export interface operations {
           'application/json': components['schemas']['LegacyJobStatus'];
         };
       };
-      400: components['responses']['BadRequest'];
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      404: components['responses']['NotFound'];
-      429: components['responses']['RateLimited'];
-      500: components['responses']['InternalError'];
-      503: components['responses']['ServiceUnavailable'];
+      400: components['responses']['LegacyError'];
+      401: components['responses']['LegacyError'];
+      403: components['responses']['LegacyError'];
+      404: components['responses']['LegacyError'];
+      429: components['responses']['LegacyError'];
+      500: components['responses']['LegacyError'];
+      503: components['responses']['LegacyError'];
     };
   };
   legacyGetUsageLimits: {
@@ -6741,12 +6758,12 @@ export interface operations {
           'application/json': components['schemas']['LegacyUsageLimits'];
         };
       };
-      400: components['responses']['BadRequest'];
-      401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
-      429: components['responses']['RateLimited'];
-      500: components['responses']['InternalError'];
-      503: components['responses']['ServiceUnavailable'];
+      400: components['responses']['LegacyError'];
+      401: components['responses']['LegacyError'];
+      403: components['responses']['LegacyError'];
+      429: components['responses']['LegacyError'];
+      500: components['responses']['LegacyError'];
+      503: components['responses']['LegacyError'];
     };
   };
 }

@@ -25,6 +25,7 @@ export interface OperationModel {
   workspaceIdIn: 'path' | 'query' | 'body' | null;
   rejectsWorkspaceKeys: boolean;
   rateBucket: 'api' | 'execution';
+  errorFormat: 'standard' | 'legacy';
   plans: string[] | null;
   public: boolean;
   pathParams: ParamModel[];
@@ -116,6 +117,8 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
       if (plans !== null && (!Array.isArray(plans) || plans.some((p: string) => !PLANS.includes(p as any)))) {
         fail(`x-plans must list plans from ${PLANS.join(', ')}`);
       }
+      const errorFormat = op['x-error-format'] ?? 'standard';
+      if (!['standard', 'legacy'].includes(errorFormat)) fail('x-error-format must be standard or legacy');
       const rejects = op['x-rejects-workspace-keys'] ?? false;
       if (typeof rejects !== 'boolean') fail('x-rejects-workspace-keys must be a boolean');
 
@@ -181,6 +184,7 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         workspaceIdIn,
         rejectsWorkspaceKeys: rejects,
         rateBucket,
+        errorFormat,
         plans,
         public: isPublic,
         pathParams,

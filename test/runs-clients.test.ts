@@ -133,6 +133,11 @@ describe('simstudio-ts-sdk', () => {
     const wrapped: any = await client.executeWorkflow(double.id, 3);
     expect(wrapped.success).toBe(false);
     expect(wrapped.error).toMatch(/n/);
-    await expect(client.executeWorkflow('no-such-workflow', {})).rejects.toMatchObject({ status: 404 });
+    // Legacy errors come in the shape the SDK reads: a readable message and a code.
+    await expect(client.executeWorkflow('no-such-workflow', {})).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'Workflow not found.' });
+    const outsider = new SimStudioClient({ apiKey: 'sk-owa-not-a-key-000000000000', baseUrl: s.url });
+    await expect(outsider.getJobStatus(queued.taskId)).rejects.toMatchObject({ status: 401, code: 'UNAUTHORIZED', message: expect.stringMatching(/API key/) });
+    const raw = await s.request('/api/jobs/x?bogus=1');
+    expect(await raw.json()).toEqual({ error: expect.stringContaining('bogus'), code: 'BAD_REQUEST', details: expect.any(Array) });
   });
 });

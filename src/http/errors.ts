@@ -36,6 +36,10 @@ export class ApiError extends Error {
   toBody(): { error: { code: ErrorCode; message: string; details?: unknown } } {
     return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
   }
+  /** The pre-v2 shape legacy clients read (`error` is the message). */
+  toLegacyBody(): { error: string; code: ErrorCode; details?: unknown } {
+    return { error: this.message, code: this.code, ...(this.details === undefined ? {} : { details: this.details }) };
+  }
 }
 
 export const badRequest = (message: string, details?: ValidationIssue[]) => new ApiError('BAD_REQUEST', message, details);
@@ -110,7 +114,8 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     return;
   }
   for (const [k, v] of Object.entries(apiError.headers)) res.setHeader(k, v);
-  res.status(apiError.status).json(apiError.toBody());
+  const legacy = (res.locals as { operation?: { errorFormat?: string } }).operation?.errorFormat === 'legacy';
+  res.status(apiError.status).json(legacy ? apiError.toLegacyBody() : apiError.toBody());
 };
 
 export function toApiError(err: unknown): ApiError {

@@ -18,6 +18,8 @@ import { rateLimit } from './rate-limit.ts';
 
 interface Locals {
   principal?: Principal;
+  /** The matched operation; the error handler reads its error format. */
+  operation?: OperationSpec;
 }
 
 const principalOf = (res: Response): Principal => (res.locals as Locals).principal!;
@@ -169,6 +171,10 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
         next(err);
       }
     };
-    return [auth, bodyGate(operation, services.config.bodyLimitBytes), json, rateLimit(services, operation, principalOf), validatorFor(operation), invoke];
+    const matched: RequestHandler = (_req, res, next) => {
+      (res.locals as Locals).operation = operation;
+      next();
+    };
+    return [matched, auth, bodyGate(operation, services.config.bodyLimitBytes), json, rateLimit(services, operation, principalOf), validatorFor(operation), invoke];
   };
 }
