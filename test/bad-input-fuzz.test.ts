@@ -51,7 +51,8 @@ describe('malformed input never reaches a 500', () => {
         expect(`${op.operationId} ${res.status} ${text.slice(0, 300)}`).not.toMatch(/^\S+ 5\d\d/);
         if (res.status >= 400 && op.method !== 'head') {
           const parsed = JSON.parse(text);
-          if (op.errorFormat === 'legacy') expect(parsed).toEqual(expect.objectContaining({ error: expect.any(String), code: expect.any(String) }));
+          // A legacy operation answers in its own shape; a mangled path may reach no operation at all.
+          if (op.errorFormat === 'legacy' && typeof parsed.error === 'string') expect(parsed).toEqual(expect.objectContaining({ code: expect.any(String) }));
           else expect(parsed.error).toEqual(expect.objectContaining({ code: expect.any(String), message: expect.any(String) }));
         }
       }),
