@@ -626,6 +626,8 @@ describe('export and import', () => {
       [{ version: '9.9', state: { blocks: {} } }, /Unsupported export version/],
       [{ blocks: [] }, /blocks/],
       [{ blocks: { a: { id: 'a', name: 'x' } } }, /has no type/],
+      // Passes the lenient reading but breaks the spec's state schema (a name over 200 characters).
+      [{ blocks: { a: { id: 'a', type: 'function', name: 'n'.repeat(300) } }, edges: [] }, /state\.blocks\.a\.name must NOT have more than 200 characters/],
     ] as const) {
       const r = await call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow });
       expect(r.status, JSON.stringify(workflow)).toBe(400);

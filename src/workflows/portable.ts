@@ -2,6 +2,7 @@
 // a bare state ({blocks, edges, ...}), or a JSON string holding either, and says precisely what is wrong
 // with anything else.
 import { randomUUID } from 'node:crypto';
+import { checkAgainstSpec } from '../domain/spec-schemas.ts';
 import { recomputeContainers, StateError, type Block, type Edge, type Variable, type WorkflowState } from './state.ts';
 
 export const EXPORT_FORMAT_VERSION = '1.0';
@@ -128,7 +129,11 @@ function parseState(raw: Record<string, unknown>, path: (string | number)[]): Wo
     if (seen.has(e.id)) fail(`Edge id "${e.id}" is used twice.`, [...path, 'edges', i, 'id']);
     seen.add(e.id);
   }
-  return { blocks, edges, ...recomputeContainers(blocks), variables: parseVariables(raw.variables, [...path, 'variables']) };
+  const state: WorkflowState = { blocks, edges, ...recomputeContainers(blocks), variables: parseVariables(raw.variables, [...path, 'variables']) };
+  // What normalization kept must be a state the spec allows (sub-block values, data fields, variable shapes).
+  const [issue] = checkAgainstSpec('WorkflowState', state);
+  if (issue) fail(`The workflow state at ${['state', ...issue.path].join('.')} ${issue.message}.`, [...path, ...issue.path]);
+  return state;
 }
 
 /** Reads whatever was sent as `workflow` into a state, or throws StateError naming the problem. */
