@@ -5,6 +5,7 @@ import type { operations } from './types.ts';
 import type { RequestContext } from '../src/http/context.ts';
 import type { Principal } from '../src/identity/principal.ts';
 import type { StreamBody } from '../src/http/stream-body.ts';
+import type { IncomingMessage } from 'node:http';
 
 type Json<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type Params<O, K extends string> = O extends { parameters: infer P }
@@ -33,498 +34,765 @@ export interface OperationInputs {
     query: Params<operations['abortFileUpload'], 'query'>;
     headers: Params<operations['abortFileUpload'], 'header'>;
     body: Body<operations['abortFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   activateWorkflowVersion: {
     params: Params<operations['activateWorkflowVersion'], 'path'>;
     query: Params<operations['activateWorkflowVersion'], 'query'>;
     headers: Params<operations['activateWorkflowVersion'], 'header'>;
     body: Body<operations['activateWorkflowVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   applyWorkflowOperations: {
     params: Params<operations['applyWorkflowOperations'], 'path'>;
     query: Params<operations['applyWorkflowOperations'], 'query'>;
     headers: Params<operations['applyWorkflowOperations'], 'header'>;
     body: Body<operations['applyWorkflowOperations']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   applyWorkflowVariables: {
     params: Params<operations['applyWorkflowVariables'], 'path'>;
     query: Params<operations['applyWorkflowVariables'], 'query'>;
     headers: Params<operations['applyWorkflowVariables'], 'header'>;
     body: Body<operations['applyWorkflowVariables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   bulkDeleteFiles: {
     params: Params<operations['bulkDeleteFiles'], 'path'>;
     query: Params<operations['bulkDeleteFiles'], 'query'>;
     headers: Params<operations['bulkDeleteFiles'], 'header'>;
     body: Body<operations['bulkDeleteFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   bulkDownloadFiles: {
     params: Params<operations['bulkDownloadFiles'], 'path'>;
     query: Params<operations['bulkDownloadFiles'], 'query'>;
     headers: Params<operations['bulkDownloadFiles'], 'header'>;
     body: Body<operations['bulkDownloadFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   cancelWorkflowRun: {
     params: Params<operations['cancelWorkflowRun'], 'path'>;
     query: Params<operations['cancelWorkflowRun'], 'query'>;
     headers: Params<operations['cancelWorkflowRun'], 'header'>;
     body: Body<operations['cancelWorkflowRun']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   completeFileUpload: {
     params: Params<operations['completeFileUpload'], 'path'>;
     query: Params<operations['completeFileUpload'], 'query'>;
     headers: Params<operations['completeFileUpload'], 'header'>;
     body: Body<operations['completeFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   createFile: {
     params: Params<operations['createFile'], 'path'>;
     query: Params<operations['createFile'], 'query'>;
     headers: Params<operations['createFile'], 'header'>;
     body: Body<operations['createFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   createFileFolder: {
     params: Params<operations['createFileFolder'], 'path'>;
     query: Params<operations['createFileFolder'], 'query'>;
     headers: Params<operations['createFileFolder'], 'header'>;
     body: Body<operations['createFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   createFileUpload: {
     params: Params<operations['createFileUpload'], 'path'>;
     query: Params<operations['createFileUpload'], 'query'>;
     headers: Params<operations['createFileUpload'], 'header'>;
     body: Body<operations['createFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   createFileUploadPartUrls: {
     params: Params<operations['createFileUploadPartUrls'], 'path'>;
     query: Params<operations['createFileUploadPartUrls'], 'query'>;
     headers: Params<operations['createFileUploadPartUrls'], 'header'>;
     body: Body<operations['createFileUploadPartUrls']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
     headers: Params<operations['createWorkflow'], 'header'>;
     body: Body<operations['createWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   createWorkflowFolder: {
     params: Params<operations['createWorkflowFolder'], 'path'>;
     query: Params<operations['createWorkflowFolder'], 'query'>;
     headers: Params<operations['createWorkflowFolder'], 'header'>;
     body: Body<operations['createWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   deleteFile: {
     params: Params<operations['deleteFile'], 'path'>;
     query: Params<operations['deleteFile'], 'query'>;
     headers: Params<operations['deleteFile'], 'header'>;
     body: Body<operations['deleteFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   deleteFileFolder: {
     params: Params<operations['deleteFileFolder'], 'path'>;
     query: Params<operations['deleteFileFolder'], 'query'>;
     headers: Params<operations['deleteFileFolder'], 'header'>;
     body: Body<operations['deleteFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   deleteFileVersion: {
     params: Params<operations['deleteFileVersion'], 'path'>;
     query: Params<operations['deleteFileVersion'], 'query'>;
     headers: Params<operations['deleteFileVersion'], 'header'>;
     body: Body<operations['deleteFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
     query: Params<operations['deleteWorkflow'], 'query'>;
     headers: Params<operations['deleteWorkflow'], 'header'>;
     body: Body<operations['deleteWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   deleteWorkflowFolder: {
     params: Params<operations['deleteWorkflowFolder'], 'path'>;
     query: Params<operations['deleteWorkflowFolder'], 'query'>;
     headers: Params<operations['deleteWorkflowFolder'], 'header'>;
     body: Body<operations['deleteWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   deployWorkflow: {
     params: Params<operations['deployWorkflow'], 'path'>;
     query: Params<operations['deployWorkflow'], 'query'>;
     headers: Params<operations['deployWorkflow'], 'header'>;
     body: Body<operations['deployWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   downloadFile: {
     params: Params<operations['downloadFile'], 'path'>;
     query: Params<operations['downloadFile'], 'query'>;
     headers: Params<operations['downloadFile'], 'header'>;
     body: Body<operations['downloadFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   downloadFileVersion: {
     params: Params<operations['downloadFileVersion'], 'path'>;
     query: Params<operations['downloadFileVersion'], 'query'>;
     headers: Params<operations['downloadFileVersion'], 'header'>;
     body: Body<operations['downloadFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   duplicateWorkflow: {
     params: Params<operations['duplicateWorkflow'], 'path'>;
     query: Params<operations['duplicateWorkflow'], 'query'>;
     headers: Params<operations['duplicateWorkflow'], 'header'>;
     body: Body<operations['duplicateWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   editFileContent: {
     params: Params<operations['editFileContent'], 'path'>;
     query: Params<operations['editFileContent'], 'query'>;
     headers: Params<operations['editFileContent'], 'header'>;
     body: Body<operations['editFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   executeWorkflow: {
     params: Params<operations['executeWorkflow'], 'path'>;
     query: Params<operations['executeWorkflow'], 'query'>;
     headers: Params<operations['executeWorkflow'], 'header'>;
     body: Body<operations['executeWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   exportWorkflow: {
     params: Params<operations['exportWorkflow'], 'path'>;
     query: Params<operations['exportWorkflow'], 'query'>;
     headers: Params<operations['exportWorkflow'], 'header'>;
     body: Body<operations['exportWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getAuditLog: {
     params: Params<operations['getAuditLog'], 'path'>;
     query: Params<operations['getAuditLog'], 'query'>;
     headers: Params<operations['getAuditLog'], 'header'>;
     body: Body<operations['getAuditLog']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getBlock: {
     params: Params<operations['getBlock'], 'path'>;
     query: Params<operations['getBlock'], 'query'>;
     headers: Params<operations['getBlock'], 'header'>;
     body: Body<operations['getBlock']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getFile: {
     params: Params<operations['getFile'], 'path'>;
     query: Params<operations['getFile'], 'query'>;
     headers: Params<operations['getFile'], 'header'>;
     body: Body<operations['getFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getFileShare: {
     params: Params<operations['getFileShare'], 'path'>;
     query: Params<operations['getFileShare'], 'query'>;
     headers: Params<operations['getFileShare'], 'header'>;
     body: Body<operations['getFileShare']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getFileUpload: {
     params: Params<operations['getFileUpload'], 'path'>;
     query: Params<operations['getFileUpload'], 'query'>;
     headers: Params<operations['getFileUpload'], 'header'>;
     body: Body<operations['getFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getFileVersion: {
     params: Params<operations['getFileVersion'], 'path'>;
     query: Params<operations['getFileVersion'], 'query'>;
     headers: Params<operations['getFileVersion'], 'header'>;
     body: Body<operations['getFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getLog: {
     params: Params<operations['getLog'], 'path'>;
     query: Params<operations['getLog'], 'query'>;
     headers: Params<operations['getLog'], 'header'>;
     body: Body<operations['getLog']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getLogStats: {
     params: Params<operations['getLogStats'], 'path'>;
     query: Params<operations['getLogStats'], 'query'>;
     headers: Params<operations['getLogStats'], 'header'>;
     body: Body<operations['getLogStats']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
     headers: Params<operations['getMeta'], 'header'>;
     body: Body<operations['getMeta']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getSharedFile: {
+    params: Params<operations['getSharedFile'], 'path'>;
+    query: Params<operations['getSharedFile'], 'query'>;
+    headers: Params<operations['getSharedFile'], 'header'>;
+    body: Body<operations['getSharedFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
   };
   getWorkflow: {
     params: Params<operations['getWorkflow'], 'path'>;
     query: Params<operations['getWorkflow'], 'query'>;
     headers: Params<operations['getWorkflow'], 'header'>;
     body: Body<operations['getWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getWorkflowDeployment: {
     params: Params<operations['getWorkflowDeployment'], 'path'>;
     query: Params<operations['getWorkflowDeployment'], 'query'>;
     headers: Params<operations['getWorkflowDeployment'], 'header'>;
     body: Body<operations['getWorkflowDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getWorkflowRun: {
     params: Params<operations['getWorkflowRun'], 'path'>;
     query: Params<operations['getWorkflowRun'], 'query'>;
     headers: Params<operations['getWorkflowRun'], 'header'>;
     body: Body<operations['getWorkflowRun']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getWorkflowState: {
     params: Params<operations['getWorkflowState'], 'path'>;
     query: Params<operations['getWorkflowState'], 'query'>;
     headers: Params<operations['getWorkflowState'], 'header'>;
     body: Body<operations['getWorkflowState']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getWorkflowVersion: {
     params: Params<operations['getWorkflowVersion'], 'path'>;
     query: Params<operations['getWorkflowVersion'], 'query'>;
     headers: Params<operations['getWorkflowVersion'], 'header'>;
     body: Body<operations['getWorkflowVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getWorkspace: {
     params: Params<operations['getWorkspace'], 'path'>;
     query: Params<operations['getWorkspace'], 'query'>;
     headers: Params<operations['getWorkspace'], 'header'>;
     body: Body<operations['getWorkspace']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   headWorkflowState: {
     params: Params<operations['headWorkflowState'], 'path'>;
     query: Params<operations['headWorkflowState'], 'query'>;
     headers: Params<operations['headWorkflowState'], 'header'>;
     body: Body<operations['headWorkflowState']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   importWorkflow: {
     params: Params<operations['importWorkflow'], 'path'>;
     query: Params<operations['importWorkflow'], 'query'>;
     headers: Params<operations['importWorkflow'], 'header'>;
     body: Body<operations['importWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   legacyExecuteWorkflow: {
     params: Params<operations['legacyExecuteWorkflow'], 'path'>;
     query: Params<operations['legacyExecuteWorkflow'], 'query'>;
     headers: Params<operations['legacyExecuteWorkflow'], 'header'>;
     body: Body<operations['legacyExecuteWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   legacyGetJobStatus: {
     params: Params<operations['legacyGetJobStatus'], 'path'>;
     query: Params<operations['legacyGetJobStatus'], 'query'>;
     headers: Params<operations['legacyGetJobStatus'], 'header'>;
     body: Body<operations['legacyGetJobStatus']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   legacyGetUsageLimits: {
     params: Params<operations['legacyGetUsageLimits'], 'path'>;
     query: Params<operations['legacyGetUsageLimits'], 'query'>;
     headers: Params<operations['legacyGetUsageLimits'], 'header'>;
     body: Body<operations['legacyGetUsageLimits']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   legacyGetWorkflowStatus: {
     params: Params<operations['legacyGetWorkflowStatus'], 'path'>;
     query: Params<operations['legacyGetWorkflowStatus'], 'query'>;
     headers: Params<operations['legacyGetWorkflowStatus'], 'header'>;
     body: Body<operations['legacyGetWorkflowStatus']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listAuditLogs: {
     params: Params<operations['listAuditLogs'], 'path'>;
     query: Params<operations['listAuditLogs'], 'query'>;
     headers: Params<operations['listAuditLogs'], 'header'>;
     body: Body<operations['listAuditLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listBlocks: {
     params: Params<operations['listBlocks'], 'path'>;
     query: Params<operations['listBlocks'], 'query'>;
     headers: Params<operations['listBlocks'], 'header'>;
     body: Body<operations['listBlocks']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listFileFolders: {
     params: Params<operations['listFileFolders'], 'path'>;
     query: Params<operations['listFileFolders'], 'query'>;
     headers: Params<operations['listFileFolders'], 'header'>;
     body: Body<operations['listFileFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listFileVersions: {
     params: Params<operations['listFileVersions'], 'path'>;
     query: Params<operations['listFileVersions'], 'query'>;
     headers: Params<operations['listFileVersions'], 'header'>;
     body: Body<operations['listFileVersions']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listFiles: {
     params: Params<operations['listFiles'], 'path'>;
     query: Params<operations['listFiles'], 'query'>;
     headers: Params<operations['listFiles'], 'header'>;
     body: Body<operations['listFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listLogs: {
     params: Params<operations['listLogs'], 'path'>;
     query: Params<operations['listLogs'], 'query'>;
     headers: Params<operations['listLogs'], 'header'>;
     body: Body<operations['listLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listWorkflowFolders: {
     params: Params<operations['listWorkflowFolders'], 'path'>;
     query: Params<operations['listWorkflowFolders'], 'query'>;
     headers: Params<operations['listWorkflowFolders'], 'header'>;
     body: Body<operations['listWorkflowFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listWorkflowRuns: {
     params: Params<operations['listWorkflowRuns'], 'path'>;
     query: Params<operations['listWorkflowRuns'], 'query'>;
     headers: Params<operations['listWorkflowRuns'], 'header'>;
     body: Body<operations['listWorkflowRuns']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listWorkflowVersions: {
     params: Params<operations['listWorkflowVersions'], 'path'>;
     query: Params<operations['listWorkflowVersions'], 'query'>;
     headers: Params<operations['listWorkflowVersions'], 'header'>;
     body: Body<operations['listWorkflowVersions']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listWorkflows: {
     params: Params<operations['listWorkflows'], 'path'>;
     query: Params<operations['listWorkflows'], 'query'>;
     headers: Params<operations['listWorkflows'], 'header'>;
     body: Body<operations['listWorkflows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listWorkspaceMembers: {
     params: Params<operations['listWorkspaceMembers'], 'path'>;
     query: Params<operations['listWorkspaceMembers'], 'query'>;
     headers: Params<operations['listWorkspaceMembers'], 'header'>;
     body: Body<operations['listWorkspaceMembers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   listWorkspaces: {
     params: Params<operations['listWorkspaces'], 'path'>;
     query: Params<operations['listWorkspaces'], 'query'>;
     headers: Params<operations['listWorkspaces'], 'header'>;
     body: Body<operations['listWorkspaces']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   moveFileItems: {
     params: Params<operations['moveFileItems'], 'path'>;
     query: Params<operations['moveFileItems'], 'query'>;
     headers: Params<operations['moveFileItems'], 'header'>;
     body: Body<operations['moveFileItems']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   moveWorkflows: {
     params: Params<operations['moveWorkflows'], 'path'>;
     query: Params<operations['moveWorkflows'], 'query'>;
     headers: Params<operations['moveWorkflows'], 'header'>;
     body: Body<operations['moveWorkflows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   previewWorkflowImport: {
     params: Params<operations['previewWorkflowImport'], 'path'>;
     query: Params<operations['previewWorkflowImport'], 'query'>;
     headers: Params<operations['previewWorkflowImport'], 'header'>;
     body: Body<operations['previewWorkflowImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  putFileUploadPart: {
+    params: Params<operations['putFileUploadPart'], 'path'>;
+    query: Params<operations['putFileUploadPart'], 'query'>;
+    headers: Params<operations['putFileUploadPart'], 'header'>;
+    body: IncomingMessage;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
   };
   readFileText: {
     params: Params<operations['readFileText'], 'path'>;
     query: Params<operations['readFileText'], 'query'>;
     headers: Params<operations['readFileText'], 'header'>;
     body: Body<operations['readFileText']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   readFileVersionText: {
     params: Params<operations['readFileVersionText'], 'path'>;
     query: Params<operations['readFileVersionText'], 'query'>;
     headers: Params<operations['readFileVersionText'], 'header'>;
     body: Body<operations['readFileVersionText']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   relocateFileFolder: {
     params: Params<operations['relocateFileFolder'], 'path'>;
     query: Params<operations['relocateFileFolder'], 'query'>;
     headers: Params<operations['relocateFileFolder'], 'header'>;
     body: Body<operations['relocateFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   relocateWorkflowFolder: {
     params: Params<operations['relocateWorkflowFolder'], 'path'>;
     query: Params<operations['relocateWorkflowFolder'], 'query'>;
     headers: Params<operations['relocateWorkflowFolder'], 'header'>;
     body: Body<operations['relocateWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   renameFile: {
     params: Params<operations['renameFile'], 'path'>;
     query: Params<operations['renameFile'], 'query'>;
     headers: Params<operations['renameFile'], 'header'>;
     body: Body<operations['renameFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   replaceWorkflowState: {
     params: Params<operations['replaceWorkflowState'], 'path'>;
     query: Params<operations['replaceWorkflowState'], 'query'>;
     headers: Params<operations['replaceWorkflowState'], 'header'>;
     body: Body<operations['replaceWorkflowState']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   restoreFile: {
     params: Params<operations['restoreFile'], 'path'>;
     query: Params<operations['restoreFile'], 'query'>;
     headers: Params<operations['restoreFile'], 'header'>;
     body: Body<operations['restoreFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   restoreFileFolder: {
     params: Params<operations['restoreFileFolder'], 'path'>;
     query: Params<operations['restoreFileFolder'], 'query'>;
     headers: Params<operations['restoreFileFolder'], 'header'>;
     body: Body<operations['restoreFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   restoreWorkflow: {
     params: Params<operations['restoreWorkflow'], 'path'>;
     query: Params<operations['restoreWorkflow'], 'query'>;
     headers: Params<operations['restoreWorkflow'], 'header'>;
     body: Body<operations['restoreWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   resumeWorkflow: {
     params: Params<operations['resumeWorkflow'], 'path'>;
     query: Params<operations['resumeWorkflow'], 'query'>;
     headers: Params<operations['resumeWorkflow'], 'header'>;
     body: Body<operations['resumeWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   revertFileVersion: {
     params: Params<operations['revertFileVersion'], 'path'>;
     query: Params<operations['revertFileVersion'], 'query'>;
     headers: Params<operations['revertFileVersion'], 'header'>;
     body: Body<operations['revertFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   revertWorkflowVersion: {
     params: Params<operations['revertWorkflowVersion'], 'path'>;
     query: Params<operations['revertWorkflowVersion'], 'query'>;
     headers: Params<operations['revertWorkflowVersion'], 'header'>;
     body: Body<operations['revertWorkflowVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   rollbackWorkflow: {
     params: Params<operations['rollbackWorkflow'], 'path'>;
     query: Params<operations['rollbackWorkflow'], 'query'>;
     headers: Params<operations['rollbackWorkflow'], 'header'>;
     body: Body<operations['rollbackWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   searchFileContent: {
     params: Params<operations['searchFileContent'], 'path'>;
     query: Params<operations['searchFileContent'], 'query'>;
     headers: Params<operations['searchFileContent'], 'header'>;
     body: Body<operations['searchFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
     headers: Params<operations['undeployWorkflow'], 'header'>;
     body: Body<operations['undeployWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   unzipFile: {
     params: Params<operations['unzipFile'], 'path'>;
     query: Params<operations['unzipFile'], 'query'>;
     headers: Params<operations['unzipFile'], 'header'>;
     body: Body<operations['unzipFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   updateFileContent: {
     params: Params<operations['updateFileContent'], 'path'>;
     query: Params<operations['updateFileContent'], 'query'>;
     headers: Params<operations['updateFileContent'], 'header'>;
     body: Body<operations['updateFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
     headers: Params<operations['updateWorkflow'], 'header'>;
     body: Body<operations['updateWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   updateWorkflowPublicApi: {
     params: Params<operations['updateWorkflowPublicApi'], 'path'>;
     query: Params<operations['updateWorkflowPublicApi'], 'query'>;
     headers: Params<operations['updateWorkflowPublicApi'], 'header'>;
     body: Body<operations['updateWorkflowPublicApi']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   updateWorkflowVersion: {
     params: Params<operations['updateWorkflowVersion'], 'path'>;
     query: Params<operations['updateWorkflowVersion'], 'query'>;
     headers: Params<operations['updateWorkflowVersion'], 'header'>;
     body: Body<operations['updateWorkflowVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   upsertFileShare: {
     params: Params<operations['upsertFileShare'], 'path'>;
     query: Params<operations['upsertFileShare'], 'query'>;
     headers: Params<operations['upsertFileShare'], 'header'>;
     body: Body<operations['upsertFileShare']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
 }
 
@@ -723,6 +991,17 @@ export interface OperationResults {
     body: Json<operations['getMeta']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getSharedFile:
+    | {
+        status: 200;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 206;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      };
   getWorkflow: {
     status: 200;
     body: Json<operations['getWorkflow']['responses'][200]>;
@@ -864,6 +1143,11 @@ export interface OperationResults {
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  putFileUploadPart: {
+    status: 200;
+    body: undefined;
+    headers?: Record<string, string>;
+  };
   readFileText: {
     status: 200;
     body: Json<operations['readFileText']['responses'][200]>;
@@ -978,10 +1262,7 @@ export interface OperationResults {
 }
 
 /** The validated request, the authenticated caller (also at ctx.principal) and the request context. */
-export type HandlerInput<Op extends keyof OperationInputs> = OperationInputs[Op] & {
-  principal: Principal;
-  ctx: RequestContext;
-};
+export type HandlerInput<Op extends keyof OperationInputs> = OperationInputs[Op];
 export type HandlerResult<Op extends keyof OperationResults> = OperationResults[Op];
 export type Handler<Op extends keyof OperationInputs> = (
   input: HandlerInput<Op>,
@@ -1059,6 +1340,8 @@ export interface Handlers {
   getLogStats: Handler<'getLogStats'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /shared/files/{token} — Read a shared file */
+  getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
@@ -1113,6 +1396,8 @@ export interface Handlers {
   moveWorkflows: Handler<'moveWorkflows'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
+  /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
+  putFileUploadPart: Handler<'putFileUploadPart'>;
   /** GET /api/v2/files/{fileId}/text — Read file text */
   readFileText: Handler<'readFileText'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/text — Read file version text */

@@ -229,4 +229,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/workflows/:workflowId/status',
     ...bind(OPERATIONS.legacyGetWorkflowStatus, handlers.legacyGetWorkflowStatus),
   );
+  router.get('/shared/files/:token', ...bind(OPERATIONS.getSharedFile, handlers.getSharedFile));
+  router.put(
+    '/transfers/files/:uploadId/parts/:partNumber',
+    ...bind(OPERATIONS.putFileUploadPart, handlers.putFileUploadPart),
+  );
 }

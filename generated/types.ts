@@ -1324,6 +1324,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/transfers/files/{uploadId}/parts/{partNumber}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Send the bytes of an upload part
+     * @description The signed transfer URL an upload session hands out (`transfer.url`, or a part URL). Takes the raw bytes of one part (or of the whole file for a single-PUT upload), with the Content-Type the session declared and exactly the part's size, and streams them to storage. The signature, not an API key, authorizes it; an expired or altered URL is refused.
+     */
+    put: operations['putFileUploadPart'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/shared/files/{token}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read a shared file
+     * @description The content of a file whose share link is active, with no API key. A password share needs its password in `X-Share-Password`; shares limited to signed-in addresses answer 403 (this server has no sign-in for links). An inactive share answers exactly like one that never existed. Supports `Range`.
+     */
+    get: operations['getSharedFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -6764,6 +6804,93 @@ export interface operations {
       429: components['responses']['LegacyError'];
       500: components['responses']['LegacyError'];
       503: components['responses']['LegacyError'];
+    };
+  };
+  putFileUploadPart: {
+    parameters: {
+      query: {
+        /** @description Unix time (seconds) after which the URL stops working; part of what is signed. */
+        expires: number;
+        /** @description The server's signature over the upload, part and expiry. */
+        signature: string;
+      };
+      header?: never;
+      path: {
+        /** @description Upload session identifier. */
+        uploadId: string;
+        /** @description Part number, from 1. */
+        partNumber: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        '*/*': string;
+      };
+    };
+    responses: {
+      /** @description The part is stored. */
+      200: {
+        headers: {
+          /** @description Identifies the stored part. */
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getSharedFile: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The password of a password share. */
+        'x-share-password'?: string;
+        /** @description An HTTP byte range, e.g. `bytes=0-1023`. */
+        range?: string;
+      };
+      path: {
+        /** @description The share token from the file's share link. */
+        token: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The whole file. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      /** @description The requested byte range. */
+      206: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
     };
   };
 }

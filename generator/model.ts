@@ -32,7 +32,8 @@ export interface OperationModel {
   queryParams: ParamModel[];
   headerParams: ParamModel[];
   headerNames: string[];
-  body: { required: boolean; contentTypes: string[] } | null;
+  /** `stream`: no JSON media type, so the handler reads the raw request stream. */
+  body: { required: boolean; contentTypes: string[]; stream: boolean } | null;
   successStatus: number;
   /** Every 2xx status the operation declares (e.g. 200 and 206 for a ranged download). */
   /** Each success status with what its body may be: JSON, a stream (any other media type), or nothing. */
@@ -141,7 +142,7 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
       if (op.requestBody) {
         const rb = deref(doc, op.requestBody);
         const contentTypes = Object.keys(rb.content ?? {}).sort();
-        body = { required: Boolean(rb.required), contentTypes };
+        body = { required: Boolean(rb.required), contentTypes, stream: !contentTypes.some((t) => /json$/.test(t)) };
         for (const ct of contentTypes) {
           const schema = deref(doc, rb.content[ct].schema);
           if (ct === 'application/json' && schema?.type === 'object' && !isClosed(schema)) {
@@ -159,7 +160,8 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
       if (success.length === 0) fail('needs a 2xx response');
       for (const s of statuses) {
         const resp = deref(doc, op.responses[s]);
-        if (!resp.content && s !== '204' && method !== 'head') fail(`response ${s} needs a schema`);
+        // A success may carry no body (204, HEAD, an upload part's 200 with only an ETag); errors always have one.
+        if (!resp.content && !/^2/.test(s) && method !== 'head') fail(`response ${s} needs a schema`);
       }
       for (const s of ['400', '401', '429', '500']) {
         if (!isPublic && !statuses.includes(s)) fail(`needs a ${s} response`);

@@ -8,7 +8,6 @@ import { createBinder, type BinderOptions } from './http/pipeline.ts';
 import { createValidatorFactory } from './http/validator.ts';
 import { requestLogging } from './http/logging.ts';
 import { ApiError, errorHandler } from './http/errors.ts';
-import { fileTransferRoutes } from './http/file-transfers.ts';
 
 export function createApp(services: Services, options: BinderOptions = {}): Express {
   const app = express();
@@ -16,7 +15,6 @@ export function createApp(services: Services, options: BinderOptions = {}): Expr
   app.set('trust proxy', false);
   app.use(requestLogging(services.logger));
 
-  app.use(fileTransferRoutes(services));
   const router = express.Router({ strict: false });
   const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });
   mountOperations(router, handlers, createBinder(services, validatorFor, options));

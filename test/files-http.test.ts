@@ -369,3 +369,31 @@ describe('audit', () => {
     expect((await s.services.store.auditEvents.count()) - before).toBe(2);
   });
 });
+
+describe('public operations (signed transfer URLs and share links)', () => {
+  it('are validated like every operation, without an API key', async () => {
+    const bogus = await s.request('/transfers/files/up_x/parts/1?expires=1&signature=abc&extra=1', {
+      method: 'PUT',
+      key: null,
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'hello',
+    });
+    expect(bogus.status).toBe(400);
+    expect(((await bogus.json()) as any).error.details[0]).toMatchObject({ code: 'unrecognized_keys', keys: ['extra'] });
+    const unsigned = await s.request('/transfers/files/up_x/parts/1?expires=1&signature=abc', {
+      method: 'PUT',
+      key: null,
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'hello',
+    });
+    expect(unsigned.status).toBe(403);
+    expect(((await unsigned.json()) as any).error.details.code).toBe('INVALID_SIGNATURE');
+    const zero = await s.request('/transfers/files/up_x/parts/0?expires=1&signature=abc', { method: 'PUT', key: null, headers: { 'content-type': 'text/plain' }, body: 'x' });
+    expect(zero.status).toBe(400);
+    const share = await s.request('/shared/files/not-a-token?x=1', { key: null });
+    expect(share.status).toBe(400);
+    const missing = await s.request('/shared/files/not-a-token', { key: null });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('x-ratelimit-limit')).toBeTruthy();
+  });
+});

@@ -34,17 +34,23 @@ export function sanitizeMetadata(metadata: Record<string, unknown> = {}): Record
   return JSON.stringify(result).length > MAX_METADATA_BYTES ? { truncated: true } : result;
 }
 
-/** `principal` null means the operator, acting through the admin command. */
-export async function recordAudit(tx: Repositories, principal: Principal | null, defaultWorkspaceId: string | null, entry: AuditEntry): Promise<void> {
+/** `principal` null is an actor without a credential: the operator's admin command unless `anonymousActor` says otherwise. */
+export async function recordAudit(
+  tx: Repositories,
+  principal: Principal | null,
+  defaultWorkspaceId: string | null,
+  entry: AuditEntry,
+  anonymousActor = 'Admin command',
+): Promise<void> {
   const user = principal ? await tx.users.get(principal.userId) : undefined;
   await tx.auditEvents.insert({
     id: sortableId(),
     createdAt: new Date().toISOString(),
     workspaceId: entry.workspaceId === undefined ? defaultWorkspaceId : entry.workspaceId,
     actorUserId: principal?.userId ?? null,
-    actorName: user?.name ?? (principal ? null : 'Admin command'),
+    actorName: user?.name ?? (principal ? null : anonymousActor),
     actorEmail: user?.email ?? null,
-    credentialKind: principal?.kind ?? 'admin_command',
+    credentialKind: principal?.kind ?? (anonymousActor === 'Admin command' ? 'admin_command' : 'anonymous'),
     credentialId: principal?.credentialId ?? null,
     action: entry.action,
     resourceType: entry.resourceType,

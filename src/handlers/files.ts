@@ -1,5 +1,5 @@
 // Handlers for the Files operations: upload sessions, files, versions, shares and folders. The rules shared
-// by several of them live in src/files/; the signed transfer and share-link routes in src/http/file-transfers.ts.
+// by several of them live in src/files/. The signed transfer URL and share links are public operations here too.
 import { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Handler } from '../../generated/handlers.ts';
@@ -11,8 +11,8 @@ import type { StoredFile } from '../store/files.ts';
 import type { UploadSessionRecord } from '../store/file-uploads.ts';
 import type { Repositories } from '../store/index.ts';
 import { BlobSizeError, type BlobInfo } from '../files/blob-store.ts';
-import { checkFileName, folderPathOf, mediaTypeFor, NameError, vfsPath } from '../files/names.ts';
-import { checkUploadToken, hashSharePassword, newShareToken, signTransfer, signUploadToken } from '../files/tokens.ts';
+import { checkFileName, essence, folderPathOf, mediaTypeFor, NameError, vfsPath } from '../files/names.ts';
+import { checkSharePassword, checkTransfer, checkUploadToken, hashSharePassword, newShareToken, signTransfer, signUploadToken } from '../files/tokens.ts';
 import { fileRevision, fileView, folderView, sessionView, shareView, versionView } from '../files/views.ts';
 import {
   actorOf, appendVersion, assertNameFree, assertStorageFits, assertTreeSize, ensureFolderChain, insertNewFile, loadFile, newUploadId, requireFolder,
@@ -841,4 +841,59 @@ export const restoreFileFolder: Handler<'restoreFileFolder'> = async ({ body, ct
     return { folder: (await tx.fileFolders.active(workspaceId, path))!, restoredItems: { files: files.length, folders: restoredFolders } };
   });
   return { status: 200, body: { data: { folder: folderView(result.folder), restoredItems: result.restoredItems } } };
+};
+
+/** PUT /transfers/files/{uploadId}/parts/{partNumber} — the signed transfer URL: raw bytes of one part. */
+export const putFileUploadPart: Handler<'putFileUploadPart'> = async ({ params, query, body, ctx }) => {
+  const { services } = ctx;
+  const { uploadId, partNumber } = params;
+  const problem = checkTransfer(services.signingKey, uploadId, partNumber, query.expires, query.signature);
+  if (problem) {
+    throw forbidden(problem === 'expired' ? 'The signed upload URL has expired.' : 'The upload URL signature is not valid.', { code: 'INVALID_SIGNATURE', reason: problem });
+  }
+  const session = await services.store.fileUploads.get(uploadId);
+  if (!session) throw notFound('Upload session');
+  if (session.status !== 'uploading') throw conflict(`The upload session is ${session.status}.`, { code: 'UPLOAD_NOT_ACTIVE', status: session.status });
+  if (Date.parse(session.expiresAt) <= Date.now()) throw conflict('The upload session is expired.', { code: 'UPLOAD_NOT_ACTIVE', status: 'expired' });
+  if (partNumber > session.partCount) throw invalidField(['path', 'partNumber'], `Part numbers run from 1 to ${session.partCount} for this upload.`);
+  const sent = body.headers['content-type'];
+  if (!sent || essence(sent) !== essence(session.contentType)) {
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `Send the bytes with Content-Type ${session.contentType}, as the upload declared.`);
+  }
+  const expected = partNumber < session.partCount ? session.partSize : session.size - (session.partCount - 1) * session.partSize;
+  const declared = body.headers['content-length'];
+  if (declared !== undefined && Number(declared) !== expected) {
+    throw invalidField(['headers', 'content-length'], `Part ${partNumber} must be exactly ${expected} bytes; ${declared} were declared.`);
+  }
+  try {
+    await services.blobs.writeUploadPart(uploadId, (partNumber - 1) * session.partSize, expected, body);
+  } catch (err) {
+    if (err instanceof BlobSizeError) {
+      throw invalidField(['body'], err.kind === 'too_many_bytes' ? `More bytes were sent than the ${err.expected} this part holds.` : err.message);
+    }
+    throw err;
+  }
+  // Recording a part is bookkeeping of an upload whose creation and completion are audited.
+  await services.store.transaction((tx) => tx.fileUploads.recordPart(uploadId, partNumber, expected));
+  return { status: 200, body: undefined, headers: { ETag: `"${uploadId}-${partNumber}"` } };
+};
+
+/** GET /shared/files/{token} — a shared file's content, without a key, while its share is active. */
+export const getSharedFile: Handler<'getSharedFile'> = async ({ params, headers, ctx }) => {
+  const { store, blobs } = ctx.services;
+  const share = await store.fileShares.byToken(params.token);
+  // An inactive share is indistinguishable from one that never existed.
+  if (!share || !share.isActive) throw notFound('Shared file');
+  const file = await store.files.get(share.fileId);
+  if (!file || file.deletedAt) throw notFound('Shared file');
+  if (share.authType === 'password') {
+    const password = headers['x-share-password'];
+    if (typeof password !== 'string' || !share.passwordHash || !checkSharePassword(password, share.passwordHash)) {
+      throw new ApiError('UNAUTHORIZED', 'This shared file needs its password in the X-Share-Password header.');
+    }
+  } else if (share.authType !== 'public') {
+    throw forbidden('This shared file is limited to signed-in addresses, which this server cannot check for a link.', { code: 'SHARE_SIGN_IN_REQUIRED' });
+  }
+  const served = serveContent(blobs, { blobKey: file.blobKey, size: file.size, contentType: file.contentType, name: file.name }, headers.range);
+  return { status: served.status as 200 | 206, body: new StreamBody(served.stream), headers: served.headers };
 };

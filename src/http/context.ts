@@ -7,10 +7,11 @@ import type { Services } from '../services.ts';
 import type { Repositories } from '../store/index.ts';
 import type { AuditEntry } from '../audit/recorder.ts';
 
-export interface RequestContext {
+/** `P` is null for public operations (`security: []`), which have no authenticated caller. */
+export interface RequestContext<P extends Principal | null = Principal> {
   readonly requestId: string;
   readonly operation: OperationSpec;
-  readonly principal: Principal;
+  readonly principal: P;
   readonly services: Services;
   readonly log: Logger;
   /**

@@ -22,7 +22,7 @@ interface Locals {
   operation?: OperationSpec;
 }
 
-const principalOf = (res: Response): Principal => (res.locals as Locals).principal!;
+const principalOf = (res: Response): Principal | null => (res.locals as Locals).principal ?? null;
 
 /** Sets the request's principal; for authenticate replacements. */
 export function setPrincipal(res: Response, principal: Principal): void {
@@ -63,7 +63,8 @@ export function authenticate(services: Services): RequestHandler {
 /** Refuses an oversized body, or one the operation does not declare, before reading any of it. */
 function bodyGate(operation: OperationSpec, limitBytes: number): RequestHandler {
   return (req, _res, next) => {
-    if (Number(req.headers['content-length'] ?? 0) > limitBytes) {
+    // The size limit is for bodies parsed into memory; a streamed body is bounded by its handler.
+    if (!operation.streamBody && Number(req.headers['content-length'] ?? 0) > limitBytes) {
       next(new ApiError('PAYLOAD_TOO_LARGE', `The request body is larger than this server accepts (${limitBytes} bytes).`));
       return;
     }
@@ -128,15 +129,17 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
     const invoke = async (req: Request, res: Response, next: NextFunction) => {
       try {
         const principal = principalOf(res);
-        const credentialDenial = decide(principal, operation);
-        if (credentialDenial) throw forbidden(credentialDenial.message, credentialDenial.details);
+        if (principal) {
+          const credentialDenial = decide(principal, operation);
+          if (credentialDenial) throw forbidden(credentialDenial.message, credentialDenial.details);
+        }
         let workspace: WorkspaceAccess | null = null;
-        if (operation.workspaceIdIn) {
+        if (operation.workspaceIdIn && principal) {
           const id = workspaceIdOf(operation, req);
           if (!id) throw badRequest('workspaceId is required.', [{ code: 'invalid_type', keys: [], path: [operation.workspaceIdIn, 'workspaceId'], message: 'Required' }]);
           workspace = await authorizeWorkspace(services, principal, operation, id);
         }
-        const ctx: RequestContext = {
+        const ctx: RequestContext<Principal | null> = {
           requestId: req.id,
           operation,
           principal,
@@ -144,13 +147,17 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           log: req.log,
           workspace,
           header: (name) => req.get(name),
-          authorizeWorkspace: (workspaceId, options: { minRole?: WorkspaceRole; resource?: string } = {}) =>
-            authorizeWorkspace(services, principal, { ...operation, minRole: options.minRole ?? operation.minRole ?? 'read' }, workspaceId, options.resource),
+          authorizeWorkspace: (workspaceId, options: { minRole?: WorkspaceRole; resource?: string } = {}) => {
+            if (!principal) throw new Error(`${operation.operationId} is public: it has no caller to authorize`);
+            return authorizeWorkspace(services, principal, { ...operation, minRole: options.minRole ?? operation.minRole ?? 'read' }, workspaceId, options.resource);
+          },
           mutate: (fn) =>
             services.store.transaction(async (tx) => {
               const entries: AuditEntry[] = [];
               const result = await fn(tx, (entry) => entries.push(entry));
-              for (const entry of entries) await recordAudit(tx, principal, workspace?.workspace.id ?? null, entry);
+              for (const entry of entries) {
+                await recordAudit(tx, principal, workspace?.workspace.id ?? null, entry, principal ? undefined : 'Anonymous (signed link)');
+              }
               return result;
             }),
         };
@@ -158,7 +165,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           params: req.params,
           query: req.query,
           headers: pickHeaders(req, operation.headerParams),
-          body: req.body,
+          body: operation.streamBody ? req : req.body,
           principal,
           ctx,
         });
@@ -175,6 +182,13 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
       (res.locals as Locals).operation = operation;
       next();
     };
-    return [matched, auth, bodyGate(operation, services.config.bodyLimitBytes), json, rateLimit(services, operation, principalOf), validatorFor(operation), invoke];
+    // Public operations (`security: []`) authorize by a signature or token in their handler; a body that is
+    // not JSON is left unread for the handler to stream.
+    const chain: RequestHandler[] = [matched];
+    if (!operation.public) chain.push(auth);
+    chain.push(bodyGate(operation, services.config.bodyLimitBytes));
+    if (!operation.streamBody) chain.push(json);
+    chain.push(rateLimit(services, operation, principalOf), validatorFor(operation), invoke);
+    return chain;
   };
 }

@@ -78,10 +78,11 @@ export function bucketFor(operation: OperationSpec, body: unknown, executionMode
   return (body as { async?: unknown } | undefined)?.async === true || executionMode === 'async' ? 'async' : 'sync';
 }
 
-export function rateLimit(services: Services, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal): RequestHandler {
+export function rateLimit(services: Services, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal | null): RequestHandler {
   return async (req, res, next) => {
     try {
-      const principal = principalOf(res);
+      // Callers of public operations are counted by address, on the free plan's buckets.
+      const principal = principalOf(res) ?? { subject: `address:${req.socket.remoteAddress ?? 'unknown'}`, plan: 'free' as const };
       const bucket = bucketFor(operation, req.body, req.get('x-execution-mode'));
       const capacity = services.config.rateLimits[principal.plan][bucket];
       const now = Date.now();
