@@ -5,6 +5,7 @@
 // in a graph, input and options, and gets a RunResult, with RunEvents along the way.
 import { randomUUID } from 'node:crypto';
 import type { SandboxPool } from '../sandbox/pool.ts';
+import type { Config } from '../config.ts';
 import type { EgressPolicy } from './egress.ts';
 import { ExecutionError, ResumeError } from './errors.ts';
 import { Redactor } from './redact.ts';
@@ -34,17 +35,9 @@ import type {
   WorkflowDefinition,
 } from './types.ts';
 
-export interface AgentProvider {
-  /** OpenAI-compatible base URL, e.g. https://api.openai.com/v1 (the engine appends /chat/completions). */
-  baseUrl: string;
-  apiKey: string | null;
-  /** Used when the block names no model. */
-  model: string;
-  timeoutMs: number;
-  /** USD per million tokens, for the run's cost. */
-  inputCostPerMTok: number;
-  outputCostPerMTok: number;
-}
+/** The OpenAI-compatible provider agent blocks call (base URL, key, default model, timeout, USD per million
+ * tokens); configured by AGENT_API_* (see src/config.ts). */
+export type AgentProvider = NonNullable<Config['agent']>;
 
 export interface ExecutionLimits {
   /** Most iterations any loop may run (a `for` count above it, or a while loop still true at it, fails). */

@@ -1,6 +1,7 @@
 // The shapes the engine reads (a workflow's graph, as GET /workflows/{id}/state serves it; the block, edge and
 // variable types are the workflow module's own) and writes (run results, events, trace spans, checkpoints).
 
+import type { components } from '../../generated/types.ts';
 import type { Block as DraftBlock, BlockData, Edge, SubBlockValue, Variable } from '../workflows/state.ts';
 
 export type { BlockData, Edge, SubBlockValue, Variable };
@@ -27,23 +28,11 @@ export interface WorkflowDefinition {
   state: WorkflowState;
 }
 
-export type ErrorCode =
-  | 'TIMEOUT'
-  | 'CANCELLED'
-  | 'USAGE_LIMIT_EXCEEDED'
-  | 'INVALID_INPUT'
-  | 'BLOCK_EXECUTION_FAILED'
-  | 'CHILD_WORKFLOW_FAILED'
-  | 'EXECUTION_FAILED';
+/** Why a run (or its failing block) stopped: the spec's RunErrorCode. */
+export type ErrorCode = components['schemas']['RunErrorCode'];
 
-/** The error of a run, as the API's run envelope carries it. */
-export interface RunError {
-  code: ErrorCode;
-  message: string;
-  blockId?: string;
-  blockName?: string;
-  blockType?: string;
-}
+/** The error of a run, exactly as the API's run envelope carries it (the spec's RunError). */
+export type RunError = components['schemas']['RunError'];
 
 export type RunStatus = 'completed' | 'failed' | 'cancelled' | 'paused';
 
