@@ -103,6 +103,40 @@ describe('generator', () => {
     expect(run(['bin/generate.js']).status).toBe(0);
   }, 120_000);
 
+  it('--scaffold creates the handler module of a new tag', () => {
+    const rootSpec = path.join(scratch, 'spec', 'openapi.yaml');
+    const rootBefore = fs.readFileSync(rootSpec, 'utf8');
+    const opFile = path.join(scratch, 'spec', 'paths', 'zeta.yaml');
+    fs.writeFileSync(
+      opFile,
+      fs
+        .readFileSync(path.join(scratch, 'spec', 'paths', 'meta.yaml'), 'utf8')
+        .replace(/^meta:/m, 'zeta:')
+        .replace('operationId: getMeta', 'operationId: getZeta')
+        .replace('tags: [Meta]', 'tags: [Zeta Things]'),
+    );
+    fs.writeFileSync(
+      rootSpec,
+      rootBefore
+        .replace('paths:\n', 'paths:\n  /api/v2/zeta:\n    $ref: ./paths/zeta.yaml#/zeta\n')
+        .replace('tags:\n', 'tags:\n  - name: Zeta Things\n    description: A tag added by the test.\n'),
+    );
+    expect(run(['bin/generate.js']).status).toBe(0);
+    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const before = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    expect(before.stdout).toContain('zeta-things.ts');
+    const scaffold = run(['bin/generate.js', '--scaffold']);
+    expect(scaffold.stdout).toContain('src/handlers/zeta-things.ts: getZeta');
+    const created = fs.readFileSync(path.join(scratch, 'src', 'handlers', 'zeta-things.ts'), 'utf8');
+    expect(created).toContain("export const getZeta: Handler<'getZeta'>");
+    const after = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    expect(after.stdout).toBe('');
+    fs.writeFileSync(rootSpec, rootBefore);
+    fs.rmSync(opFile);
+    fs.rmSync(path.join(scratch, 'src', 'handlers', 'zeta-things.ts'));
+    expect(run(['bin/generate.js']).status).toBe(0);
+  }, 120_000);
+
   it('refuses a spec that breaks the project rules, naming each problem', () => {
     const file = path.join(scratch, 'spec', 'paths', 'workspaces.yaml');
     const original = fs.readFileSync(file, 'utf8');
