@@ -7,10 +7,22 @@ import { startTestServer, type TestServer } from './support/server.ts';
 
 let s: TestServer;
 let workflowId: string;
+/** Real resources the schema-shaped fuzz aims at, so handlers past the lookup see its input. */
+const real: Record<string, string> = {};
 beforeAll(async () => {
   s = await startTestServer({ RATE_LIMIT_FREE_API: '10000000', RATE_LIMIT_FREE_SYNC: '10000000', RATE_LIMIT_FREE_ASYNC: '10000000' });
   const created = await s.call('POST', '/api/v2/workflows', { workspaceId: s.workspaceId, name: 'fuzz target' });
   workflowId = created.body.data.id;
+  real.workflowId = workflowId;
+  real.workspaceId = s.workspaceId;
+  const file = await s.call('POST', '/api/v2/files', { workspaceId: s.workspaceId, name: 'fuzz.txt', content: 'line one\nline two\n' });
+  real.fileId = file.body.data.id;
+  await s.call('POST', `/api/v2/workflows/${workflowId}/deploy`, {});
+  const run = await s.call('POST', `/api/v2/workflows/${workflowId}/execute`, { input: {} });
+  real.runId = run.body.data.runId;
+  real.jobId = run.body.data.runId;
+  real.version = '1';
+  real.blockId = 'function';
 });
 afterAll(() => s.stop());
 
@@ -79,9 +91,7 @@ describe('schema-shaped input reaches the handlers and never a 500', () => {
           return fc.tuple(fc.constant(op), body ? arbitraryFor(body) : fc.constant(undefined), queryArb);
         }),
         async ([op, body, query]) => {
-          const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) =>
-            name === 'workspaceId' ? s.workspaceId : name === 'workflowId' ? workflowId : encodeURIComponent(name === 'version' ? '1' : 'x'),
-          );
+          const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(real[name] ?? 'x'));
           const q = { ...(query as Record<string, unknown>) };
           if ('workspaceId' in q || op.workspaceIdIn === 'query') q.workspaceId = s.workspaceId;
           const qs = new URLSearchParams(Object.entries(q).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : JSON.stringify(v)])).toString();
