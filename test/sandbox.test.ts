@@ -21,10 +21,7 @@ beforeAll(async () => {
     size: 2,
     timeoutMs: 300,
     memoryMb: 48,
-    fetch: async (request, signal) => {
-      const res = await egress.request({ ...request, timeoutMs: 1000, signal });
-      return { status: res.status, statusText: res.statusText, url: res.url, headers: res.headers, body: res.body.toString('utf8') };
-    },
+    fetch: egress.sandboxFetch(1000),
   });
   await pool.start();
 });
@@ -165,10 +162,7 @@ describe('sandboxed fetch with an allow-list', () => {
       size: 1,
       timeoutMs: 1000,
       memoryMb: 48,
-      fetch: async (request, signal) => {
-        const res = await egress.request({ ...request, timeoutMs: 1000, signal });
-        return { status: res.status, statusText: res.statusText, url: res.url, headers: res.headers, body: res.body.toString('utf8') };
-      },
+      fetch: egress.sandboxFetch(1000),
     });
     try {
       await allowed.start();

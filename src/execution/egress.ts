@@ -6,6 +6,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import type { SandboxPoolOptions } from '../sandbox/pool.ts';
 
 export interface EgressOptions {
   /** Allow every address, private ones included. */
@@ -131,6 +132,14 @@ export class EgressPolicy {
   };
 
   /** Sends one request, following redirects, each hop checked against the policy. */
+  /** `fetch` for the sandbox pool: each call from untrusted code goes through this policy in the parent process. */
+  sandboxFetch(timeoutMs: number): NonNullable<SandboxPoolOptions['fetch']> {
+    return async (request, signal) => {
+      const res = await this.request({ ...request, timeoutMs, signal });
+      return { status: res.status, statusText: res.statusText, url: res.url, headers: res.headers, body: res.body.toString('utf8') };
+    };
+  }
+
   async request(req: HttpRequest): Promise<HttpResponse> {
     const timeout = AbortSignal.timeout(req.timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;

@@ -23,10 +23,7 @@ export function createEngine(config: Config): { engine: Engine; start(): Promise
     size: config.sandbox.poolSize,
     timeoutMs: config.sandbox.timeoutMs,
     memoryMb: config.sandbox.memoryMb,
-    fetch: async (request, signal) => {
-      const res = await egress.request({ ...request, timeoutMs: config.execution.apiTimeoutMs, signal });
-      return { status: res.status, statusText: res.statusText, url: res.url, headers: res.headers, body: res.body.toString('utf8') };
-    },
+    fetch: egress.sandboxFetch(config.execution.apiTimeoutMs),
   });
   const engine = new Engine({
     sandbox,

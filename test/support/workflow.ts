@@ -43,10 +43,7 @@ export async function testEngine(overrides: Partial<EngineOptions> = {}, egress 
     size: 2,
     timeoutMs: 2000,
     memoryMb: 64,
-    fetch: async (request, signal) => {
-      const res = await egress.request({ ...request, timeoutMs: 2000, signal });
-      return { status: res.status, statusText: res.statusText, url: res.url, headers: res.headers, body: res.body.toString('utf8') };
-    },
+    fetch: egress.sandboxFetch(2000),
   });
   await sandbox.start();
   const engine = new Engine({
