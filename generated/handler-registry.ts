@@ -4,6 +4,7 @@ import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
+import * as knowledgeBasesHandlers from '../src/handlers/knowledge-bases.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
@@ -24,11 +25,13 @@ export const handlers = {
   createFileFolder: filesHandlers.createFileFolder,
   createFileUpload: filesHandlers.createFileUpload,
   createFileUploadPartUrls: filesHandlers.createFileUploadPartUrls,
+  createKnowledgeBase: knowledgeBasesHandlers.createKnowledgeBase,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
+  deleteKnowledgeBase: knowledgeBasesHandlers.deleteKnowledgeBase,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
   deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
   deployWorkflow: workflowsHandlers.deployWorkflow,
@@ -44,6 +47,7 @@ export const handlers = {
   getFileShare: filesHandlers.getFileShare,
   getFileUpload: filesHandlers.getFileUpload,
   getFileVersion: filesHandlers.getFileVersion,
+  getKnowledgeBase: knowledgeBasesHandlers.getKnowledgeBase,
   getLog: logsHandlers.getLog,
   getLogStats: logsHandlers.getLogStats,
   getMeta: metaHandlers.getMeta,
@@ -65,6 +69,7 @@ export const handlers = {
   listFileFolders: filesHandlers.listFileFolders,
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
+  listKnowledgeBases: knowledgeBasesHandlers.listKnowledgeBases,
   listLogs: logsHandlers.listLogs,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
   listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
@@ -84,6 +89,7 @@ export const handlers = {
   replaceWorkflowState: workflowsHandlers.replaceWorkflowState,
   restoreFile: filesHandlers.restoreFile,
   restoreFileFolder: filesHandlers.restoreFileFolder,
+  restoreKnowledgeBase: knowledgeBasesHandlers.restoreKnowledgeBase,
   restoreWorkflow: workflowsHandlers.restoreWorkflow,
   resumeWorkflow: workflowRunsHandlers.resumeWorkflow,
   revertFileVersion: filesHandlers.revertFileVersion,
@@ -93,6 +99,7 @@ export const handlers = {
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   unzipFile: filesHandlers.unzipFile,
   updateFileContent: filesHandlers.updateFileContent,
+  updateKnowledgeBase: knowledgeBasesHandlers.updateKnowledgeBase,
   updateWorkflow: workflowsHandlers.updateWorkflow,
   updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,
   updateWorkflowVersion: workflowsHandlers.updateWorkflowVersion,

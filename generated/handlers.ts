@@ -137,6 +137,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createKnowledgeBase: {
+    params: Params<operations['createKnowledgeBase'], 'path'>;
+    query: Params<operations['createKnowledgeBase'], 'query'>;
+    headers: Params<operations['createKnowledgeBase'], 'header'>;
+    body: Body<operations['createKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -178,6 +187,15 @@ export interface OperationInputs {
     query: Params<operations['deleteFileVersion'], 'query'>;
     headers: Params<operations['deleteFileVersion'], 'header'>;
     body: Body<operations['deleteFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeBase: {
+    params: Params<operations['deleteKnowledgeBase'], 'path'>;
+    query: Params<operations['deleteKnowledgeBase'], 'query'>;
+    headers: Params<operations['deleteKnowledgeBase'], 'header'>;
+    body: Body<operations['deleteKnowledgeBase']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -313,6 +331,15 @@ export interface OperationInputs {
     query: Params<operations['getFileVersion'], 'query'>;
     headers: Params<operations['getFileVersion'], 'header'>;
     body: Body<operations['getFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getKnowledgeBase: {
+    params: Params<operations['getKnowledgeBase'], 'path'>;
+    query: Params<operations['getKnowledgeBase'], 'query'>;
+    headers: Params<operations['getKnowledgeBase'], 'header'>;
+    body: Body<operations['getKnowledgeBase']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -506,6 +533,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listKnowledgeBases: {
+    params: Params<operations['listKnowledgeBases'], 'path'>;
+    query: Params<operations['listKnowledgeBases'], 'query'>;
+    headers: Params<operations['listKnowledgeBases'], 'header'>;
+    body: Body<operations['listKnowledgeBases']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listLogs: {
     params: Params<operations['listLogs'], 'path'>;
     query: Params<operations['listLogs'], 'query'>;
@@ -677,6 +713,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  restoreKnowledgeBase: {
+    params: Params<operations['restoreKnowledgeBase'], 'path'>;
+    query: Params<operations['restoreKnowledgeBase'], 'query'>;
+    headers: Params<operations['restoreKnowledgeBase'], 'header'>;
+    body: Body<operations['restoreKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   restoreWorkflow: {
     params: Params<operations['restoreWorkflow'], 'path'>;
     query: Params<operations['restoreWorkflow'], 'query'>;
@@ -754,6 +799,15 @@ export interface OperationInputs {
     query: Params<operations['updateFileContent'], 'query'>;
     headers: Params<operations['updateFileContent'], 'header'>;
     body: Body<operations['updateFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeBase: {
+    params: Params<operations['updateKnowledgeBase'], 'path'>;
+    query: Params<operations['updateKnowledgeBase'], 'query'>;
+    headers: Params<operations['updateKnowledgeBase'], 'header'>;
+    body: Body<operations['updateKnowledgeBase']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -858,6 +912,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createKnowledgeBase: {
+    status: 200;
+    body: Json<operations['createKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -881,6 +940,11 @@ export interface OperationResults {
   deleteFileVersion: {
     status: 200;
     body: Json<operations['deleteFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeBase: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -974,6 +1038,11 @@ export interface OperationResults {
   getFileVersion: {
     status: 200;
     body: Json<operations['getFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getKnowledgeBase: {
+    status: 200;
+    body: Json<operations['getKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getLog: {
@@ -1093,6 +1162,11 @@ export interface OperationResults {
     body: Json<operations['listFiles']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listKnowledgeBases: {
+    status: 200;
+    body: Json<operations['listKnowledgeBases']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listLogs: {
     status: 200;
     body: Json<operations['listLogs']['responses'][200]>;
@@ -1188,6 +1262,11 @@ export interface OperationResults {
     body: Json<operations['restoreFileFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  restoreKnowledgeBase: {
+    status: 200;
+    body: Json<operations['restoreKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   restoreWorkflow: {
     status: 200;
     body: Json<operations['restoreWorkflow']['responses'][200]>;
@@ -1237,6 +1316,11 @@ export interface OperationResults {
   updateFileContent: {
     status: 200;
     body: Json<operations['updateFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeBase: {
+    status: 200;
+    body: Json<operations['updateKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflow: {
@@ -1294,6 +1378,8 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/knowledge — Create a knowledge base */
+  createKnowledgeBase: Handler<'createKnowledgeBase'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1304,6 +1390,8 @@ export interface Handlers {
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId} — Delete (archive) a knowledge base */
+  deleteKnowledgeBase: Handler<'deleteKnowledgeBase'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1334,6 +1422,8 @@ export interface Handlers {
   getFileUpload: Handler<'getFileUpload'>;
   /** GET /api/v2/files/{fileId}/versions/{version} — Get a file version */
   getFileVersion: Handler<'getFileVersion'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId} — Get a knowledge base */
+  getKnowledgeBase: Handler<'getKnowledgeBase'>;
   /** GET /api/v2/logs/{runId} — Get an execution log */
   getLog: Handler<'getLog'>;
   /** GET /api/v2/logs/stats — Get execution statistics */
@@ -1376,6 +1466,8 @@ export interface Handlers {
   listFileVersions: Handler<'listFileVersions'>;
   /** GET /api/v2/files — List files */
   listFiles: Handler<'listFiles'>;
+  /** GET /api/v2/knowledge — List knowledge bases */
+  listKnowledgeBases: Handler<'listKnowledgeBases'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
@@ -1414,6 +1506,8 @@ export interface Handlers {
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
   restoreFileFolder: Handler<'restoreFileFolder'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/restore — Restore an archived knowledge base */
+  restoreKnowledgeBase: Handler<'restoreKnowledgeBase'>;
   /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
   restoreWorkflow: Handler<'restoreWorkflow'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/resume — Resume a paused workflow run */
@@ -1432,6 +1526,8 @@ export interface Handlers {
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId} — Update a knowledge base */
+  updateKnowledgeBase: Handler<'updateKnowledgeBase'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */

@@ -92,6 +92,24 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/files/:fileId/versions/:version/text',
     ...bind(OPERATIONS.readFileVersionText, handlers.readFileVersionText),
   );
+  router.get('/api/v2/knowledge', ...bind(OPERATIONS.listKnowledgeBases, handlers.listKnowledgeBases));
+  router.post('/api/v2/knowledge', ...bind(OPERATIONS.createKnowledgeBase, handlers.createKnowledgeBase));
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId',
+    ...bind(OPERATIONS.deleteKnowledgeBase, handlers.deleteKnowledgeBase),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId',
+    ...bind(OPERATIONS.getKnowledgeBase, handlers.getKnowledgeBase),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId',
+    ...bind(OPERATIONS.updateKnowledgeBase, handlers.updateKnowledgeBase),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/restore',
+    ...bind(OPERATIONS.restoreKnowledgeBase, handlers.restoreKnowledgeBase),
+  );
   router.get('/api/v2/logs', ...bind(OPERATIONS.listLogs, handlers.listLogs));
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));

@@ -1364,6 +1364,78 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/knowledge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List knowledge bases
+     * @description Lists the knowledge bases of a workspace, active or archived, one page at a time. `folderPath` matches bases directly in that folder.
+     */
+    get: operations['listKnowledgeBases'];
+    put?: never;
+    /**
+     * Create a knowledge base
+     * @description Creates an empty knowledge base. The chunking configuration gets its defaults (maxSize 1024 tokens, minSize 100 characters, overlap 200 characters, strategy auto) and is checked against its bounds; the server's embedding model and its dimension are recorded on the base.
+     */
+    post: operations['createKnowledgeBase'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a knowledge base
+     * @description Reads one knowledge base, with its document count and token total. Archived bases are readable too (`deletedAt` is set).
+     */
+    get: operations['getKnowledgeBase'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete (archive) a knowledge base
+     * @description Archives the knowledge base: it leaves the active list and search, and Restore brings it back with its documents and chunks.
+     */
+    delete: operations['deleteKnowledgeBase'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a knowledge base
+     * @description Changes the name, description, chunking configuration (used for documents processed from now on) or folder. An archived base is a 404.
+     */
+    patch: operations['updateKnowledgeBase'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore an archived knowledge base
+     * @description Brings an archived knowledge base back. Restoring an active one is a 409.
+     */
+    post: operations['restoreKnowledgeBase'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2838,6 +2910,266 @@ export interface components {
         limit: number;
         plan: string;
       };
+    };
+    /** @description Chunking settings; omitted fields take the defaults. */
+    KnowledgeChunkingConfigInput: {
+      /** @description Largest chunk, in tokens (100–4000, default 1024). */
+      maxSize?: number;
+      /** @description Smallest chunk, in characters (1–2000, default 100); must be below maxSize × 4. */
+      minSize?: number;
+      /** @description Characters shared by neighbouring chunks (0–500, default 200); must be below maxSize. */
+      overlap?: number;
+      /**
+       * @description How documents are split; `auto` picks by content.
+       * @enum {string}
+       */
+      strategy?: 'auto' | 'text' | 'regex' | 'recursive' | 'sentence' | 'token';
+      strategyOptions?: {
+        /** @description Boundary regex for the `regex` strategy (linear-time engine: no backreferences or lookaround). */
+        pattern?: string;
+        /** @description Separators tried in order by `recursive`. */
+        separators?: string[];
+        /**
+         * @description Separator recipe for `recursive` and `auto`.
+         * @enum {string}
+         */
+        recipe?: 'plain' | 'markdown' | 'code';
+        /** @description With `regex`: never merge pieces across a match. */
+        strictBoundaries?: boolean;
+      };
+    };
+    KnowledgeChunkingConfig: {
+      /** @description Largest chunk, in tokens (100–4000, default 1024). */
+      maxSize: number;
+      /** @description Smallest chunk, in characters (1–2000, default 100); must be below maxSize × 4. */
+      minSize: number;
+      /** @description Characters shared by neighbouring chunks (0–500, default 200); must be below maxSize. */
+      overlap: number;
+      /**
+       * @description How documents are split; `auto` picks by content.
+       * @enum {string}
+       */
+      strategy?: 'auto' | 'text' | 'regex' | 'recursive' | 'sentence' | 'token';
+      strategyOptions?: {
+        /** @description Boundary regex for the `regex` strategy (linear-time engine: no backreferences or lookaround). */
+        pattern?: string;
+        /** @description Separators tried in order by `recursive`. */
+        separators?: string[];
+        /**
+         * @description Separator recipe for `recursive` and `auto`.
+         * @enum {string}
+         */
+        recipe?: 'plain' | 'markdown' | 'code';
+        /** @description With `regex`: never merge pieces across a match. */
+        strictBoundaries?: boolean;
+      };
+    };
+    KnowledgeBase: {
+      id: string;
+      name: string;
+      description: string | null;
+      /** @description Tokens in the chunks of its documents. */
+      tokenCount: number;
+      /** @description Embedding model its vectors come from. */
+      embeddingModel: string;
+      /** @description Width of its vectors. */
+      embeddingDimension: number;
+      chunkingConfig: components['schemas']['KnowledgeChunkingConfig'];
+      docCount?: number;
+      connectorTypes?: string[];
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** Format: uri */
+      webUrl: string;
+      ownerEmail: string;
+      /** @description Containing folder, each segment percent-encoded; `/` is the root. */
+      folderPath: string;
+      deletedAt: components['schemas']['Timestamp'] | null;
+    };
+    /** @enum {string} */
+    KnowledgeProcessingStatus: 'pending' | 'processing' | 'completed' | 'failed';
+    KnowledgeDocumentSummary: {
+      id: string;
+      knowledgeBaseId: string;
+      filename: string;
+      fileSize: number;
+      mimeType: string;
+      processingStatus: components['schemas']['KnowledgeProcessingStatus'];
+      chunkCount: number;
+      tokenCount: number;
+      characterCount: number;
+      enabled: boolean;
+      createdAt: components['schemas']['Timestamp'] | null;
+    };
+    /** @description Tag values by display name. */
+    KnowledgeTagValues: {
+      [key: string]: string | number | boolean | null;
+    };
+    KnowledgeDocument: {
+      id: string;
+      knowledgeBaseId: string;
+      filename: string;
+      fileSize: number;
+      mimeType: string;
+      processingStatus: components['schemas']['KnowledgeProcessingStatus'];
+      chunkCount: number;
+      tokenCount: number;
+      characterCount: number;
+      enabled: boolean;
+      createdAt: components['schemas']['Timestamp'] | null;
+      tags: components['schemas']['KnowledgeTagValues'];
+    };
+    KnowledgeDocumentDetail: {
+      id: string;
+      knowledgeBaseId: string;
+      filename: string;
+      fileSize: number;
+      mimeType: string;
+      processingStatus: components['schemas']['KnowledgeProcessingStatus'];
+      chunkCount: number;
+      tokenCount: number;
+      characterCount: number;
+      enabled: boolean;
+      createdAt: components['schemas']['Timestamp'] | null;
+      tags: components['schemas']['KnowledgeTagValues'];
+      processingError: string | null;
+      processingStartedAt: components['schemas']['Timestamp'] | null;
+      processingCompletedAt: components['schemas']['Timestamp'] | null;
+      connectorId: string | null;
+      connectorType: string | null;
+      sourceUrl: string | null;
+    };
+    KnowledgeUploadSession: {
+      id: string;
+      knowledgeBaseId: string;
+      status: components['schemas']['FileUploadStatus'];
+      name: string;
+      contentType: string;
+      size: number;
+      expiresAt: components['schemas']['Timestamp'];
+      error: string | null;
+      document: components['schemas']['KnowledgeDocumentSummary'] | null;
+    };
+    KnowledgeUploadStart: {
+      session: components['schemas']['KnowledgeUploadSession'];
+      /** @description Signed control token; send it in the `upload-token` header of the session's other operations. */
+      uploadToken: string;
+      /** @description How to send the bytes: one signed PUT, or multipart parts signed on request. */
+      transfer:
+        | {
+            /** @constant */
+            method: 'put';
+            /** Format: uri */
+            url: string;
+            headers: {
+              [key: string]: string;
+            };
+            expiresAt: components['schemas']['Timestamp'];
+          }
+        | {
+            /** @constant */
+            method: 'multipart';
+            partSize: number;
+            partCount: number;
+          };
+    };
+    KnowledgeChunk: {
+      id: string;
+      chunkIndex: number;
+      content: string;
+      contentLength: number;
+      tokenCount: number;
+      enabled: boolean;
+      startOffset: number;
+      endOffset: number;
+      tag1: string | null;
+      tag2: string | null;
+      tag3: string | null;
+      tag4: string | null;
+      tag5: string | null;
+      tag6: string | null;
+      tag7: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @enum {string} */
+    KnowledgeTagSlot:
+      | 'tag1'
+      | 'tag2'
+      | 'tag3'
+      | 'tag4'
+      | 'tag5'
+      | 'tag6'
+      | 'tag7'
+      | 'number1'
+      | 'number2'
+      | 'number3'
+      | 'number4'
+      | 'number5'
+      | 'date1'
+      | 'date2'
+      | 'boolean1'
+      | 'boolean2'
+      | 'boolean3';
+    /** @enum {string} */
+    KnowledgeTagFieldType: 'text' | 'number' | 'date' | 'boolean';
+    KnowledgeTag: {
+      id: string;
+      displayName: string;
+      tagSlot: string;
+      fieldType: string;
+    };
+    KnowledgeTagFilter: {
+      /** @description Display name of the tag. */
+      tagName: string;
+      fieldType?: components['schemas']['KnowledgeTagFieldType'];
+      /**
+       * @description Defaults to `eq`.
+       * @enum {string}
+       */
+      operator?:
+        | 'eq'
+        | 'neq'
+        | 'contains'
+        | 'not_contains'
+        | 'starts_with'
+        | 'ends_with'
+        | 'gt'
+        | 'gte'
+        | 'lt'
+        | 'lte'
+        | 'between';
+      value: string | number | boolean;
+      /** @description Upper bound of `between`. */
+      valueTo?: string | number;
+    };
+    KnowledgeSearchResult: {
+      knowledgeBaseId: string;
+      documentId: string;
+      documentName: string | null;
+      sourceUrl: string | null;
+      content: string;
+      chunkIndex: number;
+      /** @description Tag values by display name. */
+      metadata: {
+        [key: string]: unknown;
+      };
+      /** @description Cosine similarity of the chunk to the query (1 for a tag-only search). */
+      similarity: number;
+      /** @description Score the results are ordered by: similarity in vector mode, the fused RRF score in hybrid mode. */
+      rankScore: number;
+      /** @description Position in the results, from 1. */
+      rank: number;
+      rerankerScore?: number;
+    };
+    KnowledgeSearch: {
+      results: components['schemas']['KnowledgeSearchResult'][];
+      query: string;
+      knowledgeBaseIds: string[];
+      topK: number;
+      totalResults: number;
+      /** @enum {string} */
+      rerankerStatus: 'not_requested' | 'skipped' | 'unavailable' | 'applied';
     };
   };
   responses: {
@@ -6888,6 +7220,274 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeBases: {
+    parameters: {
+      query: {
+        /** @description Workspace whose knowledge bases are listed. */
+        workspaceId: string;
+        /** @description `active` or `archived` (deleted) knowledge bases. */
+        scope?: 'active' | 'archived';
+        /** @description Only knowledge bases directly in this folder (`/` is the root). */
+        folderPath?: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of knowledge bases. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description Knowledge base name. */
+          name: string;
+          /** @description Optional description. */
+          description?: string;
+          chunkingConfig?: components['schemas']['KnowledgeChunkingConfigInput'];
+          /** @description Containing folder path, each segment percent-encoded; `/` (or omitted) is the root. */
+          folderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The new knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeBase: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeBase: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description New name. */
+          name?: string;
+          /** @description New description. */
+          description?: string;
+          chunkingConfig?: components['schemas']['KnowledgeChunkingConfigInput'];
+          /** @description Containing folder path, each segment percent-encoded; `/` (or omitted) is the root. */
+          folderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The restored knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -38,6 +38,27 @@ export interface Config {
   runs: RunSettings;
   /** Key for secret values at rest (32 bytes, hex or base64); null keeps a generated one in $DATA_DIR/secrets.key. */
   secretsKey: string | null;
+  knowledge: KnowledgeSettings;
+}
+
+/** Knowledge bases: the embedding provider, the processing queue and search defaults. */
+export interface KnowledgeSettings {
+  /** An OpenAI-compatible /v1/embeddings endpoint; null uses the embedded word-vector model. */
+  embedding: {
+    baseUrl: string;
+    apiKey: string | null;
+    model: string;
+    dimensions: number;
+    batchSize: number;
+    timeoutMs: number;
+    maxRetries: number;
+  } | null;
+  /** Documents processed at the same time by this process. */
+  workers: number;
+  /** Search mode when a request names none. */
+  defaultSearchMode: 'vector' | 'hybrid';
+  /** Largest document accepted (upload or workspace file). */
+  maxDocumentBytes: number;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -174,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiTimeoutMs: integer(env, 'API_BLOCK_TIMEOUT_MS', 30_000, 10, 600_000),
     },
     agent: agentConfig(env),
+    knowledge: knowledgeConfig(env),
     secretsKey: env.SECRETS_KEY || null,
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
@@ -219,5 +241,35 @@ function agentConfig(env: NodeJS.ProcessEnv): Config['agent'] {
     timeoutMs: integer(env, 'AGENT_TIMEOUT_MS', 120_000, 100, 3_600_000),
     inputCostPerMTok: decimal(env, 'AGENT_INPUT_COST_PER_MTOK', 0),
     outputCostPerMTok: decimal(env, 'AGENT_OUTPUT_COST_PER_MTOK', 0),
+  };
+}
+
+function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
+  const baseUrl = env.KB_EMBEDDING_BASE_URL?.trim();
+  if (baseUrl) {
+    try {
+      const url = new URL(baseUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`KB_EMBEDDING_BASE_URL must be an http(s) URL, got "${baseUrl}"`);
+    }
+  }
+  const mode = env.KB_SEARCH_DEFAULT_MODE || 'hybrid';
+  if (mode !== 'vector' && mode !== 'hybrid') throw new ConfigError(`KB_SEARCH_DEFAULT_MODE must be vector or hybrid, got "${mode}"`);
+  return {
+    embedding: baseUrl
+      ? {
+          baseUrl: baseUrl.replace(/\/+$/, ''),
+          apiKey: env.KB_EMBEDDING_API_KEY || null,
+          model: env.KB_EMBEDDING_MODEL || 'text-embedding-3-small',
+          dimensions: integer(env, 'KB_EMBEDDING_DIMENSIONS', 1536, 1, 16_384),
+          batchSize: integer(env, 'KB_EMBEDDING_BATCH_SIZE', 64, 1, 2048),
+          timeoutMs: integer(env, 'KB_EMBEDDING_TIMEOUT_MS', 30_000, 100, 600_000),
+          maxRetries: integer(env, 'KB_EMBEDDING_MAX_RETRIES', 3, 0, 10),
+        }
+      : null,
+    workers: integer(env, 'KB_PROCESSING_WORKERS', 2, 1, 64),
+    defaultSearchMode: mode,
+    maxDocumentBytes: byteSize(env, 'KB_MAX_DOCUMENT_SIZE', 100 * 1024 * 1024),
   };
 }

@@ -18,6 +18,7 @@ import { LocalDiskBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
+import { KnowledgeService } from './knowledge/service.ts';
 
 export interface RunningServer {
   url: string;
@@ -35,6 +36,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
   );
   const engine = createEngine(config);
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   return {
     config,
     store: opened,
@@ -46,7 +48,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
-    blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
+    blobs,
+    knowledge: new KnowledgeService({ store: opened, blobs, config, logger }),
   };
 }
 
@@ -71,6 +74,8 @@ export async function startServer(services: Services, options: BinderOptions = {
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
   // Runs a previous process left running are failed before the queue's workers pick up what is queued.
   await services.runs.start();
+  // Documents a previous process left processing go back to the queue; the queue's workers start.
+  await services.knowledge.start();
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -97,6 +102,7 @@ export async function startServer(services: Services, options: BinderOptions = {
           server.closeIdleConnections();
         });
         await runsClosed;
+        await services.knowledge.close();
         await services.closeEngine();
         await services.store.close();
       })();

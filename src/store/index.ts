@@ -21,6 +21,10 @@ import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
+import { KnowledgeBaseRepository } from './knowledge-bases.ts';
+import { KnowledgeDocumentRepository } from './knowledge-documents.ts';
+import { KnowledgeChunkRepository } from './knowledge-chunks.ts';
+import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -42,6 +46,10 @@ export interface Repositories {
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  knowledgeBases: KnowledgeBaseRepository;
+  knowledgeDocuments: KnowledgeDocumentRepository;
+  knowledgeChunks: KnowledgeChunkRepository;
+  knowledgeUploads: KnowledgeUploadRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -65,6 +73,10 @@ function repositories(db: SqlExecutor): Repositories {
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    knowledgeBases: new KnowledgeBaseRepository(db),
+    knowledgeDocuments: new KnowledgeDocumentRepository(db),
+    knowledgeChunks: new KnowledgeChunkRepository(db),
+    knowledgeUploads: new KnowledgeUploadRepository(db),
   };
 }
 

@@ -1,0 +1,2 @@
+// Handlers for the Knowledge Bases operations; one module per area under ./knowledge-bases/.
+export * from './knowledge-bases/bases.ts';

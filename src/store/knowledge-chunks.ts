@@ -1,0 +1,173 @@
+// Chunks of knowledge documents with their vectors, and the full-text index over their content (SQLite FTS5,
+// contentless: the text lives once, in knowledge_chunks; the index is keyed by the chunk's `seq`).
+import type { SqlExecutor, SqlValue } from './database.ts';
+import { keyset, limitClause } from './keyset.ts';
+
+export interface KnowledgeChunkRecord {
+  seq: number;
+  id: string;
+  documentId: string;
+  knowledgeBaseId: string;
+  chunkIndex: number;
+  content: string;
+  contentLength: number;
+  tokenCount: number;
+  enabled: boolean;
+  startOffset: number;
+  endOffset: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewChunk {
+  id: string;
+  documentId: string;
+  knowledgeBaseId: string;
+  chunkIndex: number;
+  content: string;
+  tokenCount: number;
+  enabled: boolean;
+  startOffset: number;
+  endOffset: number;
+  embedding: Uint8Array;
+  at: string;
+}
+
+interface Row {
+  seq: number;
+  id: string;
+  document_id: string;
+  knowledge_base_id: string;
+  chunk_index: number;
+  content: string;
+  content_length: number;
+  token_count: number;
+  enabled: number;
+  start_offset: number;
+  end_offset: number;
+  created_at: string;
+  updated_at: string;
+}
+
+const COLUMNS = 'seq, id, document_id, knowledge_base_id, chunk_index, content, content_length, token_count, enabled, start_offset, end_offset, created_at, updated_at';
+
+const toRecord = (r: Row): KnowledgeChunkRecord => ({
+  seq: Number(r.seq),
+  id: r.id,
+  documentId: r.document_id,
+  knowledgeBaseId: r.knowledge_base_id,
+  chunkIndex: Number(r.chunk_index),
+  content: r.content,
+  contentLength: Number(r.content_length),
+  tokenCount: Number(r.token_count),
+  enabled: Number(r.enabled) === 1,
+  startOffset: Number(r.start_offset),
+  endOffset: Number(r.end_offset),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export const CHUNK_SORT_COLUMNS = { chunkIndex: 'chunk_index', tokenCount: 'token_count', enabled: 'enabled' } as const;
+
+export class KnowledgeChunkRepository {
+  private readonly db: SqlExecutor;
+  constructor(db: SqlExecutor) {
+    this.db = db;
+  }
+
+  async insert(c: NewChunk): Promise<KnowledgeChunkRecord> {
+    await this.db.run(
+      `INSERT INTO knowledge_chunks (id, document_id, knowledge_base_id, chunk_index, content, content_length, token_count, enabled, start_offset, end_offset,
+         embedding, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [c.id, c.documentId, c.knowledgeBaseId, c.chunkIndex, c.content, c.content.length, c.tokenCount, c.enabled ? 1 : 0, c.startOffset, c.endOffset, c.embedding, c.at, c.at],
+    );
+    const row = (await this.db.get<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE id = ?`, [c.id]))!;
+    await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [row.seq, c.content]);
+    return toRecord(row);
+  }
+
+  /** Removes every chunk of a document (and its index entries). */
+  async deleteForDocument(documentId: string): Promise<void> {
+    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid IN (SELECT seq FROM knowledge_chunks WHERE document_id = ?)', [documentId]);
+    await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+  }
+
+  async get(id: string): Promise<KnowledgeChunkRecord | undefined> {
+    const r = await this.db.get<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE id = ?`, [id]);
+    return r && toRecord(r);
+  }
+
+  async getBySeq(seqs: readonly number[]): Promise<KnowledgeChunkRecord[]> {
+    if (seqs.length === 0) return [];
+    const rows = await this.db.all<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE seq IN (${seqs.map(() => '?').join(', ')})`, seqs);
+    return rows.map(toRecord);
+  }
+
+  async list(q: {
+    documentId: string;
+    search: string | null;
+    enabled: boolean | null;
+    sortBy: keyof typeof CHUNK_SORT_COLUMNS;
+    order: 'asc' | 'desc';
+    after: readonly [SqlValue, string] | null;
+    limit: number;
+  }): Promise<KnowledgeChunkRecord[]> {
+    const ks = keyset({ column: CHUNK_SORT_COLUMNS[q.sortBy], idColumn: 'id', order: q.order, after: q.after, limit: q.limit });
+    const where = ['document_id = ?'];
+    const params: SqlValue[] = [q.documentId];
+    if (q.search !== null) {
+      where.push('instr(lower(content), lower(?)) > 0');
+      params.push(q.search);
+    }
+    if (q.enabled !== null) {
+      where.push('enabled = ?');
+      params.push(q.enabled ? 1 : 0);
+    }
+    const rows = await this.db.all<Row>(
+      `SELECT ${COLUMNS} FROM knowledge_chunks WHERE ${where.join(' AND ')} AND ${ks.where} ORDER BY ${ks.orderBy} ${limitClause(q.limit)}`,
+      [...params, ...ks.whereParams],
+    );
+    return rows.map(toRecord);
+  }
+
+  async nextIndex(documentId: string): Promise<number> {
+    const r = await this.db.get<{ n: number | null }>('SELECT MAX(chunk_index) AS n FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+    return r?.n === null || r?.n === undefined ? 0 : Number(r.n) + 1;
+  }
+
+  async updateContent(c: KnowledgeChunkRecord, content: string, tokenCount: number, embedding: Uint8Array, now: string): Promise<void> {
+    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid = ?', [c.seq]);
+    await this.db.run('UPDATE knowledge_chunks SET content = ?, content_length = ?, token_count = ?, embedding = ?, updated_at = ? WHERE seq = ?', [
+      content, content.length, tokenCount, embedding, now, c.seq,
+    ]);
+    await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [c.seq, content]);
+  }
+
+  async setEnabled(seq: number, enabled: boolean, now: string): Promise<void> {
+    await this.db.run('UPDATE knowledge_chunks SET enabled = ?, updated_at = ? WHERE seq = ?', [enabled ? 1 : 0, now, seq]);
+  }
+
+  async delete(seq: number): Promise<void> {
+    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid = ?', [seq]);
+    await this.db.run('DELETE FROM knowledge_chunks WHERE seq = ?', [seq]);
+  }
+
+  /** Every vector of a base, in `seq` order, for the in-memory index. */
+  async vectors(knowledgeBaseId: string): Promise<{ seq: number; document_id: string; enabled: number; embedding: Uint8Array | null }[]> {
+    return this.db.all('SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? ORDER BY seq', [knowledgeBaseId]);
+  }
+
+  /**
+   * Full-text matches of an FTS5 query among enabled chunks of the given documents' bases, best BM25 first
+   * (`score` is bm25(): lower is better).
+   */
+  async fullText(kbIds: readonly string[], ftsQuery: string, limit: number): Promise<{ seq: number; document_id: string; score: number }[]> {
+    return this.db.all(
+      `SELECT c.seq AS seq, c.document_id AS document_id, bm25(knowledge_chunks_fts) AS score
+         FROM knowledge_chunks_fts JOIN knowledge_chunks c ON c.seq = knowledge_chunks_fts.rowid
+        WHERE knowledge_chunks_fts MATCH ? AND c.knowledge_base_id IN (${kbIds.map(() => '?').join(', ')}) AND c.enabled = 1
+        ORDER BY score ${limitClause(limit)}`,
+      [ftsQuery, ...kbIds],
+    );
+  }
+}
