@@ -38,11 +38,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  abortKnowledgeDocumentUpload: {
+    params: Params<operations['abortKnowledgeDocumentUpload'], 'path'>;
+    query: Params<operations['abortKnowledgeDocumentUpload'], 'query'>;
+    headers: Params<operations['abortKnowledgeDocumentUpload'], 'header'>;
+    body: Body<operations['abortKnowledgeDocumentUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   activateWorkflowVersion: {
     params: Params<operations['activateWorkflowVersion'], 'path'>;
     query: Params<operations['activateWorkflowVersion'], 'query'>;
     headers: Params<operations['activateWorkflowVersion'], 'header'>;
     body: Body<operations['activateWorkflowVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  addWorkspaceFilesToKnowledgeBase: {
+    params: Params<operations['addWorkspaceFilesToKnowledgeBase'], 'path'>;
+    query: Params<operations['addWorkspaceFilesToKnowledgeBase'], 'query'>;
+    headers: Params<operations['addWorkspaceFilesToKnowledgeBase'], 'header'>;
+    body: Body<operations['addWorkspaceFilesToKnowledgeBase']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -83,6 +101,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  bulkUpdateKnowledgeDocuments: {
+    params: Params<operations['bulkUpdateKnowledgeDocuments'], 'path'>;
+    query: Params<operations['bulkUpdateKnowledgeDocuments'], 'query'>;
+    headers: Params<operations['bulkUpdateKnowledgeDocuments'], 'header'>;
+    body: Body<operations['bulkUpdateKnowledgeDocuments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   cancelWorkflowRun: {
     params: Params<operations['cancelWorkflowRun'], 'path'>;
     query: Params<operations['cancelWorkflowRun'], 'query'>;
@@ -97,6 +124,15 @@ export interface OperationInputs {
     query: Params<operations['completeFileUpload'], 'query'>;
     headers: Params<operations['completeFileUpload'], 'header'>;
     body: Body<operations['completeFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  completeKnowledgeDocumentUpload: {
+    params: Params<operations['completeKnowledgeDocumentUpload'], 'path'>;
+    query: Params<operations['completeKnowledgeDocumentUpload'], 'query'>;
+    headers: Params<operations['completeKnowledgeDocumentUpload'], 'header'>;
+    body: Body<operations['completeKnowledgeDocumentUpload']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -142,6 +178,24 @@ export interface OperationInputs {
     query: Params<operations['createKnowledgeBase'], 'query'>;
     headers: Params<operations['createKnowledgeBase'], 'header'>;
     body: Body<operations['createKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeDocumentUpload: {
+    params: Params<operations['createKnowledgeDocumentUpload'], 'path'>;
+    query: Params<operations['createKnowledgeDocumentUpload'], 'query'>;
+    headers: Params<operations['createKnowledgeDocumentUpload'], 'header'>;
+    body: Body<operations['createKnowledgeDocumentUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeDocumentUploadPartUrls: {
+    params: Params<operations['createKnowledgeDocumentUploadPartUrls'], 'path'>;
+    query: Params<operations['createKnowledgeDocumentUploadPartUrls'], 'query'>;
+    headers: Params<operations['createKnowledgeDocumentUploadPartUrls'], 'header'>;
+    body: Body<operations['createKnowledgeDocumentUploadPartUrls']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -196,6 +250,15 @@ export interface OperationInputs {
     query: Params<operations['deleteKnowledgeBase'], 'query'>;
     headers: Params<operations['deleteKnowledgeBase'], 'header'>;
     body: Body<operations['deleteKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeDocument: {
+    params: Params<operations['deleteKnowledgeDocument'], 'path'>;
+    query: Params<operations['deleteKnowledgeDocument'], 'query'>;
+    headers: Params<operations['deleteKnowledgeDocument'], 'header'>;
+    body: Body<operations['deleteKnowledgeDocument']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -340,6 +403,15 @@ export interface OperationInputs {
     query: Params<operations['getKnowledgeBase'], 'query'>;
     headers: Params<operations['getKnowledgeBase'], 'header'>;
     body: Body<operations['getKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getKnowledgeDocument: {
+    params: Params<operations['getKnowledgeDocument'], 'path'>;
+    query: Params<operations['getKnowledgeDocument'], 'query'>;
+    headers: Params<operations['getKnowledgeDocument'], 'header'>;
+    body: Body<operations['getKnowledgeDocument']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -538,6 +610,15 @@ export interface OperationInputs {
     query: Params<operations['listKnowledgeBases'], 'query'>;
     headers: Params<operations['listKnowledgeBases'], 'header'>;
     body: Body<operations['listKnowledgeBases']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeDocuments: {
+    params: Params<operations['listKnowledgeDocuments'], 'path'>;
+    query: Params<operations['listKnowledgeDocuments'], 'query'>;
+    headers: Params<operations['listKnowledgeDocuments'], 'header'>;
+    body: Body<operations['listKnowledgeDocuments']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -812,6 +893,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateKnowledgeDocument: {
+    params: Params<operations['updateKnowledgeDocument'], 'path'>;
+    query: Params<operations['updateKnowledgeDocument'], 'query'>;
+    headers: Params<operations['updateKnowledgeDocument'], 'header'>;
+    body: Body<operations['updateKnowledgeDocument']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
@@ -857,9 +947,19 @@ export interface OperationResults {
     body: Json<operations['abortFileUpload']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  abortKnowledgeDocumentUpload: {
+    status: 200;
+    body: Json<operations['abortKnowledgeDocumentUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   activateWorkflowVersion: {
     status: 200;
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  addWorkspaceFilesToKnowledgeBase: {
+    status: 200;
+    body: Json<operations['addWorkspaceFilesToKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
   applyWorkflowOperations: {
@@ -882,6 +982,11 @@ export interface OperationResults {
     body: StreamBody;
     headers?: Record<string, string>;
   };
+  bulkUpdateKnowledgeDocuments: {
+    status: 200;
+    body: Json<operations['bulkUpdateKnowledgeDocuments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   cancelWorkflowRun: {
     status: 200;
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
@@ -890,6 +995,11 @@ export interface OperationResults {
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  completeKnowledgeDocumentUpload: {
+    status: 200;
+    body: Json<operations['completeKnowledgeDocumentUpload']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createFile: {
@@ -915,6 +1025,16 @@ export interface OperationResults {
   createKnowledgeBase: {
     status: 200;
     body: Json<operations['createKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeDocumentUpload: {
+    status: 200;
+    body: Json<operations['createKnowledgeDocumentUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeDocumentUploadPartUrls: {
+    status: 200;
+    body: Json<operations['createKnowledgeDocumentUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createWorkflow: {
@@ -945,6 +1065,11 @@ export interface OperationResults {
   deleteKnowledgeBase: {
     status: 200;
     body: Json<operations['deleteKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeDocument']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1043,6 +1168,11 @@ export interface OperationResults {
   getKnowledgeBase: {
     status: 200;
     body: Json<operations['getKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['getKnowledgeDocument']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getLog: {
@@ -1165,6 +1295,11 @@ export interface OperationResults {
   listKnowledgeBases: {
     status: 200;
     body: Json<operations['listKnowledgeBases']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeDocuments: {
+    status: 200;
+    body: Json<operations['listKnowledgeDocuments']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listLogs: {
@@ -1323,6 +1458,11 @@ export interface OperationResults {
     body: Json<operations['updateKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['updateKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
@@ -1356,8 +1496,12 @@ export type Handler<Op extends keyof OperationInputs> = (
 export interface Handlers {
   /** DELETE /api/v2/files/uploads/{uploadId} — Abort a file upload */
   abortFileUpload: Handler<'abortFileUpload'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId} — Abort a document upload */
+  abortKnowledgeDocumentUpload: Handler<'abortKnowledgeDocumentUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/from-workspace-files — Index workspace files */
+  addWorkspaceFilesToKnowledgeBase: Handler<'addWorkspaceFilesToKnowledgeBase'>;
   /** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
@@ -1366,10 +1510,14 @@ export interface Handlers {
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents — Bulk enable or disable documents */
+  bulkUpdateKnowledgeDocuments: Handler<'bulkUpdateKnowledgeDocuments'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/complete — Complete a document upload */
+  completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocumentUpload'>;
   /** POST /api/v2/files — Create a file */
   createFile: Handler<'createFile'>;
   /** POST /api/v2/files/folders — Create a file folder */
@@ -1380,6 +1528,10 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/knowledge — Create a knowledge base */
   createKnowledgeBase: Handler<'createKnowledgeBase'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads — Start a document upload */
+  createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUpload'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts — Sign document upload part URLs */
+  createKnowledgeDocumentUploadPartUrls: Handler<'createKnowledgeDocumentUploadPartUrls'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1392,6 +1544,8 @@ export interface Handlers {
   deleteFileVersion: Handler<'deleteFileVersion'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId} — Delete (archive) a knowledge base */
   deleteKnowledgeBase: Handler<'deleteKnowledgeBase'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Delete a document */
+  deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1424,6 +1578,8 @@ export interface Handlers {
   getFileVersion: Handler<'getFileVersion'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId} — Get a knowledge base */
   getKnowledgeBase: Handler<'getKnowledgeBase'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Get a document */
+  getKnowledgeDocument: Handler<'getKnowledgeDocument'>;
   /** GET /api/v2/logs/{runId} — Get an execution log */
   getLog: Handler<'getLog'>;
   /** GET /api/v2/logs/stats — Get execution statistics */
@@ -1468,6 +1624,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/knowledge — List knowledge bases */
   listKnowledgeBases: Handler<'listKnowledgeBases'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents — List documents */
+  listKnowledgeDocuments: Handler<'listKnowledgeDocuments'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
@@ -1528,6 +1686,8 @@ export interface Handlers {
   updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId} — Update a knowledge base */
   updateKnowledgeBase: Handler<'updateKnowledgeBase'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Update a document */
+  updateKnowledgeDocument: Handler<'updateKnowledgeDocument'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */

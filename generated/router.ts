@@ -106,6 +106,46 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/knowledge/:knowledgeBaseId',
     ...bind(OPERATIONS.updateKnowledgeBase, handlers.updateKnowledgeBase),
   );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents',
+    ...bind(OPERATIONS.listKnowledgeDocuments, handlers.listKnowledgeDocuments),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents',
+    ...bind(OPERATIONS.bulkUpdateKnowledgeDocuments, handlers.bulkUpdateKnowledgeDocuments),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/from-workspace-files',
+    ...bind(OPERATIONS.addWorkspaceFilesToKnowledgeBase, handlers.addWorkspaceFilesToKnowledgeBase),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads',
+    ...bind(OPERATIONS.createKnowledgeDocumentUpload, handlers.createKnowledgeDocumentUpload),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads/:uploadId',
+    ...bind(OPERATIONS.abortKnowledgeDocumentUpload, handlers.abortKnowledgeDocumentUpload),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads/:uploadId/complete',
+    ...bind(OPERATIONS.completeKnowledgeDocumentUpload, handlers.completeKnowledgeDocumentUpload),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads/:uploadId/parts',
+    ...bind(OPERATIONS.createKnowledgeDocumentUploadPartUrls, handlers.createKnowledgeDocumentUploadPartUrls),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId',
+    ...bind(OPERATIONS.deleteKnowledgeDocument, handlers.deleteKnowledgeDocument),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId',
+    ...bind(OPERATIONS.getKnowledgeDocument, handlers.getKnowledgeDocument),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId',
+    ...bind(OPERATIONS.updateKnowledgeDocument, handlers.updateKnowledgeDocument),
+  );
   router.post(
     '/api/v2/knowledge/:knowledgeBaseId/restore',
     ...bind(OPERATIONS.restoreKnowledgeBase, handlers.restoreKnowledgeBase),

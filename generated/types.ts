@@ -1436,6 +1436,158 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List documents
+     * @description Lists the documents of a knowledge base with their processing status and counts.
+     */
+    get: operations['listKnowledgeDocuments'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Bulk enable or disable documents
+     * @description Enables or disables a list of documents, or with `selectAll` every document (narrowed by `enabledFilter`). Ids that name no document of the base are skipped.
+     */
+    patch: operations['bulkUpdateKnowledgeDocuments'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/from-workspace-files': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Index workspace files
+     * @description Adds workspace files (by id) to the knowledge base as documents queued for processing. Files that do not exist, are unsupported or are over 100 MB are listed in `failed`; the rest are added. Duplicate references are indexed once.
+     */
+    post: operations['addWorkspaceFilesToKnowledgeBase'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start a document upload
+     * @description Opens an upload session for one document (the same resumable, signed transfer as workspace file uploads). Completing it creates the document and queues it for processing. An unsupported content type is a 415; over 100 MB or the plan's limits is a 413.
+     */
+    post: operations['createKnowledgeDocumentUpload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Abort a document upload
+     * @description Aborts an upload session that has not completed and discards the received bytes. A completed session is a 409.
+     */
+    delete: operations['abortKnowledgeDocumentUpload'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign document upload part URLs
+     * @description Signs PUT URLs for parts of a multipart document upload.
+     */
+    post: operations['createKnowledgeDocumentUploadPartUrls'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/complete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Complete a document upload
+     * @description Checks every byte arrived, stores the document and queues it for processing (`processingStatus` pending). Missing parts are a 409.
+     */
+    post: operations['completeKnowledgeDocumentUpload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a document
+     * @description Reads one document with its processing state, error and timings.
+     */
+    get: operations['getKnowledgeDocument'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a document
+     * @description Deletes a document with its chunks and vectors.
+     */
+    delete: operations['deleteKnowledgeDocument'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a document
+     * @description Renames a document, enables or disables it, or sets tag values (each slot must have a tag definition of its type). `retryProcessing: true`, sent alone, re-queues a failed or stuck document and answers a queue acknowledgement.
+     */
+    patch: operations['updateKnowledgeDocument'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -7480,6 +7632,555 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeDocuments: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Case-insensitive substring of the filename. */
+        search?: string;
+        /** @description Only enabled or disabled documents. */
+        enabledFilter?: 'all' | 'enabled' | 'disabled';
+        /** @description Field to sort by. */
+        sortBy?:
+          | 'filename'
+          | 'fileSize'
+          | 'tokenCount'
+          | 'chunkCount'
+          | 'uploadedAt'
+          | 'processingStatus'
+          | 'enabled';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description A JSON-encoded array of at most 10 `{tagName, operator, value, valueTo?}` filters, all of which must hold. An unknown tag name is a 400. */
+        tagFilters?: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of documents. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeDocument'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkUpdateKnowledgeDocuments: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @enum {string} */
+          operation: 'enable' | 'disable';
+          documentIds?: string[];
+          /** @constant */
+          selectAll?: true;
+          /** @enum {string} */
+          enabledFilter?: 'all' | 'enabled' | 'disabled';
+        };
+      };
+    };
+    responses: {
+      /** @description What changed. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @enum {string} */
+              operation: 'enable' | 'disable';
+              updatedCount: number;
+              documentIds?: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  addWorkspaceFilesToKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          fileReferences: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Added and failed references. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              knowledgeBaseId: string;
+              added: {
+                documentId: string;
+                filename: string;
+                mimeType: string;
+                fileSize: number;
+              }[];
+              failed: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeDocumentUpload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description Filename recorded on the document. */
+          name: string;
+          /** @description MIME type of the document. */
+          contentType: string;
+          /** @description Exact size in bytes. */
+          size: number;
+          /** @description Value of text tag slot 1. */
+          tag1?: string;
+          /** @description Value of text tag slot 2. */
+          tag2?: string;
+          /** @description Value of text tag slot 3. */
+          tag3?: string;
+          /** @description Value of text tag slot 4. */
+          tag4?: string;
+          /** @description Value of text tag slot 5. */
+          tag5?: string;
+          /** @description Value of text tag slot 6. */
+          tag6?: string;
+          /** @description Value of text tag slot 7. */
+          tag7?: string;
+          processingOptions?: {
+            /** @enum {string} */
+            recipe?: 'default' | 'plain' | 'markdown' | 'code';
+            lang?: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The session, its control token and the transfer instructions. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeUploadStart'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  abortKnowledgeDocumentUpload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The aborted session. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeUploadSession'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeDocumentUploadPartUrls: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          partNumbers: number[];
+        };
+      };
+    };
+    responses: {
+      /** @description Signed part URLs. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUploadPartUrls'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  completeKnowledgeDocumentUpload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The completed session with its document. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeUploadSession'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeDocument: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The document. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeDocumentDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeDocument: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeDocument: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          filename?: string;
+          enabled?: boolean;
+          /** @description Value of text tag slot 1. */
+          tag1?: string;
+          /** @description Value of text tag slot 2. */
+          tag2?: string;
+          /** @description Value of text tag slot 3. */
+          tag3?: string;
+          /** @description Value of text tag slot 4. */
+          tag4?: string;
+          /** @description Value of text tag slot 5. */
+          tag5?: string;
+          /** @description Value of text tag slot 6. */
+          tag6?: string;
+          /** @description Value of text tag slot 7. */
+          tag7?: string;
+          /** @description Value of number tag slot 1. */
+          number1?: number;
+          /** @description Value of number tag slot 2. */
+          number2?: number;
+          /** @description Value of number tag slot 3. */
+          number3?: number;
+          /** @description Value of number tag slot 4. */
+          number4?: number;
+          /** @description Value of number tag slot 5. */
+          number5?: number;
+          /** @description Value of date tag slot 1 (YYYY-MM-DD). */
+          date1?: string;
+          /** @description Value of date tag slot 2 (YYYY-MM-DD). */
+          date2?: string;
+          /** @description Value of boolean tag slot 1. */
+          boolean1?: boolean;
+          /** @description Value of boolean tag slot 2. */
+          boolean2?: boolean;
+          /** @description Value of boolean tag slot 3. */
+          boolean3?: boolean;
+          /** @constant */
+          retryProcessing?: true;
+        };
+      };
+    };
+    responses: {
+      /** @description The document, or the queue acknowledgement. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data:
+              | components['schemas']['KnowledgeDocument']
+              | {
+                  id: string;
+                  /** @constant */
+                  queued: true;
+                  processingStatus: string;
+                  message: string;
+                };
           };
         };
       };

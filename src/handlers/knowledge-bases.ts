@@ -1,2 +1,3 @@
 // Handlers for the Knowledge Bases operations; one module per area under ./knowledge-bases/.
 export * from './knowledge-bases/bases.ts';
+export * from './knowledge-bases/documents.ts';

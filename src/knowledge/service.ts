@@ -1,10 +1,23 @@
-// The knowledge engine a server runs: the embedding provider, the document processing queue and the
+// The knowledge engine a server runs: the embedding provider, the durable document processing queue and the
 // in-memory vector index used by search. No HTTP here.
+//
+// The queue is the documents table itself: a document is `pending` until a worker claims it (`processing`,
+// with a fresh attempt number), and the attempt ends `completed` or `failed`. Chunks are replaced in the same
+// transaction that marks the attempt completed, and only if the document is still on that attempt, so a
+// retried, deleted or re-queued document never ends up with two sets of chunks. On start, attempts a dead
+// process left `processing` are queued again.
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { BlobStore } from '../files/blob-store.ts';
-import { createEmbeddingProvider, type EmbeddingProvider } from './embeddings.ts';
+import { readPrefix } from '../files/text.ts';
+import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
+import { blobToVector, createEmbeddingProvider, EmbeddingError, vectorToBlob, type EmbeddingProvider } from './embeddings.ts';
+import { chunkText } from './chunker.ts';
+import type { ChunkingConfig, ChunkRecipe } from './chunking-config.ts';
+import { extractDocument, ExtractError } from './extract.ts';
+import { UserRegexError } from './user-regex.ts';
 
 export interface KnowledgeDeps {
   store: Store;
@@ -15,9 +28,23 @@ export interface KnowledgeDeps {
   provider?: EmbeddingProvider;
 }
 
+/** The vectors of one base, packed for scanning: row i is chunk `seqs[i]` of document `docs[i]`. */
+export interface VectorIndex {
+  dimension: number;
+  seqs: Int32Array | number[];
+  docs: string[];
+  enabled: Uint8Array;
+  vectors: Float32Array;
+}
+
 export class KnowledgeService {
   readonly provider: EmbeddingProvider;
   protected readonly deps: KnowledgeDeps;
+  private readonly indexes = new Map<string, Promise<VectorIndex>>();
+  private running = false;
+  private readonly workers: Promise<void>[] = [];
+  private readonly waiters = new Set<() => void>();
+  private readonly inFlight = new Set<string>();
 
   constructor(deps: KnowledgeDeps) {
     this.deps = deps;
@@ -25,9 +52,177 @@ export class KnowledgeService {
   }
 
   /** Forgets cached vectors of a base after its chunks, documents or state changed. */
-  invalidate(_knowledgeBaseId: string): void {}
+  invalidate(knowledgeBaseId: string): void {
+    this.indexes.delete(knowledgeBaseId);
+  }
 
-  async start(): Promise<void> {}
+  /** The base's vectors, loaded once and kept until a change invalidates them. */
+  index(knowledgeBaseId: string): Promise<VectorIndex> {
+    let idx = this.indexes.get(knowledgeBaseId);
+    if (!idx) {
+      idx = this.loadIndex(knowledgeBaseId);
+      this.indexes.set(knowledgeBaseId, idx);
+      idx.catch(() => this.indexes.delete(knowledgeBaseId));
+    }
+    return idx;
+  }
 
-  async close(): Promise<void> {}
+  private async loadIndex(knowledgeBaseId: string): Promise<VectorIndex> {
+    const rows = await this.deps.store.knowledgeChunks.vectors(knowledgeBaseId);
+    const withVectors = rows.filter((r) => r.embedding && r.embedding.byteLength > 0);
+    const dimension = withVectors.length ? withVectors[0]!.embedding!.byteLength / 4 : 0;
+    const vectors = new Float32Array(withVectors.length * dimension);
+    const seqs = new Int32Array(withVectors.length);
+    const docs: string[] = new Array(withVectors.length);
+    const enabled = new Uint8Array(withVectors.length);
+    withVectors.forEach((r, i) => {
+      const v = blobToVector(r.embedding!);
+      if (v.length === dimension) vectors.set(v, i * dimension);
+      seqs[i] = Number(r.seq);
+      docs[i] = r.document_id;
+      enabled[i] = Number(r.enabled) === 1 ? 1 : 0;
+    });
+    return { dimension, seqs, docs, enabled, vectors };
+  }
+
+  // ── the processing queue
+
+  /** Tells idle workers there is work (documents were queued). */
+  notify(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    const requeued = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.requeueInterrupted(new Date().toISOString()));
+    if (requeued > 0) this.deps.logger.warn({ documents: requeued }, 'knowledge documents interrupted by a restart were queued again');
+    this.running = true;
+    for (let i = 0; i < this.deps.config.knowledge.workers; i++) this.workers.push(this.work());
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    this.notify();
+    await Promise.all(this.workers.splice(0));
+  }
+
+  private async work(): Promise<void> {
+    while (this.running) {
+      const next = await this.claimNext().catch((err) => {
+        this.deps.logger.error({ err }, 'knowledge queue: claiming a document failed');
+        return null;
+      });
+      if (next) {
+        await this.process(next.id, next.attempt).catch((err) => this.deps.logger.error({ err, documentId: next.id }, 'knowledge processing crashed'));
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.waiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, 2000);
+        timer.unref();
+        this.waiters.add(done);
+      });
+    }
+  }
+
+  private async claimNext(): Promise<{ id: string; attempt: number } | null> {
+    const candidates = await this.deps.store.knowledgeDocuments.pending(16);
+    for (const c of candidates) {
+      if (this.inFlight.has(c.id)) continue;
+      const attempt = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.claim(c.id, new Date().toISOString()));
+      if (attempt !== null) return { id: c.id, attempt };
+    }
+    return null;
+  }
+
+  /** Runs one attempt: extract, chunk, embed, then swap the chunks in, all or nothing. */
+  async process(documentId: string, attempt: number): Promise<void> {
+    this.inFlight.add(documentId);
+    try {
+      const { store } = this.deps;
+      const doc = await store.knowledgeDocuments.get(documentId);
+      if (!doc) return;
+      let outcome: { status: 'completed'; chunks: PreparedChunk[]; characters: number } | { status: 'failed'; error: string };
+      try {
+        outcome = { status: 'completed', ...(await this.prepare(doc)) };
+      } catch (err) {
+        const known = err instanceof ExtractError || err instanceof EmbeddingError || err instanceof UserRegexError || err instanceof ProcessingError;
+        if (!known) this.deps.logger.error({ err, documentId }, 'knowledge processing failed unexpectedly');
+        outcome = { status: 'failed', error: known ? (err as Error).message : `Processing failed: ${(err as Error).message}` };
+      }
+      const now = new Date().toISOString();
+      await store.transaction(async (tx) => {
+        if (outcome.status === 'failed') {
+          if (await tx.knowledgeDocuments.finish(documentId, attempt, outcome, now)) await tx.knowledgeChunks.deleteForDocument(documentId);
+          return;
+        }
+        const tokens = outcome.chunks.reduce((n, c) => n + c.tokens, 0);
+        const kept = await tx.knowledgeDocuments.finish(documentId, attempt, { status: 'completed', chunkCount: outcome.chunks.length, tokenCount: tokens, characterCount: outcome.characters }, now);
+        if (!kept) return; // deleted or re-queued meanwhile: this attempt's result is dropped
+        await tx.knowledgeChunks.deleteForDocument(documentId);
+        for (const [i, c] of outcome.chunks.entries()) {
+          await tx.knowledgeChunks.insert({
+            id: newChunkId(), documentId, knowledgeBaseId: doc.knowledgeBaseId, chunkIndex: i, content: c.content, tokenCount: c.tokens, enabled: true,
+            startOffset: c.start, endOffset: c.end, embedding: vectorToBlob(c.vector), at: now,
+          });
+        }
+      });
+      this.invalidate(doc.knowledgeBaseId);
+    } finally {
+      this.inFlight.delete(documentId);
+    }
+  }
+
+  private async prepare(doc: KnowledgeDocumentRecord): Promise<{ chunks: PreparedChunk[]; characters: number }> {
+    const { store, blobs, config } = this.deps;
+    const kb = await store.knowledgeBases.get(doc.knowledgeBaseId);
+    if (!kb) throw new ProcessingError('The knowledge base no longer exists.');
+    this.assertProviderFits(kb.embeddingModel, kb.embeddingDimension);
+    if (!doc.blobKey) throw new ProcessingError('The document has no stored content to process.');
+    if (doc.fileSize > config.knowledge.maxDocumentBytes) throw new ProcessingError(`The document is larger than ${config.knowledge.maxDocumentBytes} bytes.`);
+    let bytes: Buffer;
+    try {
+      bytes = await readPrefix(blobs.read(doc.blobKey), config.knowledge.maxDocumentBytes);
+    } catch {
+      throw new ProcessingError('The document content could not be read from storage.');
+    }
+    const { text, kind } = await extractDocument(bytes, doc.mimeType, doc.filename);
+    if (text.trim() === '') throw new ProcessingError('The document has no text to index.');
+    const options = doc.processingOptions ? (JSON.parse(doc.processingOptions) as { recipe?: string }) : {};
+    const recipe = options.recipe && options.recipe !== 'default' ? (options.recipe as ChunkRecipe) : undefined;
+    const pieces = chunkText(text, JSON.parse(kb.chunkingConfig) as ChunkingConfig, kind, recipe);
+    const vectors = await this.provider.embed(pieces.map((p) => p.content));
+    return { chunks: pieces.map((p, i) => ({ ...p, vector: vectors[i]! })), characters: text.length };
+  }
+
+  /** A base keeps the model it was created with; the configured provider must still produce it. */
+  assertProviderFits(model: string, dimension: number): void {
+    if (model !== this.provider.model || dimension !== this.provider.dimension) {
+      throw new ProcessingError(
+        `This knowledge base is embedded with ${model} (${dimension} dimensions) but the server is configured for ${this.provider.model} (${this.provider.dimension}).`,
+      );
+    }
+  }
+
+  /** Embeds one text for a chunk write or a query. */
+  async embedOne(text: string): Promise<Float32Array> {
+    return (await this.provider.embed([text]))[0]!;
+  }
 }
+
+export class ProcessingError extends Error {}
+
+interface PreparedChunk {
+  content: string;
+  start: number;
+  end: number;
+  tokens: number;
+  vector: Float32Array;
+}
+
+export const newChunkId = () => `kc_${randomUUID().replace(/-/g, '')}`;
+export const newDocumentId = () => `kd_${randomUUID().replace(/-/g, '')}`;

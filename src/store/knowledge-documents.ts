@@ -204,6 +204,10 @@ export class KnowledgeDocumentRepository {
     await this.db.run('DELETE FROM knowledge_documents WHERE id = ?', [id]);
   }
 
+  async blobKeys(): Promise<string[]> {
+    return (await this.db.all<{ k: string }>('SELECT DISTINCT blob_key AS k FROM knowledge_documents WHERE blob_key IS NOT NULL')).map((r) => r.k);
+  }
+
   // ── the processing queue
 
   /** Marks a document pending again (new attempt); returns false when it was already pending or processing. */
