@@ -33,6 +33,7 @@ export const LIST_PATHS = [
   '/api/v2/files/{fileId}/versions',
   '/api/v2/files',
   '/api/v2/knowledge',
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks',
   '/api/v2/knowledge/{knowledgeBaseId}/documents',
   '/api/v2/logs',
   '/api/v2/workflows/folders',

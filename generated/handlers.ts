@@ -101,6 +101,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  bulkUpdateKnowledgeChunks: {
+    params: Params<operations['bulkUpdateKnowledgeChunks'], 'path'>;
+    query: Params<operations['bulkUpdateKnowledgeChunks'], 'query'>;
+    headers: Params<operations['bulkUpdateKnowledgeChunks'], 'header'>;
+    body: Body<operations['bulkUpdateKnowledgeChunks']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   bulkUpdateKnowledgeDocuments: {
     params: Params<operations['bulkUpdateKnowledgeDocuments'], 'path'>;
     query: Params<operations['bulkUpdateKnowledgeDocuments'], 'query'>;
@@ -182,6 +191,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createKnowledgeChunk: {
+    params: Params<operations['createKnowledgeChunk'], 'path'>;
+    query: Params<operations['createKnowledgeChunk'], 'query'>;
+    headers: Params<operations['createKnowledgeChunk'], 'header'>;
+    body: Body<operations['createKnowledgeChunk']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createKnowledgeDocumentUpload: {
     params: Params<operations['createKnowledgeDocumentUpload'], 'path'>;
     query: Params<operations['createKnowledgeDocumentUpload'], 'query'>;
@@ -250,6 +268,15 @@ export interface OperationInputs {
     query: Params<operations['deleteKnowledgeBase'], 'query'>;
     headers: Params<operations['deleteKnowledgeBase'], 'header'>;
     body: Body<operations['deleteKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeChunk: {
+    params: Params<operations['deleteKnowledgeChunk'], 'path'>;
+    query: Params<operations['deleteKnowledgeChunk'], 'query'>;
+    headers: Params<operations['deleteKnowledgeChunk'], 'header'>;
+    body: Body<operations['deleteKnowledgeChunk']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -403,6 +430,15 @@ export interface OperationInputs {
     query: Params<operations['getKnowledgeBase'], 'query'>;
     headers: Params<operations['getKnowledgeBase'], 'header'>;
     body: Body<operations['getKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getKnowledgeChunk: {
+    params: Params<operations['getKnowledgeChunk'], 'path'>;
+    query: Params<operations['getKnowledgeChunk'], 'query'>;
+    headers: Params<operations['getKnowledgeChunk'], 'header'>;
+    body: Body<operations['getKnowledgeChunk']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -610,6 +646,15 @@ export interface OperationInputs {
     query: Params<operations['listKnowledgeBases'], 'query'>;
     headers: Params<operations['listKnowledgeBases'], 'header'>;
     body: Body<operations['listKnowledgeBases']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeChunks: {
+    params: Params<operations['listKnowledgeChunks'], 'path'>;
+    query: Params<operations['listKnowledgeChunks'], 'query'>;
+    headers: Params<operations['listKnowledgeChunks'], 'header'>;
+    body: Body<operations['listKnowledgeChunks']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -857,6 +902,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  searchKnowledge: {
+    params: Params<operations['searchKnowledge'], 'path'>;
+    query: Params<operations['searchKnowledge'], 'query'>;
+    headers: Params<operations['searchKnowledge'], 'header'>;
+    body: Body<operations['searchKnowledge']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
@@ -889,6 +943,15 @@ export interface OperationInputs {
     query: Params<operations['updateKnowledgeBase'], 'query'>;
     headers: Params<operations['updateKnowledgeBase'], 'header'>;
     body: Body<operations['updateKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeChunk: {
+    params: Params<operations['updateKnowledgeChunk'], 'path'>;
+    query: Params<operations['updateKnowledgeChunk'], 'query'>;
+    headers: Params<operations['updateKnowledgeChunk'], 'header'>;
+    body: Body<operations['updateKnowledgeChunk']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -982,6 +1045,11 @@ export interface OperationResults {
     body: StreamBody;
     headers?: Record<string, string>;
   };
+  bulkUpdateKnowledgeChunks: {
+    status: 200;
+    body: Json<operations['bulkUpdateKnowledgeChunks']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   bulkUpdateKnowledgeDocuments: {
     status: 200;
     body: Json<operations['bulkUpdateKnowledgeDocuments']['responses'][200]>;
@@ -1027,6 +1095,11 @@ export interface OperationResults {
     body: Json<operations['createKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['createKnowledgeChunk']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createKnowledgeDocumentUpload: {
     status: 200;
     body: Json<operations['createKnowledgeDocumentUpload']['responses'][200]>;
@@ -1065,6 +1138,11 @@ export interface OperationResults {
   deleteKnowledgeBase: {
     status: 200;
     body: Json<operations['deleteKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeChunk']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteKnowledgeDocument: {
@@ -1168,6 +1246,11 @@ export interface OperationResults {
   getKnowledgeBase: {
     status: 200;
     body: Json<operations['getKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['getKnowledgeChunk']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getKnowledgeDocument: {
@@ -1295,6 +1378,11 @@ export interface OperationResults {
   listKnowledgeBases: {
     status: 200;
     body: Json<operations['listKnowledgeBases']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeChunks: {
+    status: 200;
+    body: Json<operations['listKnowledgeChunks']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listKnowledgeDocuments: {
@@ -1438,6 +1526,11 @@ export interface OperationResults {
     body: Json<operations['searchFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  searchKnowledge: {
+    status: 200;
+    body: Json<operations['searchKnowledge']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   undeployWorkflow: {
     status: 200;
     body: Json<operations['undeployWorkflow']['responses'][200]>;
@@ -1456,6 +1549,11 @@ export interface OperationResults {
   updateKnowledgeBase: {
     status: 200;
     body: Json<operations['updateKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['updateKnowledgeChunk']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateKnowledgeDocument: {
@@ -1510,6 +1608,8 @@ export interface Handlers {
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — Bulk update chunks */
+  bulkUpdateKnowledgeChunks: Handler<'bulkUpdateKnowledgeChunks'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents — Bulk enable or disable documents */
   bulkUpdateKnowledgeDocuments: Handler<'bulkUpdateKnowledgeDocuments'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
@@ -1528,6 +1628,8 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/knowledge — Create a knowledge base */
   createKnowledgeBase: Handler<'createKnowledgeBase'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — Create a chunk */
+  createKnowledgeChunk: Handler<'createKnowledgeChunk'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads — Start a document upload */
   createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUpload'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts — Sign document upload part URLs */
@@ -1544,6 +1646,8 @@ export interface Handlers {
   deleteFileVersion: Handler<'deleteFileVersion'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId} — Delete (archive) a knowledge base */
   deleteKnowledgeBase: Handler<'deleteKnowledgeBase'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Delete a chunk */
+  deleteKnowledgeChunk: Handler<'deleteKnowledgeChunk'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Delete a document */
   deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
@@ -1578,6 +1682,8 @@ export interface Handlers {
   getFileVersion: Handler<'getFileVersion'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId} — Get a knowledge base */
   getKnowledgeBase: Handler<'getKnowledgeBase'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Get a chunk */
+  getKnowledgeChunk: Handler<'getKnowledgeChunk'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Get a document */
   getKnowledgeDocument: Handler<'getKnowledgeDocument'>;
   /** GET /api/v2/logs/{runId} — Get an execution log */
@@ -1624,6 +1730,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/knowledge — List knowledge bases */
   listKnowledgeBases: Handler<'listKnowledgeBases'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — List chunks */
+  listKnowledgeChunks: Handler<'listKnowledgeChunks'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents — List documents */
   listKnowledgeDocuments: Handler<'listKnowledgeDocuments'>;
   /** GET /api/v2/logs — List execution logs */
@@ -1678,6 +1786,8 @@ export interface Handlers {
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
   /** GET /api/v2/files/search — Search file content */
   searchFileContent: Handler<'searchFileContent'>;
+  /** POST /api/v2/knowledge/search — Search knowledge */
+  searchKnowledge: Handler<'searchKnowledge'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
@@ -1686,6 +1796,8 @@ export interface Handlers {
   updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId} — Update a knowledge base */
   updateKnowledgeBase: Handler<'updateKnowledgeBase'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Update a chunk */
+  updateKnowledgeChunk: Handler<'updateKnowledgeChunk'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Update a document */
   updateKnowledgeDocument: Handler<'updateKnowledgeDocument'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */

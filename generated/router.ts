@@ -94,6 +94,7 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   );
   router.get('/api/v2/knowledge', ...bind(OPERATIONS.listKnowledgeBases, handlers.listKnowledgeBases));
   router.post('/api/v2/knowledge', ...bind(OPERATIONS.createKnowledgeBase, handlers.createKnowledgeBase));
+  router.post('/api/v2/knowledge/search', ...bind(OPERATIONS.searchKnowledge, handlers.searchKnowledge));
   router.delete(
     '/api/v2/knowledge/:knowledgeBaseId',
     ...bind(OPERATIONS.deleteKnowledgeBase, handlers.deleteKnowledgeBase),
@@ -145,6 +146,30 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.patch(
     '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId',
     ...bind(OPERATIONS.updateKnowledgeDocument, handlers.updateKnowledgeDocument),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks',
+    ...bind(OPERATIONS.listKnowledgeChunks, handlers.listKnowledgeChunks),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks',
+    ...bind(OPERATIONS.bulkUpdateKnowledgeChunks, handlers.bulkUpdateKnowledgeChunks),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks',
+    ...bind(OPERATIONS.createKnowledgeChunk, handlers.createKnowledgeChunk),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks/:chunkId',
+    ...bind(OPERATIONS.deleteKnowledgeChunk, handlers.deleteKnowledgeChunk),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks/:chunkId',
+    ...bind(OPERATIONS.getKnowledgeChunk, handlers.getKnowledgeChunk),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks/:chunkId',
+    ...bind(OPERATIONS.updateKnowledgeChunk, handlers.updateKnowledgeChunk),
   );
   router.post(
     '/api/v2/knowledge/:knowledgeBaseId/restore',

@@ -1364,6 +1364,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/knowledge/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Search knowledge
+     * @description Searches up to 20 knowledge bases of the workspace. `vector` ranks enabled chunks of enabled, completed documents by cosine similarity to the query's embedding; `hybrid` also runs a full-text leg (BM25; quoted phrases and `-negation`) and fuses both by reciprocal rank fusion (k = 60). An omitted mode takes the server's default. Tag filters (AND) apply inside both legs. Bases embedded with different models or widths cannot be searched together (400).
+     */
+    post: operations['searchKnowledge'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/knowledge': {
     parameters: {
       query?: never;
@@ -1586,6 +1606,62 @@ export interface paths {
      * @description Renames a document, enables or disables it, or sets tag values (each slot must have a tag definition of its type). `retryProcessing: true`, sent alone, re-queues a failed or stuck document and answers a queue acknowledgement.
      */
     patch: operations['updateKnowledgeDocument'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List chunks
+     * @description Lists the chunks of a document.
+     */
+    get: operations['listKnowledgeChunks'];
+    put?: never;
+    /**
+     * Create a chunk
+     * @description Appends a chunk to a completed document; it is embedded on write and searchable at once.
+     */
+    post: operations['createKnowledgeChunk'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Bulk update chunks
+     * @description Enables, disables or deletes chunks by id. Ids naming no chunk of the document are reported in `errors`.
+     */
+    patch: operations['bulkUpdateKnowledgeChunks'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a chunk
+     * @description Reads one chunk.
+     */
+    get: operations['getKnowledgeChunk'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a chunk
+     * @description Deletes one chunk and its vector.
+     */
+    delete: operations['deleteKnowledgeChunk'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a chunk
+     * @description Replaces a chunk's content (re-embedded, counts re-derived) or enables/disables it.
+     */
+    patch: operations['updateKnowledgeChunk'];
     trace?: never;
   };
 }
@@ -3291,9 +3367,9 @@ export interface components {
         | 'lt'
         | 'lte'
         | 'between';
-      value: string | number | boolean;
+      value: number | string | boolean;
       /** @description Upper bound of `between`. */
-      valueTo?: string | number;
+      valueTo?: number | string;
     };
     KnowledgeSearchResult: {
       knowledgeBaseId: string;
@@ -7377,6 +7453,57 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  searchKnowledge: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description One knowledge base id or up to 20. */
+          knowledgeBaseIds: string | string[];
+          /** @description Natural-language query; required unless tag filters are given. */
+          query?: string;
+          /** @default 10 */
+          topK?: number;
+          tagFilters?: components['schemas']['KnowledgeTagFilter'][];
+          searchMode?: ('vector' | 'hybrid') | null;
+          rerankerEnabled?: boolean;
+          /** @enum {string} */
+          rerankerModel?: 'rerank-v4.0-pro' | 'rerank-v4.0-fast' | 'rerank-v3.5';
+          rerankerInputCount?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Ranked chunks. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeSearch'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   listKnowledgeBases: {
     parameters: {
       query: {
@@ -8189,6 +8316,295 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeChunks: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the content. */
+        search?: string;
+        /** @description Only enabled or disabled chunks. */
+        enabled?: 'true' | 'false' | 'all';
+        /** @description Field to sort by. */
+        sortBy?: 'chunkIndex' | 'tokenCount' | 'enabled';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of chunks. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeChunk: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          content: string;
+          /** @default true */
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The new chunk. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkUpdateKnowledgeChunks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @enum {string} */
+          operation: 'enable' | 'disable' | 'delete';
+          chunkIds: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description What was done. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @enum {string} */
+              operation: 'enable' | 'disable' | 'delete';
+              processed: number;
+              errors: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeChunk: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+        /** @description Chunk identifier. */
+        chunkId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The chunk. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeChunk: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+        /** @description Chunk identifier. */
+        chunkId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeChunk: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+        /** @description Chunk identifier. */
+        chunkId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          content?: string;
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The chunk. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -1,3 +1,5 @@
 // Handlers for the Knowledge Bases operations; one module per area under ./knowledge-bases/.
 export * from './knowledge-bases/bases.ts';
 export * from './knowledge-bases/documents.ts';
+export * from './knowledge-bases/chunks.ts';
+export * from './knowledge-bases/search.ts';

@@ -35,6 +35,8 @@ export interface VectorIndex {
   docs: string[];
   enabled: Uint8Array;
   vectors: Float32Array;
+  /** Row of each `seq`, built on first use. */
+  positions?: Map<number, number>;
 }
 
 export class KnowledgeService {

@@ -87,6 +87,8 @@ export function resolveFilters(filters: TagFilter[], defsPerBase: TagDefinitionR
 function checkValue(type: FieldType, value: unknown, field: (string | number)[]): string | number | boolean {
   switch (type) {
     case 'text':
+      // A request validator that coerces types may have turned "1" into 1: text compares as written.
+      if (typeof value === 'number' || typeof value === 'boolean') return String(value);
       if (typeof value !== 'string') throw invalidField(field, 'A text tag is compared with a string.');
       return value;
     case 'number': {
@@ -100,6 +102,7 @@ function checkValue(type: FieldType, value: unknown, field: (string | number)[])
     case 'boolean':
       if (typeof value === 'boolean') return value;
       if (value === 'true' || value === 'false') return value === 'true';
+      if (value === 1 || value === 0) return value === 1;
       throw invalidField(field, 'A boolean tag is compared with true or false.');
   }
 }

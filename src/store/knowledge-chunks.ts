@@ -152,6 +152,21 @@ export class KnowledgeChunkRepository {
     await this.db.run('DELETE FROM knowledge_chunks WHERE seq = ?', [seq]);
   }
 
+  /** Enabled chunks of these documents in document and chunk order (tag-only search). */
+  async ofDocuments(documentIds: readonly string[], limit: number): Promise<KnowledgeChunkRecord[]> {
+    if (documentIds.length === 0) return [];
+    const out: KnowledgeChunkRecord[] = [];
+    for (let i = 0; i < documentIds.length && out.length < limit; i += 500) {
+      const part = documentIds.slice(i, i + 500);
+      const rows = await this.db.all<Row>(
+        `SELECT ${COLUMNS} FROM knowledge_chunks WHERE document_id IN (${part.map(() => '?').join(', ')}) AND enabled = 1 ORDER BY document_id, chunk_index ${limitClause(limit - out.length)}`,
+        part,
+      );
+      out.push(...rows.map(toRecord));
+    }
+    return out;
+  }
+
   /** Every vector of a base, in `seq` order, for the in-memory index. */
   async vectors(knowledgeBaseId: string): Promise<{ seq: number; document_id: string; enabled: number; embedding: Uint8Array | null }[]> {
     return this.db.all('SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? ORDER BY seq', [knowledgeBaseId]);
