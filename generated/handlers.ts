@@ -101,6 +101,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  bulkSaveKnowledgeTagDefinitions: {
+    params: Params<operations['bulkSaveKnowledgeTagDefinitions'], 'path'>;
+    query: Params<operations['bulkSaveKnowledgeTagDefinitions'], 'query'>;
+    headers: Params<operations['bulkSaveKnowledgeTagDefinitions'], 'header'>;
+    body: Body<operations['bulkSaveKnowledgeTagDefinitions']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   bulkUpdateKnowledgeChunks: {
     params: Params<operations['bulkUpdateKnowledgeChunks'], 'path'>;
     query: Params<operations['bulkUpdateKnowledgeChunks'], 'query'>;
@@ -218,6 +227,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createKnowledgeTag: {
+    params: Params<operations['createKnowledgeTag'], 'path'>;
+    query: Params<operations['createKnowledgeTag'], 'query'>;
+    headers: Params<operations['createKnowledgeTag'], 'header'>;
+    body: Body<operations['createKnowledgeTag']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -286,6 +304,24 @@ export interface OperationInputs {
     query: Params<operations['deleteKnowledgeDocument'], 'query'>;
     headers: Params<operations['deleteKnowledgeDocument'], 'header'>;
     body: Body<operations['deleteKnowledgeDocument']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeTag: {
+    params: Params<operations['deleteKnowledgeTag'], 'path'>;
+    query: Params<operations['deleteKnowledgeTag'], 'query'>;
+    headers: Params<operations['deleteKnowledgeTag'], 'header'>;
+    body: Body<operations['deleteKnowledgeTag']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeTagDefinitions: {
+    params: Params<operations['deleteKnowledgeTagDefinitions'], 'path'>;
+    query: Params<operations['deleteKnowledgeTagDefinitions'], 'query'>;
+    headers: Params<operations['deleteKnowledgeTagDefinitions'], 'header'>;
+    body: Body<operations['deleteKnowledgeTagDefinitions']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -479,6 +515,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getNextKnowledgeTagSlot: {
+    params: Params<operations['getNextKnowledgeTagSlot'], 'path'>;
+    query: Params<operations['getNextKnowledgeTagSlot'], 'query'>;
+    headers: Params<operations['getNextKnowledgeTagSlot'], 'header'>;
+    body: Body<operations['getNextKnowledgeTagSlot']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getSharedFile: {
     params: Params<operations['getSharedFile'], 'path'>;
     query: Params<operations['getSharedFile'], 'query'>;
@@ -664,6 +709,24 @@ export interface OperationInputs {
     query: Params<operations['listKnowledgeDocuments'], 'query'>;
     headers: Params<operations['listKnowledgeDocuments'], 'header'>;
     body: Body<operations['listKnowledgeDocuments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeTagUsage: {
+    params: Params<operations['listKnowledgeTagUsage'], 'path'>;
+    query: Params<operations['listKnowledgeTagUsage'], 'query'>;
+    headers: Params<operations['listKnowledgeTagUsage'], 'header'>;
+    body: Body<operations['listKnowledgeTagUsage']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeTags: {
+    params: Params<operations['listKnowledgeTags'], 'path'>;
+    query: Params<operations['listKnowledgeTags'], 'query'>;
+    headers: Params<operations['listKnowledgeTags'], 'header'>;
+    body: Body<operations['listKnowledgeTags']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -965,6 +1028,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateKnowledgeTag: {
+    params: Params<operations['updateKnowledgeTag'], 'path'>;
+    query: Params<operations['updateKnowledgeTag'], 'query'>;
+    headers: Params<operations['updateKnowledgeTag'], 'header'>;
+    body: Body<operations['updateKnowledgeTag']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
@@ -1045,6 +1117,11 @@ export interface OperationResults {
     body: StreamBody;
     headers?: Record<string, string>;
   };
+  bulkSaveKnowledgeTagDefinitions: {
+    status: 200;
+    body: Json<operations['bulkSaveKnowledgeTagDefinitions']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   bulkUpdateKnowledgeChunks: {
     status: 200;
     body: Json<operations['bulkUpdateKnowledgeChunks']['responses'][200]>;
@@ -1110,6 +1187,11 @@ export interface OperationResults {
     body: Json<operations['createKnowledgeDocumentUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createKnowledgeTag: {
+    status: 200;
+    body: Json<operations['createKnowledgeTag']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -1148,6 +1230,16 @@ export interface OperationResults {
   deleteKnowledgeDocument: {
     status: 200;
     body: Json<operations['deleteKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeTag: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeTag']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeTagDefinitions: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeTagDefinitions']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1273,6 +1365,11 @@ export interface OperationResults {
     body: Json<operations['getMeta']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getNextKnowledgeTagSlot: {
+    status: 200;
+    body: Json<operations['getNextKnowledgeTagSlot']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getSharedFile:
     | {
         status: 200;
@@ -1388,6 +1485,16 @@ export interface OperationResults {
   listKnowledgeDocuments: {
     status: 200;
     body: Json<operations['listKnowledgeDocuments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeTagUsage: {
+    status: 200;
+    body: Json<operations['listKnowledgeTagUsage']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeTags: {
+    status: 200;
+    body: Json<operations['listKnowledgeTags']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listLogs: {
@@ -1561,6 +1668,11 @@ export interface OperationResults {
     body: Json<operations['updateKnowledgeDocument']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateKnowledgeTag: {
+    status: 200;
+    body: Json<operations['updateKnowledgeTag']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
@@ -1608,6 +1720,8 @@ export interface Handlers {
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** PUT /api/v2/knowledge/{knowledgeBaseId}/tags — Save tag definitions */
+  bulkSaveKnowledgeTagDefinitions: Handler<'bulkSaveKnowledgeTagDefinitions'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — Bulk update chunks */
   bulkUpdateKnowledgeChunks: Handler<'bulkUpdateKnowledgeChunks'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents — Bulk enable or disable documents */
@@ -1634,6 +1748,8 @@ export interface Handlers {
   createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUpload'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts — Sign document upload part URLs */
   createKnowledgeDocumentUploadPartUrls: Handler<'createKnowledgeDocumentUploadPartUrls'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/tags — Create a tag definition */
+  createKnowledgeTag: Handler<'createKnowledgeTag'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1650,6 +1766,10 @@ export interface Handlers {
   deleteKnowledgeChunk: Handler<'deleteKnowledgeChunk'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Delete a document */
   deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/tags/{tagId} — Delete a tag definition */
+  deleteKnowledgeTag: Handler<'deleteKnowledgeTag'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/tags — Delete tag definitions */
+  deleteKnowledgeTagDefinitions: Handler<'deleteKnowledgeTagDefinitions'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1692,6 +1812,8 @@ export interface Handlers {
   getLogStats: Handler<'getLogStats'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/tags/next-slot — Next free tag slot */
+  getNextKnowledgeTagSlot: Handler<'getNextKnowledgeTagSlot'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
@@ -1734,6 +1856,10 @@ export interface Handlers {
   listKnowledgeChunks: Handler<'listKnowledgeChunks'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents — List documents */
   listKnowledgeDocuments: Handler<'listKnowledgeDocuments'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/tags/usage — Tag usage */
+  listKnowledgeTagUsage: Handler<'listKnowledgeTagUsage'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/tags — List tag definitions */
+  listKnowledgeTags: Handler<'listKnowledgeTags'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
@@ -1800,6 +1926,8 @@ export interface Handlers {
   updateKnowledgeChunk: Handler<'updateKnowledgeChunk'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Update a document */
   updateKnowledgeDocument: Handler<'updateKnowledgeDocument'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/tags/{tagId} — Update a tag definition */
+  updateKnowledgeTag: Handler<'updateKnowledgeTag'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */

@@ -175,6 +175,38 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/knowledge/:knowledgeBaseId/restore',
     ...bind(OPERATIONS.restoreKnowledgeBase, handlers.restoreKnowledgeBase),
   );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.deleteKnowledgeTagDefinitions, handlers.deleteKnowledgeTagDefinitions),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.listKnowledgeTags, handlers.listKnowledgeTags),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.createKnowledgeTag, handlers.createKnowledgeTag),
+  );
+  router.put(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.bulkSaveKnowledgeTagDefinitions, handlers.bulkSaveKnowledgeTagDefinitions),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/next-slot',
+    ...bind(OPERATIONS.getNextKnowledgeTagSlot, handlers.getNextKnowledgeTagSlot),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/usage',
+    ...bind(OPERATIONS.listKnowledgeTagUsage, handlers.listKnowledgeTagUsage),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/:tagId',
+    ...bind(OPERATIONS.deleteKnowledgeTag, handlers.deleteKnowledgeTag),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/:tagId',
+    ...bind(OPERATIONS.updateKnowledgeTag, handlers.updateKnowledgeTag),
+  );
   router.get('/api/v2/logs', ...bind(OPERATIONS.listLogs, handlers.listLogs));
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));

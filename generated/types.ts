@@ -1664,6 +1664,102 @@ export interface paths {
     patch: operations['updateKnowledgeChunk'];
     trace?: never;
   };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List tag definitions
+     * @description Lists the tag definitions of a knowledge base: display name, slot and type.
+     */
+    get: operations['listKnowledgeTags'];
+    /**
+     * Save tag definitions
+     * @description Creates or renames definitions slot by slot (`originalDisplayName` names the definition being renamed). A definition that cannot be saved is reported in `errors`; the others are saved.
+     */
+    put: operations['bulkSaveKnowledgeTagDefinitions'];
+    /**
+     * Create a tag definition
+     * @description Defines a tag on a typed slot (text 7, number 5, date 2, boolean 3). Without `tagSlot` the next free slot of the type is taken; a slot of another type is a 400, a used slot or display name a 409.
+     */
+    post: operations['createKnowledgeTag'];
+    /**
+     * Delete tag definitions
+     * @description Deletes the unused tag definitions of a base, or with `unused=false` all of them (their values on documents are cleared).
+     */
+    delete: operations['deleteKnowledgeTagDefinitions'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags/next-slot': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Next free tag slot
+     * @description The next free slot of a type, with the slots of that type in use.
+     */
+    get: operations['getNextKnowledgeTagSlot'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags/usage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Tag usage
+     * @description For each definition, how many documents carry a value and how many chunks those documents have.
+     */
+    get: operations['listKnowledgeTagUsage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags/{tagId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete a tag definition
+     * @description Deletes a definition and clears its slot on every document of the base.
+     */
+    delete: operations['deleteKnowledgeTag'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a tag definition
+     * @description Renames a tag, or changes its type (it then moves to a free slot of the new type; only while no document has a value for it).
+     */
+    patch: operations['updateKnowledgeTag'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -8605,6 +8701,371 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeTags: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Every definition (one page). */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeTag'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkSaveKnowledgeTagDefinitions: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          definitions: {
+            tagSlot: components['schemas']['KnowledgeTagSlot'];
+            displayName: string;
+            fieldType: components['schemas']['KnowledgeTagFieldType'];
+            originalDisplayName?: string;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description What was saved. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              created: components['schemas']['KnowledgeTag'][];
+              updated: components['schemas']['KnowledgeTag'][];
+              errors: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeTag: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          displayName: string;
+          fieldType?: components['schemas']['KnowledgeTagFieldType'];
+          tagSlot?: components['schemas']['KnowledgeTagSlot'];
+        };
+      };
+    };
+    responses: {
+      /** @description The new definition. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeTag'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeTagDefinitions: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description true (default): only definitions no document has a value for; false: every definition, clearing its values. */
+        unused?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description How many were deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              unused: boolean;
+              count: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getNextKnowledgeTagSlot: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Type of the slot wanted. */
+        fieldType: components['schemas']['KnowledgeTagFieldType'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Slot availability. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              nextAvailableSlot: string | null;
+              fieldType: string;
+              usedSlots: string[];
+              totalSlots: number;
+              availableSlots: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeTagUsage: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Usage per definition. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              tagSlot: string;
+              displayName: string;
+              fieldType: string;
+              documentCount: number;
+              chunkCount: number;
+            }[];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeTag: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Tag definition identifier. */
+        tagId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              tagSlot: string;
+              displayName: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeTag: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Tag definition identifier. */
+        tagId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          displayName?: string;
+          fieldType?: components['schemas']['KnowledgeTagFieldType'];
+        };
+      };
+    };
+    responses: {
+      /** @description The definition. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeTag'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -3,3 +3,4 @@ export * from './knowledge-bases/bases.ts';
 export * from './knowledge-bases/documents.ts';
 export * from './knowledge-bases/chunks.ts';
 export * from './knowledge-bases/search.ts';
+export * from './knowledge-bases/tags.ts';

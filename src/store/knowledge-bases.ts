@@ -169,7 +169,7 @@ export class KnowledgeBaseRepository {
   // ── tag definitions
 
   async tags(knowledgeBaseId: string): Promise<TagDefinitionRecord[]> {
-    const rows = await this.db.all<TagRow>('SELECT * FROM knowledge_tag_definitions WHERE knowledge_base_id = ? ORDER BY created_at, tag_slot', [knowledgeBaseId]);
+    const rows = await this.db.all<TagRow>('SELECT * FROM knowledge_tag_definitions WHERE knowledge_base_id = ? ORDER BY created_at, rowid', [knowledgeBaseId]);
     return rows.map(toTag);
   }
 

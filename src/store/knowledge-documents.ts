@@ -289,6 +289,15 @@ export class KnowledgeDocumentRepository {
     return Number(r?.n ?? 0);
   }
 
+  async slotUsageWithChunks(knowledgeBaseId: string, slot: string): Promise<{ documents: number; chunks: number }> {
+    if (!(TAG_COLUMNS as readonly string[]).includes(slot)) throw new Error(`unknown tag slot ${slot}`);
+    const r = await this.db.get<{ d: number; c: number | null }>(
+      `SELECT COUNT(*) AS d, SUM(chunk_count) AS c FROM knowledge_documents WHERE knowledge_base_id = ? AND ${slot} IS NOT NULL`,
+      [knowledgeBaseId],
+    );
+    return { documents: Number(r?.d ?? 0), chunks: Number(r?.c ?? 0) };
+  }
+
   async clearSlot(knowledgeBaseId: string, slot: string, now: string): Promise<void> {
     if (!(TAG_COLUMNS as readonly string[]).includes(slot)) throw new Error(`unknown tag slot ${slot}`);
     await this.db.run(`UPDATE knowledge_documents SET ${slot} = NULL, updated_at = ? WHERE knowledge_base_id = ? AND ${slot} IS NOT NULL`, [now, knowledgeBaseId]);
