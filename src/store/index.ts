@@ -12,10 +12,9 @@ import { AuditEventRepository } from './audit-events.ts';
 import { OAuthRepository } from './oauth.ts';
 import { SecretRepository } from './secrets.ts';
 import { WorkflowRepository } from './workflows.ts';
-import { WorkflowFolderRepository } from './workflow-folders.ts';
+import { FolderTreeRepository } from './folders.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
 import { FileRepository } from './files.ts';
-import { FileFolderRepository } from './file-folders.ts';
 import { FileShareRepository } from './file-shares.ts';
 import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
@@ -37,15 +36,17 @@ export interface Repositories {
   oauth: OAuthRepository;
   secrets: SecretRepository;
   workflows: WorkflowRepository;
-  workflowFolders: WorkflowFolderRepository;
+  workflowFolders: FolderTreeRepository;
   workflowVersions: WorkflowVersionRepository;
   files: FileRepository;
-  fileFolders: FileFolderRepository;
+  fileFolders: FolderTreeRepository;
   fileShares: FileShareRepository;
   fileUploads: FileUploadRepository;
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  tableFolders: FolderTreeRepository;
+  knowledgeFolders: FolderTreeRepository;
   knowledgeBases: KnowledgeBaseRepository;
   knowledgeDocuments: KnowledgeDocumentRepository;
   knowledgeChunks: KnowledgeChunkRepository;
@@ -64,15 +65,17 @@ function repositories(db: SqlExecutor): Repositories {
     oauth: new OAuthRepository(db),
     secrets: new SecretRepository(db),
     workflows: new WorkflowRepository(db),
-    workflowFolders: new WorkflowFolderRepository(db),
+    workflowFolders: new FolderTreeRepository(db, 'workflow'),
     workflowVersions: new WorkflowVersionRepository(db),
     files: new FileRepository(db),
-    fileFolders: new FileFolderRepository(db),
+    fileFolders: new FolderTreeRepository(db, 'file'),
     fileShares: new FileShareRepository(db),
     fileUploads: new FileUploadRepository(db),
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    tableFolders: new FolderTreeRepository(db, 'table'),
+    knowledgeFolders: new FolderTreeRepository(db, 'knowledge_base'),
     knowledgeBases: new KnowledgeBaseRepository(db),
     knowledgeDocuments: new KnowledgeDocumentRepository(db),
     knowledgeChunks: new KnowledgeChunkRepository(db),
