@@ -35,6 +35,7 @@ export const LIST_PATHS = [
   '/api/v2/knowledge',
   '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks',
   '/api/v2/knowledge/{knowledgeBaseId}/documents',
+  '/api/v2/knowledge/folders',
   '/api/v2/knowledge/{knowledgeBaseId}/tags/usage',
   '/api/v2/knowledge/{knowledgeBaseId}/tags',
   '/api/v2/logs',

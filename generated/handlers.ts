@@ -227,6 +227,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createKnowledgeFolder: {
+    params: Params<operations['createKnowledgeFolder'], 'path'>;
+    query: Params<operations['createKnowledgeFolder'], 'query'>;
+    headers: Params<operations['createKnowledgeFolder'], 'header'>;
+    body: Body<operations['createKnowledgeFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createKnowledgeTag: {
     params: Params<operations['createKnowledgeTag'], 'path'>;
     query: Params<operations['createKnowledgeTag'], 'query'>;
@@ -304,6 +313,15 @@ export interface OperationInputs {
     query: Params<operations['deleteKnowledgeDocument'], 'query'>;
     headers: Params<operations['deleteKnowledgeDocument'], 'header'>;
     body: Body<operations['deleteKnowledgeDocument']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeFolder: {
+    params: Params<operations['deleteKnowledgeFolder'], 'path'>;
+    query: Params<operations['deleteKnowledgeFolder'], 'query'>;
+    headers: Params<operations['deleteKnowledgeFolder'], 'header'>;
+    body: Body<operations['deleteKnowledgeFolder']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -713,6 +731,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listKnowledgeFolders: {
+    params: Params<operations['listKnowledgeFolders'], 'path'>;
+    query: Params<operations['listKnowledgeFolders'], 'query'>;
+    headers: Params<operations['listKnowledgeFolders'], 'header'>;
+    body: Body<operations['listKnowledgeFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listKnowledgeTagUsage: {
     params: Params<operations['listKnowledgeTagUsage'], 'path'>;
     query: Params<operations['listKnowledgeTagUsage'], 'query'>;
@@ -853,6 +880,15 @@ export interface OperationInputs {
     query: Params<operations['relocateFileFolder'], 'query'>;
     headers: Params<operations['relocateFileFolder'], 'header'>;
     body: Body<operations['relocateFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  relocateKnowledgeFolder: {
+    params: Params<operations['relocateKnowledgeFolder'], 'path'>;
+    query: Params<operations['relocateKnowledgeFolder'], 'query'>;
+    headers: Params<operations['relocateKnowledgeFolder'], 'header'>;
+    body: Body<operations['relocateKnowledgeFolder']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1187,6 +1223,11 @@ export interface OperationResults {
     body: Json<operations['createKnowledgeDocumentUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createKnowledgeFolder: {
+    status: 200;
+    body: Json<operations['createKnowledgeFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createKnowledgeTag: {
     status: 200;
     body: Json<operations['createKnowledgeTag']['responses'][200]>;
@@ -1230,6 +1271,11 @@ export interface OperationResults {
   deleteKnowledgeDocument: {
     status: 200;
     body: Json<operations['deleteKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeFolder: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteKnowledgeTag: {
@@ -1487,6 +1533,11 @@ export interface OperationResults {
     body: Json<operations['listKnowledgeDocuments']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listKnowledgeFolders: {
+    status: 200;
+    body: Json<operations['listKnowledgeFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listKnowledgeTagUsage: {
     status: 200;
     body: Json<operations['listKnowledgeTagUsage']['responses'][200]>;
@@ -1565,6 +1616,11 @@ export interface OperationResults {
   relocateFileFolder: {
     status: 200;
     body: Json<operations['relocateFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  relocateKnowledgeFolder: {
+    status: 200;
+    body: Json<operations['relocateKnowledgeFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
   relocateWorkflowFolder: {
@@ -1748,6 +1804,8 @@ export interface Handlers {
   createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUpload'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts — Sign document upload part URLs */
   createKnowledgeDocumentUploadPartUrls: Handler<'createKnowledgeDocumentUploadPartUrls'>;
+  /** POST /api/v2/knowledge/folders — Create a knowledge folder */
+  createKnowledgeFolder: Handler<'createKnowledgeFolder'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/tags — Create a tag definition */
   createKnowledgeTag: Handler<'createKnowledgeTag'>;
   /** POST /api/v2/workflows — Create a workflow */
@@ -1766,6 +1824,8 @@ export interface Handlers {
   deleteKnowledgeChunk: Handler<'deleteKnowledgeChunk'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Delete a document */
   deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'>;
+  /** DELETE /api/v2/knowledge/folders — Delete a knowledge folder */
+  deleteKnowledgeFolder: Handler<'deleteKnowledgeFolder'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId}/tags/{tagId} — Delete a tag definition */
   deleteKnowledgeTag: Handler<'deleteKnowledgeTag'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId}/tags — Delete tag definitions */
@@ -1856,6 +1916,8 @@ export interface Handlers {
   listKnowledgeChunks: Handler<'listKnowledgeChunks'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents — List documents */
   listKnowledgeDocuments: Handler<'listKnowledgeDocuments'>;
+  /** GET /api/v2/knowledge/folders — List knowledge folders */
+  listKnowledgeFolders: Handler<'listKnowledgeFolders'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/tags/usage — Tag usage */
   listKnowledgeTagUsage: Handler<'listKnowledgeTagUsage'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/tags — List tag definitions */
@@ -1888,6 +1950,8 @@ export interface Handlers {
   readFileVersionText: Handler<'readFileVersionText'>;
   /** PATCH /api/v2/files/folders — Rename or move a file folder */
   relocateFileFolder: Handler<'relocateFileFolder'>;
+  /** PATCH /api/v2/knowledge/folders — Rename or move a knowledge folder */
+  relocateKnowledgeFolder: Handler<'relocateKnowledgeFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */

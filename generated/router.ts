@@ -94,6 +94,22 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   );
   router.get('/api/v2/knowledge', ...bind(OPERATIONS.listKnowledgeBases, handlers.listKnowledgeBases));
   router.post('/api/v2/knowledge', ...bind(OPERATIONS.createKnowledgeBase, handlers.createKnowledgeBase));
+  router.delete(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.deleteKnowledgeFolder, handlers.deleteKnowledgeFolder),
+  );
+  router.get(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.listKnowledgeFolders, handlers.listKnowledgeFolders),
+  );
+  router.patch(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.relocateKnowledgeFolder, handlers.relocateKnowledgeFolder),
+  );
+  router.post(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.createKnowledgeFolder, handlers.createKnowledgeFolder),
+  );
   router.post('/api/v2/knowledge/search', ...bind(OPERATIONS.searchKnowledge, handlers.searchKnowledge));
   router.delete(
     '/api/v2/knowledge/:knowledgeBaseId',

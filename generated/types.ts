@@ -1364,6 +1364,38 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/knowledge/folders': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List knowledge folders
+     * @description Lists the active knowledge-base folders of a workspace (all of them, or the children of `parentPath`). An unknown parent matches nothing.
+     */
+    get: operations['listKnowledgeFolders'];
+    put?: never;
+    /**
+     * Create a knowledge folder
+     * @description Creates a folder (and any missing parents). A path an active folder already holds is a 409.
+     */
+    post: operations['createKnowledgeFolder'];
+    /**
+     * Delete a knowledge folder
+     * @description Archives a folder. A folder with subfolders or knowledge bases needs `recursive` true; they are archived with it (bases can be restored one by one).
+     */
+    delete: operations['deleteKnowledgeFolder'];
+    options?: never;
+    head?: never;
+    /**
+     * Rename or move a knowledge folder
+     * @description Moves or renames a folder with `mv` semantics: an existing destination folder (or `/`) receives it under its own name; any other path is its new full path. The knowledge bases inside move with it.
+     */
+    patch: operations['relocateKnowledgeFolder'];
+    trace?: never;
+  };
   '/api/v2/knowledge/search': {
     parameters: {
       query?: never;
@@ -3413,6 +3445,13 @@ export interface components {
       tag5: string | null;
       tag6: string | null;
       tag7: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    KnowledgeFolder: {
+      name: string;
+      path: string;
+      parentPath: string;
       createdAt: components['schemas']['Timestamp'];
       updatedAt: components['schemas']['Timestamp'];
     };
@@ -7544,6 +7583,187 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeFolders: {
+    parameters: {
+      query: {
+        /** @description Workspace whose folders are listed. */
+        workspaceId: string;
+        /** @description Only direct children of this folder (`/` is the root). */
+        parentPath?: string;
+        /** @description Case-insensitive substring of the folder name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The folders (one page). */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeFolder'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded. */
+          path: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The new folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeFolder: {
+    parameters: {
+      query: {
+        /** @description Workspace containing the folder. */
+        workspaceId: string;
+        /** @description Path of the folder to delete. */
+        path: string;
+        /** @description Also archive what is inside (needed for a non-empty folder). */
+        recursive?:
+          'true' | '1' | 'yes' | 'on' | 'y' | 'enabled' | 'false' | '0' | 'no' | 'off' | 'n' | 'disabled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What was archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              path: string;
+              /** @constant */
+              deleted: true;
+              deletedItems: {
+                folders: number;
+                knowledgeBases: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  relocateKnowledgeFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          path: string;
+          destinationPath: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The folder where it now is. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -4,3 +4,4 @@ export * from './knowledge-bases/documents.ts';
 export * from './knowledge-bases/chunks.ts';
 export * from './knowledge-bases/search.ts';
 export * from './knowledge-bases/tags.ts';
+export * from './knowledge-bases/folders.ts';

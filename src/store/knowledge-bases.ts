@@ -153,6 +153,33 @@ export class KnowledgeBaseRepository {
     return rows.map(toRecord);
   }
 
+  async countInSubtree(workspaceId: string, path: string): Promise<number> {
+    const r = await this.db.get<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM knowledge_bases WHERE workspace_id = ? AND deleted_at IS NULL AND (folder_path = ? OR substr(folder_path, 1, ?) = ?)',
+      [workspaceId, path, path.length + 1, path + '/'],
+    );
+    return Number(r?.n ?? 0);
+  }
+
+  /** Archives every active base in the folder or below it; returns their ids. */
+  async archiveSubtree(workspaceId: string, path: string, now: string): Promise<string[]> {
+    const rows = await this.db.all<{ id: string }>(
+      'SELECT id FROM knowledge_bases WHERE workspace_id = ? AND deleted_at IS NULL AND (folder_path = ? OR substr(folder_path, 1, ?) = ?)',
+      [workspaceId, path, path.length + 1, path + '/'],
+    );
+    for (const r of rows) await this.db.run('UPDATE knowledge_bases SET deleted_at = ?, updated_at = ? WHERE id = ?', [now, now, r.id]);
+    return rows.map((r) => r.id);
+  }
+
+  /** Rewrites the folder of every base (active or archived) in a moved subtree. */
+  async relocateSubtree(workspaceId: string, from: string, to: string, now: string): Promise<void> {
+    await this.db.run(
+      `UPDATE knowledge_bases SET folder_path = ? || substr(folder_path, ?), updated_at = ?
+       WHERE workspace_id = ? AND (folder_path = ? OR substr(folder_path, 1, ?) = ?)`,
+      [to, from.length + 1, now, workspaceId, from, from.length + 1, from + '/'],
+    );
+  }
+
   /** Completed documents and the tokens of their chunks, per base. */
   async stats(ids: readonly string[]): Promise<Map<string, KnowledgeBaseStats>> {
     const out = new Map<string, KnowledgeBaseStats>(ids.map((id) => [id, { docCount: 0, tokenCount: 0 }]));

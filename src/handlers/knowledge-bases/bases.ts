@@ -5,11 +5,16 @@ import { conflict } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
 import type { KnowledgeBaseRecord } from '../../store/knowledge-bases.ts';
 import { normalizeChunkingConfig, type ChunkingConfig } from '../../knowledge/chunking-config.ts';
+import { inKnowledgeTree, knowledgeTree } from '../../knowledge/folders.ts';
 import { baseView, loadBase, nowIso, parseKbFolder, workspaceOf } from './shared.ts';
 
 export const listKnowledgeBases: Handler<'listKnowledgeBases'> = async ({ query, ctx }) => {
   const workspace = workspaceOf(ctx);
-  const folderPath = query.folderPath === undefined ? null : parseKbFolder(query.folderPath, ['query', 'folderPath']);
+  let folderPath = query.folderPath === undefined ? null : parseKbFolder(query.folderPath, ['query', 'folderPath']);
+  const asked = folderPath;
+  // An unknown (or archived) folder matches nothing.
+  if (folderPath !== null) folderPath = await inKnowledgeTree(() => knowledgeTree(ctx.services.store).resolveExisting(workspace.id, folderPath!));
+  if (asked !== null && folderPath === null) return { status: 200, body: { data: [], nextCursor: null } };
   const sortBy = query.sortBy ?? 'createdAt';
   const order = query.sortOrder ?? 'asc';
   const limit = query.limit ?? 50;
@@ -58,6 +63,7 @@ export const createKnowledgeBase: Handler<'createKnowledgeBase'> = async ({ body
     deletedAt: null,
   };
   await ctx.mutate(async (tx, audit) => {
+    await inKnowledgeTree(() => knowledgeTree(tx).ensure(workspace.id, folderPath, at));
     await tx.knowledgeBases.insert(kb);
     audit({ action: 'knowledge_base.created', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { folderPath, embeddingModel: kb.embeddingModel } });
   });
@@ -76,6 +82,7 @@ export const updateKnowledgeBase: Handler<'updateKnowledgeBase'> = async ({ para
   const folderPath = body.folderPath === undefined ? undefined : parseKbFolder(body.folderPath, ['body', 'folderPath']);
   const updated = await ctx.mutate(async (tx, audit) => {
     const current = await loadBase(ctx, kb.id, { repos: tx });
+    if (folderPath !== undefined) await inKnowledgeTree(() => knowledgeTree(tx).ensure(kb.workspaceId, folderPath, nowIso()));
     const fields = {
       name: body.name,
       description: body.description,
