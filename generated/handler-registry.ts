@@ -56,6 +56,7 @@ export const handlers = {
   duplicateWorkflow: workflowsHandlers.duplicateWorkflow,
   editFileContent: filesHandlers.editFileContent,
   executeWorkflow: workflowRunsHandlers.executeWorkflow,
+  exportKnowledgeBase: knowledgeBasesHandlers.exportKnowledgeBase,
   exportWorkflow: workflowsHandlers.exportWorkflow,
   getAuditLog: auditLogsHandlers.getAuditLog,
   getBlock: catalogHandlers.getBlock,

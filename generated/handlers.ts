@@ -416,6 +416,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  exportKnowledgeBase: {
+    params: Params<operations['exportKnowledgeBase'], 'path'>;
+    query: Params<operations['exportKnowledgeBase'], 'query'>;
+    headers: Params<operations['exportKnowledgeBase'], 'header'>;
+    body: Body<operations['exportKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   exportWorkflow: {
     params: Params<operations['exportWorkflow'], 'path'>;
     query: Params<operations['exportWorkflow'], 'query'>;
@@ -1346,6 +1355,11 @@ export interface OperationResults {
         body: Json<operations['executeWorkflow']['responses'][202]>;
         headers?: Record<string, string>;
       };
+  exportKnowledgeBase: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
   exportWorkflow: {
     status: 200;
     body: Json<operations['exportWorkflow']['responses'][200]>;
@@ -1846,6 +1860,8 @@ export interface Handlers {
   editFileContent: Handler<'editFileContent'>;
   /** POST /api/v2/workflows/{workflowId}/execute — Execute a workflow */
   executeWorkflow: Handler<'executeWorkflow'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/export — Export a knowledge base */
+  exportKnowledgeBase: Handler<'exportKnowledgeBase'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
   exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */

@@ -187,6 +187,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks/:chunkId',
     ...bind(OPERATIONS.updateKnowledgeChunk, handlers.updateKnowledgeChunk),
   );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/export',
+    ...bind(OPERATIONS.exportKnowledgeBase, handlers.exportKnowledgeBase),
+  );
   router.post(
     '/api/v2/knowledge/:knowledgeBaseId/restore',
     ...bind(OPERATIONS.restoreKnowledgeBase, handlers.restoreKnowledgeBase),

@@ -167,6 +167,12 @@ export class KnowledgeChunkRepository {
     return out;
   }
 
+  /** Every chunk of a document with its vector, in chunk order (export). */
+  async forExport(documentId: string): Promise<(KnowledgeChunkRecord & { embedding: Uint8Array | null })[]> {
+    const rows = await this.db.all<Row & { embedding: Uint8Array | null }>(`SELECT ${COLUMNS}, embedding FROM knowledge_chunks WHERE document_id = ? ORDER BY chunk_index, seq`, [documentId]);
+    return rows.map((r) => ({ ...toRecord(r), embedding: r.embedding }));
+  }
+
   /** Every vector of a base, in `seq` order, for the in-memory index. */
   async vectors(knowledgeBaseId: string): Promise<{ seq: number; document_id: string; enabled: number; embedding: Uint8Array | null }[]> {
     return this.db.all('SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? ORDER BY seq', [knowledgeBaseId]);

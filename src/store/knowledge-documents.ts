@@ -204,6 +204,11 @@ export class KnowledgeDocumentRepository {
     await this.db.run('DELETE FROM knowledge_documents WHERE id = ?', [id]);
   }
 
+  async allOf(knowledgeBaseId: string): Promise<KnowledgeDocumentRecord[]> {
+    const rows = await this.db.all<Row>('SELECT * FROM knowledge_documents WHERE knowledge_base_id = ? ORDER BY uploaded_at, id', [knowledgeBaseId]);
+    return rows.map(toRecord);
+  }
+
   async blobKeys(): Promise<string[]> {
     return (await this.db.all<{ k: string }>('SELECT DISTINCT blob_key AS k FROM knowledge_documents WHERE blob_key IS NOT NULL')).map((r) => r.k);
   }

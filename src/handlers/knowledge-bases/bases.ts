@@ -6,6 +6,8 @@ import { readCursor, toPage } from '../../http/pagination.ts';
 import type { KnowledgeBaseRecord } from '../../store/knowledge-bases.ts';
 import { normalizeChunkingConfig, type ChunkingConfig } from '../../knowledge/chunking-config.ts';
 import { inKnowledgeTree, knowledgeTree } from '../../knowledge/folders.ts';
+import { bundleDisposition, exportBundle } from '../../knowledge/export.ts';
+import { StreamBody } from '../../http/stream-body.ts';
 import { baseView, loadBase, nowIso, parseKbFolder, workspaceOf } from './shared.ts';
 
 export const listKnowledgeBases: Handler<'listKnowledgeBases'> = async ({ query, ctx }) => {
@@ -124,4 +126,10 @@ export const restoreKnowledgeBase: Handler<'restoreKnowledgeBase'> = async ({ pa
   });
   ctx.services.knowledge.invalidate(params.knowledgeBaseId);
   return { status: 200, body: { data: await baseView(ctx, restored) } };
+};
+
+export const exportKnowledgeBase: Handler<'exportKnowledgeBase'> = async ({ params, query, ctx }) => {
+  const kb = await loadBase(ctx, params.knowledgeBaseId, { archived: 'also' });
+  const stream = await exportBundle(ctx.services.store, ctx.services.blobs, kb, query.vectors === true);
+  return { status: 200, headers: { 'Content-Type': 'application/zip', 'Content-Disposition': bundleDisposition(kb.name) }, body: new StreamBody(stream) };
 };
