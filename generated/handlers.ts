@@ -209,6 +209,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createKnowledgeConnector: {
+    params: Params<operations['createKnowledgeConnector'], 'path'>;
+    query: Params<operations['createKnowledgeConnector'], 'query'>;
+    headers: Params<operations['createKnowledgeConnector'], 'header'>;
+    body: Body<operations['createKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createKnowledgeDocumentUpload: {
     params: Params<operations['createKnowledgeDocumentUpload'], 'path'>;
     query: Params<operations['createKnowledgeDocumentUpload'], 'query'>;
@@ -304,6 +313,15 @@ export interface OperationInputs {
     query: Params<operations['deleteKnowledgeChunk'], 'query'>;
     headers: Params<operations['deleteKnowledgeChunk'], 'header'>;
     body: Body<operations['deleteKnowledgeChunk']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeConnector: {
+    params: Params<operations['deleteKnowledgeConnector'], 'path'>;
+    query: Params<operations['deleteKnowledgeConnector'], 'query'>;
+    headers: Params<operations['deleteKnowledgeConnector'], 'header'>;
+    body: Body<operations['deleteKnowledgeConnector']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -506,6 +524,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getKnowledgeConnector: {
+    params: Params<operations['getKnowledgeConnector'], 'path'>;
+    query: Params<operations['getKnowledgeConnector'], 'query'>;
+    headers: Params<operations['getKnowledgeConnector'], 'header'>;
+    body: Body<operations['getKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getKnowledgeDocument: {
     params: Params<operations['getKnowledgeDocument'], 'path'>;
     query: Params<operations['getKnowledgeDocument'], 'query'>;
@@ -686,6 +713,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listConnectorTypes: {
+    params: Params<operations['listConnectorTypes'], 'path'>;
+    query: Params<operations['listConnectorTypes'], 'query'>;
+    headers: Params<operations['listConnectorTypes'], 'header'>;
+    body: Body<operations['listConnectorTypes']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listFileFolders: {
     params: Params<operations['listFileFolders'], 'path'>;
     query: Params<operations['listFileFolders'], 'query'>;
@@ -727,6 +763,24 @@ export interface OperationInputs {
     query: Params<operations['listKnowledgeChunks'], 'query'>;
     headers: Params<operations['listKnowledgeChunks'], 'header'>;
     body: Body<operations['listKnowledgeChunks']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeConnectorDocuments: {
+    params: Params<operations['listKnowledgeConnectorDocuments'], 'path'>;
+    query: Params<operations['listKnowledgeConnectorDocuments'], 'query'>;
+    headers: Params<operations['listKnowledgeConnectorDocuments'], 'header'>;
+    body: Body<operations['listKnowledgeConnectorDocuments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeConnectors: {
+    params: Params<operations['listKnowledgeConnectors'], 'path'>;
+    query: Params<operations['listKnowledgeConnectors'], 'query'>;
+    headers: Params<operations['listKnowledgeConnectors'], 'header'>;
+    body: Body<operations['listKnowledgeConnectors']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1019,6 +1073,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  syncKnowledgeConnector: {
+    params: Params<operations['syncKnowledgeConnector'], 'path'>;
+    query: Params<operations['syncKnowledgeConnector'], 'query'>;
+    headers: Params<operations['syncKnowledgeConnector'], 'header'>;
+    body: Body<operations['syncKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
@@ -1060,6 +1123,24 @@ export interface OperationInputs {
     query: Params<operations['updateKnowledgeChunk'], 'query'>;
     headers: Params<operations['updateKnowledgeChunk'], 'header'>;
     body: Body<operations['updateKnowledgeChunk']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeConnector: {
+    params: Params<operations['updateKnowledgeConnector'], 'path'>;
+    query: Params<operations['updateKnowledgeConnector'], 'query'>;
+    headers: Params<operations['updateKnowledgeConnector'], 'header'>;
+    body: Body<operations['updateKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeConnectorDocuments: {
+    params: Params<operations['updateKnowledgeConnectorDocuments'], 'path'>;
+    query: Params<operations['updateKnowledgeConnectorDocuments'], 'query'>;
+    headers: Params<operations['updateKnowledgeConnectorDocuments'], 'header'>;
+    body: Body<operations['updateKnowledgeConnectorDocuments']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1222,6 +1303,11 @@ export interface OperationResults {
     body: Json<operations['createKnowledgeChunk']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['createKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createKnowledgeDocumentUpload: {
     status: 200;
     body: Json<operations['createKnowledgeDocumentUpload']['responses'][200]>;
@@ -1275,6 +1361,11 @@ export interface OperationResults {
   deleteKnowledgeChunk: {
     status: 200;
     body: Json<operations['deleteKnowledgeChunk']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeConnector']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteKnowledgeDocument: {
@@ -1405,6 +1496,11 @@ export interface OperationResults {
     body: Json<operations['getKnowledgeChunk']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['getKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getKnowledgeDocument: {
     status: 200;
     body: Json<operations['getKnowledgeDocument']['responses'][200]>;
@@ -1517,6 +1613,11 @@ export interface OperationResults {
     body: Json<operations['listBlocks']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listConnectorTypes: {
+    status: 200;
+    body: Json<operations['listConnectorTypes']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listFileFolders: {
     status: 200;
     body: Json<operations['listFileFolders']['responses'][200]>;
@@ -1540,6 +1641,16 @@ export interface OperationResults {
   listKnowledgeChunks: {
     status: 200;
     body: Json<operations['listKnowledgeChunks']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeConnectorDocuments: {
+    status: 200;
+    body: Json<operations['listKnowledgeConnectorDocuments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeConnectors: {
+    status: 200;
+    body: Json<operations['listKnowledgeConnectors']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listKnowledgeDocuments: {
@@ -1708,6 +1819,11 @@ export interface OperationResults {
     body: Json<operations['searchKnowledge']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  syncKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['syncKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   undeployWorkflow: {
     status: 200;
     body: Json<operations['undeployWorkflow']['responses'][200]>;
@@ -1731,6 +1847,16 @@ export interface OperationResults {
   updateKnowledgeChunk: {
     status: 200;
     body: Json<operations['updateKnowledgeChunk']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['updateKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeConnectorDocuments: {
+    status: 200;
+    body: Json<operations['updateKnowledgeConnectorDocuments']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateKnowledgeDocument: {
@@ -1814,6 +1940,8 @@ export interface Handlers {
   createKnowledgeBase: Handler<'createKnowledgeBase'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — Create a chunk */
   createKnowledgeChunk: Handler<'createKnowledgeChunk'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/connectors — Create a connector */
+  createKnowledgeConnector: Handler<'createKnowledgeConnector'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads — Start a document upload */
   createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUpload'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts — Sign document upload part URLs */
@@ -1836,6 +1964,8 @@ export interface Handlers {
   deleteKnowledgeBase: Handler<'deleteKnowledgeBase'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Delete a chunk */
   deleteKnowledgeChunk: Handler<'deleteKnowledgeChunk'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId} — Delete a connector */
+  deleteKnowledgeConnector: Handler<'deleteKnowledgeConnector'>;
   /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Delete a document */
   deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'>;
   /** DELETE /api/v2/knowledge/folders — Delete a knowledge folder */
@@ -1880,6 +2010,8 @@ export interface Handlers {
   getKnowledgeBase: Handler<'getKnowledgeBase'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Get a chunk */
   getKnowledgeChunk: Handler<'getKnowledgeChunk'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId} — Get a connector */
+  getKnowledgeConnector: Handler<'getKnowledgeConnector'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Get a document */
   getKnowledgeDocument: Handler<'getKnowledgeDocument'>;
   /** GET /api/v2/logs/{runId} — Get an execution log */
@@ -1920,6 +2052,8 @@ export interface Handlers {
   listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/connector-types — List connector types */
+  listConnectorTypes: Handler<'listConnectorTypes'>;
   /** GET /api/v2/files/folders — List file folders */
   listFileFolders: Handler<'listFileFolders'>;
   /** GET /api/v2/files/{fileId}/versions — List file versions */
@@ -1930,6 +2064,10 @@ export interface Handlers {
   listKnowledgeBases: Handler<'listKnowledgeBases'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — List chunks */
   listKnowledgeChunks: Handler<'listKnowledgeChunks'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents — List connector documents */
+  listKnowledgeConnectorDocuments: Handler<'listKnowledgeConnectorDocuments'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/connectors — List connectors */
+  listKnowledgeConnectors: Handler<'listKnowledgeConnectors'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/documents — List documents */
   listKnowledgeDocuments: Handler<'listKnowledgeDocuments'>;
   /** GET /api/v2/knowledge/folders — List knowledge folders */
@@ -1994,6 +2132,8 @@ export interface Handlers {
   searchFileContent: Handler<'searchFileContent'>;
   /** POST /api/v2/knowledge/search — Search knowledge */
   searchKnowledge: Handler<'searchKnowledge'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync — Sync a connector now */
+  syncKnowledgeConnector: Handler<'syncKnowledgeConnector'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
@@ -2004,6 +2144,10 @@ export interface Handlers {
   updateKnowledgeBase: Handler<'updateKnowledgeBase'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Update a chunk */
   updateKnowledgeChunk: Handler<'updateKnowledgeChunk'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId} — Update a connector */
+  updateKnowledgeConnector: Handler<'updateKnowledgeConnector'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents — Exclude or restore connector documents */
+  updateKnowledgeConnectorDocuments: Handler<'updateKnowledgeConnectorDocuments'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Update a document */
   updateKnowledgeDocument: Handler<'updateKnowledgeDocument'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId}/tags/{tagId} — Update a tag definition */

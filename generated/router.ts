@@ -20,6 +20,7 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.get('/api/v2/connector-types', ...bind(OPERATIONS.listConnectorTypes, handlers.listConnectorTypes));
   router.get('/api/v2/files', ...bind(OPERATIONS.listFiles, handlers.listFiles));
   router.post('/api/v2/files', ...bind(OPERATIONS.createFile, handlers.createFile));
   router.post('/api/v2/files/bulk-delete', ...bind(OPERATIONS.bulkDeleteFiles, handlers.bulkDeleteFiles));
@@ -122,6 +123,38 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.patch(
     '/api/v2/knowledge/:knowledgeBaseId',
     ...bind(OPERATIONS.updateKnowledgeBase, handlers.updateKnowledgeBase),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors',
+    ...bind(OPERATIONS.listKnowledgeConnectors, handlers.listKnowledgeConnectors),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors',
+    ...bind(OPERATIONS.createKnowledgeConnector, handlers.createKnowledgeConnector),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId',
+    ...bind(OPERATIONS.deleteKnowledgeConnector, handlers.deleteKnowledgeConnector),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId',
+    ...bind(OPERATIONS.getKnowledgeConnector, handlers.getKnowledgeConnector),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId',
+    ...bind(OPERATIONS.updateKnowledgeConnector, handlers.updateKnowledgeConnector),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId/documents',
+    ...bind(OPERATIONS.listKnowledgeConnectorDocuments, handlers.listKnowledgeConnectorDocuments),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId/documents',
+    ...bind(OPERATIONS.updateKnowledgeConnectorDocuments, handlers.updateKnowledgeConnectorDocuments),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId/sync',
+    ...bind(OPERATIONS.syncKnowledgeConnector, handlers.syncKnowledgeConnector),
   );
   router.get(
     '/api/v2/knowledge/:knowledgeBaseId/documents',

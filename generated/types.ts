@@ -1396,6 +1396,26 @@ export interface paths {
     patch: operations['relocateKnowledgeFolder'];
     trace?: never;
   };
+  '/api/v2/connector-types': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List connector types
+     * @description The knowledge connector types this server can run, with their auth mode and (with `detail=full`) their sourceConfig fields.
+     */
+    get: operations['listConnectorTypes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/knowledge/search': {
     parameters: {
       query?: never;
@@ -1810,6 +1830,102 @@ export interface paths {
      * @description Renames a tag, or changes its type (it then moves to a free slot of the new type; only while no document has a value for it).
      */
     patch: operations['updateKnowledgeTag'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List connectors
+     * @description Lists the connectors of a knowledge base.
+     */
+    get: operations['listKnowledgeConnectors'];
+    put?: never;
+    /**
+     * Create a connector
+     * @description Connects a source (see List connector types) to the base and starts its first sync. `syncIntervalMinutes` (default 1440; 0 turns the schedule off) sets later syncs. An unknown type or an unusable sourceConfig is a 400.
+     */
+    post: operations['createKnowledgeConnector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a connector
+     * @description Reads a connector with its latest sync logs.
+     */
+    get: operations['getKnowledgeConnector'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a connector
+     * @description Deletes a connector, and with `deleteDocuments` its documents.
+     */
+    delete: operations['deleteKnowledgeConnector'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a connector
+     * @description Changes the source (which starts a sync unless paused), the interval, or pauses/resumes the connector.
+     */
+    patch: operations['updateKnowledgeConnector'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sync a connector now
+     * @description Starts a sync now (`rehydrate` re-reads and re-indexes every document). A connector already syncing, or paused, is a 409.
+     */
+    post: operations['syncKnowledgeConnector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List connector documents
+     * @description The documents a connector brought in.
+     */
+    get: operations['listKnowledgeConnectorDocuments'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Exclude or restore connector documents
+     * @description Excluded documents leave search and stay excluded through later syncs until restored.
+     */
+    patch: operations['updateKnowledgeConnectorDocuments'];
     trace?: never;
   };
 }
@@ -3474,6 +3590,115 @@ export interface components {
       parentPath: string;
       createdAt: components['schemas']['Timestamp'];
       updatedAt: components['schemas']['Timestamp'];
+    };
+    KnowledgeConnector: {
+      id: string;
+      knowledgeBaseId: string;
+      connectorType: string;
+      credentialId: string | null;
+      sourceConfig: {
+        [key: string]: unknown;
+      };
+      syncMode: string;
+      syncIntervalMinutes: number;
+      /** @enum {string} */
+      status: 'active' | 'paused' | 'pending' | 'syncing' | 'error' | 'disabled';
+      lastSyncAt: components['schemas']['Timestamp'] | null;
+      lastSyncError: string | null;
+      lastSyncDocCount: number | null;
+      nextSyncAt: components['schemas']['Timestamp'] | null;
+      consecutiveFailures: number;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    KnowledgeConnectorDetail: {
+      id: string;
+      knowledgeBaseId: string;
+      connectorType: string;
+      credentialId: string | null;
+      sourceConfig: {
+        [key: string]: unknown;
+      };
+      syncMode: string;
+      syncIntervalMinutes: number;
+      /** @enum {string} */
+      status: 'active' | 'paused' | 'pending' | 'syncing' | 'error' | 'disabled';
+      lastSyncAt: components['schemas']['Timestamp'] | null;
+      lastSyncError: string | null;
+      lastSyncDocCount: number | null;
+      nextSyncAt: components['schemas']['Timestamp'] | null;
+      consecutiveFailures: number;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      syncLogs: {
+        id: string;
+        connectorId: string;
+        status: string;
+        startedAt: components['schemas']['Timestamp'];
+        completedAt: components['schemas']['Timestamp'] | null;
+        docsAdded: number;
+        docsUpdated: number;
+        docsDeleted: number;
+        docsUnchanged: number;
+        docsSkipped: number;
+        docsFailed: number;
+        errorMessage: string | null;
+      }[];
+    };
+    ConnectorTypeSummary: {
+      connectorType: string;
+      name: string;
+      description: string;
+      auth: {
+        /** @enum {string} */
+        mode: 'oauth' | 'apiKey';
+      };
+    };
+    ConnectorTypeFull: {
+      connectorType: string;
+      name: string;
+      description: string;
+      version: string;
+      auth:
+        | {
+            /** @constant */
+            mode: 'oauth';
+            provider: string;
+            requiredScopes?: string[];
+          }
+        | {
+            /** @constant */
+            mode: 'apiKey';
+            label?: string;
+            placeholder?: string;
+            optional: boolean;
+          };
+      configFields: {
+        id: string;
+        title: string;
+        /** @enum {string} */
+        type: 'short-input' | 'dropdown' | 'selector';
+        placeholder?: string;
+        required?: boolean;
+        description?: string;
+        options?: {
+          id: string;
+          label: string;
+        }[];
+        selectorKey?: string;
+        mimeType?: string;
+        /** @enum {string} */
+        mode?: 'basic' | 'advanced';
+        canonicalParamId?: string;
+        multi?: boolean;
+      }[];
+      supportsIncrementalSync: boolean;
+      tagDefinitions: {
+        id: string;
+        displayName: string;
+        /** @enum {string} */
+        fieldType: 'text' | 'number' | 'date' | 'boolean';
+      }[];
     };
     /** @enum {string} */
     KnowledgeTagSlot:
@@ -7789,6 +8014,52 @@ export interface operations {
       503: components['responses']['ServiceUnavailable'];
     };
   };
+  listConnectorTypes: {
+    parameters: {
+      query: {
+        /** @description Workspace asking. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the connector name. */
+        search?: string;
+        /** @description `summary`: id, name, description and auth mode; `full` adds version, auth settings, config fields, incremental sync and tag definitions. */
+        detail?: 'summary' | 'full';
+        /** @description Page size, 1 to 100 (default 25). */
+        limit?: number;
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Connector types. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: (
+              components['schemas']['ConnectorTypeFull'] | components['schemas']['ConnectorTypeSummary']
+            )[];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
   searchKnowledge: {
     parameters: {
       query?: never;
@@ -9346,6 +9617,400 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeConnectors: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Field to sort by. */
+        sortBy?: 'connectorType' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of connectors. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnector'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          connectorType: string;
+          credentialId?: string;
+          apiKey?: string;
+          sourceConfig: {
+            [key: string]: unknown;
+          };
+          /** @default 1440 */
+          syncIntervalMinutes?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The connector. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnector'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeConnector: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The connector. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnectorDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeConnector: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Also delete the documents it brought in (otherwise they stay as ordinary documents). */
+        deleteDocuments?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+              documentsDeleted: number;
+              documentsKept: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          sourceConfig?: {
+            [key: string]: unknown;
+          };
+          syncIntervalMinutes?: number;
+          /** @enum {string} */
+          status?: 'active' | 'paused';
+        };
+      };
+    };
+    responses: {
+      /** @description The connector. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnector'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  syncKnowledgeConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @default false */
+          rehydrate?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Started. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              syncTriggered: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeConnectorDocuments: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Include documents a user excluded. */
+        includeExcluded?: boolean;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              filename: string;
+              externalId: string | null;
+              sourceUrl: string | null;
+              enabled: boolean;
+              userExcluded: boolean;
+              createdAt: components['schemas']['Timestamp'];
+              processingStatus: string;
+            }[];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeConnectorDocuments: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @enum {string} */
+          operation: 'restore' | 'exclude';
+          documentIds: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description What changed. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @enum {string} */
+              operation: 'restore' | 'exclude';
+              updatedCount: number;
+              documentIds: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

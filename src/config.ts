@@ -59,6 +59,8 @@ export interface KnowledgeSettings {
   defaultSearchMode: 'vector' | 'hybrid';
   /** Largest document accepted (upload or workspace file). */
   maxDocumentBytes: number;
+  /** How often due connector syncs are looked for (ms); 0 turns the schedule off. */
+  connectorPollMs: number;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -271,5 +273,6 @@ function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
     workers: integer(env, 'KB_PROCESSING_WORKERS', 2, 1, 64),
     defaultSearchMode: mode,
     maxDocumentBytes: byteSize(env, 'KB_MAX_DOCUMENT_SIZE', 100 * 1024 * 1024),
+    connectorPollMs: integer(env, 'KB_CONNECTOR_POLL_MS', 30_000, 0, 86_400_000),
   };
 }

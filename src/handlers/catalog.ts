@@ -60,3 +60,5 @@ export const getBlock: Handler<'getBlock'> = async ({ params }) => {
   if (!block) throw notFound('Block type');
   return { status: 200, body: { data: detailView(block) } };
 };
+// The knowledge connector types this server runs (Knowledge Bases family).
+export { listConnectorTypes } from './knowledge-bases/connectors.ts';

@@ -5,3 +5,7 @@ export * from './knowledge-bases/chunks.ts';
 export * from './knowledge-bases/search.ts';
 export * from './knowledge-bases/tags.ts';
 export * from './knowledge-bases/folders.ts';
+export {
+  listKnowledgeConnectors, createKnowledgeConnector, getKnowledgeConnector, updateKnowledgeConnector, deleteKnowledgeConnector, syncKnowledgeConnector,
+  listKnowledgeConnectorDocuments, updateKnowledgeConnectorDocuments,
+} from './knowledge-bases/connectors.ts';

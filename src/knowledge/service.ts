@@ -18,6 +18,10 @@ import { chunkText } from './chunker.ts';
 import type { ChunkingConfig, ChunkRecipe } from './chunking-config.ts';
 import { extractDocument, ExtractError } from './extract.ts';
 import { UserRegexError } from './user-regex.ts';
+import { EgressPolicy } from '../execution/egress.ts';
+import { SourceError, type ConnectorContext } from './connectors.ts';
+import { runSync } from './sync.ts';
+import type { SyncLogRecord } from '../store/knowledge-connectors.ts';
 
 export interface KnowledgeDeps {
   store: Store;
@@ -47,10 +51,16 @@ export class KnowledgeService {
   private readonly workers: Promise<void>[] = [];
   private readonly waiters = new Set<() => void>();
   private readonly inFlight = new Set<string>();
+  /** Outbound requests of connectors (web pages) go through the same egress rules as workflow blocks. */
+  readonly egress: EgressPolicy;
+  private readonly syncs = new Set<Promise<void>>();
+  private scheduler: NodeJS.Timeout | null = null;
 
   constructor(deps: KnowledgeDeps) {
     this.deps = deps;
     this.provider = deps.provider ?? createEmbeddingProvider(deps.config.knowledge);
+    const e = deps.config.egress;
+    this.egress = new EgressPolicy({ allowPrivate: e.allowPrivate, allowCidrs: e.allowCidrs, maxResponseBytes: e.maxResponseBytes });
   }
 
   /** Forgets cached vectors of a base after its chunks, documents or state changed. */
@@ -98,14 +108,90 @@ export class KnowledgeService {
     if (this.running) return;
     const requeued = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.requeueInterrupted(new Date().toISOString()));
     if (requeued > 0) this.deps.logger.warn({ documents: requeued }, 'knowledge documents interrupted by a restart were queued again');
+    await this.deps.store.transaction((tx) => tx.knowledgeConnectors.releaseInterrupted(new Date().toISOString()));
     this.running = true;
     for (let i = 0; i < this.deps.config.knowledge.workers; i++) this.workers.push(this.work());
+    const poll = this.deps.config.knowledge.connectorPollMs;
+    if (poll > 0) {
+      this.scheduler = setInterval(() => void this.syncDue().catch((err) => this.deps.logger.error({ err }, 'connector scheduler failed')), poll);
+      this.scheduler.unref();
+    }
   }
 
   async close(): Promise<void> {
     this.running = false;
+    if (this.scheduler) clearInterval(this.scheduler);
     this.notify();
     await Promise.all(this.workers.splice(0));
+    await Promise.all([...this.syncs]);
+  }
+
+  // ── connectors
+
+  /** Starts the syncs whose schedule is due. */
+  async syncDue(): Promise<void> {
+    if (!this.running) return;
+    for (const c of await this.deps.store.knowledgeConnectors.due(new Date().toISOString(), 20)) await this.startSync(c.id, false);
+  }
+
+  /**
+   * Claims the connector and runs one sync in the background; false when it is already syncing (or paused), so
+   * two syncs of one connector never run at once.
+   */
+  async startSync(connectorId: string, rehydrate: boolean): Promise<boolean> {
+    const startedAt = new Date().toISOString();
+    const prior = await this.deps.store.transaction((tx) => tx.knowledgeConnectors.claimSync(connectorId, startedAt));
+    if (!prior) return false;
+    const run = this.sync(connectorId, rehydrate, startedAt).finally(() => this.syncs.delete(run));
+    this.syncs.add(run);
+    return true;
+  }
+
+  /** Resolves when every sync running now has finished (tests, shutdown). */
+  async idleSyncs(): Promise<void> {
+    while (this.syncs.size) await Promise.all([...this.syncs]);
+  }
+
+  private async sync(connectorId: string, rehydrate: boolean, startedAt: string): Promise<void> {
+    const { store, config } = this.deps;
+    const connector = await store.knowledgeConnectors.get(connectorId);
+    if (!connector) return;
+    const ctx: ConnectorContext = {
+      store, blobs: this.deps.blobs, egress: this.egress, workspaceId: connector.workspaceId, baseUrl: config.baseUrl,
+      maxDocumentBytes: config.knowledge.maxDocumentBytes, timeoutMs: config.execution.apiTimeoutMs,
+    };
+    let log: SyncLogRecord | undefined;
+    let error: string | null = null;
+    try {
+      log = await runSync(ctx, connector, rehydrate, startedAt);
+    } catch (err) {
+      if (!(err instanceof SourceError)) this.deps.logger.error({ err, connectorId }, 'connector sync failed unexpectedly');
+      error = err instanceof SourceError ? err.message : `The sync failed: ${(err as Error).message}`;
+    }
+    const now = new Date().toISOString();
+    const current = await store.knowledgeConnectors.get(connectorId);
+    if (!current) return; // deleted while it ran
+    const next = current.syncIntervalMinutes > 0 ? new Date(Date.now() + current.syncIntervalMinutes * 60_000).toISOString() : null;
+    const docCount = (await store.knowledgeDocuments.ofConnector(connectorId)).length;
+    await store.transaction(async (tx) => {
+      await tx.knowledgeConnectors.insertLog(
+        log ?? { id: `ksl_${randomUUID().replace(/-/g, '')}`, connectorId, status: 'failed', startedAt, completedAt: now, docsAdded: 0, docsUpdated: 0, docsDeleted: 0, docsUnchanged: 0, docsSkipped: 0, docsFailed: 0, errorMessage: error },
+      );
+      const latest = await tx.knowledgeConnectors.get(connectorId);
+      await tx.knowledgeConnectors.update(connectorId, {
+        // A pause requested while the sync ran is kept.
+        status: latest?.status === 'paused' ? 'paused' : error ? 'error' : 'active',
+        lastSyncAt: now,
+        lastSyncError: error ?? log?.errorMessage ?? null,
+        lastSyncDocCount: docCount,
+        nextSyncAt: next ?? undefined,
+        consecutiveFailures: error ? current.consecutiveFailures + 1 : 0,
+        updatedAt: now,
+      });
+      if (!next) await tx.knowledgeConnectors.clearSchedule(connectorId);
+    });
+    this.invalidate(connector.knowledgeBaseId);
+    this.notify();
   }
 
   private async work(): Promise<void> {

@@ -24,6 +24,7 @@ import { KnowledgeBaseRepository } from './knowledge-bases.ts';
 import { KnowledgeDocumentRepository } from './knowledge-documents.ts';
 import { KnowledgeChunkRepository } from './knowledge-chunks.ts';
 import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
+import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -51,6 +52,7 @@ export interface Repositories {
   knowledgeDocuments: KnowledgeDocumentRepository;
   knowledgeChunks: KnowledgeChunkRepository;
   knowledgeUploads: KnowledgeUploadRepository;
+  knowledgeConnectors: KnowledgeConnectorRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -80,6 +82,7 @@ function repositories(db: SqlExecutor): Repositories {
     knowledgeDocuments: new KnowledgeDocumentRepository(db),
     knowledgeChunks: new KnowledgeChunkRepository(db),
     knowledgeUploads: new KnowledgeUploadRepository(db),
+    knowledgeConnectors: new KnowledgeConnectorRepository(db),
   };
 }
 

@@ -209,6 +209,36 @@ export class KnowledgeDocumentRepository {
     return rows.map(toRecord);
   }
 
+  async ofConnector(connectorId: string): Promise<KnowledgeDocumentRecord[]> {
+    const rows = await this.db.all<Row>('SELECT * FROM knowledge_documents WHERE connector_id = ? ORDER BY uploaded_at, id', [connectorId]);
+    return rows.map(toRecord);
+  }
+
+  /** New content from a connector's source: recorded and queued for processing again. */
+  async replaceSource(id: string, f: { filename: string; fileSize: number; mimeType: string; blobKey: string; contentHash: string; sourceUrl: string | null }, now: string): Promise<void> {
+    await this.db.run(
+      `UPDATE knowledge_documents SET filename = ?, file_size = ?, mime_type = ?, blob_key = ?, content_hash = ?, source_url = ?, processing_status = 'pending',
+         processing_error = NULL, processing_started_at = NULL, processing_completed_at = NULL, updated_at = ? WHERE id = ?`,
+      [f.filename, f.fileSize, f.mimeType, f.blobKey, f.contentHash, f.sourceUrl, now, id],
+    );
+  }
+
+  /** Documents a deleted connector leaves behind become ordinary documents (their provenance stays). */
+  async detachConnector(connectorId: string, now: string): Promise<void> {
+    await this.db.run('UPDATE knowledge_documents SET connector_id = NULL, user_excluded = 0, updated_at = ? WHERE connector_id = ?', [now, connectorId]);
+  }
+
+  async setExcluded(connectorId: string, ids: readonly string[], excluded: boolean, now: string): Promise<string[]> {
+    const changed: string[] = [];
+    for (const id of ids) {
+      const r = await this.db.run('UPDATE knowledge_documents SET user_excluded = ?, updated_at = ? WHERE id = ? AND connector_id = ? AND user_excluded <> ?', [
+        excluded ? 1 : 0, now, id, connectorId, excluded ? 1 : 0,
+      ]);
+      if (r.changes === 1) changed.push(id);
+    }
+    return changed;
+  }
+
   async blobKeys(): Promise<string[]> {
     return (await this.db.all<{ k: string }>('SELECT DISTINCT blob_key AS k FROM knowledge_documents WHERE blob_key IS NOT NULL')).map((r) => r.k);
   }

@@ -44,7 +44,7 @@ export function parseKbFolder(wire: string, field: (string | number)[]): string 
 export async function baseView(ctx: RequestContext, kb: KnowledgeBaseRecord, stats?: KnowledgeBaseStats, ownerEmail?: string) {
   const s = stats ?? (await ctx.services.store.knowledgeBases.stats([kb.id])).get(kb.id)!;
   const email = ownerEmail ?? (kb.createdBy ? ((await ctx.services.store.users.get(kb.createdBy))?.email ?? '') : '');
-  const connectorTypes: string[] = [];
+  const connectorTypes = (await ctx.services.store.knowledgeConnectors.typesOf([kb.id])).get(kb.id) ?? [];
   return {
     id: kb.id,
     name: kb.name,
