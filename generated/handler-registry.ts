@@ -142,5 +142,6 @@ export const handlers = {
   updateWorkflow: workflowsHandlers.updateWorkflow,
   updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,
   updateWorkflowVersion: workflowsHandlers.updateWorkflowVersion,
+  uploadKnowledgeDocument: knowledgeBasesHandlers.uploadKnowledgeDocument,
   upsertFileShare: filesHandlers.upsertFileShare,
 } satisfies Handlers;

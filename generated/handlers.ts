@@ -1190,6 +1190,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  uploadKnowledgeDocument: {
+    params: Params<operations['uploadKnowledgeDocument'], 'path'>;
+    query: Params<operations['uploadKnowledgeDocument'], 'query'>;
+    headers: Params<operations['uploadKnowledgeDocument'], 'header'>;
+    body: IncomingMessage;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   upsertFileShare: {
     params: Params<operations['upsertFileShare'], 'path'>;
     query: Params<operations['upsertFileShare'], 'query'>;
@@ -1884,6 +1893,11 @@ export interface OperationResults {
     body: Json<operations['updateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  uploadKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['uploadKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   upsertFileShare: {
     status: 200;
     body: Json<operations['upsertFileShare']['responses'][200]>;
@@ -2158,6 +2172,8 @@ export interface Handlers {
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */
   updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents — Upload a document */
+  uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'>;
   /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */
   upsertFileShare: Handler<'upsertFileShare'>;
 }

@@ -165,6 +165,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.bulkUpdateKnowledgeDocuments, handlers.bulkUpdateKnowledgeDocuments),
   );
   router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents',
+    ...bind(OPERATIONS.uploadKnowledgeDocument, handlers.uploadKnowledgeDocument),
+  );
+  router.post(
     '/api/v2/knowledge/:knowledgeBaseId/documents/from-workspace-files',
     ...bind(OPERATIONS.addWorkspaceFilesToKnowledgeBase, handlers.addWorkspaceFilesToKnowledgeBase),
   );

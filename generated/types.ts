@@ -1541,7 +1541,11 @@ export interface paths {
      */
     get: operations['listKnowledgeDocuments'];
     put?: never;
-    post?: never;
+    /**
+     * Upload a document
+     * @description Uploads one document directly as multipart/form-data: a `file` part (its filename and content type name the document) and optional `tag1`..`tag7` fields. The document is queued for processing. Upload sessions (Create document upload) suit large files better. A body that is not multipart or a type that cannot be indexed is a 415; over the document size limit a 413.
+     */
+    post: operations['uploadKnowledgeDocument'];
     delete?: never;
     options?: never;
     head?: never;
@@ -8474,6 +8478,50 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  uploadKnowledgeDocument: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        '*/*': string;
+      };
+    };
+    responses: {
+      /** @description The queued document. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeDocumentSummary'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

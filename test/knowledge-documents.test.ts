@@ -145,6 +145,32 @@ describe('uploading and processing documents', () => {
   });
 });
 
+describe('direct multipart upload', () => {
+  it('takes a file part and tag fields; refuses non-multipart bodies, unsupported types and a missing file part', async () => {
+    const kb = await createBase(s);
+    const url = `/api/v2/knowledge/${kb.id}/documents?workspaceId=${ws}`;
+    const form = new FormData();
+    form.append('tag1', 'direct');
+    form.append('file', new Blob(['Direct uploads work for small documents about compasses.'], { type: 'text/plain' }), 'direct.txt');
+    const r = await s.request(url, { method: 'POST', body: form });
+    const body = (await r.json()) as any;
+    expect(r.status, JSON.stringify(body)).toBe(200);
+    expect(body.data).toMatchObject({ knowledgeBaseId: kb.id, filename: 'direct.txt', mimeType: 'text/plain', processingStatus: 'pending', fileSize: 'Direct uploads work for small documents about compasses.'.length });
+    const doc = await waitForDocument(s, kb.id, body.data.id);
+    expect(doc.processingStatus).toBe('completed');
+    expect((await s.services.store.knowledgeDocuments.get(doc.id))!.tags.tag1).toBe('direct');
+
+    const json = await s.request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(json.status).toBe(415);
+    const exe = new FormData();
+    exe.append('file', new Blob(['MZ'], { type: 'application/x-msdownload' }), 'tool.exe');
+    expect((await s.request(url, { method: 'POST', body: exe })).status).toBe(415);
+    const none = new FormData();
+    none.append('tag1', 'x');
+    expect((await s.request(url, { method: 'POST', body: none })).status).toBe(400);
+  });
+});
+
 describe('workspace files, listing, updating, deleting', () => {
   it('indexes workspace files with partial success (missing, unsupported in failed; duplicates once)', async () => {
     const kb = await createBase(s);

@@ -9,7 +9,8 @@ import type { KnowledgeDocumentRecord, TagValue } from '../../store/knowledge-do
 import type { UploadSessionRecord } from '../../store/file-uploads.ts';
 import { BlobSizeError, type BlobInfo } from '../../files/blob-store.ts';
 import { assertStorageFits, newUploadId } from '../../files/service.ts';
-import { checkFileName, NameError } from '../../files/names.ts';
+import { checkFileName, mediaTypeFor, NameError } from '../../files/names.ts';
+import Busboy from 'busboy';
 import { documentFormat } from '../../knowledge/extract.ts';
 import { newDocumentId } from '../../knowledge/service.ts';
 import { ALL_SLOTS, filtersToSql, isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
@@ -362,4 +363,86 @@ export const completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocument
   }
   ctx.services.knowledge.notify();
   return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, kb.id, doc.id) };
+};
+
+// ───────────── direct multipart upload
+
+/**
+ * POST /documents with a multipart/form-data body: one `file` part (its filename and type name the document)
+ * and optional `tag1`..`tag7` fields. The bytes stream into the blob store; the document is queued.
+ */
+export const uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'> = async ({ params, body, ctx }) => {
+  const kb = await loadBase(ctx, params.knowledgeBaseId);
+  const req = body as unknown as import('node:http').IncomingMessage;
+  const contentType = req.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data/i.test(contentType)) {
+    req.resume();
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Send the document as multipart/form-data with a "file" part.');
+  }
+  const max = ctx.services.config.knowledge.maxDocumentBytes;
+  const fields: Record<string, string> = {};
+  let stored: { blob: BlobInfo; filename: string; mimeType: string } | null = null;
+  let problem: ApiError | null = null;
+  await new Promise<void>((resolve, reject) => {
+    let parser: ReturnType<typeof Busboy>;
+    try {
+      parser = Busboy({ headers: req.headers, limits: { files: 1, fields: 20, fieldSize: 2000, fileSize: max + 1 } });
+    } catch {
+      problem = badRequest('The multipart body could not be read.');
+      req.resume();
+      return resolve();
+    }
+    const pending: Promise<void>[] = [];
+    parser.on('field', (name, value) => {
+      if (/^tag[1-7]$/.test(name)) fields[name] = value.slice(0, 1000);
+    });
+    parser.on('file', (name, stream, info) => {
+      if (name !== 'file') {
+        stream.resume();
+        return;
+      }
+      let filename: string;
+      try {
+        filename = checkFileName(info.filename ?? '');
+      } catch {
+        problem = invalidField(['body', 'file'], 'The file part needs a valid filename.');
+        stream.resume();
+        return;
+      }
+      const mimeType = info.mimeType && info.mimeType !== 'application/octet-stream' ? info.mimeType : mediaTypeFor(filename);
+      if (!documentFormat(mimeType, filename)) {
+        problem = new ApiError('UNSUPPORTED_MEDIA_TYPE', `Documents of type ${mimeType} (${filename}) cannot be indexed.`);
+        stream.resume();
+        return;
+      }
+      pending.push(
+        ctx.services.blobs.write(stream, { maxSize: max }).then(
+          (blob) => {
+            stored = { blob, filename, mimeType };
+          },
+          (err) => {
+            stream.resume();
+            problem = err instanceof BlobSizeError ? new ApiError('PAYLOAD_TOO_LARGE', `A knowledge document may be at most ${max} bytes.`) : (err as ApiError);
+          },
+        ),
+      );
+    });
+    parser.on('error', () => {
+      problem ??= badRequest('The multipart body could not be read.');
+      resolve();
+    });
+    parser.on('close', () => void Promise.all(pending).then(() => resolve(), reject));
+    req.pipe(parser);
+  });
+  if (problem) throw problem;
+  if (!stored) throw invalidField(['body', 'file'], 'The multipart body has no "file" part.');
+  const { blob, filename, mimeType } = stored as { blob: BlobInfo; filename: string; mimeType: string };
+  const doc = newDocument(kb, { filename, fileSize: blob.size, mimeType, blobKey: blob.key, tags: fields });
+  await ctx.mutate(async (tx, audit) => {
+    await loadBase(ctx, kb.id, { repos: tx });
+    await tx.knowledgeDocuments.insert(doc);
+    audit({ action: 'knowledge_document.created', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, size: doc.fileSize } });
+  });
+  ctx.services.knowledge.notify();
+  return { status: 200, body: { data: documentSummary(doc) } };
 };
