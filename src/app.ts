@@ -8,7 +8,7 @@ import type { Handlers } from '../generated/handlers.ts';
 import type { Services } from './services.ts';
 import { createBinder, type BinderOptions } from './http/pipeline.ts';
 import { createValidatorFactory } from './http/validator.ts';
-import { requestLogging } from './http/logging.ts';
+import { clientGoneHandler, requestLogging } from './http/logging.ts';
 import { ApiError, errorHandler } from './http/errors.ts';
 
 export interface AppOptions extends BinderOptions {
@@ -48,6 +48,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.use(router);
 
   app.use((req, _res, next) => next(new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`)));
+  app.use(clientGoneHandler);
   app.use(errorHandler);
   return app;
 }
