@@ -32,7 +32,7 @@ export class DataDirLockedError extends Error {
   constructor(dataDir: string, holder: LockHolder | null) {
     super(
       holder
-        ? `${dataDir} is in use by another server (pid ${holder.pid} on ${holder.host}, port ${holder.port ?? 'unknown'}, started ${holder.startedAt}); stop it first, or use another DATA_DIR`
+        ? `${dataDir} is in use by another server (pid ${holder.pid} on ${holder.host}, port ${holder.port ?? 'unknown'}, started ${holder.startedAt}); stop it first or use another DATA_DIR (if it no longer runs, delete ${path.join(dataDir, LOCK_FILE)})`
         : `${dataDir} is in use by another server (its lock file ${path.join(dataDir, LOCK_FILE)} is unreadable); stop it first, or remove the file if no server runs`,
     );
     this.name = 'DataDirLockedError';
