@@ -168,6 +168,29 @@ describe('the bootstrap key', () => {
   });
 });
 
+const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
+
+describe('the bootstrap key on a terminal', () => {
+  it.skipIf(!hasScript)('is printed once when stdout is a TTY, and no key file is written', async () => {
+    const dataDir = tempDir();
+    // util-linux `script` gives the server a pseudo-terminal as stdout.
+    const child = spawn('script', ['-qec', `${process.execPath} ${start}`, '/dev/null'], { env: baseEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (c) => (out += c));
+    try {
+      for (let i = 0; i < 400 && !/Listening on/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(out).toMatch(/api key: {3}sk-owa-\S+/);
+      expect(out).toContain('Keep the key now');
+      expect(fs.existsSync(path.join(dataDir, 'bootstrap-api-key.txt'))).toBe(false);
+    } finally {
+      // Stop the server itself (its pid is in the lock), then the terminal wrapper ends with it.
+      const holder = JSON.parse(fs.readFileSync(path.join(dataDir, 'server.lock'), 'utf8'));
+      process.kill(holder.pid, 'SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    }
+  });
+});
+
 describe('a missing handler', () => {
   it('stops npm start at once, naming the operation', () => {
     const dataDir = path.join(tempDir(), 'fresh');
