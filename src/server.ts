@@ -72,9 +72,15 @@ export interface StartOptions extends AppOptions {
   listener?: http.Server;
 }
 
-/** Binds HOST:PORT; a port in use is a ConfigError-worthy failure the caller reports in one line. */
+/**
+ * Binds HOST:PORT (a port in use rejects with EADDRINUSE, which `npm start` reports in one line). Until
+ * startServer takes it over, requests get a 503 saying the server is starting.
+ */
 export async function bindListener(config: Pick<Config, 'port' | 'host'>): Promise<http.Server> {
-  const server = http.createServer();
+  const server = http.createServer((_req, res) => {
+    res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
+    res.end(JSON.stringify({ error: { code: 'SERVICE_UNAVAILABLE', message: 'The server is starting; retry shortly.' } }));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -90,6 +96,7 @@ export async function startServer(services: Services, options: StartOptions = {}
   const { listener, ...binderOptions } = options;
   const app = createApp(services, binderOptions);
   const server = listener ?? http.createServer();
+  server.removeAllListeners('request'); // the "starting" answer of bindListener
   server.on('request', app);
   server.keepAliveTimeout = 65_000;
   let shuttingDown = false;
