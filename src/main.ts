@@ -59,9 +59,8 @@ export async function main(): Promise<void> {
   }
   await bootstrap(services, config);
   const server = await startServer(services, { listener });
-  services.logger.info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, 'listening');
-  process.stdout.write(`Listening on ${server.url}\n`);
 
+  // Installed before "Listening on" is printed: whoever waits for that line may signal at once.
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -77,6 +76,8 @@ export async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  services.logger.info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, 'listening');
+  process.stdout.write(`Listening on ${server.url}\n`);
 }
 
 /**
