@@ -117,6 +117,51 @@ describe('one server per DATA_DIR', () => {
   }, 60_000);
 });
 
+describe('an upload killed with SIGKILL during complete', () => {
+  it('is completable again after the restart, with its bytes intact', async () => {
+    const dataDir = tempDir();
+    const env = baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, UPLOAD_PART_SIZE: '4mb', LOG_LEVEL: 'warn' });
+    const size = 96 * 1024 * 1024;
+    const bytes = Buffer.alloc(size);
+    for (let i = 0; i < size; i += 4096) bytes.writeUInt32LE((i * 2654435761) >>> 0, i);
+    let server = await startServer(env);
+    const api = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const r = await fetch(server.url + p, { method, headers: { 'X-API-Key': KEY, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    try {
+      const workspaceId = (await api('GET', '/api/v2/workspaces')).body.data[0].id;
+      const up = (await api('POST', '/api/v2/files/uploads', { workspaceId, name: 'big.bin', contentType: 'application/octet-stream', size })).body.data;
+      const token = { 'upload-token': up.uploadToken };
+      const partCount = up.transfer.partCount as number;
+      const numbers = Array.from({ length: partCount }, (_, i) => partCount - i); // last part first: the commit re-reads every byte
+      const parts = (await api('POST', `/api/v2/files/uploads/${up.session.id}/parts?workspaceId=${workspaceId}`, { partNumbers: numbers }, token)).body.data.parts;
+      for (const p of parts) {
+        const chunk = bytes.subarray((p.partNumber - 1) * 4 * 1024 * 1024, p.partNumber * 4 * 1024 * 1024);
+        expect((await fetch(p.url, { method: 'PUT', headers: p.headers, body: chunk })).status).toBe(200);
+      }
+      const sessionPath = `/api/v2/files/uploads/${up.session.id}?workspaceId=${workspaceId}`;
+      const completing = fetch(`${server.url}/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${workspaceId}`, { method: 'POST', headers: { 'X-API-Key': KEY, ...token } }).catch(() => null);
+      let seen = '';
+      for (let i = 0; i < 2000 && seen !== 'completing'; i++) seen = (await api('GET', sessionPath, undefined, token)).body.data.status;
+      expect(seen).toBe('completing');
+      server.child.kill('SIGKILL');
+      await new Promise((r) => server.child.once('exit', r));
+      await completing;
+
+      server = await startServer(env);
+      expect((await api('GET', sessionPath, undefined, token)).body.data.status).toBe('uploading');
+      expect(fs.readdirSync(path.join(dataDir, 'files', 'tmp'))).toEqual([]);
+      const done = await api('POST', `/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${workspaceId}`, undefined, token);
+      expect(done.status, JSON.stringify(done.body)).toBe(200);
+      const content = Buffer.from(await (await fetch(`${server.url}/api/v2/files/${done.body.data.file.id}?workspaceId=${workspaceId}`, { headers: { 'X-API-Key': KEY } })).arrayBuffer());
+      expect(content.equals(bytes)).toBe(true);
+    } finally {
+      await stop(server.child);
+    }
+  }, 90_000);
+});
+
 describe('configuration errors', () => {
   it('a taken port on a first start: one line, exit 2, nothing written (no user, no key lost)', async () => {
     const blocker = net.createServer();
