@@ -140,7 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseFile: env.DATABASE_FILE || path.join(dataDir, 'workspace.sqlite'),
     baseUrl,
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: logLevel(env),
     bodyLimitBytes: byteSize(env, 'BODY_LIMIT', 10 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', !production),
     bootstrapApiKey: env.BOOTSTRAP_API_KEY || null,
@@ -174,7 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiTimeoutMs: integer(env, 'API_BLOCK_TIMEOUT_MS', 30_000, 10, 600_000),
     },
     agent: agentConfig(env),
-    secretsKey: env.SECRETS_KEY || null,
+    secretsKey: secretsKey(env),
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
       uploadSessionTtlMs: integer(env, 'UPLOAD_SESSION_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,
@@ -201,6 +201,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ) as Record<Plan, ExecutionPolicy>,
     },
   };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: NodeJS.ProcessEnv): string {
+  const raw = env.LOG_LEVEL;
+  if (raw === undefined || raw === '') return 'info';
+  if (!LOG_LEVELS.includes(raw)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return raw;
+}
+
+/** Checked here so a bad key stops the start before anything is written (the vault decodes it the same way). */
+function secretsKey(env: NodeJS.ProcessEnv): string | null {
+  const raw = env.SECRETS_KEY;
+  if (raw === undefined || raw === '') return null;
+  const hex = /^[0-9a-f]{64}$/i.test(raw);
+  const base64 = /^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}$/.test(raw);
+  if (!hex && !(base64 && Buffer.from(raw, 'base64').length === 32)) {
+    throw new ConfigError('SECRETS_KEY must be 32 bytes written as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
+  }
+  return raw;
 }
 
 function agentConfig(env: NodeJS.ProcessEnv): Config['agent'] {

@@ -222,8 +222,11 @@ export const completeFileUpload: Handler<'completeFileUpload'> = async ({ params
   } catch (err) {
     const message = err instanceof ApiError ? err.message : 'The file could not be registered.';
     await ctx.services.store.transaction((tx) => tx.fileUploads.setStatus(session.id, 'failed', nowIso(), { error: message }));
+    await ctx.services.blobs.discardUpload(session.id);
     throw err;
   }
+  // The file is recorded: the commit's temporary name (kept for crash recovery) can go.
+  await ctx.services.blobs.discardUpload(session.id);
   return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!) };
 };
 
