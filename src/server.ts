@@ -9,6 +9,7 @@ import type { Config } from './config.ts';
 import { openSqliteStore, type Store } from './store/index.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
+import { applyServerTimeouts } from './http/request-limits.ts';
 import type { BinderOptions } from './http/pipeline.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
@@ -53,7 +54,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
 export async function startServer(services: Services, options: BinderOptions = {}): Promise<RunningServer> {
   const { config } = services;
   const app = createApp(services, options);
-  const server = http.createServer(app);
+  // Node checks request and header timeouts on this interval; keep it well under the shorter one.
+  const server = http.createServer({ connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(config.http.headersTimeoutMs / 3))) }, app);
+  applyServerTimeouts(server, config.http);
   server.keepAliveTimeout = 65_000;
   let shuttingDown = false;
   // A keep-alive connection whose last request finishes during shutdown is closed right away.
