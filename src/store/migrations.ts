@@ -401,6 +401,21 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 44,
+    name: 'caller-chosen run ids scoped per workspace',
+    // A run's id as callers see it (`run_key`: X-Run-Id or the generated id) is unique within its workspace
+    // only; the primary key stays an internal id, so another workspace's run id is free to reuse and reveals
+    // nothing. Existing runs keep their id as their key.
+    sql: `
+      ALTER TABLE workflow_runs ADD COLUMN run_key TEXT;
+      UPDATE workflow_runs SET run_key = id;
+      CREATE UNIQUE INDEX workflow_runs_by_key ON workflow_runs (workspace_id, run_key);
+      ALTER TABLE execution_logs ADD COLUMN run_key TEXT;
+      UPDATE execution_logs SET run_key = run_id;
+      CREATE INDEX execution_logs_by_key ON execution_logs (run_key);
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<number[]> {
