@@ -1,8 +1,9 @@
 // Opens the store, assembles the services and serves HTTP until told to stop.
 import { SecretCipher, loadSecretsKey } from './secrets/cipher.ts';
 import { SecretVault } from './secrets/vault.ts';
+import { sealPlainShareTokens } from './files/share-tokens.ts';
+import { loadSigningKey } from './secrets/signing-key.ts';
 import http from 'node:http';
-import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -30,12 +31,11 @@ export interface RunningServer {
 
 export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel), store?: Store): Promise<Services> {
   const opened = store ?? (await openSqliteStore(config.databaseFile));
-  const signingKey = Buffer.from(
-    await opened.transaction((tx) => tx.settings.getOrInit('signing_key', randomBytes(32).toString('base64'))),
-    'base64',
-  );
   const engine = createEngine(config);
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const signingKey = await loadSigningKey(opened, secrets, logger);
+  // Share tokens stored in plain by an older version are sealed before anything can read them.
+  await sealPlainShareTokens(opened, secrets);
   return {
     config,
     store: opened,
