@@ -72,6 +72,18 @@ describe('malformed percent-escapes in path parameters', () => {
   });
 });
 
+describe('malformed percent-escapes elsewhere', () => {
+  it('in a query value: a 4xx, never a 500', async () => {
+    const res = await s.request(`/api/v2/workflows?workspaceId=%E0%A4%A&limit=%`);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+  });
+  it('in a literal segment: 404', async () => {
+    const res = await s.request('/api/v2/work%E0%A4%Aflows');
+    expect(res.status).toBe(404);
+  });
+});
+
 describe('deeply nested JSON bodies', () => {
   const deep = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
   it('the legacy execute endpoint refuses 5,000 levels in the legacy shape', async () => {
@@ -222,5 +234,34 @@ describe('limits on the request line, headers and body', () => {
     const { status, body } = parseRaw(text);
     expect(status).toBe(408);
     expectErrorShape('legacy', body, 'REQUEST_TIMEOUT');
+  });
+});
+
+describe('Node\'s own request and header timeouts', () => {
+  it('headers that never finish get a JSON 408 after HEADERS_TIMEOUT_MS', async () => {
+    const slow = await startTestServer({ HEADERS_TIMEOUT_MS: '300', REQUEST_TIMEOUT_MS: '600' });
+    try {
+      const url = new URL(slow.url);
+      const started = Date.now();
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(url.port), url.hostname);
+        let out = '';
+        socket.on('data', (c) => (out += c.toString('utf8')));
+        socket.on('close', () => resolve(out));
+        socket.on('error', reject);
+        socket.write('GET /api/v2/meta HTTP/1.1\r\nHost: x\r\nX-Partial: ');
+        setTimeout(() => socket.destroy(), 5000).unref();
+      });
+      expect(Date.now() - started).toBeLessThan(3000);
+      const { status, body } = parseRaw(text);
+      expect(status).toBe(408);
+      expectErrorShape('standard', body, 'REQUEST_TIMEOUT');
+    } finally {
+      await slow.stop();
+    }
+  });
+  it('refuses a header timeout longer than the request timeout', async () => {
+    const { loadConfig, ConfigError } = await import('../src/config.ts');
+    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' })).toThrow(ConfigError);
   });
 });

@@ -895,7 +895,9 @@ export const getSharedFile: Handler<'getSharedFile'> = async ({ params, headers,
   if (share.authType === 'password') {
     const password = headers['x-share-password'];
     if (typeof password !== 'string' || !share.passwordHash || !checkSharePassword(password, share.passwordHash)) {
-      throw new ApiError('UNAUTHORIZED', 'This shared file needs its password in the X-Share-Password header.');
+      throw new ApiError('UNAUTHORIZED', 'This shared file needs its password in the X-Share-Password header.', undefined, {
+        'WWW-Authenticate': 'SharePassword realm="shared-file", header="X-Share-Password"',
+      });
     }
   } else if (share.authType !== 'public') {
     throw forbidden('This shared file is limited to signed-in addresses, which this server cannot check for a link.', { code: 'SHARE_SIGN_IN_REQUIRED' });
