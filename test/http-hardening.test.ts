@@ -103,6 +103,15 @@ describe('deeply nested JSON bodies', () => {
     const res = await s.request(`/api/v2/workflows/${workflowId}/execute`, { method: 'POST', body: `{"input":${deep(50)}}`, headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(200);
   });
+  it('a workflow document sent as a JSON string is bounded the same way', async () => {
+    const state = `{"blocks":{},"edges":[],"loops":{},"parallels":{},"variables":{"v":{"id":"v","name":"v","type":"object","value":${deep(3000)}}}}`;
+    const body = { workspaceId: s.workspaceId, workflow: state };
+    for (const path of ['/api/v2/workflows/import/preview', '/api/v2/workflows/import']) {
+      const res = await s.call('POST', path, body);
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error.message).toMatch(/nested more than 100 levels/);
+    }
+  });
   it('deep arrays count too', async () => {
     const res = await s.request(`/api/workflows/${workflowId}/execute`, { method: 'POST', body: '['.repeat(3000) + ']'.repeat(3000), headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(400);

@@ -15,7 +15,7 @@ import type { RequestContext } from './context.ts';
 import { ApiError, badRequest, forbidden, notFound, unauthorized } from './errors.ts';
 import type { ValidatorFactory } from './validator.ts';
 import { rateLimit } from './rate-limit.ts';
-import { assertJsonDepth } from './json-depth.ts';
+import { assertJsonDepth } from '../domain/json-depth.ts';
 
 interface Locals {
   principal?: Principal;

@@ -1,6 +1,10 @@
 // Nesting bound of JSON request bodies, checked on the raw bytes before they are parsed: a body nested
 // thousands of levels deep parses, but overflows the stack of every recursive walk after it (serializing,
-// validation, the engine's reference resolution). One check in the one place bodies are parsed.
+// validation, the engine's reference resolution). The HTTP pipeline checks every JSON body with it (bound:
+// BODY_MAX_DEPTH); a JSON document carried inside a body as a string (a workflow import) is checked here too.
+
+/** The bound for JSON carried as a string inside a body (the same as BODY_MAX_DEPTH's default). */
+export const EMBEDDED_JSON_MAX_DEPTH = 100;
 
 const OPEN_OBJECT = 0x7b; // {
 const OPEN_ARRAY = 0x5b; // [
@@ -19,7 +23,8 @@ export class JsonTooDeepError extends Error {
 }
 
 /** Throws JsonTooDeepError when objects and arrays in `buf` nest deeper than `maxDepth`. Strings are skipped. */
-export function assertJsonDepth(buf: Uint8Array, maxDepth: number): void {
+export function assertJsonDepth(input: Uint8Array | string, maxDepth: number): void {
+  const buf = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < buf.length; i++) {
