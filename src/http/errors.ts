@@ -128,7 +128,8 @@ export function malformedEscape(rawPath: string): ApiError {
  */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   const rawPath = rawPathOf(req.originalUrl);
-  const apiError = err instanceof URIError ? malformedEscape(rawPath) : toApiError(err);
+  // The router's decoding of path parameters throws a URIError marked 400.
+  const apiError = err instanceof URIError && (err as { status?: number }).status === 400 ? malformedEscape(rawPath) : toApiError(err);
   if (apiError.status >= 500 && apiError.code === 'INTERNAL_ERROR') {
     req.log?.error({ err }, 'request failed');
   }
