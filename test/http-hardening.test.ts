@@ -216,6 +216,12 @@ describe('limits on the request line, headers and body', () => {
     expect(head).toMatch(/content-type: application\/json/i);
     expectErrorShape('standard', body, 'HEADERS_TOO_LARGE');
   });
+  it('on a legacy path, in the legacy shape', async () => {
+    const { text } = await rawExchange(`GET /api/workflows/${workflowId}/status HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const { status, body } = parseRaw(text);
+    expect(status).toBe(431);
+    expectErrorShape('legacy', body, 'HEADERS_TOO_LARGE');
+  });
   it('a request line over the limit gets the same answer', async () => {
     const { text } = await rawExchange(`GET /api/v2/meta?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
     expect(parseRaw(text).status).toBe(431);
