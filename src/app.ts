@@ -9,7 +9,8 @@ import type { Services } from './services.ts';
 import { createBinder, type BinderOptions } from './http/pipeline.ts';
 import { createValidatorFactory } from './http/validator.ts';
 import { clientGoneHandler, requestLogging } from './http/logging.ts';
-import { ApiError, errorHandler } from './http/errors.ts';
+import { errorHandler } from './http/errors.ts';
+import { bodyTimeout, noRoute, privateNoStore } from './http/request-limits.ts';
 
 export interface AppOptions extends BinderOptions {
   /** The handlers to mount (tests replace some); the generated registry by default. */
@@ -41,13 +42,14 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.use(requestLogging(services.logger));
+  app.use(privateNoStore, bodyTimeout(services.config.http.bodyTimeoutMs));
 
   const router = express.Router({ strict: false });
   const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });
   mountOperations(router, handlers, createBinder(services, validatorFor, binderOptions));
   app.use(router);
 
-  app.use((req, _res, next) => next(new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`)));
+  app.use(noRoute);
   app.use(clientGoneHandler);
   app.use(errorHandler);
   return app;

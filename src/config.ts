@@ -38,6 +38,19 @@ export interface Config {
   runs: RunSettings;
   /** Key for secret values at rest (32 bytes, hex or base64); null keeps a generated one in $DATA_DIR/secrets.key. */
   secretsKey: string | null;
+  /** Limits of the HTTP layer itself: how long a request may take to arrive, how deep a JSON body may nest. */
+  http: HttpLimits;
+}
+
+export interface HttpLimits {
+  /** Longest time to receive a whole request, headers and body (Node's requestTimeout; 0 = none). */
+  requestTimeoutMs: number;
+  /** Longest time to receive the request line and headers (Node's headersTimeout). */
+  headersTimeoutMs: number;
+  /** Longest a request body may stall (no bytes arriving) before the request is answered 408 (0 = none). */
+  bodyTimeoutMs: number;
+  /** Deepest nesting of objects and arrays in a JSON request body. */
+  bodyMaxDepth: number;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -200,6 +213,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ]),
       ) as Record<Plan, ExecutionPolicy>,
     },
+    http: httpLimits(env),
+  };
+}
+
+function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 300_000, 0, 3_600_000);
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 30_000, 100, 600_000);
+  if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return {
+    requestTimeoutMs,
+    headersTimeoutMs,
+    bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    bodyMaxDepth: integer(env, 'BODY_MAX_DEPTH', 100, 8, 10_000),
   };
 }
 

@@ -1,8 +1,9 @@
 // Opens the store, assembles the services and serves HTTP until told to stop.
 import { SecretCipher, loadSecretsKey } from './secrets/cipher.ts';
 import { SecretVault } from './secrets/vault.ts';
+import { sealPlainShareTokens } from './files/share-tokens.ts';
+import { loadSigningKey } from './secrets/signing-key.ts';
 import http from 'node:http';
-import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -10,6 +11,7 @@ import { openSqliteStore, type Store } from './store/index.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
 import type { AppOptions } from './app.ts';
+import { applyServerTimeouts } from './http/request-limits.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
 import { MemoryRateLimitStore } from './http/rate-limit.ts';
@@ -45,12 +47,11 @@ export async function createServices(config: Config, logger: Logger = createLogg
 
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
   const opened = store ?? (await openSqliteStore(config.databaseFile));
-  const signingKey = Buffer.from(
-    await opened.transaction((tx) => tx.settings.getOrInit('signing_key', randomBytes(32).toString('base64'))),
-    'base64',
-  );
   const engine = createEngine(config);
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const signingKey = await loadSigningKey(opened, secrets, logger);
+  // Share tokens stored in plain by an older version are sealed before anything can read them.
+  await sealPlainShareTokens(opened, secrets);
   return {
     config,
     store: opened,
@@ -67,6 +68,14 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   };
 }
 
+/** An HTTP server with this configuration's request, header and body timeouts, not yet answering anything. */
+function createHttpServer(limits: Config['http']): http.Server {
+  // Node checks request and header timeouts on this interval; keep it well under the shorter one.
+  const server = http.createServer({ connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 3))) });
+  applyServerTimeouts(server, limits);
+  return server;
+}
+
 export interface StartOptions extends AppOptions {
   /** A server already listening (bound early by `npm start`, before anything is written); one is bound otherwise. */
   listener?: http.Server;
@@ -76,8 +85,9 @@ export interface StartOptions extends AppOptions {
  * Binds HOST:PORT (a port in use rejects with EADDRINUSE, which `npm start` reports in one line). Until
  * startServer takes it over, requests get a 503 saying the server is starting.
  */
-export async function bindListener(config: Pick<Config, 'port' | 'host'>): Promise<http.Server> {
-  const server = http.createServer((_req, res) => {
+export async function bindListener(config: Pick<Config, 'port' | 'host' | 'http'>): Promise<http.Server> {
+  const server = createHttpServer(config.http);
+  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
     res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
     res.end(JSON.stringify({ error: { code: 'SERVICE_UNAVAILABLE', message: 'The server is starting; retry shortly.' } }));
   });
@@ -95,7 +105,7 @@ export async function startServer(services: Services, options: StartOptions = {}
   const { config } = services;
   const { listener, ...binderOptions } = options;
   const app = createApp(services, binderOptions);
-  const server = listener ?? http.createServer();
+  const server = listener ?? createHttpServer(config.http);
   server.removeAllListeners('request'); // the "starting" answer of bindListener
   server.on('request', app);
   server.keepAliveTimeout = 65_000;
