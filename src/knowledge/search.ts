@@ -76,33 +76,8 @@ export function toFtsQuery(query: string): string | null {
   return excluded.length ? `${base} NOT (${excluded.join(' OR ')})` : base;
 }
 
-/** The `limit` best rows by score (descending), found in one pass. */
-function topN(limit: number): { offer(score: number, row: number): void; result(): { score: number; row: number }[] } {
-  const scores: number[] = [];
-  const rows: number[] = [];
-  return {
-    offer(score, row) {
-      if (scores.length === limit && score <= scores[limit - 1]!) return;
-      let lo = 0;
-      let hi = scores.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (scores[mid]! >= score) lo = mid + 1;
-        else hi = mid;
-      }
-      scores.splice(lo, 0, score);
-      rows.splice(lo, 0, row);
-      if (scores.length > limit) {
-        scores.pop();
-        rows.pop();
-      }
-    },
-    result: () => scores.map((score, i) => ({ score, row: rows[i]! })),
-  };
-}
-
 function positionOf(index: VectorIndex, seq: number): number {
-  index.positions ??= new Map(Array.from(index.seqs, (s, i) => [s, i]));
+  index.positions ??= new Map(Array.from(index.seqs.subarray(0, index.rows), (s, i) => [s, i]));
   return index.positions.get(seq) ?? -1;
 }
 
@@ -126,30 +101,43 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
       qv = await knowledge.embedOne(req.query);
       // Cosine distance below 1 (0.8 when more than three bases are searched), as the platform does.
       const threshold = req.bases.length > 3 ? 0.2 : 0;
-      const best = topN(req.mode === 'vector' ? req.topK : legLimit);
+      const limit = req.mode === 'vector' ? req.topK : legLimit;
+      // Best `limit` rows so far, worst last; a row must beat the worst to get in.
+      const scores: number[] = [];
       const refs: { kbId: string; index: VectorIndex; row: number }[] = [];
       for (const [kbId, index] of indexes) {
         if (index.dimension !== qv.length) continue;
-        const { vectors, enabled, docs: rowDocs, dimension } = index;
-        for (let i = 0; i < enabled.length; i++) {
-          if (!enabled[i] || !docs.has(rowDocs[i]!)) continue;
-          const sim = dot(qv, vectors, i * dimension);
-          if (sim <= threshold) continue;
-          best.offer(sim, refs.length);
-          refs.push({ kbId, index, row: i });
+        const { vectors, enabled, docOf, dimension, rows } = index;
+        const allowed = new Uint8Array(index.docIds.length);
+        index.docIds.forEach((id, d) => (allowed[d] = docs.has(id) ? 1 : 0));
+        let floor = scores.length === limit ? scores[limit - 1]! : threshold;
+        for (let i = 0; i < rows; i++) {
+          if (!enabled[i] || !allowed[docOf[i]!]) continue;
+          let sim = 0;
+          const base = i * dimension;
+          for (let k = 0; k < dimension; k++) sim += qv[k]! * vectors[base + k]!;
+          if (sim <= floor) continue;
+          let at = scores.length;
+          while (at > 0 && scores[at - 1]! < sim) at--;
+          scores.splice(at, 0, sim);
+          refs.splice(at, 0, { kbId, index, row: i });
+          if (scores.length > limit) {
+            scores.pop();
+            refs.pop();
+          }
+          if (scores.length === limit) floor = Math.max(threshold, scores[limit - 1]!);
         }
       }
-      best.result().forEach(({ score, row }, rank) => {
-        const ref = refs[row]!;
+      refs.forEach((ref, rank) => {
         const seq = ref.index.seqs[ref.row]!;
-        candidates.set(seq, { seq, kbId: ref.kbId, docId: ref.index.docs[ref.row]!, similarity: score, vectorRank: rank + 1, lexicalRank: null, score: 0 });
+        candidates.set(seq, { seq, kbId: ref.kbId, docId: ref.index.docIds[ref.index.docOf[ref.row]!]!, similarity: scores[rank]!, vectorRank: rank + 1, lexicalRank: null, score: 0 });
       });
     }
     if (req.mode !== 'vector') {
       const fts = toFtsQuery(req.query);
       if (fts) {
         try {
-          const rows = (await store.knowledgeChunks.fullText(kbIds, fts, legLimit * 4)).filter((r) => docs.has(r.document_id)).slice(0, legLimit);
+          const rows = await store.knowledgeChunks.fullText(kbIds, fts, legLimit, (id) => docs.has(id));
           rows.forEach((r, rank) => {
             const seq = Number(r.seq);
             const c = candidates.get(seq) ?? { seq, kbId: '', docId: r.document_id, similarity: null, vectorRank: null, lexicalRank: null, score: 0 };

@@ -13,7 +13,7 @@ import type { Store } from '../store/index.ts';
 import type { BlobStore } from '../files/blob-store.ts';
 import { readPrefix } from '../files/text.ts';
 import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
-import { blobToVector, createEmbeddingProvider, EmbeddingError, vectorToBlob, type EmbeddingProvider } from './embeddings.ts';
+import { createEmbeddingProvider, EmbeddingError, vectorToBlob, type EmbeddingProvider } from './embeddings.ts';
 import { chunkText } from './chunker.ts';
 import type { ChunkingConfig, ChunkRecipe } from './chunking-config.ts';
 import { extractDocument, ExtractError } from './extract.ts';
@@ -32,11 +32,16 @@ export interface KnowledgeDeps {
   provider?: EmbeddingProvider;
 }
 
-/** The vectors of one base, packed for scanning: row i is chunk `seqs[i]` of document `docs[i]`. */
+/**
+ * The vectors of one base, packed for scanning: row i is chunk `seqs[i]` of document `docIds[docOf[i]]`, its
+ * unit vector at `vectors[i * dimension]`.
+ */
 export interface VectorIndex {
   dimension: number;
-  seqs: Int32Array | number[];
-  docs: string[];
+  rows: number;
+  seqs: Int32Array;
+  docOf: Int32Array;
+  docIds: string[];
   enabled: Uint8Array;
   vectors: Float32Array;
   /** Row of each `seq`, built on first use. */
@@ -79,22 +84,38 @@ export class KnowledgeService {
     return idx;
   }
 
+  /** Reads the base's vectors page by page (by `seq`) straight into typed arrays. */
   private async loadIndex(knowledgeBaseId: string): Promise<VectorIndex> {
-    const rows = await this.deps.store.knowledgeChunks.vectors(knowledgeBaseId);
-    const withVectors = rows.filter((r) => r.embedding && r.embedding.byteLength > 0);
-    const dimension = withVectors.length ? withVectors[0]!.embedding!.byteLength / 4 : 0;
-    const vectors = new Float32Array(withVectors.length * dimension);
-    const seqs = new Int32Array(withVectors.length);
-    const docs: string[] = new Array(withVectors.length);
-    const enabled = new Uint8Array(withVectors.length);
-    withVectors.forEach((r, i) => {
-      const v = blobToVector(r.embedding!);
-      if (v.length === dimension) vectors.set(v, i * dimension);
-      seqs[i] = Number(r.seq);
-      docs[i] = r.document_id;
-      enabled[i] = Number(r.enabled) === 1 ? 1 : 0;
-    });
-    return { dimension, seqs, docs, enabled, vectors };
+    const { store } = this.deps;
+    const { rows: total, dimension } = await store.knowledgeChunks.vectorShape(knowledgeBaseId);
+    const seqs = new Int32Array(total);
+    const docOf = new Int32Array(total);
+    const enabled = new Uint8Array(total);
+    const vectors = new Float32Array(total * dimension);
+    const docIds: string[] = [];
+    const docIndex = new Map<string, number>();
+    let n = 0;
+    let after = 0;
+    for (;;) {
+      const page = await store.knowledgeChunks.vectors(knowledgeBaseId, after, 5000);
+      if (page.length === 0) break;
+      for (const r of page) {
+        after = Number(r.seq);
+        if (n >= total || !r.embedding || r.embedding.byteLength !== dimension * 4) continue;
+        let d = docIndex.get(r.document_id);
+        if (d === undefined) {
+          d = docIds.length;
+          docIds.push(r.document_id);
+          docIndex.set(r.document_id, d);
+        }
+        seqs[n] = after;
+        docOf[n] = d;
+        enabled[n] = Number(r.enabled) === 1 ? 1 : 0;
+        vectors.set(new Float32Array(r.embedding.buffer, r.embedding.byteOffset, dimension), n * dimension);
+        n++;
+      }
+    }
+    return { dimension, rows: n, seqs, docOf, docIds, enabled, vectors };
   }
 
   // ── the processing queue

@@ -173,22 +173,49 @@ export class KnowledgeChunkRepository {
     return rows.map((r) => ({ ...toRecord(r), embedding: r.embedding }));
   }
 
-  /** Every vector of a base, in `seq` order, for the in-memory index. */
-  async vectors(knowledgeBaseId: string): Promise<{ seq: number; document_id: string; enabled: number; embedding: Uint8Array | null }[]> {
-    return this.db.all('SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? ORDER BY seq', [knowledgeBaseId]);
+  /** How many chunks of a base have a vector, and the width of the first one. */
+  async vectorShape(knowledgeBaseId: string): Promise<{ rows: number; dimension: number }> {
+    const r = await this.db.get<{ n: number; w: number | null }>(
+      'SELECT COUNT(*) AS n, (SELECT length(embedding) FROM knowledge_chunks WHERE knowledge_base_id = ? AND embedding IS NOT NULL LIMIT 1) AS w FROM knowledge_chunks WHERE knowledge_base_id = ? AND embedding IS NOT NULL',
+      [knowledgeBaseId, knowledgeBaseId],
+    );
+    return { rows: Number(r?.n ?? 0), dimension: Number(r?.w ?? 0) / 4 };
+  }
+
+  /** One page of a base's vectors after `afterSeq`, in `seq` order, for the in-memory index. */
+  async vectors(knowledgeBaseId: string, afterSeq: number, limit: number): Promise<{ seq: number; document_id: string; enabled: number; embedding: Uint8Array | null }[]> {
+    return this.db.all(
+      `SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? AND seq > ? ORDER BY seq ${limitClause(limit)}`,
+      [knowledgeBaseId, afterSeq],
+    );
   }
 
   /**
-   * Full-text matches of an FTS5 query among enabled chunks of the given documents' bases, best BM25 first
-   * (`score` is bm25(): lower is better).
+   * Full-text matches of an FTS5 query, best BM25 first (`score` is bm25(): lower is better), among enabled
+   * chunks of the given bases. The index is searched alone first (FTS5 orders by rank cheaply), then the best
+   * rows are checked against the bases; when too few survive, it looks deeper.
    */
-  async fullText(kbIds: readonly string[], ftsQuery: string, limit: number): Promise<{ seq: number; document_id: string; score: number }[]> {
-    return this.db.all(
-      `SELECT c.seq AS seq, c.document_id AS document_id, bm25(knowledge_chunks_fts) AS score
-         FROM knowledge_chunks_fts JOIN knowledge_chunks c ON c.seq = knowledge_chunks_fts.rowid
-        WHERE knowledge_chunks_fts MATCH ? AND c.knowledge_base_id IN (${kbIds.map(() => '?').join(', ')}) AND c.enabled = 1
-        ORDER BY score ${limitClause(limit)}`,
-      [ftsQuery, ...kbIds],
-    );
+  async fullText(kbIds: readonly string[], ftsQuery: string, limit: number, accept: (documentId: string) => boolean = () => true): Promise<{ seq: number; document_id: string; score: number }[]> {
+    const bases = new Set(kbIds);
+    for (let depth = Math.max(limit * 2, 200); ; depth *= 8) {
+      const hits = await this.db.all<{ seq: number; score: number }>(
+        `SELECT rowid AS seq, rank AS score FROM knowledge_chunks_fts WHERE knowledge_chunks_fts MATCH ? ORDER BY rank ${limitClause(depth)}`,
+        [ftsQuery],
+      );
+      const out: { seq: number; document_id: string; score: number }[] = [];
+      for (let i = 0; i < hits.length; i += 500) {
+        const part = hits.slice(i, i + 500);
+        const rows = await this.db.all<{ seq: number; document_id: string; knowledge_base_id: string; enabled: number }>(
+          `SELECT seq, document_id, knowledge_base_id, enabled FROM knowledge_chunks WHERE seq IN (${part.map(() => '?').join(', ')})`,
+          part.map((h) => h.seq),
+        );
+        const bySeq = new Map(rows.map((r) => [Number(r.seq), r]));
+        for (const h of part) {
+          const r = bySeq.get(Number(h.seq));
+          if (r && bases.has(r.knowledge_base_id) && Number(r.enabled) === 1 && accept(r.document_id)) out.push({ seq: Number(h.seq), document_id: r.document_id, score: Number(h.score) });
+        }
+      }
+      if (out.length >= limit || hits.length < depth || depth >= 1_000_000) return out.slice(0, limit);
+    }
   }
 }
