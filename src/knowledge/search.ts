@@ -84,7 +84,8 @@ function positionOf(index: VectorIndex, seq: number): number {
 export async function runSearch(store: Store, knowledge: KnowledgeService, req: SearchRequest): Promise<{ hits: SearchHit[]; lexicalFailed: boolean }> {
   const kbIds = req.bases.map((b) => b.id);
   const filterSql = req.filters.length ? filtersToSql(req.filters, 'd') : null;
-  const docs = new Map<string, KnowledgeDocumentRecord>((await store.knowledgeDocuments.searchable(kbIds, filterSql)).map((d) => [d.id, d]));
+  // Which documents may answer (ids and bases only); full records are read for the results alone.
+  const docs = new Map((await store.knowledgeDocuments.searchableIds(kbIds, filterSql)).map((d) => [d.id, d.knowledgeBaseId]));
   const candidates = new Map<number, Candidate>();
   const legLimit = Math.min(200, Math.max(req.topK * 3, 50));
   let lexicalFailed = false;
@@ -156,7 +157,7 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
     if (qv) {
       for (const c of candidates.values()) {
         if (c.similarity !== null) continue;
-        const kbId = docs.get(c.docId)!.knowledgeBaseId;
+        const kbId = docs.get(c.docId)!;
         c.kbId = kbId;
         const index = indexes.get(kbId)!;
         const pos = positionOf(index, c.seq);
@@ -168,10 +169,11 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
     .sort((a, b) => b.score - a.score || (a.lexicalRank ?? Infinity) - (b.lexicalRank ?? Infinity) || (a.vectorRank ?? Infinity) - (b.vectorRank ?? Infinity))
     .slice(0, req.topK);
   const chunks = new Map((await store.knowledgeChunks.getBySeq(ordered.map((c) => c.seq))).map((c) => [c.seq, c]));
+  const records = new Map<string, KnowledgeDocumentRecord>((await store.knowledgeDocuments.getMany([...new Set(ordered.map((c) => c.docId))])).map((d) => [d.id, d]));
   const hits: SearchHit[] = [];
   for (const c of ordered) {
     const chunk = chunks.get(c.seq);
-    const doc = docs.get(c.docId);
+    const doc = records.get(c.docId);
     if (!chunk || !doc) continue;
     hits.push({
       knowledgeBaseId: doc.knowledgeBaseId,

@@ -317,6 +317,16 @@ export class KnowledgeDocumentRepository {
     return rows.map(toRecord);
   }
 
+  /** Ids (and bases) of the documents search may return: enabled, completed, not excluded, matching the filter SQL. */
+  async searchableIds(kbIds: readonly string[], filterSql: { sql: string; params: (string | number)[] } | null): Promise<{ id: string; knowledgeBaseId: string }[]> {
+    const rows = await this.db.all<{ id: string; kb: string }>(
+      `SELECT d.id AS id, d.knowledge_base_id AS kb FROM knowledge_documents d WHERE d.knowledge_base_id IN (${kbIds.map(() => '?').join(', ')}) AND d.enabled = 1
+         AND d.processing_status = 'completed' AND d.user_excluded = 0 AND ${filterSql ? filterSql.sql : '1 = 1'}`,
+      [...kbIds, ...(filterSql?.params ?? [])],
+    );
+    return rows.map((r) => ({ id: r.id, knowledgeBaseId: r.kb }));
+  }
+
   /** How many documents of a base carry a value in a slot. */
   async slotUsage(knowledgeBaseId: string, slot: string): Promise<number> {
     if (!(TAG_COLUMNS as readonly string[]).includes(slot)) throw new Error(`unknown tag slot ${slot}`);
