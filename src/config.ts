@@ -74,6 +74,8 @@ export interface KnowledgeSettings {
   maxDocumentBytes: number;
   /** How often due connector syncs are looked for (ms); 0 turns the schedule off. */
   connectorPollMs: number;
+  /** A Cohere-compatible rerank endpoint for `rerankerEnabled` searches; null: reranking is unavailable. */
+  rerank: { baseUrl: string; apiKey: string | null; timeoutMs: number } | null;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -305,6 +307,15 @@ function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
       throw new ConfigError(`KB_EMBEDDING_BASE_URL must be an http(s) URL, got "${baseUrl}"`);
     }
   }
+  const rerankUrl = env.KB_RERANK_BASE_URL?.trim();
+  if (rerankUrl) {
+    try {
+      const url = new URL(rerankUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`KB_RERANK_BASE_URL must be an http(s) URL, got "${rerankUrl}"`);
+    }
+  }
   const mode = env.KB_SEARCH_DEFAULT_MODE || 'hybrid';
   if (mode !== 'vector' && mode !== 'hybrid') throw new ConfigError(`KB_SEARCH_DEFAULT_MODE must be vector or hybrid, got "${mode}"`);
   return {
@@ -323,5 +334,8 @@ function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
     defaultSearchMode: mode,
     maxDocumentBytes: byteSize(env, 'KB_MAX_DOCUMENT_SIZE', 100 * 1024 * 1024),
     connectorPollMs: integer(env, 'KB_CONNECTOR_POLL_MS', 30_000, 0, 86_400_000),
+    rerank: rerankUrl
+      ? { baseUrl: rerankUrl.replace(/\/+$/, ''), apiKey: env.KB_RERANK_API_KEY || null, timeoutMs: integer(env, 'KB_RERANK_TIMEOUT_MS', 10_000, 100, 600_000) }
+      : null,
   };
 }

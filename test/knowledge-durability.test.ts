@@ -14,6 +14,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
 
 type Mode = 'ok' | 'down' | 'hang';
+let rerankDown = false;
 let mode: Mode = 'ok';
 let requests = 0;
 let inputs = 0;
@@ -36,6 +37,16 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
+      if (req.url === '/v1/rerank') {
+        const parsed = JSON.parse(body) as { documents: string[]; top_n: number; query: string };
+        if (rerankDown) return void res.writeHead(500).end('{}');
+        // Prefers documents that mention the last word of the query, then later candidates.
+        const last = parsed.query.split(' ').at(-1)!;
+        const results = parsed.documents.map((d, index) => ({ index, relevance_score: (d.includes(last) ? 1 : 0) + index / 1000 }));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ results: results.sort((a, b) => b.relevance_score - a.relevance_score).slice(0, parsed.top_n) }));
+        return;
+      }
       requests++;
       if (mode === 'down') {
         res.writeHead(503).end('{"error":"down"}');
@@ -94,6 +105,39 @@ describe('an OpenAI-compatible embedding endpoint', () => {
     const retry = await s.call('PATCH', `/api/v2/knowledge/${kb.id}/documents/${failed.id}`, { workspaceId: s.workspaceId, retryProcessing: true });
     expect(retry.status).toBe(200);
     expect((await waitForDocument(s, kb.id, failed.id)).processingStatus).toBe('completed');
+  });
+});
+
+describe('reranking through a configured endpoint', () => {
+  it('reorders the candidates (rerankerStatus applied) and falls back to the search order when it fails', async () => {
+    const s = await startTestServer({ KB_RERANK_BASE_URL: endpointUrl });
+    try {
+      const kb = await createBase(s);
+      const words = ['apples', 'pears', 'plums', 'cherries'];
+      for (const w of words) {
+        const up = await uploadDocument(s, kb.id, `${w}.txt`, `Orchard notes about fruit trees and ${w} growing in the garden.`);
+        await waitForDocument(s, kb.id, up.document.id);
+      }
+      const search = (extra: Record<string, unknown>) =>
+        s.call('POST', '/api/v2/knowledge/search', { workspaceId: s.workspaceId, knowledgeBaseIds: kb.id, query: 'fruit trees plums', topK: 2, ...extra });
+      rerankDown = false;
+      const applied = await search({ rerankerEnabled: true, rerankerInputCount: 4 });
+      expect(applied.status, applied.text).toBe(200);
+      expect(applied.body.data.rerankerStatus).toBe('applied');
+      expect(applied.body.data.results).toHaveLength(2);
+      expect(applied.body.data.results[0]).toMatchObject({ documentName: 'plums.txt', rank: 1 });
+      expect(applied.body.data.results[0].rerankerScore).toBeGreaterThanOrEqual(1);
+      expect(applied.body.data.results[1].rerankerScore).toBeLessThan(1);
+      rerankDown = true;
+      const fallback = await search({ rerankerEnabled: true });
+      expect(fallback.body.data.rerankerStatus).toBe('unavailable');
+      expect(fallback.body.data.results).toHaveLength(2);
+      expect(fallback.body.data.results[0].rerankerScore).toBeUndefined();
+      expect((await search({})).body.data.rerankerStatus).toBe('not_requested');
+    } finally {
+      rerankDown = false;
+      await s.stop();
+    }
   });
 });
 

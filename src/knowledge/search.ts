@@ -31,6 +31,7 @@ export interface SearchHit {
   similarity: number;
   rankScore: number;
   rank: number;
+  rerankerScore?: number;
 }
 
 interface Candidate {

@@ -2,7 +2,8 @@
 import type { Handler } from '../../../generated/handlers.ts';
 import { badRequest, invalidField } from '../../http/errors.ts';
 import { resolveFilters } from '../../knowledge/tags.ts';
-import { runSearch } from '../../knowledge/search.ts';
+import { runSearch, type SearchHit } from '../../knowledge/search.ts';
+import { rerank, RerankError } from '../../knowledge/rerank.ts';
 import type { TagDefinitionRecord } from '../../store/knowledge-bases.ts';
 import { loadBase } from './shared.ts';
 
@@ -35,10 +36,24 @@ export const searchKnowledge: Handler<'searchKnowledge'> = async ({ body, ctx })
   const resolved = resolveFilters(filters, [...defs.values()], ['body', 'tagFilters']);
   const topK = body.topK ?? 10;
   const mode = body.searchMode ?? ctx.services.config.knowledge.defaultSearchMode;
-  const { hits } = await runSearch(ctx.services.store, ctx.services.knowledge, { bases, query, topK, filters: resolved, mode, defs });
-  const rerankerStatus = !body.rerankerEnabled ? 'not_requested' : query === null ? 'skipped' : 'unavailable';
+  const settings = ctx.services.config.knowledge.rerank;
+  const reranking = body.rerankerEnabled === true && query !== null && settings !== null;
+  const pool = reranking ? Math.max(topK, body.rerankerInputCount ?? Math.min(100, topK * 4)) : topK;
+  const { hits } = await runSearch(ctx.services.store, ctx.services.knowledge, { bases, query, topK: pool, filters: resolved, mode, defs });
+  let results: SearchHit[] = hits.slice(0, topK);
+  let rerankerStatus: 'not_requested' | 'skipped' | 'unavailable' | 'applied' = !body.rerankerEnabled ? 'not_requested' : query === null ? 'skipped' : 'unavailable';
+  if (reranking && hits.length > 0) {
+    try {
+      const order = await rerank(settings!, body.rerankerModel ?? 'rerank-v4.0-fast', query!, hits.map((h) => h.content), topK);
+      results = order.map((o, i) => ({ ...hits[o.index]!, rank: i + 1, rankScore: o.score, rerankerScore: o.score }));
+      rerankerStatus = 'applied';
+    } catch (err) {
+      if (!(err instanceof RerankError)) throw err;
+      ctx.log.warn({ err: err.message }, 'rerank failed; the search order is kept');
+    }
+  } else if (reranking) rerankerStatus = 'applied';
   return {
     status: 200,
-    body: { data: { results: hits, query: query ?? '', knowledgeBaseIds: ids, topK, totalResults: hits.length, rerankerStatus } },
+    body: { data: { results, query: query ?? '', knowledgeBaseIds: ids, topK, totalResults: results.length, rerankerStatus } },
   };
 };
