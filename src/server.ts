@@ -49,7 +49,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
   const opened = store ?? (await openSqliteStore(config.databaseFile));
   const engine = createEngine(config);
-  const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
+  const secrets = new SecretVault(opened, cipher);
   const signingKey = await loadSigningKey(opened, secrets, logger);
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);
@@ -67,7 +68,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     rateLimits: new MemoryRateLimitStore(),
     blobs,
     dataDirLock,
-    knowledge: new KnowledgeService({ store: opened, blobs, config, logger }),
+    knowledge: new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets }),
   };
 }
 

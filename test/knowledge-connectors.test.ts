@@ -17,6 +17,27 @@ const pages: Record<string, string> = {
   '/b.html': '<html><body><h1>Beta</h1><p>Beta page about wind turbines.</p></body></html>',
 };
 
+// A stand-in for the GitHub REST API: one repository with a docs folder; the token must be sent.
+const ghFiles: Record<string, { sha: string; text: string }> = {
+  'docs/intro.md': { sha: 'a1', text: '# Intro\n\nThe project indexes lighthouse logbooks.' },
+  'docs/guide.txt': { sha: 'b2', text: 'Guide: keep the lamp lit and the lens clean.' },
+  'src/main.ts': { sha: 'c3', text: 'export const x = 1;' },
+};
+let ghRequests: string[] = [];
+function github(req: http.IncomingMessage, res: http.ServerResponse) {
+  ghRequests.push(req.url!);
+  if (req.headers.authorization !== 'Bearer gh-token') return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"message":"Bad credentials"}');
+  const json = (v: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(v));
+  if (req.url === '/gh/repos/acme/docs') return json({ default_branch: 'main', html_url: 'https://github.example/acme/docs' });
+  if (req.url === '/gh/repos/acme/docs/git/trees/main?recursive=1') {
+    return json({ sha: 't', truncated: false, tree: [{ path: 'docs', type: 'tree', sha: 'd' }, ...Object.entries(ghFiles).map(([path, f]) => ({ path, type: 'blob', sha: f.sha, size: f.text.length }))] });
+  }
+  const blob = /^\/gh\/repos\/acme\/docs\/git\/blobs\/(\w+)$/.exec(req.url!);
+  const file = blob && Object.values(ghFiles).find((f) => f.sha === blob[1]);
+  if (file && req.headers.accept === 'application/vnd.github.raw') return void res.writeHead(200, { 'content-type': 'application/vnd.github.raw' }).end(file.text);
+  res.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
+}
+
 beforeAll(async () => {
   site = http.createServer((req, res) => {
     if (req.url === '/sitemap.xml') {
@@ -24,6 +45,7 @@ beforeAll(async () => {
       res.end(`<?xml version="1.0"?><urlset>${Object.keys(pages).map((p) => `<url><loc>${siteUrl}${p}</loc></url>`).join('')}</urlset>`);
       return;
     }
+    if (req.url?.startsWith('/gh/')) return github(req, res);
     if (req.url === '/slow.html') {
       setTimeout(() => res.writeHead(200, { 'content-type': 'text/html' }).end('<p>slow page about tides</p>'), 400);
       return;
@@ -56,6 +78,7 @@ describe('connector types', () => {
     const summary = await s.call('GET', `/api/v2/connector-types?workspaceId=${ws}`);
     expect(summary.status, summary.text).toBe(200);
     expect(summary.body.data).toEqual([
+      { connectorType: 'github', name: 'GitHub', description: expect.any(String), auth: { mode: 'apiKey' } },
       { connectorType: 'web', name: 'Web pages', description: expect.any(String), auth: { mode: 'apiKey' } },
       { connectorType: 'workspace-files', name: 'Workspace files', description: expect.any(String), auth: { mode: 'apiKey' } },
     ]);
@@ -65,7 +88,7 @@ describe('connector types', () => {
     expect(full.body.data[0].configFields.map((f: any) => f.id)).toEqual(['urls', 'sitemapUrl', 'maxPages']);
     const page = await s.call('GET', `/api/v2/connector-types?workspaceId=${ws}&limit=1`);
     const next = await s.call('GET', `/api/v2/connector-types?workspaceId=${ws}&limit=1&cursor=${encodeURIComponent(page.body.nextCursor)}`);
-    expect(next.body.data.map((t: any) => t.connectorType)).toEqual(['workspace-files']);
+    expect(next.body.data.map((t: any) => t.connectorType)).toEqual(['web']);
   });
 });
 
@@ -179,6 +202,43 @@ describe('web connector', () => {
     } finally {
       await strict.stop();
     }
+  });
+});
+
+describe('github connector', () => {
+  it('indexes the repository text files through the REST API with the sealed token; unchanged blobs are not fetched again', async () => {
+    const kb = await createBase(s, { name: 'Repo' });
+    const post = (apiKey: string) =>
+      s.call('POST', `/api/v2/knowledge/${kb.id}/connectors`, { workspaceId: ws, connectorType: 'github', apiKey, sourceConfig: { repository: 'acme/docs', pathPrefix: 'docs/', apiUrl: `${siteUrl}/gh` } });
+    const bad = await post('wrong');
+    const badId = bad.body.data.id;
+    const failed = await synced(kb.id, badId, 1);
+    expect(failed).toMatchObject({ status: 'error' });
+    expect(failed.lastSyncError).toMatch(/refused access/);
+    expect(JSON.stringify(failed)).not.toContain('wrong');
+    await s.call('DELETE', `/api/v2/knowledge/${kb.id}/connectors/${badId}?workspaceId=${ws}`);
+
+    ghRequests = [];
+    const created = await post('gh-token');
+    expect(created.body.data.sourceConfig).toMatchObject({ repository: 'acme/docs', branch: null, pathPrefix: 'docs/' });
+    const cid = created.body.data.id;
+    const c = await synced(kb.id, cid, 1);
+    expect(c.syncLogs[0]).toMatchObject({ docsAdded: 2, docsFailed: 0 });
+    const docs = (await s.call('GET', `/api/v2/knowledge/${kb.id}/connectors/${cid}/documents?workspaceId=${ws}`)).body.data;
+    expect(docs.map((d: any) => d.externalId).sort()).toEqual(['docs/guide.txt', 'docs/intro.md']);
+    expect(docs.find((d: any) => d.externalId === 'docs/intro.md').sourceUrl).toBe('https://github.example/acme/docs/blob/main/docs/intro.md');
+    for (const d of docs) expect((await waitForDocument(s, kb.id, d.id)).processingStatus).toBe('completed');
+    const hit = await s.call('POST', '/api/v2/knowledge/search', { workspaceId: ws, knowledgeBaseIds: kb.id, query: 'lighthouse logbooks', topK: 1 });
+    expect(hit.body.data.results[0].documentName).toBe('intro.md');
+    expect(ghRequests.filter((u) => u.includes('/git/blobs/'))).toHaveLength(2);
+
+    ghRequests = [];
+    ghFiles['docs/guide.txt'] = { sha: 'b3', text: 'Guide: keep the lamp lit, the lens clean and the log current.' };
+    await s.call('POST', `/api/v2/knowledge/${kb.id}/connectors/${cid}/sync`, { workspaceId: ws });
+    const again = await synced(kb.id, cid, 2);
+    expect(again.syncLogs[0]).toMatchObject({ docsUpdated: 1, docsUnchanged: 1 });
+    expect(ghRequests.filter((u) => u.includes('/git/blobs/'))).toEqual(['/gh/repos/acme/docs/git/blobs/b3']);
+    expect((await s.call('POST', `/api/v2/knowledge/${kb.id}/connectors`, { workspaceId: ws, connectorType: 'github', sourceConfig: { repository: 'not a repo' } })).status).toBe(400);
   });
 });
 

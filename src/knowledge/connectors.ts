@@ -36,6 +36,8 @@ export interface ConnectorContext {
   baseUrl: string;
   maxDocumentBytes: number;
   timeoutMs: number;
+  /** The connector's API key (resolved), or null. */
+  apiKey: string | null;
 }
 
 /** The source itself could not be listed (unreachable, refused by the egress policy, malformed). */
@@ -58,6 +60,8 @@ export interface ConnectorType {
   description: string;
   version: string;
   auth: { mode: 'apiKey'; label?: string; placeholder?: string; optional: boolean };
+  /** Whether the type uses an API key at all (optional ones may still be given one). */
+  acceptsApiKey: boolean;
   configFields: ConfigField[];
   supportsIncrementalSync: boolean;
   tagDefinitions: { id: string; displayName: string; fieldType: 'text' | 'number' | 'date' | 'boolean' }[];
@@ -79,6 +83,7 @@ const workspaceFiles: ConnectorType = {
   description: 'Keeps the knowledge base in step with a folder of this workspace’s files.',
   version: '1.0.0',
   auth: { mode: 'apiKey', label: 'No key needed', optional: true },
+  acceptsApiKey: false,
   configFields: [
     { id: 'folderPath', title: 'Folder', type: 'short-input', placeholder: '/docs', required: true, description: 'Workspace files folder to index (`/` for every file).' },
     {
@@ -128,6 +133,7 @@ const webPages: ConnectorType = {
   description: 'Fetches a list of pages, or the pages a sitemap lists, under the server’s egress policy.',
   version: '1.0.0',
   auth: { mode: 'apiKey', label: 'No key needed', optional: true },
+  acceptsApiKey: false,
   configFields: [
     { id: 'urls', title: 'Page URLs', type: 'short-input', placeholder: 'https://example.com/a, https://example.com/b', required: false, description: 'Pages to index, separated by commas or new lines.' },
     { id: 'sitemapUrl', title: 'Sitemap URL', type: 'short-input', placeholder: 'https://example.com/sitemap.xml', required: false, description: 'A sitemap whose <loc> pages are indexed.' },
@@ -211,6 +217,100 @@ const webPages: ConnectorType = {
   },
 };
 
+
+/**
+ * A GitHub repository's text files (Markdown, plain text, reStructuredText, HTML by default), read through the
+ * REST API: the repository (for its default branch and web address), its git tree, and each blob as raw bytes.
+ * The blob's git SHA is the content hash, so unchanged files are not fetched again. A token is optional (public
+ * repositories); `apiUrl` points at GitHub Enterprise Server.
+ */
+const github: ConnectorType = {
+  connectorType: 'github',
+  name: 'GitHub',
+  description: 'Indexes the text files of a GitHub repository (a branch, optionally under one path).',
+  version: '1.0.0',
+  auth: { mode: 'apiKey', label: 'Personal access token (needed for private repositories)', placeholder: 'github_pat_…', optional: true },
+  acceptsApiKey: true,
+  configFields: [
+    { id: 'repository', title: 'Repository', type: 'short-input', placeholder: 'owner/name', required: true },
+    { id: 'branch', title: 'Branch', type: 'short-input', placeholder: 'main', required: false, description: 'Defaults to the repository’s default branch.' },
+    { id: 'pathPrefix', title: 'Path', type: 'short-input', placeholder: 'docs/', required: false, description: 'Only files under this path.' },
+    { id: 'extensions', title: 'File extensions', type: 'short-input', placeholder: 'md,mdx,txt,rst,html', required: false, mode: 'advanced' },
+    { id: 'apiUrl', title: 'API URL', type: 'short-input', placeholder: 'https://api.github.com', required: false, mode: 'advanced', description: 'For GitHub Enterprise Server.' },
+  ],
+  supportsIncrementalSync: false,
+  tagDefinitions: [],
+  validate(config, field) {
+    unknownKeys(config, ['repository', 'branch', 'pathPrefix', 'extensions', 'apiUrl'], field);
+    if (typeof config.repository !== 'string' || !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(config.repository)) {
+      throw invalidField([...field, 'repository'], 'repository is owner/name.');
+    }
+    const str = (k: string) => {
+      const v = config[k];
+      if (v !== undefined && (typeof v !== 'string' || v.length > 500)) throw invalidField([...field, k], `${k} is a string.`);
+      return v as string | undefined;
+    };
+    const apiUrl = (str('apiUrl') ?? 'https://api.github.com').replace(/\/+$/, '');
+    try {
+      const u = new URL(apiUrl);
+      if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error();
+    } catch {
+      throw invalidField([...field, 'apiUrl'], 'apiUrl is an http(s) URL.');
+    }
+    const extensions = (str('extensions') ?? 'md,mdx,txt,rst,html').split(',').map((e) => e.trim().replace(/^\./, '').toLowerCase()).filter(Boolean);
+    return { repository: config.repository, branch: str('branch') ?? null, pathPrefix: (str('pathPrefix') ?? '').replace(/^\/+/, ''), extensions, apiUrl };
+  },
+  async list(config, ctx) {
+    const api = config.apiUrl as string;
+    const repo = config.repository as string;
+    const headers: Record<string, string> = { accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', 'user-agent': 'open-workspace-automation' };
+    if (ctx.apiKey) headers.authorization = `Bearer ${ctx.apiKey}`;
+    const getJson = async (url: string): Promise<any> => {
+      let res;
+      try {
+        res = await ctx.egress.request({ url, headers, timeoutMs: ctx.timeoutMs });
+      } catch (err) {
+        throw new SourceError(`GitHub could not be reached: ${(err as Error).message}`);
+      }
+      if (res.status === 401 || res.status === 403) throw new SourceError(`GitHub refused access to ${repo} (${res.status}); check the token.`);
+      if (res.status === 404) throw new SourceError(`GitHub has no repository ${repo} visible to this token.`);
+      if (res.status >= 400) throw new SourceError(`GitHub answered ${res.status} for ${url}.`);
+      try {
+        return JSON.parse(res.body.toString('utf8'));
+      } catch {
+        throw new SourceError('GitHub answered something that is not JSON.');
+      }
+    };
+    const info = await getJson(`${api}/repos/${repo}`);
+    const branch = (config.branch as string | null) ?? String(info.default_branch ?? 'main');
+    const tree = await getJson(`${api}/repos/${repo}/git/trees/${encodeURIComponent(branch)}?recursive=1`);
+    if (!Array.isArray(tree.tree)) throw new SourceError('GitHub answered a tree without entries.');
+    const exts = new Set(config.extensions as string[]);
+    const prefix = config.pathPrefix as string;
+    const web = String(info.html_url ?? `https://github.com/${repo}`);
+    return (tree.tree as { path: string; type: string; sha: string; size?: number }[])
+      .filter((e) => e.type === 'blob' && e.path.startsWith(prefix) && exts.has(e.path.split('.').pop()!.toLowerCase()) && (e.size ?? 0) <= ctx.maxDocumentBytes)
+      .map((e) => {
+        const filename = e.path.split('/').pop()!;
+        const mimeType = /\.html?$/i.test(filename) ? 'text/html' : /\.mdx?$/i.test(filename) ? 'text/markdown' : 'text/plain';
+        return {
+          externalId: e.path,
+          filename,
+          mimeType,
+          sourceUrl: `${web}/blob/${encodeURIComponent(branch)}/${e.path.split('/').map(encodeURIComponent).join('/')}`,
+          contentHash: e.sha,
+          size: e.size ?? 0,
+          load: async () => {
+            const res = await ctx.egress.request({ url: `${api}/repos/${repo}/git/blobs/${e.sha}`, headers: { ...headers, accept: 'application/vnd.github.raw' }, timeoutMs: ctx.timeoutMs });
+            if (res.status >= 400) throw new SourceError(`GitHub answered ${res.status} for ${e.path}.`);
+            const blob = await ctx.blobs.write(Readable.from([res.body]), { expectedSize: res.body.length });
+            return { blobKey: blob.key, size: blob.size };
+          },
+        };
+      });
+  },
+};
+
 /** The connector types this server can run. */
-export const CONNECTOR_TYPES: ConnectorType[] = [workspaceFiles, webPages];
+export const CONNECTOR_TYPES: ConnectorType[] = [github, workspaceFiles, webPages];
 export const connectorType = (id: string) => CONNECTOR_TYPES.find((t) => t.connectorType === id);

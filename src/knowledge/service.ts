@@ -21,7 +21,9 @@ import { UserRegexError } from './user-regex.ts';
 import { EgressPolicy } from '../execution/egress.ts';
 import { SourceError, type ConnectorContext } from './connectors.ts';
 import { runSync } from './sync.ts';
-import type { SyncLogRecord } from '../store/knowledge-connectors.ts';
+import type { SecretCipher } from '../secrets/cipher.ts';
+import type { SecretVault } from '../secrets/vault.ts';
+import type { ConnectorRecord, SyncLogRecord } from '../store/knowledge-connectors.ts';
 
 export interface KnowledgeDeps {
   store: Store;
@@ -30,6 +32,10 @@ export interface KnowledgeDeps {
   logger: Logger;
   /** Overrides the configured provider (tests). */
   provider?: EmbeddingProvider;
+  /** Seals connector API keys at rest (the secrets key); without it connectors cannot keep a key. */
+  cipher?: SecretCipher;
+  /** Resolves a `{{NAME}}` secret reference given as a connector's API key. */
+  secrets?: SecretVault;
 }
 
 /**
@@ -149,6 +155,23 @@ export class KnowledgeService {
 
   // ── connectors
 
+  /** Seals a connector's API key (or `{{SECRET}}` reference) for storage; bound to the connector's id. */
+  sealApiKey(connectorId: string, apiKey: string): string {
+    if (!this.deps.cipher) throw new Error('No secrets key: connector API keys cannot be stored.');
+    return this.deps.cipher.encrypt(apiKey, `knowledge-connector:${connectorId}`);
+  }
+
+  /** The key a sync sends: the sealed value, or the workspace/personal secret a `{{NAME}}` reference names. */
+  private async apiKeyOf(c: ConnectorRecord): Promise<string | null> {
+    if (!c.apiKeySealed || !this.deps.cipher) return null;
+    const value = this.deps.cipher.decrypt(c.apiKeySealed, `knowledge-connector:${c.id}`);
+    const ref = /^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/.exec(value);
+    if (!ref) return value;
+    const resolved = await this.deps.secrets?.resolve(c.workspaceId, c.createdBy, ref[1]!);
+    if (resolved === undefined) throw new SourceError(`The secret {{${ref[1]}}} named as this connector's API key does not exist.`);
+    return resolved;
+  }
+
   /** Starts the syncs whose schedule is due. */
   async syncDue(): Promise<void> {
     if (!this.running) return;
@@ -177,13 +200,13 @@ export class KnowledgeService {
     const { store, config } = this.deps;
     const connector = await store.knowledgeConnectors.get(connectorId);
     if (!connector) return;
-    const ctx: ConnectorContext = {
-      store, blobs: this.deps.blobs, egress: this.egress, workspaceId: connector.workspaceId, baseUrl: config.baseUrl,
-      maxDocumentBytes: config.knowledge.maxDocumentBytes, timeoutMs: config.execution.apiTimeoutMs,
-    };
     let log: SyncLogRecord | undefined;
     let error: string | null = null;
     try {
+      const ctx: ConnectorContext = {
+        store, blobs: this.deps.blobs, egress: this.egress, workspaceId: connector.workspaceId, baseUrl: config.baseUrl,
+        maxDocumentBytes: config.knowledge.maxDocumentBytes, timeoutMs: config.execution.apiTimeoutMs, apiKey: await this.apiKeyOf(connector),
+      };
       log = await runSync(ctx, connector, rehydrate, startedAt);
     } catch (err) {
       if (!(err instanceof SourceError)) this.deps.logger.error({ err, connectorId }, 'connector sync failed unexpectedly');

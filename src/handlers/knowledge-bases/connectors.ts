@@ -80,17 +80,18 @@ export const createKnowledgeConnector: Handler<'createKnowledgeConnector'> = asy
   const type = connectorType(body.connectorType);
   if (!type) throw invalidField(['body', 'connectorType'], `This server has no connector type "${body.connectorType}" (it runs ${CONNECTOR_TYPES.map((t) => t.connectorType).join(', ')}).`);
   if (body.credentialId !== undefined) throw invalidField(['body', 'credentialId'], `The ${type.connectorType} connector does not use an OAuth credential.`);
-  if (body.apiKey !== undefined) throw invalidField(['body', 'apiKey'], `The ${type.connectorType} connector needs no API key.`);
+  if (body.apiKey !== undefined && !type.acceptsApiKey) throw invalidField(['body', 'apiKey'], `The ${type.connectorType} connector needs no API key.`);
   const sourceConfig = type.validate(body.sourceConfig, ['body', 'sourceConfig']);
   const at = nowIso();
   const interval = body.syncIntervalMinutes ?? 1440;
+  const id = `kcn_${randomUUID().replace(/-/g, '')}`;
   const connector: ConnectorRecord = {
-    id: `kcn_${randomUUID().replace(/-/g, '')}`,
+    id,
     knowledgeBaseId: kb.id,
     workspaceId: kb.workspaceId,
     connectorType: type.connectorType,
     credentialId: null,
-    apiKeySealed: null,
+    apiKeySealed: body.apiKey === undefined ? null : ctx.services.knowledge.sealApiKey(id, body.apiKey),
     sourceConfig: JSON.stringify(sourceConfig),
     syncIntervalMinutes: interval,
     status: 'active',
