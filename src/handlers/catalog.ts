@@ -61,4 +61,5 @@ export const getBlock: Handler<'getBlock'> = async ({ params }) => {
   return { status: 200, body: { data: detailView(block) } };
 };
 // The knowledge connector types this server runs (Knowledge Bases family).
-export { listConnectorTypes } from './knowledge-bases/connectors.ts';
+import * as knowledgeConnectors from './knowledge-bases/connectors.ts';
+export const listConnectorTypes = knowledgeConnectors.listConnectorTypes;

@@ -1,11 +1,55 @@
-// Handlers for the Knowledge Bases operations; one module per area under ./knowledge-bases/.
-export * from './knowledge-bases/bases.ts';
-export * from './knowledge-bases/documents.ts';
-export * from './knowledge-bases/chunks.ts';
-export * from './knowledge-bases/search.ts';
-export * from './knowledge-bases/tags.ts';
-export * from './knowledge-bases/folders.ts';
-export {
-  listKnowledgeConnectors, createKnowledgeConnector, getKnowledgeConnector, updateKnowledgeConnector, deleteKnowledgeConnector, syncKnowledgeConnector,
-  listKnowledgeConnectorDocuments, updateKnowledgeConnectorDocuments,
-} from './knowledge-bases/connectors.ts';
+// Handlers for the Knowledge Bases operations. They live by area in ./knowledge-bases/; each is named here
+// (`export const`), which is how the generator's scaffold recognizes an operation as handled.
+import * as bases from './knowledge-bases/bases.ts';
+import * as documents from './knowledge-bases/documents.ts';
+import * as chunks from './knowledge-bases/chunks.ts';
+import * as search from './knowledge-bases/search.ts';
+import * as tags from './knowledge-bases/tags.ts';
+import * as folders from './knowledge-bases/folders.ts';
+import * as connectors from './knowledge-bases/connectors.ts';
+
+export const listKnowledgeBases = bases.listKnowledgeBases;
+export const createKnowledgeBase = bases.createKnowledgeBase;
+export const getKnowledgeBase = bases.getKnowledgeBase;
+export const updateKnowledgeBase = bases.updateKnowledgeBase;
+export const deleteKnowledgeBase = bases.deleteKnowledgeBase;
+export const restoreKnowledgeBase = bases.restoreKnowledgeBase;
+export const exportKnowledgeBase = bases.exportKnowledgeBase;
+export const listKnowledgeDocuments = documents.listKnowledgeDocuments;
+export const bulkUpdateKnowledgeDocuments = documents.bulkUpdateKnowledgeDocuments;
+export const addWorkspaceFilesToKnowledgeBase = documents.addWorkspaceFilesToKnowledgeBase;
+export const createKnowledgeDocumentUpload = documents.createKnowledgeDocumentUpload;
+export const abortKnowledgeDocumentUpload = documents.abortKnowledgeDocumentUpload;
+export const createKnowledgeDocumentUploadPartUrls = documents.createKnowledgeDocumentUploadPartUrls;
+export const completeKnowledgeDocumentUpload = documents.completeKnowledgeDocumentUpload;
+export const getKnowledgeDocument = documents.getKnowledgeDocument;
+export const updateKnowledgeDocument = documents.updateKnowledgeDocument;
+export const deleteKnowledgeDocument = documents.deleteKnowledgeDocument;
+export const uploadKnowledgeDocument = documents.uploadKnowledgeDocument;
+export const listKnowledgeChunks = chunks.listKnowledgeChunks;
+export const createKnowledgeChunk = chunks.createKnowledgeChunk;
+export const bulkUpdateKnowledgeChunks = chunks.bulkUpdateKnowledgeChunks;
+export const getKnowledgeChunk = chunks.getKnowledgeChunk;
+export const updateKnowledgeChunk = chunks.updateKnowledgeChunk;
+export const deleteKnowledgeChunk = chunks.deleteKnowledgeChunk;
+export const searchKnowledge = search.searchKnowledge;
+export const listKnowledgeTags = tags.listKnowledgeTags;
+export const createKnowledgeTag = tags.createKnowledgeTag;
+export const bulkSaveKnowledgeTagDefinitions = tags.bulkSaveKnowledgeTagDefinitions;
+export const deleteKnowledgeTagDefinitions = tags.deleteKnowledgeTagDefinitions;
+export const getNextKnowledgeTagSlot = tags.getNextKnowledgeTagSlot;
+export const listKnowledgeTagUsage = tags.listKnowledgeTagUsage;
+export const updateKnowledgeTag = tags.updateKnowledgeTag;
+export const deleteKnowledgeTag = tags.deleteKnowledgeTag;
+export const listKnowledgeFolders = folders.listKnowledgeFolders;
+export const createKnowledgeFolder = folders.createKnowledgeFolder;
+export const relocateKnowledgeFolder = folders.relocateKnowledgeFolder;
+export const deleteKnowledgeFolder = folders.deleteKnowledgeFolder;
+export const listKnowledgeConnectors = connectors.listKnowledgeConnectors;
+export const createKnowledgeConnector = connectors.createKnowledgeConnector;
+export const getKnowledgeConnector = connectors.getKnowledgeConnector;
+export const updateKnowledgeConnector = connectors.updateKnowledgeConnector;
+export const deleteKnowledgeConnector = connectors.deleteKnowledgeConnector;
+export const syncKnowledgeConnector = connectors.syncKnowledgeConnector;
+export const listKnowledgeConnectorDocuments = connectors.listKnowledgeConnectorDocuments;
+export const updateKnowledgeConnectorDocuments = connectors.updateKnowledgeConnectorDocuments;
