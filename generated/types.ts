@@ -3983,9 +3983,13 @@ export interface operations {
           /** @description Directed connections between blocks. */
           edges: components['schemas']['WorkflowEdge'][];
           /** @description Ignored: loop containers are recomputed from the blocks. */
-          loops?: Record<string, never>;
+          loops?: {
+            [key: string]: unknown;
+          };
           /** @description Ignored: parallel containers are recomputed from the blocks. */
-          parallels?: Record<string, never>;
+          parallels?: {
+            [key: string]: unknown;
+          };
           /** @description Replacement variable set keyed by variable id; omit to keep the stored one. */
           variables?: {
             [key: string]: components['schemas']['WorkflowVariable'];
@@ -6195,8 +6199,10 @@ export interface operations {
     requestBody?: {
       content: {
         'application/json': {
-          /** @description The run's input, keyed by the start block's input field names. */
-          input?: Record<string, never>;
+          /** @description The run's input, keyed by the start block's input field names (any JSON values). */
+          input?: {
+            [key: string]: unknown;
+          };
           /** @description What to run. Omit it (or send `source: deployment`) for the active deployment. */
           run?:
             | {

@@ -153,6 +153,18 @@ describe('generator', () => {
     fs.writeFileSync(file, original);
   });
 
+  it('refuses an object schema that would type as an empty object in clients', () => {
+    const file = path.join(scratch, 'spec', 'paths', 'workflow-runs.yaml');
+    const original = fs.readFileSync(file, 'utf8');
+    const closed = original.replace(/(\n {14}input:\n {16}type: object\n) {16}additionalProperties: true\n/, '$1');
+    expect(closed).not.toBe(original);
+    fs.writeFileSync(file, closed);
+    const r = run(['bin/generate.js']);
+    fs.writeFileSync(file, original);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('POST /api/v2/workflows/{workflowId}/execute: content.application/json.schema.input: an object schema with neither properties nor additionalProperties');
+  });
+
   it('refuses an unknown option', () => {
     const r = run(['bin/generate.js', '--chek']);
     expect(r.status).toBe(2);
