@@ -1133,7 +1133,7 @@ export interface paths {
     };
     /**
      * Get a workflow run
-     * @description The run's status, timings, cost, pause point and error. `includeOutput=true` adds the final output of a completed run; `selectedOutputs` (comma-separated `blockId` or `blockId.path`, ids only) adds block outputs. Poll until the status is completed, failed or cancelled.
+     * @description The run's status, timings, cost, pause point and error. `includeOutput=true` adds the final output of a completed run; `selectedOutputs` (comma-separated `blockName.path` or `blockId.path`, as on execute) adds block outputs keyed by the selector as sent; a selector naming no block of the run's workflow answers 400. Poll until the status is completed, failed or cancelled.
      */
     get: operations['getWorkflowRun'];
     put?: never;
@@ -6349,7 +6349,7 @@ export interface operations {
       query?: {
         /** @description Include the final output. */
         includeOutput?: boolean;
-        /** @description Comma-separated `blockId` or `blockId.path` selectors. */
+        /** @description Comma-separated `blockName.path` or `blockId.path` selectors (block names or ids). */
         selectedOutputs?: string;
         /** @description Inline produced files as base64; requires `includeOutput` (runs here produce no files). */
         includeFileBase64?: boolean;

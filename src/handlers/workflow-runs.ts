@@ -6,7 +6,7 @@ import { badRequest, conflict, forbidden, invalidField, notFound } from '../http
 import { readCursor, toPage } from '../http/pagination.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
-import { SelectorError, idSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, type Selector } from '../runs/views.ts';
+import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, type Selector } from '../runs/views.ts';
 import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
@@ -137,9 +137,8 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
   if (query.selectedOutputs !== undefined) {
     const recorded = (run.blockOutputs ? JSON.parse(run.blockOutputs) : {}) as Record<string, unknown>;
     const definition = await ctx.services.runs.definitionFor(run);
-    const ids = new Set(Object.keys(definition?.state.blocks ?? {}));
     try {
-      blockOutputs = pickOutputs(idSelectors(query.selectedOutputs, recorded, ids), recorded);
+      blockOutputs = pickOutputs(recordedSelectors(query.selectedOutputs, definition?.state ?? null, recorded), recorded);
     } catch (err) {
       throw selectorError(err, ['query', 'selectedOutputs']);
     }
