@@ -62,11 +62,10 @@ function sdkExecute(workflowId: string, input: Record<string, unknown>, selected
 }
 
 class SimStudioError extends Error {
-  constructor(
-    message: string,
-    readonly code?: string,
-  ) {
+  readonly code: string | undefined;
+  constructor(message: string, code?: string) {
     super(message);
+    this.code = code;
   }
 }
 
