@@ -5920,7 +5920,7 @@ export interface operations {
       query: {
         /** @description Workspace to search. */
         workspaceId: string;
-        /** @description Regular expression, or exact text when mode is exact. */
+        /** @description Regular expression, or exact text when mode is exact. Patterns run on a linear-time engine (RE2 syntax, which accepts JavaScript's usual syntax less lookaround and backreferences); an invalid or unsupported pattern answers 400 with `details[0].code` `invalid_pattern` or `unsupported_pattern`. */
         query: string;
         /** @description How query is read. */
         mode?: 'exact' | 'regex';
