@@ -104,6 +104,27 @@ describe('the Python SDK with stream=True', () => {
     expect((result as { metadata: { runId: string } }).metadata.runId).toMatch(/.+/);
   });
 
+  it('get_workflow_run(include_output=True, selected_outputs=[...]) reads block outputs by name', async () => {
+    const runId = (sdkRead(await sdkExecute(double.id, { n: 4 })) as { metadata: { runId: string } }).metadata.runId;
+    // requests encodes params with quote_plus: the comma joining the selectors becomes %2C.
+    const query = 'includeOutput=true&selectedOutputs=' + ['double.result', 'Out.data.v'].join(',').replace(/,/g, '%2C');
+    const r = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(new URL(`/api/v2/workflows/${double.id}/runs/${runId}?${query}`, s.url), {
+        headers: { 'User-Agent': 'python-requests/2.32.3', 'Accept-Encoding': 'gzip, deflate', Accept: '*/*', Connection: 'keep-alive', 'X-API-Key': s.key, 'Content-Type': 'application/json' },
+      }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(r.status, r.text).toBe(200);
+    const data = JSON.parse(r.text).data;
+    expect(data).toMatchObject({ status: 'completed', output: { v: 8 }, blockOutputs: { 'double.result': 8, 'Out.data.v': 8 } });
+  });
+
   it('reads a refused request as an error, not a parse failure', async () => {
     const r = await sdkExecute(double.id, { n: 1 }, ['ghost.value']);
     expect(r.status).toBe(400);
