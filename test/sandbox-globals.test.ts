@@ -272,6 +272,29 @@ describe('the new globals do not open the sandbox', () => {
     expect(value).toEqual({ seen: [], caller: 'none', bufferModule: 'undefined', buffer: 'function', after: 'undefined' });
   });
 
+  it('stack frames seen from a timer callback or a URL call expose no host function or receiver', async () => {
+    const value = await run(`
+      const found = [];
+      Error.prepareStackTrace = (e, frames) => frames;
+      const inspect = () => {
+        const frames = new Error('probe').stack;
+        if (!Array.isArray(frames)) return;
+        for (const f of frames) {
+          const fn = f.getFunction && f.getFunction();
+          const self = f.getThis && f.getThis();
+          if (fn && !(fn instanceof Function)) found.push('function ' + f.getFunctionName());
+          if (self && typeof self === 'object' && !(self instanceof Object)) found.push('this ' + f.getFunctionName());
+          if (fn) { try { if (fn.constructor('return typeof process')() !== 'undefined') found.push('process via ' + f.getFunctionName()); } catch {} }
+        }
+      };
+      await new Promise((r) => setTimeout(() => { inspect(); r(); }, 1));
+      new URL('https://example.com/?a=1').searchParams.forEach(() => inspect());
+      queueMicrotask(inspect);
+      await null;
+      return found;`);
+    expect(value).toEqual([]);
+  });
+
   it('a timer callback or URL input cannot make the worker run strings or reach process', async () => {
     const value = await run(`
       const out = [];
