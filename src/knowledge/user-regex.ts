@@ -1,7 +1,6 @@
-// User-supplied regular expressions (the regex chunking strategy) run on a linear-time engine (re2js, a port
-// of RE2), so no pattern can make the server backtrack for ever. This is the one place that knows the engine:
-// swap it here for a shared safe-regex module when one exists.
-import { RE2JS } from 're2js';
+// User-supplied regular expressions of the regex chunking strategy, on the shared linear-time engine
+// (src/domain/safe-regex.ts, re2js), so no pattern can make the server backtrack for ever.
+import { compileUserPattern, UserPatternError } from '../domain/safe-regex.ts';
 
 export class UserRegexError extends Error {}
 
@@ -11,22 +10,11 @@ export interface UserRegex {
 }
 
 export function compileUserRegex(pattern: string): UserRegex {
-  let compiled: RE2JS;
   try {
-    compiled = RE2JS.compile(pattern, RE2JS.MULTILINE);
+    const compiled = compileUserPattern(pattern, { multiline: true, maxLength: 500 });
+    return { matches: (text) => compiled.findAll(text).map((m) => ({ start: m.index, end: m.index + m.match.length })) };
   } catch (err) {
-    throw new UserRegexError(`The pattern is not a valid regular expression for the linear-time engine (no backreferences or lookaround): ${(err as Error).message}`);
+    if (err instanceof UserPatternError) throw new UserRegexError(err.message);
+    throw err;
   }
-  return {
-    matches(text) {
-      const out: { start: number; end: number }[] = [];
-      const m = compiled.matcher(text);
-      while (m.find()) {
-        const start = m.start();
-        const end = m.end();
-        if (end > start) out.push({ start, end });
-      }
-      return out;
-    },
-  };
 }
