@@ -111,7 +111,7 @@ function splitRecursive(text: string, start: number, end: number, seps: Separato
   const out: Span[] = [];
   let prev = start;
   for (const c of [...cuts, end]) {
-    if (c > prev) out.push(...splitRecursive(text, prev, c, rest, budget, always && rest.length > 0));
+    if (c > prev) out.push(...splitRecursive(text, prev, c, rest, budget));
     prev = c;
   }
   return out;
