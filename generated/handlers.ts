@@ -191,6 +191,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowChatDeployment: {
+    params: Params<operations['deleteWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['deleteWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['deleteWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['deleteWorkflowChatDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteWorkflowFolder: {
     params: Params<operations['deleteWorkflowFolder'], 'path'>;
     query: Params<operations['deleteWorkflowFolder'], 'query'>;
@@ -362,6 +371,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getWorkflowChatDeployment: {
+    params: Params<operations['getWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['getWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['getWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['getWorkflowChatDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflowDeployment: {
     params: Params<operations['getWorkflowDeployment'], 'path'>;
     query: Params<operations['getWorkflowDeployment'], 'query'>;
@@ -475,6 +493,15 @@ export interface OperationInputs {
     query: Params<operations['listBlocks'], 'query'>;
     headers: Params<operations['listBlocks'], 'header'>;
     body: Body<operations['listBlocks']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listChatDeployments: {
+    params: Params<operations['listChatDeployments'], 'path'>;
+    query: Params<operations['listChatDeployments'], 'query'>;
+    headers: Params<operations['listChatDeployments'], 'header'>;
+    body: Body<operations['listChatDeployments']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -646,6 +673,15 @@ export interface OperationInputs {
     query: Params<operations['renameFile'], 'query'>;
     headers: Params<operations['renameFile'], 'header'>;
     body: Body<operations['renameFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  replaceWorkflowChatDeployment: {
+    params: Params<operations['replaceWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['replaceWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['replaceWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['replaceWorkflowChatDeployment']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -888,6 +924,11 @@ export interface OperationResults {
     body: Json<operations['deleteWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['deleteWorkflowChatDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteWorkflowFolder: {
     status: 200;
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
@@ -1007,6 +1048,11 @@ export interface OperationResults {
     body: Json<operations['getWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['getWorkflowChatDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflowDeployment: {
     status: 200;
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
@@ -1076,6 +1122,11 @@ export interface OperationResults {
   listBlocks: {
     status: 200;
     body: Json<operations['listBlocks']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listChatDeployments: {
+    status: 200;
+    body: Json<operations['listChatDeployments']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listFileFolders: {
@@ -1171,6 +1222,11 @@ export interface OperationResults {
   renameFile: {
     status: 200;
     body: Json<operations['renameFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  replaceWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['replaceWorkflowChatDeployment']['responses'][200]>;
     headers?: Record<string, string>;
   };
   replaceWorkflowState: {
@@ -1306,6 +1362,8 @@ export interface Handlers {
   deleteFileVersion: Handler<'deleteFileVersion'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
+  /** DELETE /api/v2/workflows/{workflowId}/deployments/chat — Delete the workflow's hosted chat */
+  deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
@@ -1344,6 +1402,8 @@ export interface Handlers {
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
+  getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId} — Get a workflow run */
@@ -1370,6 +1430,8 @@ export interface Handlers {
   listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/chat-deployments — List hosted chats */
+  listChatDeployments: Handler<'listChatDeployments'>;
   /** GET /api/v2/files/folders — List file folders */
   listFileFolders: Handler<'listFileFolders'>;
   /** GET /api/v2/files/{fileId}/versions — List file versions */
@@ -1408,6 +1470,8 @@ export interface Handlers {
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
   renameFile: Handler<'renameFile'>;
+  /** PUT /api/v2/workflows/{workflowId}/deployments/chat — Create or replace the workflow's hosted chat */
+  replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'>;
   /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
   /** POST /api/v2/files/{fileId}/restore — Restore a file */
