@@ -8,12 +8,16 @@ import { createBinder, type BinderOptions } from './http/pipeline.ts';
 import { createValidatorFactory } from './http/validator.ts';
 import { requestLogging } from './http/logging.ts';
 import { ApiError, errorHandler } from './http/errors.ts';
+import { webRoutes } from './http/web/index.ts';
 
 export function createApp(services: Services, options: BinderOptions = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.use(requestLogging(services.logger));
+
+  // Chat pages, sign-in, the CLI's OAuth server and pairing: browser protocols outside the OpenAPI document.
+  app.use(webRoutes(services));
 
   const router = express.Router({ strict: false });
   const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });

@@ -18,6 +18,7 @@ import { LocalDiskBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
+import { createMailer } from './mail/mailer.ts';
 
 export interface RunningServer {
   url: string;
@@ -47,6 +48,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
+    mailer: createMailer(config.web.mail),
   };
 }
 

@@ -138,6 +138,10 @@ export class ChatDeploymentRepository {
     );
   }
 
+  async setActive(id: string, active: boolean, at: string): Promise<boolean> {
+    return (await this.db.run('UPDATE chat_deployments SET is_active = ?, updated_at = ? WHERE id = ?', [active ? 1 : 0, at, id])).changes > 0;
+  }
+
   async delete(id: string): Promise<boolean> {
     return (await this.db.run('DELETE FROM chat_deployments WHERE id = ?', [id])).changes > 0;
   }

@@ -1,0 +1,62 @@
+// What the browser-facing routes share: error answers in the API's shape, attempt limits per client address,
+// HTML escaping and the page frame (one stylesheet, no inline script or style, a strict CSP).
+import type { Request, Response } from 'express';
+import type { Services } from '../../services.ts';
+
+export function sendError(res: Response, status: number, code: string, message: string, details?: unknown): void {
+  res.status(status).type('application/json').send(JSON.stringify({ error: { code, message, ...(details === undefined ? {} : { details }) } }));
+}
+
+export const clientAddress = (req: Request) => req.socket.remoteAddress ?? 'unknown';
+
+/**
+ * Takes one attempt from the bucket `key` (AUTH_ATTEMPTS_PER_MINUTE). Returns the seconds to wait when the bucket
+ * is empty, after answering 429 with Retry-After; null when the attempt may proceed.
+ */
+export async function limitAttempts(services: Services, res: Response, key: string, capacity = services.config.web.authAttemptsPerMinute): Promise<boolean> {
+  const now = Date.now();
+  const r = await services.rateLimits.take(key, capacity, now);
+  if (r.allowed) return true;
+  const seconds = Math.max(1, Math.ceil((r.retryAtMs - now) / 1000));
+  res.setHeader('Retry-After', String(seconds));
+  sendError(res, 429, 'RATE_LIMITED', `Too many attempts; try again in ${seconds} s.`, { retryAfter: new Date(r.retryAtMs).toISOString() });
+  return false;
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+export const isSecure = (services: Services) => services.config.baseUrl.startsWith('https:');
+
+export const PAGE_HEADERS: Record<string, string> = {
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: http: data:; connect-src 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; frame-ancestors 'none'; base-uri 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Cache-Control': 'no-store',
+};
+
+/** A whole HTML page around `body` (already escaped), with the shared stylesheet. */
+export function htmlPage(res: Response, status: number, o: { title: string; body: string; assets: string; script?: string; bodyAttrs?: string }): void {
+  for (const [k, v] of Object.entries(PAGE_HEADERS)) res.setHeader(k, v);
+  res
+    .status(status)
+    .type('html')
+    .send(
+      `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(o.title)}</title>
+<link rel="stylesheet" href="${o.assets}/app.css">
+</head>
+<body${o.bodyAttrs ? ' ' + o.bodyAttrs : ''}>
+${o.body}
+${o.script ? `<script src="${o.assets}/${o.script}" defer></script>` : ''}
+</body>
+</html>
+`,
+    );
+}
