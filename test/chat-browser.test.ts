@@ -1,0 +1,105 @@
+// A real browser (Debian's Chromium, driven by playwright-core) uses a password-protected hosted chat: it passes
+// the gate, sends a message, watches the answer stream in block by block, reloads and finds the conversation.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser } from 'playwright-core';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
+const PASSWORD = 'a password for the browser test';
+const haveChromium = fs.existsSync(CHROMIUM);
+
+let s: TestServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!haveChromium) return;
+  s = await startTestServer();
+  const start = apiBlock('start_trigger', 'Start');
+  const first = apiBlock('function', 'First', { code: 'return "Thinking about: " + <start.input.input>' });
+  const hidden = apiBlock('function', 'Hidden', { code: 'const t = Date.now(); while (Date.now() - t < 700) {} return "internal scratch"' });
+  const second = apiBlock('function', 'Second', { code: 'return "Answer #" + String(<start.conversationId>).length + ": " + <start.input.input>.toUpperCase()' });
+  const wf = await buildWorkflow(s, 'Browser bot', [start, first, hidden, second], [link(start, first), link(first, hidden), link(hidden, second)]);
+  const r = await s.call('PUT', `/api/v2/workflows/${wf.id}/deployments/chat`, {
+    identifier: 'browser-bot',
+    title: 'Browser Bot',
+    description: 'A chat driven by a real browser',
+    customizations: { primaryColor: '#0f766e', welcomeMessage: 'Welcome! Ask me anything.' },
+    authType: 'password',
+    password: PASSWORD,
+    outputConfigs: [
+      { blockId: wf.ids.First!, path: 'result' },
+      { blockId: wf.ids.Second!, path: 'result' },
+    ],
+  });
+  expect(r.status, r.text).toBe(200);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await s?.stop();
+});
+
+describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
+  it('passes the password gate, streams the answer and keeps the conversation across a reload', async () => {
+    const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${s.url}/chat/browser-bot`);
+    await expect(page.title()).resolves.toBe('Browser Bot');
+
+    // The gate: a wrong password is refused, the right one opens the chat.
+    const password = page.getByLabel('Password');
+    await password.fill('definitely not the right one');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByText('That password is not correct.').waitFor();
+    await password.fill(PASSWORD);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByText('Welcome! Ask me anything.').waitFor();
+    const cookies = await context.cookies();
+    expect(cookies.find((c) => c.name.startsWith('chat_auth_'))).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+
+    // Record how the reply grows, to see it stream in block by block.
+    await page.evaluate(() => {
+      const seen: string[] = [];
+      (window as any).__seen = seen;
+      new MutationObserver(() => {
+        const last = document.querySelector('#messages li.assistant:last-child .content');
+        if (last && last.textContent && seen.at(-1) !== last.textContent) seen.push(last.textContent);
+      }).observe(document.getElementById('messages')!, { subtree: true, childList: true, characterData: true });
+    });
+    await page.getByLabel('Your message').fill('hello browser');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const reply = page.locator('#messages li.assistant').last();
+    await reply.getByText(/Answer #\d+: HELLO BROWSER/).waitFor({ timeout: 15_000 });
+    await page.locator('#messages li.pending').waitFor({ state: 'detached' });
+    const seen: string[] = await page.evaluate(() => (window as any).__seen);
+    expect(seen[0]).toBe('Thinking about: hello browser');
+    expect(seen.at(-1)).toMatch(/^Thinking about: hello browser\n\nAnswer #36: HELLO BROWSER$/);
+    expect(await page.locator('#messages').textContent()).not.toContain('internal scratch');
+
+    // A reload keeps the conversation (and the same conversation id).
+    await page.reload();
+    await page.getByText('Welcome! Ask me anything.').waitFor();
+    await page.locator('#messages li.user', { hasText: 'hello browser' }).waitFor();
+    await page.locator('#messages li.assistant', { hasText: 'HELLO BROWSER' }).waitFor();
+    await page.getByLabel('Your message').fill('second question');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('#messages li.assistant', { hasText: 'Answer #36: SECOND QUESTION' }).waitFor({ timeout: 15_000 });
+    const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('owa-chat:browser-bot')!));
+    expect(stored.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+
+    fs.mkdirSync(OUTPUT, { recursive: true });
+    await page.screenshot({ path: path.join(OUTPUT, 'chat-browser.png'), fullPage: true });
+    // A narrow (phone) viewport lays out too.
+    await page.setViewportSize({ width: 380, height: 720 });
+    await page.screenshot({ path: path.join(OUTPUT, 'chat-browser-narrow.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await context.close();
+  }, 60_000);
+});
