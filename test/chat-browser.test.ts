@@ -65,20 +65,21 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     expect(cookies.find((c) => c.name.startsWith('chat_auth_'))).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
 
     // Record how the reply grows, to see it stream in block by block.
-    await page.evaluate(() => {
-      const seen: string[] = [];
-      (window as any).__seen = seen;
+    // (Strings, so the type check needs no DOM library: they run in the page.)
+    await page.evaluate(`(() => {
+      const seen = [];
+      window.__seen = seen;
       new MutationObserver(() => {
         const last = document.querySelector('#messages li.assistant:last-child .content');
-        if (last && last.textContent && seen.at(-1) !== last.textContent) seen.push(last.textContent);
-      }).observe(document.getElementById('messages')!, { subtree: true, childList: true, characterData: true });
-    });
+        if (last && last.textContent && seen[seen.length - 1] !== last.textContent) seen.push(last.textContent);
+      }).observe(document.getElementById('messages'), { subtree: true, childList: true, characterData: true });
+    })()`);
     await page.getByLabel('Your message').fill('hello browser');
     await page.getByRole('button', { name: 'Send' }).click();
     const reply = page.locator('#messages li.assistant').last();
     await reply.getByText(/Answer #\d+: HELLO BROWSER/).waitFor({ timeout: 15_000 });
     await page.locator('#messages li.pending').waitFor({ state: 'detached' });
-    const seen: string[] = await page.evaluate(() => (window as any).__seen);
+    const seen = (await page.evaluate('window.__seen')) as string[];
     expect(seen[0]).toBe('Thinking about: hello browser');
     expect(seen.at(-1)).toMatch(/^Thinking about: hello browser\n\nAnswer #36: HELLO BROWSER$/);
     expect(await page.locator('#messages').textContent()).not.toContain('internal scratch');
@@ -91,7 +92,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.getByLabel('Your message').fill('second question');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.locator('#messages li.assistant', { hasText: 'Answer #36: SECOND QUESTION' }).waitFor({ timeout: 15_000 });
-    const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('owa-chat:browser-bot')!));
+    const stored = (await page.evaluate(`JSON.parse(localStorage.getItem('owa-chat:browser-bot'))`)) as any;
     expect(stored.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
 
     fs.mkdirSync(OUTPUT, { recursive: true });
