@@ -3,6 +3,7 @@
 import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
+import * as cliSignInHandlers from '../src/handlers/cli-sign-in.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
 import * as hostedChatHandlers from '../src/handlers/hosted-chat.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
@@ -78,6 +79,7 @@ export const handlers = {
   listWorkspaces: workspacesHandlers.listWorkspaces,
   moveFileItems: filesHandlers.moveFileItems,
   moveWorkflows: workflowsHandlers.moveWorkflows,
+  pollCliAuth: cliSignInHandlers.pollCliAuth,
   previewWorkflowImport: workflowsHandlers.previewWorkflowImport,
   putFileUploadPart: filesHandlers.putFileUploadPart,
   readFileText: filesHandlers.readFileText,

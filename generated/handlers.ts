@@ -614,6 +614,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  pollCliAuth: {
+    params: Params<operations['pollCliAuth'], 'path'>;
+    query: Params<operations['pollCliAuth'], 'query'>;
+    headers: Params<operations['pollCliAuth'], 'header'>;
+    body: Body<operations['pollCliAuth']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   previewWorkflowImport: {
     params: Params<operations['previewWorkflowImport'], 'path'>;
     query: Params<operations['previewWorkflowImport'], 'query'>;
@@ -1189,6 +1198,11 @@ export interface OperationResults {
     body: Json<operations['moveWorkflows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  pollCliAuth: {
+    status: 200;
+    body: Json<operations['pollCliAuth']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
@@ -1456,6 +1470,8 @@ export interface Handlers {
   moveFileItems: Handler<'moveFileItems'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
+  /** POST /api/cli/auth/poll — Poll a CLI pairing request */
+  pollCliAuth: Handler<'pollCliAuth'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */

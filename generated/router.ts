@@ -11,6 +11,7 @@ export type BindOperation = (
 ) => RequestHandler[];
 
 export function mountOperations(router: Router, handlers: Handlers, bind: BindOperation): void {
+  router.post('/api/cli/auth/poll', ...bind(OPERATIONS.pollCliAuth, handlers.pollCliAuth));
   router.get('/api/jobs/:jobId', ...bind(OPERATIONS.legacyGetJobStatus, handlers.legacyGetJobStatus));
   router.get(
     '/api/users/me/usage-limits',

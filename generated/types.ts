@@ -1412,6 +1412,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/cli/auth/poll': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Poll a CLI pairing request
+     * @description The CLI polls with its request id and poll secret (`verifier`) while the user approves the pairing in the browser. Until then the answer is `{status: "pending"}` (also for a request whose page was not opened yet). After approval the first poll with the right secret gets a new personal API key named `CLI (YYYY-MM-DD HH:MM:SSZ)`, exactly once. A wrong secret, a declined, expired or already completed request is a 403 whose `details.reason` says which. The poll secret, not an API key, authorizes it; polls are rate-limited per client address.
+     */
+    post: operations['pollCliAuth'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2952,6 +2972,27 @@ export interface components {
       /** @enum {boolean} */
       deleted: true;
     };
+    /** @description A pairing poll's answer (not wrapped in `data`; this is the shape the CLI reads). */
+    CliAuthPoll:
+      | {
+          /** @enum {string} */
+          status: 'pending';
+        }
+      | {
+          /** @enum {string} */
+          status: 'complete';
+          key: {
+            id: string;
+            /** @description The new personal API key, shown this once. */
+            apiKey: string;
+          };
+          /** @enum {string} */
+          scope: 'platform';
+          /** @description The workspace the approval URL named, when the user belongs to it. */
+          workspaceId: string | null;
+          /** @description Always false; the key is personal. */
+          workspaceBound: boolean;
+        };
   };
   responses: {
     /** @description A path, query, header or body field is missing, malformed or undeclared. */
@@ -7177,6 +7218,43 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  pollCliAuth: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The request id from the approval URL (32 random bytes, base64url). */
+          request: string;
+          /** @description The poll secret whose SHA-256 (base64url) is the approval URL's `challenge`. */
+          verifier: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Still pending, or complete with the new key. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CliAuthPoll'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      403: components['responses']['Forbidden'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

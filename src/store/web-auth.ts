@@ -129,6 +129,12 @@ export class WebAuthRepository {
     ).changes > 0;
   }
 
+  /** Declined in the browser: completed without a key, so the CLI's poll fails instead of waiting. */
+  async denyPairing(requestHash: string, at: string): Promise<boolean> {
+    return (await this.db.run('UPDATE cli_auth_requests SET completed_at = ? WHERE request_hash = ? AND approved_by IS NULL AND completed_at IS NULL', [at, requestHash]))
+      .changes > 0;
+  }
+
   async completePairing(requestHash: string, keyId: string, at: string): Promise<boolean> {
     return (
       await this.db.run('UPDATE cli_auth_requests SET completed_at = ?, key_id = ? WHERE request_hash = ? AND approved_by IS NOT NULL AND completed_at IS NULL', [

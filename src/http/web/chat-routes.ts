@@ -9,7 +9,7 @@ import { ChatUnavailable, runChatMessage, type ChatFrame } from '../../chat/runn
 import { verifyPassword } from '../../identity/passwords.ts';
 import { SESSION_COOKIE, sessionUser } from '../../identity/web-session.ts';
 import { readCookie, setCookie } from './cookies.ts';
-import { clientAddress, escapeHtml, htmlPage, isSecure, limitAttempts, sendError } from './common.ts';
+import { clientAddress, escapeHtml, guessLimits, htmlPage, isSecure, limitAttempts, sendError } from './common.ts';
 
 export const WEB_ASSETS = '/_web';
 const IDENTIFIER = /^[a-z0-9]+(-[a-z0-9]+)*$/;
@@ -143,8 +143,10 @@ export function chatRoutes(services: Services): Router {
       if (!body) return;
       if ('password' in body && !('input' in body)) {
         if (chat.authType !== 'password') return sendError(res, 400, 'BAD_REQUEST', 'This chat is not protected by a password.');
-        if (!(await limitAttempts(services, res, `chat-password:${chat.id}:${clientAddress(req)}`))) return;
+        const limits = guessLimits(services, { perTarget: `chat-password:${chat.id}`, perAddress: `chat-password:${clientAddress(req)}` });
+        if (await limits.blocked(res)) return;
         if (typeof body.password !== 'string' || !(await verifyPassword(body.password, chat.passwordHash))) {
+          await limits.failed();
           return sendError(res, 401, 'UNAUTHORIZED', 'The password is not correct.', { reason: 'invalid_password' });
         }
         grant(res, chat, null);
@@ -211,9 +213,13 @@ export function chatRoutes(services: Services): Router {
       if (chat.authType !== 'email') return sendError(res, 400, 'BAD_REQUEST', 'This chat does not use e-mail codes.');
       const email = typeof body.email === 'string' ? body.email.trim().toLowerCase() : '';
       if (!EMAIL.test(email)) return sendError(res, 400, 'BAD_REQUEST', 'Give a valid e-mail address.');
-      if (!(await limitAttempts(services, res, `chat-otp:${chat.id}:${clientAddress(req)}`))) return;
+      const limits = guessLimits(services, { perTarget: `chat-otp:${chat.id}:${email}`, perAddress: `chat-otp:${clientAddress(req)}` });
+      if (await limits.blocked(res)) return;
       if (!emailAllowed(chat.allowedEmails, email)) return sendError(res, 403, 'FORBIDDEN', 'This e-mail address is not allowed to use this chat.', { reason: 'email_not_allowed' });
       if (body.otp === undefined) {
+        // Sending is limited per address and per client, so the form cannot be used to flood a mailbox.
+        if (!(await limitAttempts(services, res, `chat-otp-send:${chat.id}:${email}`))) return;
+        if (!(await limitAttempts(services, res, `chat-otp-send:${clientAddress(req)}`, services.config.web.authAttemptsPerMinute * 10))) return;
         const code = newCode();
         await store.transaction((tx) => tx.chatDeployments.putCode(chat.id, email, codeHash(chat.id, email, code), new Date(Date.now() + CODE_TTL_MS).toISOString()));
         await services.mailer.send({
@@ -231,6 +237,7 @@ export function chatRoutes(services: Services): Router {
       }
       if (stored.attempts >= CODE_MAX_ATTEMPTS) return sendError(res, 401, 'UNAUTHORIZED', 'Too many wrong codes; ask for a new one.', { reason: 'otp_exhausted' });
       if (typeof body.otp !== 'string' || codeHash(chat.id, email, body.otp.trim()) !== stored.codeHash) {
+        await limits.failed();
         await store.transaction((tx) => tx.chatDeployments.countCodeAttempt(chat.id, email));
         return sendError(res, 401, 'UNAUTHORIZED', 'The code is not correct.', { reason: 'invalid_otp' });
       }

@@ -23,6 +23,39 @@ export async function limitAttempts(services: Services, res: Response, key: stri
   return false;
 }
 
+/**
+ * Guessing limits count only failures: `blocked` answers 429 (with Retry-After) when any of the buckets is
+ * empty, `failed` takes one token from each. A client address gets ten times the budget of one account or chat,
+ * so one office behind a NAT does not lock itself out, while one account cannot be guessed at faster.
+ */
+export function guessLimits(services: Services, keys: { perTarget: string; perAddress: string }) {
+  const base = services.config.web.authAttemptsPerMinute;
+  const buckets: [string, number][] = [
+    [`fail:${keys.perTarget}`, base],
+    [`fail:${keys.perAddress}`, base * 10],
+  ];
+  return {
+    async blocked(res: Response): Promise<boolean> {
+      const now = Date.now();
+      for (const [key, capacity] of buckets) {
+        const peek = services.rateLimits.peek ? await services.rateLimits.peek(key, capacity, now) : null;
+        if (peek && peek.remaining >= 1) continue;
+        if (!peek && (await services.rateLimits.take(key, capacity, now)).allowed) continue;
+        const perMs = capacity / 60_000;
+        const seconds = Math.max(1, Math.ceil(1 / perMs / 1000));
+        res.setHeader('Retry-After', String(seconds));
+        sendError(res, 429, 'RATE_LIMITED', `Too many failed attempts; try again in ${seconds} s.`, { retryAfter: new Date(now + seconds * 1000).toISOString() });
+        return true;
+      }
+      return false;
+    },
+    async failed(): Promise<void> {
+      const now = Date.now();
+      for (const [key, capacity] of buckets) await services.rateLimits.take(key, capacity, now);
+    },
+  };
+}
+
 export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
