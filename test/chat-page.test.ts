@@ -7,6 +7,8 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { codeHash } from '../src/chat/visitor.ts';
 import { signToken } from '../src/identity/signed-tokens.ts';
+import { setUserPassword } from '../src/identity/web-session.ts';
+import { FakeBrowser } from './support/browser-session.ts';
 
 let s: TestServer;
 let wf: { id: string; ids: Record<string, string> };
@@ -180,6 +182,33 @@ describe('e-mail chat', () => {
     const r = await postJson('/api/chat/echo/otp', { email: 'ada@example.com', otp: '123456' });
     expect(r.status).toBe(401);
     expect(((await r.json()) as any).error.details.reason).toBe('otp_expired');
+  });
+});
+
+describe('sso chat', () => {
+  it('admits a signed-in user of this server on the allowed list, and no one else', async () => {
+    await configure({ authType: 'sso', allowedEmails: ['@sso.example'] });
+    const member = await s.newUser('member@sso.example');
+    const other = await s.newUser('other@elsewhere.example');
+    await setUserPassword(s.services.store, member.userId, 'member password 123');
+    await setUserPassword(s.services.store, other.userId, 'other password 123');
+    const anonymous = await visitor('/api/chat/echo');
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as any).error.details.reason).toBe('auth_required_sso');
+    expect(await (await postJson('/api/chat/echo/sso', { email: 'member@sso.example' })).json()).toEqual({ eligible: true });
+    expect(await (await postJson('/api/chat/echo/sso', { email: 'other@elsewhere.example' })).json()).toEqual({ eligible: false });
+
+    const b = new FakeBrowser(s.url);
+    const signed = await b.signIn('member@sso.example', 'member password 123', '/chat/echo');
+    expect(signed.location).toBe('/chat/echo');
+    expect((await b.get('/api/chat/echo')).status).toBe(200);
+    const outsider = new FakeBrowser(s.url);
+    await outsider.signIn('other@elsewhere.example', 'other password 123');
+    expect((await outsider.get('/api/chat/echo')).status).toBe(401);
+    // A forged session is no session.
+    const forged = new FakeBrowser(s.url);
+    forged.cookies.set('owa_session', signToken(Buffer.alloc(32, 3), 'session', { u: member.userId, pv: 'x' }, Date.now() + 60_000));
+    expect((await forged.get('/api/chat/echo')).status).toBe(401);
   });
 });
 

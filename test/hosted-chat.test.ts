@@ -121,3 +121,34 @@ describe('hosted chat settings', () => {
     expect((await s.call('PUT', chatPath(wf.id), { identifier: 'a-bot', title: 'Reuse' })).status).toBe(200);
   });
 });
+
+describe('hosted chat through the sim CLI', () => {
+  it('publishes, shows, lists and unpublishes a chat', async () => {
+    const { runCli } = await import('./support/cli.ts');
+    const env = { endpoint: s.url, apiKey: s.key, workspace: s.workspaceId };
+    const published = await runCli(
+      [
+        '--output', 'json', 'workflows', 'chat', 'publish', wf2.id, '--yes',
+        '--identifier', 'cli-bot', '--title', 'From the CLI', '--auth-type', 'password', '--password', 'a password from the cli',
+        '--customizations', JSON.stringify({ primaryColor: '#123456', welcomeMessage: 'Hi from the CLI' }),
+        '--output-configs', JSON.stringify([{ blockId: wf2.ids.Start, path: 'input' }]),
+      ],
+      env,
+    );
+    expect(published.code, published.stderr).toBe(0);
+    expect(published.json.data ?? published.json).toMatchObject({ identifier: 'cli-bot', hasPassword: true, authType: 'password' });
+    const status = await runCli(['--output', 'json', 'workflows', 'chat', 'status', wf2.id], env);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.stringify(status.json)).toContain('cli-bot');
+    expect(status.stdout).not.toContain('a password from the cli');
+    const listed = await runCli(['--output', 'json', 'chat-deployments', 'list', '--sort-by', 'identifier'], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.stringify(listed.json)).toContain('cli-bot');
+    const taken = await runCli(['--output', 'json', 'workflows', 'chat', 'publish', wf.id, '--yes', '--identifier', 'cli-bot', '--title', 'Clash'], env);
+    expect(taken.code).not.toBe(0);
+    expect(taken.stderr + taken.stdout).toMatch(/already used|409|conflict/i);
+    const unpublished = await runCli(['--output', 'json', 'workflows', 'chat', 'unpublish', wf2.id, '--yes'], env);
+    expect(unpublished.code, unpublished.stderr).toBe(0);
+    expect((await s.call('GET', chatPath(wf2.id))).status).toBe(404);
+  }, 60_000);
+});
