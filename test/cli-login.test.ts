@@ -117,6 +117,16 @@ describe('sim login --method oauth', () => {
     const created = await run(dir, ['--output', 'json', 'workflows', 'create', '--name', 'Made by an OAuth login']);
     expect(created.code, created.stderr).toBe(0);
 
+    // Near expiry the CLI refreshes by itself: the refresh token rotates and the new tokens are stored.
+    const file = path.join(dir, 'credentials');
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(/^(token_expires_at\s*=\s*).*$/m, `$1${Date.now() + 60_000}`), { mode: 0o600 });
+    const refreshed = await run(dir, ['--output', 'json', 'whoami']);
+    expect(JSON.parse(refreshed.stdout)).toMatchObject({ verification: { status: 'verified' } });
+    const rotated = credentials(dir);
+    expect(rotated.refresh_token).not.toBe(creds.refresh_token);
+    expect(rotated.access_token).not.toBe(creds.access_token);
+    Object.assign(creds, rotated);
+
     const logout = await run(dir, ['logout']);
     expect(logout.code, logout.stdout + logout.stderr).toBe(0);
     expect((await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${creds.access_token}` } })).status).toBe(401);

@@ -178,7 +178,9 @@ describe('OAuth authorization server', () => {
     expect(((await reuse.json()) as any).error).toBe('invalid_grant');
     // The reuse ended the whole login: the newest tokens are dead too.
     expect((await token({ grant_type: 'refresh_token', client_id: 'sim-cli', refresh_token: r2.refresh_token })).status).toBe(400);
-    expect((await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${r2.access_token}` } })).status).toBe(401);
+    const dead = await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${r2.access_token}` } });
+    expect(dead.status).toBe(401);
+    expect(dead.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
   });
 
   it('refuses a PKCE verifier that does not match', async () => {
