@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
+import { setUserPassword } from '../src/identity/web-session.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
@@ -36,6 +37,16 @@ beforeAll(async () => {
     ],
   });
   expect(r.status, r.text).toBe(200);
+  const sso = await buildWorkflow(s, 'Members bot', [apiBlock('start_trigger', 'Start')], []);
+  const r2 = await s.call('PUT', `/api/v2/workflows/${sso.id}/deployments/chat`, {
+    identifier: 'members',
+    title: 'Members only',
+    customizations: { welcomeMessage: 'Hello, member.' },
+    authType: 'sso',
+    allowedEmails: ['@example.com', (await s.services.store.users.get(s.userId))!.email],
+  });
+  expect(r2.status, r2.text).toBe(200);
+  await setUserPassword(s.services.store, s.userId, 'browser sign-in password');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
 }, 60_000);
 
@@ -101,6 +112,42 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.setViewportSize({ width: 380, height: 720 });
     await page.screenshot({ path: path.join(OUTPUT, 'chat-browser-narrow.png'), fullPage: true });
     expect(errors).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  it('lets a signed-in member into an sso chat through the sign-in page', async () => {
+    const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
+    const page = await context.newPage();
+    await page.goto(`${s.url}/chat/members`);
+    await page.getByRole('link', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/login\?next=/);
+    const email = (await s.services.store.users.get(s.userId))!.email;
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('is not correct').waitFor();
+    await page.getByLabel('Password').fill('browser sign-in password');
+    fs.mkdirSync(OUTPUT, { recursive: true });
+    await page.screenshot({ path: path.join(OUTPUT, 'sign-in.png') });
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${s.url}/chat/members`);
+    await page.getByText('Hello, member.').waitFor();
+    const session = (await context.cookies()).find((c) => c.name === 'owa_session');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+
+    // The CLI's consent page, as the browser shows it to the same signed-in user.
+    const q = new URLSearchParams({
+      client_id: 'sim-cli',
+      response_type: 'code',
+      redirect_uri: 'http://127.0.0.1:45000/callback',
+      scope: 'offline_access api:read',
+      code_challenge: 'a'.repeat(43),
+      code_challenge_method: 'S256',
+      state: 's',
+    });
+    await page.goto(`${s.url}/api/auth/oauth2/authorize?${q}`);
+    await page.getByRole('heading', { name: 'Allow Sim CLI to use your account?' }).waitFor();
+    await page.screenshot({ path: path.join(OUTPUT, 'consent.png') });
     await context.close();
   }, 60_000);
 });

@@ -163,7 +163,7 @@ ${o.next ? `<input type="hidden" name="next" value="${h(o.next)}">` : ''}
         `Allow ${name}?`,
         `<h1>Allow ${h(name)} to use your account?</h1>
 <p>Signed in as <strong>${h(user.email)}</strong>. It will be able to:</p>
-<ul>${r.scopes.map((s) => `<li>${h(SCOPE_TEXT[s] ?? s)}</li>`).join('')}</ul>
+<ul>${['api:read', 'api:write', 'offline_access'].filter((s) => r.scopes.includes(s as never)).map((s) => `<li>${h(SCOPE_TEXT[s] ?? s)}</li>`).join('')}</ul>
 ${r.scopes.includes('api:write') ? '' : '<p>This is a <strong>read-only</strong> login: it cannot change anything.</p>'}
 <p>It returns to <code>${h(r.redirectUri)}</code> on this computer.</p>
 <div class="actions">
