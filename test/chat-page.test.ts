@@ -86,6 +86,8 @@ describe('public chat', () => {
     expect((await postJson('/api/chat/echo', { input: '' })).status).toBe(400);
     expect((await postJson('/api/chat/echo', { input: 'x', conversationId: 'c'.repeat(257) })).status).toBe(400);
     expect((await postJson('/api/chat/echo', { input: 'x', extra: 1 })).status).toBe(400);
+    expect((await postJson('/api/chat/echo', { input: 'x', files: [{ name: 'a.txt', type: 'text/plain', size: 1, data: 'YQ==' }] })).status).toBe(400);
+    expect((await postJson('/api/chat/echo', { password: 'x' })).status).toBe(400);
     expect((await visitor('/api/chat/echo', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' })).status).toBe(415);
     const malformed = await visitor('/api/chat/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
     expect(malformed.status).toBe(400);
@@ -174,6 +176,17 @@ describe('e-mail chat', () => {
     // Taking the domain off the list ends the access.
     await configure({ authType: 'email', allowedEmails: ['ada@example.com'] });
     expect((await visitor('/api/chat/echo', { headers: { cookie } })).status).toBe(401);
+  });
+
+  it('gives up on a code after five wrong tries', async () => {
+    await configure({ authType: 'email', allowedEmails: ['tries@example.com'] });
+    expect((await postJson('/api/chat/echo/otp', { email: 'tries@example.com' })).status).toBe(200);
+    const code = lastCode('tries@example.com');
+    const wrongCode = code === '999999' ? '888888' : '999999';
+    for (let i = 0; i < 5; i++) expect((await postJson('/api/chat/echo/otp', { email: 'tries@example.com', otp: wrongCode })).status).toBe(401);
+    const exhausted = await postJson('/api/chat/echo/otp', { email: 'tries@example.com', otp: code });
+    expect(exhausted.status).toBe(401);
+    expect(((await exhausted.json()) as any).error.details.reason).toBe('otp_exhausted');
   });
 
   it('refuses an expired code', async () => {

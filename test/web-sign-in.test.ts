@@ -276,3 +276,80 @@ describe('OAuth turned off', () => {
 
 void apiBlock;
 void buildWorkflow;
+
+describe('pairing handoff over HTTP', () => {
+  const token = () => randomBytes(32).toString('base64url');
+  const poll = (body: unknown) => fetch(`${s.url}/api/cli/auth/poll`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const link = (request: string, secret: string, pairing = 'ABCD-EFGH') =>
+    `/cli/auth?${new URLSearchParams({ request, challenge: createHash('sha256').update(secret).digest('base64url'), pairing, scope: 'platform' })}`;
+
+  it('stays pending until approved, gives the key once and only to the holder of the poll secret', async () => {
+    const request = token();
+    const secret = token();
+    expect(await (await poll({ request, verifier: secret })).json()).toEqual({ status: 'pending' });
+    const b = await signedInBrowser();
+    const page = await b.get(link(request, secret));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('ABCD-EFGH');
+    expect(await (await poll({ request, verifier: secret })).json()).toEqual({ status: 'pending' });
+    const fields = FakeBrowser.fields(page.text, '/api/cli/auth/approve', 'approve');
+    expect((await b.post('/api/cli/auth/approve', { ...fields, csrf: 'forged' })).status).toBe(403);
+    expect((await new FakeBrowser(s.url).post('/api/cli/auth/approve', fields)).status).toBe(403);
+    expect((await b.post('/api/cli/auth/approve', fields)).status).toBe(200);
+    const wrong = await poll({ request, verifier: token() });
+    expect(wrong.status).toBe(403);
+    expect(((await wrong.json()) as any).error.details.reason).toBe('verifier_mismatch');
+    const done = (await (await poll({ request, verifier: secret })).json()) as any;
+    expect(done).toMatchObject({ status: 'complete', scope: 'platform', workspaceBound: false, key: { apiKey: expect.stringMatching(/^sk-owa-/) } });
+    const again = await poll({ request, verifier: secret });
+    expect(again.status).toBe(403);
+    expect(((await again.json()) as any).error.details.reason).toBe('answered');
+    expect((await b.post('/api/cli/auth/approve', fields)).status).toBe(409);
+  });
+
+  it('refuses malformed links and polls, and a request reopened with other details', async () => {
+    const b = await signedInBrowser();
+    expect((await b.get('/cli/auth?request=short&challenge=x&pairing=ABCD-EFGH')).status).toBe(400);
+    expect((await b.get(link(token(), token(), 'abcd-0000'))).status).toBe(400);
+    expect((await b.get(link(token(), token()).replace('scope=platform', 'scope=copilot'))).status).toBe(400);
+    const request = token();
+    expect((await b.get(link(request, token()))).status).toBe(200);
+    expect((await b.get(link(request, token()))).status).toBe(409);
+    expect((await poll({ request: 'x' })).status).toBe(400);
+    expect((await poll({ request, verifier: token(), extra: 1 })).status).toBe(400);
+  });
+});
+
+describe('more OAuth refusals', () => {
+  it('refuses an expired authorization code', async () => {
+    const { verifier, challenge } = pkce();
+    const code = 'owa_ac_' + randomBytes(32).toString('base64url');
+    const { hashApiKey } = await import('../src/identity/keys.ts');
+    await s.services.store.transaction((tx) =>
+      tx.webAuth.insertCode({
+        codeHash: hashApiKey(code),
+        clientId: 'sim-cli',
+        userId: s.userId,
+        redirectUri: REDIRECT,
+        scopes: ['api:read'],
+        codeChallenge: challenge,
+        createdAt: new Date(Date.now() - 300_000).toISOString(),
+        expiresAt: new Date(Date.now() - 1000).toISOString(),
+        usedAt: null,
+        grantId: null,
+      }),
+    );
+    const r = await token({ grant_type: 'authorization_code', client_id: 'sim-cli', code, redirect_uri: REDIRECT, code_verifier: verifier });
+    expect(r.status).toBe(400);
+    expect(await r.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('expired') });
+  });
+
+  it('signs out of the browser session', async () => {
+    const b = await signedInBrowser();
+    const page = await b.get('/login');
+    const out = await b.post('/logout', FakeBrowser.fields(page.text, '/logout'));
+    expect(out.status).toBe(303);
+    expect(b.cookies.has('owa_session')).toBe(false);
+    expect((await b.get('/login')).text).toContain('type="password"');
+  });
+});
