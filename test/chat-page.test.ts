@@ -253,3 +253,28 @@ describe('chat availability', () => {
     expect(await gonePage.text()).toContain('does not exist or has been deleted');
   });
 });
+
+describe('chat runs are rate-limited like the creator\'s runs', () => {
+  it('answers 429 with Retry-After past the plan\'s synchronous limit', async () => {
+    const t = await startTestServer({ RATE_LIMIT_FREE_SYNC: '2' });
+    try {
+      const start = apiBlock('start_trigger', 'Start');
+      const w = await buildWorkflow(t, 'Limited', [start], []);
+      expect((await t.call('PUT', `/api/v2/workflows/${w.id}/deployments/chat`, { identifier: 'limited', title: 'Limited' })).status).toBe(200);
+      const send = () => fetch(`${t.url}/api/chat/limited`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input: 'hi' }) });
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await send();
+        statuses.push(r.status);
+        if (r.status === 429) expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+        await r.text();
+      }
+      expect(statuses.slice(0, 2)).toEqual([200, 200]);
+      expect(statuses).toContain(429);
+      const logs = await t.call('GET', `/api/v2/logs?workspaceId=${t.workspaceId}`);
+      expect(logs.body.data.filter((l: any) => l.trigger === 'chat')).toHaveLength(2);
+    } finally {
+      await t.stop();
+    }
+  });
+});

@@ -29,7 +29,7 @@ interface Cli {
   done: Promise<{ code: number; stdout: string; stderr: string }>;
 }
 
-function cli(configDir: string, args: string[], stdin = ''): Cli {
+function cli(configDir: string, args: string[], stdin = '', extraEnv: Record<string, string> = {}): Cli {
   const child = spawn(process.execPath, [CLI, ...args], {
     env: {
       PATH: process.env.PATH,
@@ -40,6 +40,7 @@ function cli(configDir: string, args: string[], stdin = ''): Cli {
       SIM_NO_UPDATE_CHECK: '1',
       SIM_TELEMETRY_DISABLED: '1',
       NO_COLOR: '1',
+      ...extraEnv,
     },
   });
   let stdout = '';
@@ -173,6 +174,20 @@ describe('sim login --method oauth', () => {
     expect(result.stderr + result.stdout).toContain('declined');
     expect(fs.existsSync(path.join(dir, 'credentials')) ? credentials(dir).access_token : undefined).toBeUndefined();
   }, 60_000);
+});
+
+describe('sim login without --method', () => {
+  it('finds the OAuth server through its metadata on a desktop session, and pairs on a remote one', async () => {
+    const desktop = cli(newConfigDir(), ['login', '--no-browser'], '', { DISPLAY: ':0' });
+    const url = await desktop.line(/^http/);
+    expect(url).toContain('/api/auth/oauth2/authorize?');
+    desktop.child.kill();
+    await desktop.done;
+    const remote = cli(newConfigDir(), ['login', '--no-browser']);
+    expect(await remote.line(/^http/)).toContain('/cli/auth?');
+    remote.child.kill();
+    await remote.done;
+  }, 30_000);
 });
 
 describe('sim login --method api-key (pairing)', () => {
