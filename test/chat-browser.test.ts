@@ -61,6 +61,10 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     const page = await context.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
+    // CSP violations and failed loads show up as console errors (the wrong password's 401 is expected).
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/401/.test(m.text())) errors.push(m.text());
+    });
     await page.goto(`${s.url}/chat/browser-bot`);
     await expect(page.title()).resolves.toBe('Browser Bot');
 

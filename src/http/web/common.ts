@@ -83,6 +83,7 @@ export function htmlPage(res: Response, status: number, o: { title: string; body
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(o.title)}</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${o.assets}/app.css">
 </head>
 <body${o.bodyAttrs ? ' ' + o.bodyAttrs : ''}>
