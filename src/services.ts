@@ -8,6 +8,7 @@ import type { RateLimitStore } from './http/rate-limit.ts';
 import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
+import type { DataDirLock } from './store/data-dir-lock.ts';
 import type { Mailer } from './mail/mailer.ts';
 
 export interface Services {
@@ -28,6 +29,8 @@ export interface Services {
   closeEngine(): Promise<void>;
   /** Encrypted workspace and personal secrets, resolved for {{NAME}} references in runs. */
   secrets: SecretVault;
+  /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
+  dataDirLock?: DataDirLock;
   /** Outgoing mail (chat one-time codes): SMTP, or the local outbox directory. */
   mailer: Mailer;
 }

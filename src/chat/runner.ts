@@ -32,8 +32,10 @@ async function acceptRun(services: Services, chat: ChatDeployment, input: unknow
   const workspace = await store.workspaces.get(w.workspaceId);
   if (!workspace) throw new ChatUnavailable('This chat is not available.');
   const at = new Date().toISOString();
+  const id = randomUUID();
   const run: RunRecord = {
-    id: randomUUID(),
+    id,
+    key: id,
     workflowId: w.id,
     workspaceId: w.workspaceId,
     billingAccountId: workspace.billingAccountId,
@@ -65,6 +67,7 @@ async function acceptRun(services: Services, chat: ChatDeployment, input: unknow
     await tx.workflowRuns.insert(run);
     await tx.executionLogs.insert({
       runId: run.id,
+      runKey: run.key,
       workspaceId: w.workspaceId,
       workflowId: w.id,
       deploymentVersionId: w.activeVersionId,
@@ -118,7 +121,7 @@ export async function runChatMessage(
     },
   });
   if (result.status === 'completed') {
-    send({ event: 'final', data: { success: true, conversationId: message.conversationId, runId: run.id, output: shown } });
+    send({ event: 'final', data: { success: true, conversationId: message.conversationId, runId: run.key, output: shown } });
   } else {
     services.logger.info({ runId: run.id, chatId: chat.id, status: result.status }, 'chat run did not complete');
     send({ event: 'error', error: 'Sorry, something went wrong while answering. Please try again.' });
