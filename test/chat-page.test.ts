@@ -239,10 +239,17 @@ describe('chat availability', () => {
 
     const start = apiBlock('start_trigger', 'Start');
     const draft = await buildWorkflow(s, 'Draft only', [start], [], { deploy: false });
-    expect((await s.call('PUT', chatPath(draft.id), { identifier: 'draft', title: 'Draft' })).status).toBe(200);
+    const settings = await s.call('PUT', chatPath(draft.id), { identifier: 'draft', title: 'Draft' });
+    expect(settings.body.data.isActive).toBe(false);
     const undeployed = await postJson('/api/chat/draft', { input: 'hello' });
-    expect(undeployed.status).toBe(503);
-    expect(((await undeployed.json()) as any).error.details.reason).toBe('workflow_not_deployed');
+    expect(undeployed.status).toBe(403);
+    expect(((await undeployed.json()) as any).error.details.reason).toBe('chat_inactive');
+    const inactiveList = await s.call('GET', `/api/v2/chat-deployments?workspaceId=${s.workspaceId}&isActive=false`);
+    expect(inactiveList.body.data.map((c: any) => c.identifier)).toEqual(['draft']);
+    // Deploying the workflow brings its chat online.
+    expect((await s.call('POST', `/api/v2/workflows/${draft.id}/deploy`, {})).status).toBeLessThan(300);
+    expect((await s.call('GET', chatPath(draft.id))).body.data.isActive).toBe(true);
+    expect((await postJson('/api/chat/draft', { input: 'hello' })).status).toBe(200);
 
     expect((await s.call('DELETE', chatPath(wf.id))).status).toBe(200);
     const gone = await visitor('/api/chat/echo');

@@ -82,7 +82,8 @@ export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployme
           workspaceId: w.workspaceId,
           metadata: { workflowId: w.id, identifier: chat.identifier, authType: chat.authType, passwordChanged: passwordHash !== null },
         });
-        return chat;
+        // Read back: whether it is live also depends on the workflow's deployment.
+        return (await tx.chatDeployments.getByWorkflow(w.id))!;
       });
     } catch (err) {
       // Two requests racing for one identifier: the unique index decides.

@@ -55,7 +55,15 @@ interface Row {
   created_by: string;
   created_at: string;
   updated_at: string;
+  live: number;
 }
+
+/**
+ * A chat is active while its own flag is on and its workflow is deployed and not deleted: undeploying the
+ * workflow takes the chat offline, deploying again brings it back.
+ */
+const SELECT = `SELECT c.*, (c.is_active = 1 AND w.is_deployed = 1 AND w.archived = 0) AS live
+  FROM chat_deployments c JOIN workflows w ON w.id = c.workflow_id`;
 
 const toChat = (r: Row): ChatDeployment => ({
   id: r.id,
@@ -71,13 +79,13 @@ const toChat = (r: Row): ChatDeployment => ({
   outputConfigs: JSON.parse(r.output_configs),
   includeThinking: r.include_thinking === 1,
   includeToolCalls: r.include_tool_calls === 1,
-  isActive: r.is_active === 1,
+  isActive: Number(r.live) === 1,
   createdBy: r.created_by,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
 
-export const CHAT_SORT_COLUMNS = { identifier: 'identifier', createdAt: 'created_at', updatedAt: 'updated_at' } as const;
+export const CHAT_SORT_COLUMNS = { identifier: 'c.identifier', createdAt: 'c.created_at', updatedAt: 'c.updated_at' } as const;
 
 export interface ChatListQuery {
   workspaceId: string;
@@ -96,12 +104,12 @@ export class ChatDeploymentRepository {
   }
 
   async getByWorkflow(workflowId: string): Promise<ChatDeployment | undefined> {
-    const r = await this.db.get<Row>('SELECT * FROM chat_deployments WHERE workflow_id = ?', [workflowId]);
+    const r = await this.db.get<Row>(`${SELECT} WHERE c.workflow_id = ?`, [workflowId]);
     return r && toChat(r);
   }
 
   async getByIdentifier(identifier: string): Promise<ChatDeployment | undefined> {
-    const r = await this.db.get<Row>('SELECT * FROM chat_deployments WHERE identifier = ?', [identifier]);
+    const r = await this.db.get<Row>(`${SELECT} WHERE c.identifier = ?`, [identifier]);
     return r && toChat(r);
   }
 
@@ -147,18 +155,18 @@ export class ChatDeploymentRepository {
   }
 
   async list(q: ChatListQuery): Promise<ChatDeployment[]> {
-    const page = keyset({ column: CHAT_SORT_COLUMNS[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
+    const page = keyset({ column: CHAT_SORT_COLUMNS[q.sortBy], idColumn: 'c.id', order: q.sortOrder, after: q.after, limit: q.limit });
     const params: SqlValue[] = [q.workspaceId, ...page.whereParams];
-    let where = `workspace_id = ? AND ${page.where}`;
+    let where = `c.workspace_id = ? AND ${page.where}`;
     if (q.workflowId !== undefined) {
-      where += ' AND workflow_id = ?';
+      where += ' AND c.workflow_id = ?';
       params.push(q.workflowId);
     }
     if (q.isActive !== undefined) {
-      where += ' AND is_active = ?';
+      where += ' AND (c.is_active = 1 AND w.is_deployed = 1 AND w.archived = 0) = ?';
       params.push(q.isActive ? 1 : 0);
     }
-    const rows = await this.db.all<Row>(`SELECT * FROM chat_deployments WHERE ${where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`, params);
+    const rows = await this.db.all<Row>(`${SELECT} WHERE ${where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`, params);
     return rows.map(toChat);
   }
 
