@@ -176,12 +176,20 @@ export function chatRoutes(services: Services): Router {
       if (!(await limitAttempts(services, res, `chat-visitor:${clientAddress(req)}:sync`, capacity))) return;
       const conversation = (conversationId as string | undefined) ?? crypto.randomUUID();
       let started = false;
+      let heartbeat: NodeJS.Timeout | undefined;
+      const open = () => {
+        if (started) return;
+        started = true;
+        res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+        res.flushHeaders();
+        // A comment line now and then keeps proxies from closing a long, quiet answer.
+        heartbeat = setInterval(() => {
+          if (!res.writableEnded) res.write(': keep-alive\n\n');
+        }, 15_000);
+        heartbeat.unref();
+      };
       const send = (frame: ChatFrame | '[DONE]') => {
-        if (!started) {
-          started = true;
-          res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
-          res.flushHeaders();
-        }
+        open();
         if (!res.writableEnded) res.write(`data: ${JSON.stringify(frame)}\n\n`);
       };
       try {
@@ -196,6 +204,7 @@ export function chatRoutes(services: Services): Router {
           send({ event: 'error', error: 'Sorry, something went wrong while answering.' });
         }
       }
+      clearInterval(heartbeat);
       send('[DONE]');
       res.end();
     } catch (err) {
