@@ -56,6 +56,27 @@ afterAll(async () => {
 });
 
 describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
+  it('has no accessibility violations (axe-core) on the gate, the conversation and the sign-in page', async () => {
+    // CSP is bypassed only so the test can inject axe-core; the pages themselves are unchanged.
+    const context = await browser.newContext({ bypassCSP: true });
+    const page = await context.newPage();
+    const audit = async (where: string) => {
+      await page.addScriptTag({ path: path.resolve(import.meta.dirname, '../node_modules/axe-core/axe.min.js') });
+      const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: { id: string; impact: string; help: string }[] };
+      expect(result.violations.map((v) => `${where}: ${v.id} [${v.impact}] (${v.help})`)).toEqual([]);
+    };
+    await page.goto(`${s.url}/chat/browser-bot`);
+    await page.getByLabel('Password').waitFor();
+    await audit('password gate');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByText('Welcome! Ask me anything.').waitFor();
+    await audit('conversation');
+    await page.goto(`${s.url}/login`);
+    await audit('sign-in page');
+    await context.close();
+  }, 60_000);
+
   it('passes the password gate, streams the answer and keeps the conversation across a reload', async () => {
     const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
     const page = await context.newPage();
