@@ -94,6 +94,11 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await password.fill('definitely not the right one');
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.getByText('That password is not correct.').waitFor();
+    // Behind the gate there is no composer.
+    expect(await page.locator('#composer').isVisible()).toBe(false);
+    expect(await page.locator('#conversation').isVisible()).toBe(false);
+    fs.mkdirSync(OUTPUT, { recursive: true });
+    await page.screenshot({ path: path.join(OUTPUT, 'chat-gate.png') });
     await password.fill(PASSWORD);
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.getByText('Welcome! Ask me anything.').waitFor();
