@@ -217,10 +217,10 @@ ${r.scopes.includes('api:write') ? '' : '<p>This is a <strong>read-only</strong>
       } else {
         return oauthError(res, new OAuthProtocolError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'));
       }
-      services.credentials.invalidate();
       res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' }).json(tokens);
     } catch (err) {
       if (err instanceof OAuthProtocolError) {
+        // A replayed code or reused refresh token may just have revoked a login whose tokens are cached here.
         services.credentials.invalidate();
         return oauthError(res, err);
       }
