@@ -188,6 +188,19 @@ describe('sim login without --method', () => {
     remote.child.kill();
     await remote.done;
   }, 30_000);
+
+  it('falls back to pairing when the server has OAuth turned off', async () => {
+    const off = await startTestServer({ OAUTH_ENABLED: 'false' });
+    try {
+      const desktop = cli(newConfigDir(), ['login', '--no-browser'], '', { DISPLAY: ':0', SIM_ENDPOINT: off.url });
+      expect(await desktop.line(/^http.*\/cli\/auth\?/)).toContain(`${off.url}/cli/auth?`);
+      expect(desktop.out()).toContain('does not offer OAuth sign-in');
+      desktop.child.kill();
+      await desktop.done;
+    } finally {
+      await off.stop();
+    }
+  }, 30_000);
 });
 
 describe('sim login --method api-key (pairing)', () => {
