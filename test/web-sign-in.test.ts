@@ -353,3 +353,18 @@ describe('more OAuth refusals', () => {
     expect((await b.get('/login')).text).toContain('type="password"');
   });
 });
+
+describe('operator revocation', () => {
+  it('ends every CLI login of a user with the admin command', async () => {
+    const { revokeApplication } = await import('../src/identity/oauth.ts');
+    const b = await signedInBrowser();
+    const { verifier, challenge } = pkce();
+    const code = await authorize(b, challenge);
+    const t = (await (await token({ grant_type: 'authorization_code', client_id: 'sim-cli', code, redirect_uri: REDIRECT, code_verifier: verifier })).json()) as any;
+    expect((await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${t.access_token}` } })).status).toBe(200);
+    expect(await revokeApplication(s.services.store, 'sim-cli', s.userId)).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${t.access_token}` } })).status).toBe(401);
+    expect((await token({ grant_type: 'refresh_token', client_id: 'sim-cli', refresh_token: t.refresh_token })).status).toBe(400);
+  });
+});
