@@ -3,7 +3,9 @@
 import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
+import * as cliSignInHandlers from '../src/handlers/cli-sign-in.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
+import * as hostedChatHandlers from '../src/handlers/hosted-chat.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
@@ -30,6 +32,7 @@ export const handlers = {
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
+  deleteWorkflowChatDeployment: hostedChatHandlers.deleteWorkflowChatDeployment,
   deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
   deployWorkflow: workflowsHandlers.deployWorkflow,
   downloadFile: filesHandlers.downloadFile,
@@ -49,6 +52,7 @@ export const handlers = {
   getMeta: metaHandlers.getMeta,
   getSharedFile: filesHandlers.getSharedFile,
   getWorkflow: workflowsHandlers.getWorkflow,
+  getWorkflowChatDeployment: hostedChatHandlers.getWorkflowChatDeployment,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
   getWorkflowRun: workflowRunsHandlers.getWorkflowRun,
   getWorkflowState: workflowsHandlers.getWorkflowState,
@@ -62,6 +66,7 @@ export const handlers = {
   legacyGetWorkflowStatus: legacyHandlers.legacyGetWorkflowStatus,
   listAuditLogs: auditLogsHandlers.listAuditLogs,
   listBlocks: catalogHandlers.listBlocks,
+  listChatDeployments: hostedChatHandlers.listChatDeployments,
   listFileFolders: filesHandlers.listFileFolders,
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
@@ -74,6 +79,7 @@ export const handlers = {
   listWorkspaces: workspacesHandlers.listWorkspaces,
   moveFileItems: filesHandlers.moveFileItems,
   moveWorkflows: workflowsHandlers.moveWorkflows,
+  pollCliAuth: cliSignInHandlers.pollCliAuth,
   previewWorkflowImport: workflowsHandlers.previewWorkflowImport,
   putFileUploadPart: filesHandlers.putFileUploadPart,
   readFileText: filesHandlers.readFileText,
@@ -81,6 +87,7 @@ export const handlers = {
   relocateFileFolder: filesHandlers.relocateFileFolder,
   relocateWorkflowFolder: workflowsHandlers.relocateWorkflowFolder,
   renameFile: filesHandlers.renameFile,
+  replaceWorkflowChatDeployment: hostedChatHandlers.replaceWorkflowChatDeployment,
   replaceWorkflowState: workflowsHandlers.replaceWorkflowState,
   restoreFile: filesHandlers.restoreFile,
   restoreFileFolder: filesHandlers.restoreFileFolder,

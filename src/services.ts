@@ -9,6 +9,7 @@ import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { DataDirLock } from './store/data-dir-lock.ts';
+import type { Mailer } from './mail/mailer.ts';
 
 export interface Services {
   config: Config;
@@ -30,4 +31,6 @@ export interface Services {
   secrets: SecretVault;
   /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
   dataDirLock?: DataDirLock;
+  /** Outgoing mail (chat one-time codes): SMTP, or the local outbox directory. */
+  mailer: Mailer;
 }

@@ -90,6 +90,19 @@ const samples = {
   createFileFolder: (api) => api.POST('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports/2024' } }),
   relocateFileFolder: (api) => api.PATCH('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports', destinationPath: '/Archive/Reports' } }),
   restoreFileFolder: (api) => api.POST('/api/v2/files/folders/restore', { body: { workspaceId: WS, path: '/Reports' } }),
+  replaceWorkflowChatDeployment: (api) =>
+    api.PUT('/api/v2/workflows/{workflowId}/deployments/chat', {
+      ...wf,
+      body: {
+        identifier: 'support-bot',
+        title: 'Support',
+        customizations: { primaryColor: '#802FFF', welcomeMessage: 'Hi!' },
+        authType: 'email',
+        allowedEmails: ['@example.com'],
+        outputConfigs: [{ blockId: 'agent1', path: 'content' }],
+      },
+    }),
+  pollCliAuth: (api) => api.POST('/api/cli/auth/poll', { body: { request: 'r'.repeat(43), verifier: 'v'.repeat(43) } }),
 } satisfies Record<string, Sample>;
 
 /** Operation ids whose request has a body, read from the generated types: a missing sample fails the type check. */

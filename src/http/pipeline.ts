@@ -49,7 +49,8 @@ export function authenticate(services: Services): RequestHandler {
         if (!principal) throw unauthorized('The API key is unknown, expired or revoked.');
       } else if (typeof authorization === 'string' && /^bearer\s+\S+/i.test(authorization)) {
         principal = await services.credentials.resolveAccessToken(authorization.replace(/^bearer\s+/i, '').trim());
-        if (!principal) throw unauthorized('The access token is unknown, expired or revoked.');
+        // RFC 6750: the challenge tells OAuth clients (the sim CLI) to refresh and retry once.
+        if (!principal) throw new ApiError('UNAUTHORIZED', 'The access token is unknown, expired or revoked.', undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
       } else {
         throw unauthorized('Send an API key in the X-API-Key header or an access token as Authorization: Bearer.');
       }
