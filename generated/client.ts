@@ -34,6 +34,8 @@ export const LIST_PATHS = [
   '/api/v2/files',
   '/api/v2/logs',
   '/api/v2/workflows/folders',
+  '/api/v2/workflow-mcp-servers',
+  '/api/v2/workflow-mcp-servers/{serverId}/tools',
   '/api/v2/workflows/{workflowId}/runs',
   '/api/v2/workflows/{workflowId}/versions',
   '/api/v2/workflows',

@@ -6,6 +6,7 @@ import * as catalogHandlers from '../src/handlers/catalog.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
+import * as mcpServersHandlers from '../src/handlers/mcp-servers.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
 import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
 import * as workflowsHandlers from '../src/handlers/workflows.ts';
@@ -26,12 +27,16 @@ export const handlers = {
   createFileUploadPartUrls: filesHandlers.createFileUploadPartUrls,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
+  createWorkflowMcpServer: mcpServersHandlers.createWorkflowMcpServer,
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
+  deleteMcpServeSession: mcpServersHandlers.deleteMcpServeSession,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
   deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
+  deleteWorkflowMcpServer: mcpServersHandlers.deleteWorkflowMcpServer,
   deployWorkflow: workflowsHandlers.deployWorkflow,
+  deployWorkflowMcpTool: mcpServersHandlers.deployWorkflowMcpTool,
   downloadFile: filesHandlers.downloadFile,
   downloadFileVersion: filesHandlers.downloadFileVersion,
   duplicateWorkflow: workflowsHandlers.duplicateWorkflow,
@@ -46,10 +51,12 @@ export const handlers = {
   getFileVersion: filesHandlers.getFileVersion,
   getLog: logsHandlers.getLog,
   getLogStats: logsHandlers.getLogStats,
+  getMcpServeInfo: mcpServersHandlers.getMcpServeInfo,
   getMeta: metaHandlers.getMeta,
   getSharedFile: filesHandlers.getSharedFile,
   getWorkflow: workflowsHandlers.getWorkflow,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
+  getWorkflowMcpServer: mcpServersHandlers.getWorkflowMcpServer,
   getWorkflowRun: workflowRunsHandlers.getWorkflowRun,
   getWorkflowState: workflowsHandlers.getWorkflowState,
   getWorkflowVersion: workflowsHandlers.getWorkflowVersion,
@@ -67,6 +74,8 @@ export const handlers = {
   listFiles: filesHandlers.listFiles,
   listLogs: logsHandlers.listLogs,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
+  listWorkflowMcpServers: mcpServersHandlers.listWorkflowMcpServers,
+  listWorkflowMcpTools: mcpServersHandlers.listWorkflowMcpTools,
   listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
   listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
   listWorkflows: workflowsHandlers.listWorkflows,
@@ -74,6 +83,7 @@ export const handlers = {
   listWorkspaces: workspacesHandlers.listWorkspaces,
   moveFileItems: filesHandlers.moveFileItems,
   moveWorkflows: workflowsHandlers.moveWorkflows,
+  postMcpServeMessage: mcpServersHandlers.postMcpServeMessage,
   previewWorkflowImport: workflowsHandlers.previewWorkflowImport,
   putFileUploadPart: filesHandlers.putFileUploadPart,
   readFileText: filesHandlers.readFileText,
@@ -91,9 +101,11 @@ export const handlers = {
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
   searchFileContent: filesHandlers.searchFileContent,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
+  undeployWorkflowMcpTool: mcpServersHandlers.undeployWorkflowMcpTool,
   unzipFile: filesHandlers.unzipFile,
   updateFileContent: filesHandlers.updateFileContent,
   updateWorkflow: workflowsHandlers.updateWorkflow,
+  updateWorkflowMcpServer: mcpServersHandlers.updateWorkflowMcpServer,
   updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,
   updateWorkflowVersion: workflowsHandlers.updateWorkflowVersion,
   upsertFileShare: filesHandlers.upsertFileShare,

@@ -155,6 +155,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createWorkflowMcpServer: {
+    params: Params<operations['createWorkflowMcpServer'], 'path'>;
+    query: Params<operations['createWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['createWorkflowMcpServer'], 'header'>;
+    body: Body<operations['createWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteFile: {
     params: Params<operations['deleteFile'], 'path'>;
     query: Params<operations['deleteFile'], 'query'>;
@@ -182,6 +191,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteMcpServeSession: {
+    params: Params<operations['deleteMcpServeSession'], 'path'>;
+    query: Params<operations['deleteMcpServeSession'], 'query'>;
+    headers: Params<operations['deleteMcpServeSession'], 'header'>;
+    body: Body<operations['deleteMcpServeSession']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
     query: Params<operations['deleteWorkflow'], 'query'>;
@@ -200,11 +218,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowMcpServer: {
+    params: Params<operations['deleteWorkflowMcpServer'], 'path'>;
+    query: Params<operations['deleteWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['deleteWorkflowMcpServer'], 'header'>;
+    body: Body<operations['deleteWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deployWorkflow: {
     params: Params<operations['deployWorkflow'], 'path'>;
     query: Params<operations['deployWorkflow'], 'query'>;
     headers: Params<operations['deployWorkflow'], 'header'>;
     body: Body<operations['deployWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deployWorkflowMcpTool: {
+    params: Params<operations['deployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['deployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['deployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['deployWorkflowMcpTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -335,6 +371,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getMcpServeInfo: {
+    params: Params<operations['getMcpServeInfo'], 'path'>;
+    query: Params<operations['getMcpServeInfo'], 'query'>;
+    headers: Params<operations['getMcpServeInfo'], 'header'>;
+    body: Body<operations['getMcpServeInfo']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
@@ -367,6 +412,15 @@ export interface OperationInputs {
     query: Params<operations['getWorkflowDeployment'], 'query'>;
     headers: Params<operations['getWorkflowDeployment'], 'header'>;
     body: Body<operations['getWorkflowDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkflowMcpServer: {
+    params: Params<operations['getWorkflowMcpServer'], 'path'>;
+    query: Params<operations['getWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['getWorkflowMcpServer'], 'header'>;
+    body: Body<operations['getWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -524,6 +578,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listWorkflowMcpServers: {
+    params: Params<operations['listWorkflowMcpServers'], 'path'>;
+    query: Params<operations['listWorkflowMcpServers'], 'query'>;
+    headers: Params<operations['listWorkflowMcpServers'], 'header'>;
+    body: Body<operations['listWorkflowMcpServers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowMcpTools: {
+    params: Params<operations['listWorkflowMcpTools'], 'path'>;
+    query: Params<operations['listWorkflowMcpTools'], 'query'>;
+    headers: Params<operations['listWorkflowMcpTools'], 'header'>;
+    body: Body<operations['listWorkflowMcpTools']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listWorkflowRuns: {
     params: Params<operations['listWorkflowRuns'], 'path'>;
     query: Params<operations['listWorkflowRuns'], 'query'>;
@@ -586,6 +658,15 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
+  };
+  postMcpServeMessage: {
+    params: Params<operations['postMcpServeMessage'], 'path'>;
+    query: Params<operations['postMcpServeMessage'], 'query'>;
+    headers: Params<operations['postMcpServeMessage'], 'header'>;
+    body: Body<operations['postMcpServeMessage']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
   };
   previewWorkflowImport: {
     params: Params<operations['previewWorkflowImport'], 'path'>;
@@ -740,6 +821,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  undeployWorkflowMcpTool: {
+    params: Params<operations['undeployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['undeployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['undeployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['undeployWorkflowMcpTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   unzipFile: {
     params: Params<operations['unzipFile'], 'path'>;
     query: Params<operations['unzipFile'], 'query'>;
@@ -763,6 +853,15 @@ export interface OperationInputs {
     query: Params<operations['updateWorkflow'], 'query'>;
     headers: Params<operations['updateWorkflow'], 'header'>;
     body: Body<operations['updateWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkflowMcpServer: {
+    params: Params<operations['updateWorkflowMcpServer'], 'path'>;
+    query: Params<operations['updateWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['updateWorkflowMcpServer'], 'header'>;
+    body: Body<operations['updateWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -868,6 +967,11 @@ export interface OperationResults {
     body: Json<operations['createWorkflowFolder']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createWorkflowMcpServer: {
+    status: 201;
+    body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   deleteFile: {
     status: 200;
     body: Json<operations['deleteFile']['responses'][200]>;
@@ -883,6 +987,11 @@ export interface OperationResults {
     body: Json<operations['deleteFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteMcpServeSession: {
+    status: 204;
+    body: undefined;
+    headers?: Record<string, string>;
+  };
   deleteWorkflow: {
     status: 200;
     body: Json<operations['deleteWorkflow']['responses'][200]>;
@@ -893,9 +1002,19 @@ export interface OperationResults {
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['deleteWorkflowMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deployWorkflow: {
     status: 200;
     body: Json<operations['deployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['deployWorkflowMcpTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   downloadFile:
@@ -986,6 +1105,11 @@ export interface OperationResults {
     body: Json<operations['getLogStats']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getMcpServeInfo: {
+    status: 200;
+    body: Json<operations['getMcpServeInfo']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
@@ -1010,6 +1134,11 @@ export interface OperationResults {
   getWorkflowDeployment: {
     status: 200;
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['getWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflowRun: {
@@ -1103,6 +1232,16 @@ export interface OperationResults {
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listWorkflowMcpServers: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpServers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowMcpTools: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpTools']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkflowRuns: {
     status: 200;
     body: Json<operations['listWorkflowRuns']['responses'][200]>;
@@ -1138,6 +1277,17 @@ export interface OperationResults {
     body: Json<operations['moveWorkflows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  postMcpServeMessage:
+    | {
+        status: 200;
+        body: Json<operations['postMcpServeMessage']['responses'][200]>;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: undefined;
+        headers?: Record<string, string>;
+      };
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
@@ -1229,6 +1379,11 @@ export interface OperationResults {
     body: Json<operations['undeployWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  undeployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['undeployWorkflowMcpTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   unzipFile: {
     status: 200;
     body: Json<operations['unzipFile']['responses'][200]>;
@@ -1242,6 +1397,11 @@ export interface OperationResults {
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['updateWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflowPublicApi: {
@@ -1298,18 +1458,26 @@ export interface Handlers {
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
+  createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
   /** DELETE /api/v2/files/{fileId} — Delete a file */
   deleteFile: Handler<'deleteFile'>;
   /** DELETE /api/v2/files/folders — Delete a file folder */
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/mcp/serve/{serverId} — End an MCP session */
+  deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId} — Delete a workflow MCP server */
+  deleteWorkflowMcpServer: Handler<'deleteWorkflowMcpServer'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
   deployWorkflow: Handler<'deployWorkflow'>;
+  /** POST /api/v2/workflow-mcp-servers/{serverId}/tools — Publish a workflow as an MCP tool */
+  deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'>;
   /** GET /api/v2/files/{fileId} — Download a file */
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
@@ -1338,6 +1506,8 @@ export interface Handlers {
   getLog: Handler<'getLog'>;
   /** GET /api/v2/logs/stats — Get execution statistics */
   getLogStats: Handler<'getLogStats'>;
+  /** GET /api/mcp/serve/{serverId} — Describe a workflow MCP server */
+  getMcpServeInfo: Handler<'getMcpServeInfo'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /shared/files/{token} — Read a shared file */
@@ -1346,6 +1516,8 @@ export interface Handlers {
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId} — Get a workflow MCP server */
+  getWorkflowMcpServer: Handler<'getWorkflowMcpServer'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId} — Get a workflow run */
   getWorkflowRun: Handler<'getWorkflowRun'>;
   /** GET /api/v2/workflows/{workflowId}/state — Get the draft state */
@@ -1380,6 +1552,10 @@ export interface Handlers {
   listLogs: Handler<'listLogs'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
+  /** GET /api/v2/workflow-mcp-servers — List workflow MCP servers */
+  listWorkflowMcpServers: Handler<'listWorkflowMcpServers'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId}/tools — List the tools of a workflow MCP server */
+  listWorkflowMcpTools: Handler<'listWorkflowMcpTools'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
   listWorkflowRuns: Handler<'listWorkflowRuns'>;
   /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
@@ -1394,6 +1570,8 @@ export interface Handlers {
   moveFileItems: Handler<'moveFileItems'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
+  /** POST /api/mcp/serve/{serverId} — Send an MCP message to a workflow MCP server */
+  postMcpServeMessage: Handler<'postMcpServeMessage'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
@@ -1428,12 +1606,16 @@ export interface Handlers {
   searchFileContent: Handler<'searchFileContent'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId} — Unpublish a workflow MCP tool */
+  undeployWorkflowMcpTool: Handler<'undeployWorkflowMcpTool'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
+  /** PATCH /api/v2/workflow-mcp-servers/{serverId} — Update a workflow MCP server */
+  updateWorkflowMcpServer: Handler<'updateWorkflowMcpServer'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */

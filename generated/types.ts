@@ -1364,6 +1364,133 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workflow-mcp-servers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflow MCP servers
+     * @description The workspace's workflow MCP servers, each with its tool count and up to 20 tool names (`toolNamesTruncated` says whether any list was cut). Workspace API keys get 403.
+     */
+    get: operations['listWorkflowMcpServers'];
+    put?: never;
+    /**
+     * Create a workflow MCP server
+     * @description Creates a server, optionally publishing workflows as its tools at once. Every listed workflow must be in the workspace and deployed (400 otherwise); two tools with the same name are refused with 409 (`details.code: duplicate_tool_name`), and nothing is created. With `isPublic: true` anyone holding the server URL can run its tools without an API key, as the server's creator. Workspace API keys get 403.
+     */
+    post: operations['createWorkflowMcpServer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workflow MCP server
+     * @description One workflow MCP server. Workspace API keys get 403.
+     */
+    get: operations['getWorkflowMcpServer'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a workflow MCP server
+     * @description Deletes the server and unpublishes its tools; the workflows and their API deployments stay as they are. Workspace API keys get 403.
+     */
+    delete: operations['deleteWorkflowMcpServer'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a workflow MCP server
+     * @description Changes the name, the description (null clears it) or whether the server is public. Workspace API keys get 403.
+     */
+    patch: operations['updateWorkflowMcpServer'];
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the tools of a workflow MCP server
+     * @description Every tool published on the server (at most 100), in publication order, with whether it is active (its workflow has an active deployment). Workspace API keys get 403.
+     */
+    get: operations['listWorkflowMcpTools'];
+    put?: never;
+    /**
+     * Publish a workflow as an MCP tool
+     * @description Publishes a deployed workflow of the server's workspace as a tool, or updates its tool when it is already published (`updated: true`). The tool name is normalized (lowercase letters, digits, `_` and `-`, at most 64 characters) and derived from the workflow name when omitted; a name another tool of the server uses is a 409 (`details.code: duplicate_tool_name`). Its input schema comes from the active deployment's Start-block fields; `parameterDescriptions` override field descriptions (unknown names are ignored). A workflow that is not deployed is a 400; a server already holding 100 tools is a 409. Workspace API keys get 403.
+     */
+    post: operations['deployWorkflowMcpTool'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Unpublish a workflow MCP tool
+     * @description Removes the workflow's tool from the server. The workflow's API deployment stays active. Workspace API keys get 403.
+     */
+    delete: operations['undeployWorkflowMcpTool'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/mcp/serve/{serverId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * Describe a workflow MCP server
+     * @description Server information (`name`, `version`, `protocolVersion`, `capabilities`) for a plain GET. This server offers no server-to-client SSE stream: a GET that accepts `text/event-stream` is a 405 with `X-MCP-Supported-Transport: streamable-http`. Authentication as for POST.
+     */
+    get: operations['getMcpServeInfo'];
+    put?: never;
+    /**
+     * Send an MCP message to a workflow MCP server
+     * @description The Model Context Protocol over Streamable HTTP, stateless and JSON-only (no session ids, no SSE): one JSON-RPC 2.0 message per POST, answered as `application/json`; a notification gets 202 with no body. Methods: `initialize`, `ping`, `tools/list` (pages of 100 tools, `nextCursor` in the result) and `tools/call`, which runs the workflow's active deployment as a run with trigger `mcp` (rate-limited on the caller's synchronous execution bucket and billed like any run) and answers its output as text content, with `isError: true` when the run failed. Another method is a JSON-RPC `MethodNotFound` with HTTP 404. A private server needs an API key (a workspace key only of the server's own workspace) or an OAuth access token of a workspace member; calling a tool needs the write role. A public server needs none and runs its tools as its creator. Clients send `Accept: application/json, text/event-stream`, as the protocol requires.
+     */
+    post: operations['postMcpServeMessage'];
+    /**
+     * End an MCP session
+     * @description Accepted for clients that end their session; the server keeps no sessions, so nothing changes. A credential is required even for a public server.
+     */
+    delete: operations['deleteMcpServeSession'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1381,7 +1508,8 @@ export interface components {
       | 'RATE_LIMITED'
       | 'INTERNAL_ERROR'
       | 'SERVICE_UNAVAILABLE'
-      | 'USAGE_LIMIT_EXCEEDED';
+      | 'USAGE_LIMIT_EXCEEDED'
+      | 'METHOD_NOT_ALLOWED';
     ErrorBody: {
       error: {
         code: components['schemas']['ErrorCode'];
@@ -2837,6 +2965,109 @@ export interface components {
         currentPeriodCost: number;
         limit: number;
         plan: string;
+      };
+    };
+    WorkflowMcpServer: {
+      id: string;
+      name: string;
+      description: string | null;
+      /** @description Whether MCP clients may connect without an API key (calls then run as the server's creator). */
+      isPublic: boolean;
+      /** @description Where MCP clients connect, `{BASE_URL}/api/mcp/serve/{serverId}` (Streamable HTTP). */
+      mcpServerUrl: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    WorkflowMcpServerListItem: {
+      id: string;
+      name: string;
+      description: string | null;
+      isPublic: boolean;
+      mcpServerUrl: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      toolCount: number;
+      /** @description Names of the server's tools, at most 20 (see `toolNamesTruncated`). */
+      toolNames: string[];
+    };
+    WorkflowMcpTool: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      toolName: string;
+      toolDescription: string | null;
+      mcpServerUrl: string;
+      /** @description The workflow's execute URL, for calling it over the REST API instead. */
+      apiEndpoint: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /**
+       * @description `inactive` while the workflow has no active deployment (or is archived): MCP clients do not see it.
+       * @enum {string}
+       */
+      status: 'active' | 'inactive';
+    };
+    WorkflowMcpToolPublished: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      toolName: string;
+      toolDescription: string | null;
+      mcpServerUrl: string;
+      apiEndpoint: string;
+      /** @description True when the workflow was already published on this server and its tool was updated. */
+      updated: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    WorkflowMcpToolDeletion: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    McpServerDeletion: {
+      id: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    /** @description One JSON-RPC 2.0 message (a request, a notification or a response). */
+    JsonRpcMessage: {
+      /** @enum {string} */
+      jsonrpc: '2.0';
+      id?: string | number;
+      method?: string;
+      params?: {
+        [key: string]: unknown;
+      };
+      result?: {
+        [key: string]: unknown;
+      };
+      error?: {
+        [key: string]: unknown;
+      };
+    };
+    /** @description The JSON-RPC 2.0 response to a request; `error` carries a JSON-RPC error code. */
+    JsonRpcReply: {
+      /** @enum {string} */
+      jsonrpc: '2.0';
+      id?: string | number | null;
+      result?: {
+        [key: string]: unknown;
+      };
+      error?: {
+        code: number;
+        message: string;
+        data?: unknown;
+      };
+    };
+    McpServeInfo: {
+      name: string;
+      version: string;
+      protocolVersion: string;
+      capabilities: {
+        [key: string]: unknown;
       };
     };
   };
@@ -6883,6 +7114,490 @@ export interface operations {
         content: {
           'application/octet-stream': string;
         };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowMcpServers: {
+    parameters: {
+      query: {
+        /** @description Workspace whose published MCP servers to list. */
+        workspaceId: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of servers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServerListItem'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @description True when the toolNames of a server on this page were cut to 20. */
+            toolNamesTruncated: boolean;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to publish the server. */
+          workspaceId: string;
+          /** @description Server display name, shown to connecting MCP clients. */
+          name: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Whether MCP clients may connect without an API key.
+           * @default false
+           */
+          isPublic?: boolean;
+          /** @description Deployed workflows to publish as tools on the new server. */
+          workflowIds?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description The created server. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Server display name. */
+          name?: string;
+          /** @description New description, or null to clear it. */
+          description?: string | null;
+          /** @description Whether MCP clients may connect without an API key. */
+          isPublic?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowMcpTools: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @description Always false; a server holds at most 100 tools, all returned. */
+            truncated: boolean;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deployWorkflowMcpTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Deployed workflow to publish. */
+          workflowId: string;
+          /** @description Name MCP clients call; normalized, and derived from the workflow name when omitted. */
+          toolName?: string;
+          /** @description Description shown to MCP clients. */
+          toolDescription?: string;
+          /** @description Per-field description overrides for the generated input schema. */
+          parameterDescriptions?: {
+            name: string;
+            description: string;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description The published tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpToolPublished'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  undeployWorkflowMcpTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+        /** @description Workflow published as a tool on this server. */
+        workflowId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpToolDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMcpServeInfo: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server information. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['McpServeInfo'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description An SSE stream was asked for; this server answers every message in its POST response. */
+      405: {
+        headers: {
+          /** @description Always `streamable-http`. */
+          'X-MCP-Supported-Transport'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  postMcpServeMessage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['JsonRpcMessage'];
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description A notification or response was accepted; no body. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body is not valid JSON or not a JSON-RPC message this endpoint takes (an error body), or the protocol layer refused it, e.g. an unsupported `MCP-Protocol-Version` (a JSON-RPC error). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description The server does not exist or the caller cannot reach it (error body), or the JSON-RPC method is unknown (a JSON-RPC error). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description The request does not accept both `application/json` and `text/event-stream` (a JSON-RPC error). */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteMcpServeSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Nothing to end. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];

@@ -18,6 +18,7 @@ const STATUS_OF: Record<ErrorCode, number> = {
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   USAGE_LIMIT_EXCEEDED: 402,
+  METHOD_NOT_ALLOWED: 405,
 };
 
 export class ApiError extends Error {

@@ -21,6 +21,8 @@ import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
+import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
+import { McpServerRepository } from './mcp-servers.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -42,6 +44,8 @@ export interface Repositories {
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  workflowMcpServers: WorkflowMcpServerRepository;
+  mcpServers: McpServerRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -65,6 +69,8 @@ function repositories(db: SqlExecutor): Repositories {
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    workflowMcpServers: new WorkflowMcpServerRepository(db),
+    mcpServers: new McpServerRepository(db),
   };
 }
 
