@@ -33,6 +33,8 @@ export const LIST_PATHS = [
   '/api/v2/files/{fileId}/versions',
   '/api/v2/files',
   '/api/v2/logs',
+  '/api/v2/mcp-servers/{mcpServerId}/tools',
+  '/api/v2/mcp-servers',
   '/api/v2/workflows/folders',
   '/api/v2/workflow-mcp-servers',
   '/api/v2/workflow-mcp-servers/{serverId}/tools',

@@ -137,6 +137,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createMcpServer: {
+    params: Params<operations['createMcpServer'], 'path'>;
+    query: Params<operations['createMcpServer'], 'query'>;
+    headers: Params<operations['createMcpServer'], 'header'>;
+    body: Body<operations['createMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -199,6 +208,15 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
+  };
+  deleteMcpServer: {
+    params: Params<operations['deleteMcpServer'], 'path'>;
+    query: Params<operations['deleteMcpServer'], 'query'>;
+    headers: Params<operations['deleteMcpServer'], 'header'>;
+    body: Body<operations['deleteMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
@@ -379,6 +397,15 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
+  };
+  getMcpServer: {
+    params: Params<operations['getMcpServer'], 'path'>;
+    query: Params<operations['getMcpServer'], 'query'>;
+    headers: Params<operations['getMcpServer'], 'header'>;
+    body: Body<operations['getMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
@@ -565,6 +592,24 @@ export interface OperationInputs {
     query: Params<operations['listLogs'], 'query'>;
     headers: Params<operations['listLogs'], 'header'>;
     body: Body<operations['listLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMcpServerTools: {
+    params: Params<operations['listMcpServerTools'], 'path'>;
+    query: Params<operations['listMcpServerTools'], 'query'>;
+    headers: Params<operations['listMcpServerTools'], 'header'>;
+    body: Body<operations['listMcpServerTools']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMcpServers: {
+    params: Params<operations['listMcpServers'], 'path'>;
+    query: Params<operations['listMcpServers'], 'query'>;
+    headers: Params<operations['listMcpServers'], 'header'>;
+    body: Body<operations['listMcpServers']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -848,6 +893,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateMcpServer: {
+    params: Params<operations['updateMcpServer'], 'path'>;
+    query: Params<operations['updateMcpServer'], 'query'>;
+    headers: Params<operations['updateMcpServer'], 'header'>;
+    body: Body<operations['updateMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
@@ -957,6 +1011,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createMcpServer: {
+    status: 201;
+    body: Json<operations['createMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -990,6 +1049,11 @@ export interface OperationResults {
   deleteMcpServeSession: {
     status: 204;
     body: undefined;
+    headers?: Record<string, string>;
+  };
+  deleteMcpServer: {
+    status: 200;
+    body: Json<operations['deleteMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1110,6 +1174,11 @@ export interface OperationResults {
     body: Json<operations['getMcpServeInfo']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getMcpServer: {
+    status: 200;
+    body: Json<operations['getMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
@@ -1225,6 +1294,16 @@ export interface OperationResults {
   listLogs: {
     status: 200;
     body: Json<operations['listLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMcpServerTools: {
+    status: 200;
+    body: Json<operations['listMcpServerTools']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMcpServers: {
+    status: 200;
+    body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowFolders: {
@@ -1394,6 +1473,11 @@ export interface OperationResults {
     body: Json<operations['updateFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateMcpServer: {
+    status: 200;
+    body: Json<operations['updateMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
@@ -1454,6 +1538,8 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/mcp-servers — Register an MCP server */
+  createMcpServer: Handler<'createMcpServer'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1468,6 +1554,8 @@ export interface Handlers {
   deleteFileVersion: Handler<'deleteFileVersion'>;
   /** DELETE /api/mcp/serve/{serverId} — End an MCP session */
   deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
+  /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
+  deleteMcpServer: Handler<'deleteMcpServer'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1508,6 +1596,8 @@ export interface Handlers {
   getLogStats: Handler<'getLogStats'>;
   /** GET /api/mcp/serve/{serverId} — Describe a workflow MCP server */
   getMcpServeInfo: Handler<'getMcpServeInfo'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId} — Get an MCP server */
+  getMcpServer: Handler<'getMcpServer'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /shared/files/{token} — Read a shared file */
@@ -1550,6 +1640,10 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId}/tools — List the tools of an MCP server */
+  listMcpServerTools: Handler<'listMcpServerTools'>;
+  /** GET /api/v2/mcp-servers — List MCP servers */
+  listMcpServers: Handler<'listMcpServers'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/workflow-mcp-servers — List workflow MCP servers */
@@ -1612,6 +1706,8 @@ export interface Handlers {
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
+  updateMcpServer: Handler<'updateMcpServer'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflow-mcp-servers/{serverId} — Update a workflow MCP server */

@@ -104,6 +104,21 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/logs', ...bind(OPERATIONS.listLogs, handlers.listLogs));
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));
+  router.get('/api/v2/mcp-servers', ...bind(OPERATIONS.listMcpServers, handlers.listMcpServers));
+  router.post('/api/v2/mcp-servers', ...bind(OPERATIONS.createMcpServer, handlers.createMcpServer));
+  router.delete(
+    '/api/v2/mcp-servers/:mcpServerId',
+    ...bind(OPERATIONS.deleteMcpServer, handlers.deleteMcpServer),
+  );
+  router.get('/api/v2/mcp-servers/:mcpServerId', ...bind(OPERATIONS.getMcpServer, handlers.getMcpServer));
+  router.patch(
+    '/api/v2/mcp-servers/:mcpServerId',
+    ...bind(OPERATIONS.updateMcpServer, handlers.updateMcpServer),
+  );
+  router.get(
+    '/api/v2/mcp-servers/:mcpServerId/tools',
+    ...bind(OPERATIONS.listMcpServerTools, handlers.listMcpServerTools),
+  );
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
   router.get(
     '/api/v2/workflow-mcp-servers',

@@ -1491,6 +1491,78 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/mcp-servers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List MCP servers
+     * @description The external MCP servers registered in the workspace, with their connection status and tool count.
+     */
+    get: operations['listMcpServers'];
+    put?: never;
+    /**
+     * Register an MCP server
+     * @description Registers an external MCP server reached over Streamable HTTP, then connects once to discover its tools (the outcome is in `connectionStatus`, `lastError` and `toolCount`; an unreachable server is still registered). Headers and the OAuth client secret are sealed at rest and never returned. A URL that is not absolute http(s), holds `{{ENV}}` references, or points at a private address the egress policy does not allow is a 400, and nothing is stored.
+     */
+    post: operations['createMcpServer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/mcp-servers/{mcpServerId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an MCP server
+     * @description One registered MCP server.
+     */
+    get: operations['getMcpServer'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete an MCP server
+     * @description Removes the server and its sealed headers; workflow blocks that use it fail until reconfigured.
+     */
+    delete: operations['deleteMcpServer'];
+    options?: never;
+    head?: never;
+    /**
+     * Update an MCP server
+     * @description Changes a registered server. `headers` replace the stored ones wholesale; `url` may only repeat the current URL (400 otherwise). A change to how it connects (headers, authentication, enabling it) reconnects once to refresh its tools and status.
+     */
+    patch: operations['updateMcpServer'];
+    trace?: never;
+  };
+  '/api/v2/mcp-servers/{mcpServerId}/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the tools of an MCP server
+     * @description The server's tools. Without `refresh` a discovery made in the last five minutes (by any member) is reused; with `refresh=true`, or when there is none, the server is asked again and its status, last error and tool count are updated. A server that cannot be reached is a 503 with `details.code: MCP_SERVER_UNREACHABLE` (or `EGRESS_BLOCKED`). Needs the api:write scope (it reaches out to the server). Workspace API keys get 403.
+     */
+    get: operations['listMcpServerTools'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3069,6 +3141,48 @@ export interface components {
       capabilities: {
         [key: string]: unknown;
       };
+    };
+    /** @description A registered external MCP server. Headers and the OAuth client secret are write-only. */
+    McpServer: {
+      id: string;
+      name: string;
+      description?: string;
+      /** @enum {string} */
+      transport: 'streamable-http';
+      /** @enum {string} */
+      authType: 'none' | 'headers' | 'oauth';
+      url: string;
+      /** @description Per-request timeout in milliseconds. */
+      timeout: number;
+      /** @description Extra connection attempts after a failed one. */
+      retries: number;
+      enabled: boolean;
+      /** @enum {string} */
+      connectionStatus: 'connected' | 'disconnected' | 'error';
+      lastError: string | null;
+      toolCount: number;
+      lastToolsRefresh?: components['schemas']['Timestamp'];
+      lastConnected?: components['schemas']['Timestamp'];
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      oauthClientId?: string;
+      hasHeaders: boolean;
+      headerNames: string[];
+      hasOauthClientSecret: boolean;
+    };
+    McpServerTool: {
+      name: string;
+      description?: string;
+      inputSchema: {
+        /** @enum {string} */
+        type: 'object';
+        properties?: {
+          [key: string]: unknown;
+        };
+        required?: string[];
+      };
+      serverId: string;
+      serverName: string;
     };
   };
   responses: {
@@ -7603,6 +7717,315 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMcpServers: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the server name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of servers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to register the server. */
+          workspaceId: string;
+          /** @description Server display name. */
+          name: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Transport protocol; `streamable-http` is the only one.
+           * @enum {string}
+           */
+          transport?: 'streamable-http';
+          /** @description Absolute http(s) endpoint without `{{ENV}}` references; immutable (delete and recreate to change it). A private, loopback or link-local address is refused unless the egress policy allows it. */
+          url: string;
+          /**
+           * @description How to authenticate. When omitted without headers, registration probes the server once: one that publishes OAuth protected-resource metadata (RFC 9728) is stored as `oauth`, any other as `headers`.
+           * @enum {string}
+           */
+          authType?: 'none' | 'headers' | 'oauth';
+          /** @description Write-only request headers, replaced wholesale on update. */
+          headers?: {
+            [key: string]: string;
+          };
+          /** @description Per-request timeout in milliseconds (default 30000). */
+          timeout?: number;
+          /** @description Extra connection attempts after a failed one (default 3). */
+          retries?: number;
+          /** @description Whether workflows may use the server's tools (default true). */
+          enabled?: boolean;
+          /** @description Pre-registered OAuth client id. */
+          oauthClientId?: string | null;
+          /** @description Write-only pre-registered OAuth client secret; null clears it. */
+          oauthClientSecret?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The registered server. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMcpServer: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteMcpServer: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the server. */
+          workspaceId: string;
+          /** @description Server display name. */
+          name?: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Transport protocol; `streamable-http` is the only one.
+           * @enum {string}
+           */
+          transport?: 'streamable-http';
+          /** @description When sent, it must equal the current URL: the URL is immutable. */
+          url?: string;
+          /**
+           * @description How to authenticate. When omitted without headers, registration probes the server once: one that publishes OAuth protected-resource metadata (RFC 9728) is stored as `oauth`, any other as `headers`.
+           * @enum {string}
+           */
+          authType?: 'none' | 'headers' | 'oauth';
+          /** @description Write-only request headers, replaced wholesale on update. */
+          headers?: {
+            [key: string]: string;
+          };
+          /** @description Per-request timeout in milliseconds (default 30000). */
+          timeout?: number;
+          /** @description Extra connection attempts after a failed one (default 3). */
+          retries?: number;
+          /** @description Whether workflows may use the server's tools (default true). */
+          enabled?: boolean;
+          /** @description Pre-registered OAuth client id. */
+          oauthClientId?: string | null;
+          /** @description Write-only pre-registered OAuth client secret; null clears it. */
+          oauthClientSecret?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMcpServerTools: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+        /** @description Ask the server again instead of reusing a recent discovery. */
+        refresh?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

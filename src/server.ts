@@ -18,6 +18,7 @@ import { LocalDiskBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
+import { McpRegistry } from './mcp/registry.ts';
 
 export interface RunningServer {
   url: string;
@@ -35,14 +36,16 @@ export async function createServices(config: Config, logger: Logger = createLogg
   );
   const engine = createEngine(config);
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets }),
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp }),
     secrets,
+    mcp,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),

@@ -8,6 +8,7 @@ import type { RateLimitStore } from './http/rate-limit.ts';
 import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
+import type { McpRegistry } from './mcp/registry.ts';
 
 export interface Services {
   config: Config;
@@ -27,4 +28,6 @@ export interface Services {
   closeEngine(): Promise<void>;
   /** Encrypted workspace and personal secrets, resolved for {{NAME}} references in runs. */
   secrets: SecretVault;
+  /** Registered external MCP servers: their tools (for MCP tool blocks and agents) and calling them. */
+  mcp: McpRegistry;
 }

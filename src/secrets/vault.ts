@@ -63,6 +63,16 @@ export class SecretVault {
     const record = await this.store.secrets.resolve(workspaceId, userId, name);
     return record ? this.cipher.decrypt(record.ciphertext, contextOf(record)) : undefined;
   }
+
+  /** Seals another write-only value (e.g. an MCP server's headers) bound to `context`, for storing. */
+  seal(value: string, context: string): string {
+    return this.cipher.encrypt(value, context);
+  }
+
+  /** Opens a value sealed with `seal` under the same context (server side only; never returned by the API). */
+  unseal(sealed: string, context: string): string {
+    return this.cipher.decrypt(sealed, context);
+  }
 }
 
 /** The operator's way to set a secret (admin command): one transaction with its audit event, never the value. */

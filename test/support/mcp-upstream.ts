@@ -1,0 +1,74 @@
+// A small external MCP server for tests, built with the official SDK on 127.0.0.1: tools `add`, `fail` and
+// `whoami` (echoes a header). Requests to /secure/mcp need the header `x-token: <token>`.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+export interface Upstream {
+  url: string;
+  secureUrl: string;
+  token: string;
+  /** Tool calls received, in order. */
+  calls: { name: string; args: unknown }[];
+  close(): Promise<void>;
+}
+
+const TOOLS = [
+  {
+    name: 'add',
+    description: 'Adds two numbers',
+    inputSchema: { type: 'object' as const, properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+  },
+  { name: 'fail', description: 'Always reports an error', inputSchema: { type: 'object' as const } },
+  { name: 'whoami', description: 'Echoes the x-token header', inputSchema: { type: 'object' as const } },
+];
+
+export async function startUpstream(token = 'upstream-secret-token'): Promise<Upstream> {
+  const calls: Upstream['calls'] = [];
+  const httpServer = http.createServer(async (req, res) => {
+    const secure = req.url?.startsWith('/secure/');
+    if (secure && req.headers['x-token'] !== token) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'unauthorized' }));
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.writeHead(405).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    const server = new Server({ name: 'upstream', version: '0.0.1' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOLS }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      const { name, arguments: args = {} } = request.params;
+      calls.push({ name, args });
+      if (name === 'add') {
+        const { a, b } = args as { a: number; b: number };
+        return { content: [{ type: 'text', text: JSON.stringify({ sum: a + b }) }] };
+      }
+      if (name === 'fail') return { content: [{ type: 'text', text: 'it went wrong' }], isError: true };
+      if (name === 'whoami') return { content: [{ type: 'text', text: String(req.headers['x-token'] ?? 'nobody') }] };
+      throw new Error(`Tool ${name} not found`);
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    res.on('close', () => void server.close());
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const port = (httpServer.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    secureUrl: `http://127.0.0.1:${port}/secure/mcp`,
+    token,
+    calls,
+    close: () =>
+      new Promise((resolve) => {
+        httpServer.closeAllConnections();
+        httpServer.close(() => resolve());
+      }),
+  };
+}
