@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
 import { createApiKey } from '../src/identity/admin.ts';
+import { createOAuthClient, issueTokens } from '../src/identity/oauth.ts';
 
 let s: TestServer;
 let greet: BuiltWorkflow;
@@ -273,5 +274,81 @@ describe('the serve endpoint through the MCP SDK client', () => {
     const info = await fetch(server.mcpServerUrl, { headers: auth });
     expect(await info.json()).toEqual({ name: 'Served', version: '1.0.0', protocolVersion: '2024-11-05', capabilities: { tools: {} } });
     expect((await fetch(`${s.url}/api/mcp/serve/does-not-exist`, { headers: auth })).status).toBe(404);
+  });
+});
+
+describe('tool lifecycle, paging, OAuth tokens and rate limits', () => {
+  it('hides a tool while its workflow is undeployed and serves it again after a redeploy', async () => {
+    const start = apiBlock('start_trigger', 'Start', { inputFormat: [{ name: 'x', type: 'string' }] });
+    const out = apiBlock('response', 'Out', { data: '{"x": <start.x>}' });
+    const wf = await buildWorkflow(s, 'Comes and goes', [start, out], [link(start, out)]);
+    const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Lifecycle', workflowIds: [wf.id, greet.id] })).body.data;
+    const undeployed = await s.call('DELETE', `/api/v2/workflows/${wf.id}/deploy`);
+    expect(undeployed.status, undeployed.text).toBe(200);
+    expect(undeployed.body.data.archivedMcpTools).toEqual([{ serverId: server.id, toolName: 'comes_and_goes' }]);
+    const tools = (await s.call('GET', `/api/v2/workflow-mcp-servers/${server.id}/tools`)).body.data;
+    expect(tools.find((t: any) => t.workflowId === wf.id).status).toBe('inactive');
+    const client = await connect(server.mcpServerUrl, { 'X-API-Key': s.key });
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['greet_someone']);
+      await expect(client.callTool({ name: 'comes_and_goes', arguments: { x: 'a' } })).rejects.toThrow(/not deployed/);
+      expect((await s.call('POST', `/api/v2/workflows/${wf.id}/deploy`, {})).status).toBe(200);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['comes_and_goes', 'greet_someone']);
+      const result = await client.callTool({ name: 'comes_and_goes', arguments: { x: 'back' } });
+      expect(JSON.parse((result.content as any)[0].text)).toEqual({ x: 'back' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('pages tools/list with the cursor the last page ended on', async () => {
+    const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Paged', workflowIds: [greet.id, failing.id] })).body.data;
+    const first = (await s.call('GET', `/api/v2/workflow-mcp-servers/${server.id}/tools`)).body.data[0];
+    const rpc = await post(server.mcpServerUrl, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: first.id } }), { 'X-API-Key': s.key });
+    expect(rpc.status).toBe(200);
+    const body = (await rpc.json()) as any;
+    expect(body.result.tools.map((t: any) => t.name)).toEqual(['always_fails']);
+    expect(body.result.nextCursor).toBeUndefined();
+  });
+
+  it('accepts an OAuth access token, and needs api:write to call a tool', async () => {
+    const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'OAuth', workflowIds: [greet.id] })).body.data;
+    const app = await createOAuthClient(s.services.store, 'MCP client app');
+    const writer = await issueTokens(s.services.store, { clientId: app.id, userId: s.userId, scopes: ['api:write'] });
+    const client = await connect(server.mcpServerUrl, { Authorization: `Bearer ${writer.accessToken}` });
+    try {
+      const result = await client.callTool({ name: 'greet_someone', arguments: { name: 'Token', times: 1 } });
+      expect(JSON.parse((result.content as any)[0].text)).toEqual({ greeting: 'Hello Token!' });
+    } finally {
+      await client.close();
+    }
+    const reader = await issueTokens(s.services.store, { clientId: app.id, userId: s.userId, scopes: ['api:read'] });
+    const readOnly = await connect(server.mcpServerUrl, { Authorization: `Bearer ${reader.accessToken}` });
+    try {
+      expect((await readOnly.listTools()).tools).toHaveLength(1);
+      await expect(readOnly.callTool({ name: 'greet_someone', arguments: { name: 'x', times: 1 } })).rejects.toThrow(/api:write/);
+    } finally {
+      await readOnly.close();
+    }
+    await expect(connect(server.mcpServerUrl, { Authorization: 'Bearer owa_at_not-a-token' })).rejects.toThrow();
+  });
+
+  it('draws tool calls from the synchronous execution bucket', async () => {
+    const limited = await startTestServer({ RATE_LIMIT_FREE_SYNC: '1' });
+    try {
+      const start = apiBlock('start_trigger', 'Start');
+      const wf = await buildWorkflow(limited, 'Limited', [start], []);
+      const server = (await limited.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: limited.workspaceId, name: 'Limited', workflowIds: [wf.id] })).body.data;
+      const client = await connect(server.mcpServerUrl, { 'X-API-Key': limited.key });
+      try {
+        const ok = await client.callTool({ name: 'limited', arguments: {} });
+        expect(ok.isError).toBeFalsy();
+        await expect(client.callTool({ name: 'limited', arguments: {} })).rejects.toThrow(/Rate limit/);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await limited.stop();
+    }
   });
 });

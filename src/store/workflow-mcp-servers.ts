@@ -160,6 +160,12 @@ export class WorkflowMcpServerRepository {
     return rows.map(toTool);
   }
 
+  /** Every tool publishing this workflow, on any server. */
+  async toolsOfWorkflow(workflowId: string): Promise<WorkflowMcpToolRecord[]> {
+    const rows = await this.db.all<ToolRow>('SELECT * FROM workflow_mcp_tools WHERE workflow_id = ? ORDER BY id', [workflowId]);
+    return rows.map(toTool);
+  }
+
   async countTools(serverId: string): Promise<number> {
     const r = await this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM workflow_mcp_tools WHERE server_id = ?', [serverId]);
     return Number(r?.n ?? 0);
