@@ -5,7 +5,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
-import { createApiKey } from '../src/identity/admin.ts';
+import { createApiKey, setPersonalKeysAllowed } from '../src/identity/admin.ts';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { createOAuthClient, issueTokens } from '../src/identity/oauth.ts';
 
 let s: TestServer;
@@ -349,6 +351,52 @@ describe('tool lifecycle, paging, OAuth tokens and rate limits', () => {
       }
     } finally {
       await limited.stop();
+    }
+  });
+});
+
+describe('more refusals and bookkeeping', () => {
+  it('answers 404 once the server is deleted, and refuses personal keys where the workspace turned them off', async () => {
+    const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Short-lived', workflowIds: [greet.id] })).body.data;
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    expect((await post(server.mcpServerUrl, ping, { 'X-API-Key': s.key })).status).toBe(200);
+    const ws = await s.newWorkspace('No personal keys');
+    const wf = await buildWorkflow(s, 'Locked down', [apiBlock('start_trigger', 'Start')], [], { workspaceId: ws });
+    const locked = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: ws, name: 'Locked', workflowIds: [wf.id] })).body.data;
+    await setPersonalKeysAllowed(s.services.store, ws, false);
+    const refused = await post(locked.mcpServerUrl, ping, { 'X-API-Key': s.key });
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as any).error.details.code).toBe('PERSONAL_KEYS_DISABLED');
+    const wsKey = (await createApiKey(s.services.store, { kind: 'workspace', userId: s.userId, workspaceId: ws })).key;
+    expect((await post(locked.mcpServerUrl, ping, { 'X-API-Key': wsKey })).status).toBe(200);
+
+    await s.call('DELETE', `/api/v2/workflow-mcp-servers/${server.id}`);
+    expect((await post(server.mcpServerUrl, ping, { 'X-API-Key': s.key })).status).toBe(404);
+  });
+
+  it('refuses an unsupported protocol version header as a JSON-RPC error', async () => {
+    const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Versions' })).body.data;
+    const r = await post(server.mcpServerUrl, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { 'X-API-Key': s.key, 'mcp-protocol-version': '1999-01-01' });
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as any).error.message).toMatch(/protocol version/i);
+  });
+
+  it('pages the server list with a cursor and records audit events', async () => {
+    const ws = await s.newWorkspace('Paging');
+    for (const name of ['a', 'b', 'c']) await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: ws, name });
+    const first = await s.call('GET', `/api/v2/workflow-mcp-servers?workspaceId=${ws}&limit=2&sortBy=name&sortOrder=asc`);
+    expect(first.body.data.map((x: any) => x.name)).toEqual(['a', 'b']);
+    const second = await s.call('GET', `/api/v2/workflow-mcp-servers?workspaceId=${ws}&limit=2&sortBy=name&sortOrder=asc&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect(second.body.data.map((x: any) => x.name)).toEqual(['c']);
+    expect(second.body.nextCursor).toBeNull();
+    const changed = await s.call('GET', `/api/v2/workflow-mcp-servers?workspaceId=${ws}&limit=2&sortBy=createdAt&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect(changed.status).toBe(400);
+    const db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'));
+    try {
+      const actions = (db.prepare("SELECT action FROM audit_events WHERE workspace_id = ? AND resource_type = 'workflow_mcp_server'").all(ws) as { action: string }[]).map((r) => r.action);
+      expect(actions).toEqual(['workflow_mcp_server.created', 'workflow_mcp_server.created', 'workflow_mcp_server.created']);
+    } finally {
+      db.close();
     }
   });
 });
