@@ -89,6 +89,18 @@ describe('external MCP servers', () => {
     expect(tools.body.data).toHaveLength(3);
   });
 
+  it('probes how to authenticate when authType is not given', async () => {
+    const plain = await create({ name: 'Probed', url: up.url });
+    expect(plain.body.data).toMatchObject({ authType: 'headers', connectionStatus: 'connected' });
+    const oauth = await create({ name: 'Wants OAuth', url: up.oauthUrl, oauthClientId: 'client-1', oauthClientSecret: 'shh-secret' });
+    expect(oauth.status, oauth.text).toBe(201);
+    expect(oauth.body.data).toMatchObject({ authType: 'oauth', connectionStatus: 'disconnected', oauthClientId: 'client-1', hasOauthClientSecret: true });
+    expect(oauth.body.data.lastError).toMatch(/OAuth/);
+    expect(oauth.text).not.toContain('shh-secret');
+    const row = db.prepare('SELECT oauth_client_secret_sealed FROM mcp_servers WHERE id = ?').get(oauth.body.data.id) as { oauth_client_secret_sealed: string };
+    expect(row.oauth_client_secret_sealed).not.toContain('shh-secret');
+  });
+
   it('updates fields, refuses a changed URL, and deletes', async () => {
     const server = (await create({ name: 'Plain', url: up.url, authType: 'none' })).body.data;
     expect(server).toMatchObject({ authType: 'none', connectionStatus: 'connected' });

@@ -9,6 +9,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 export interface Upstream {
   url: string;
   secureUrl: string;
+  /** An endpoint that publishes OAuth protected-resource metadata (RFC 9728). */
+  oauthUrl: string;
   token: string;
   /** Tool calls received, in order. */
   calls: { name: string; args: unknown }[];
@@ -27,10 +29,15 @@ const TOOLS = [
 
 export async function startUpstream(token = 'upstream-secret-token'): Promise<Upstream> {
   const calls: Upstream['calls'] = [];
+  let port = 0;
   const httpServer = http.createServer(async (req, res) => {
     const secure = req.url?.startsWith('/secure/');
     if (secure && req.headers['x-token'] !== token) {
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'unauthorized' }));
+      return;
+    }
+    if (req.method === 'GET' && req.url === '/.well-known/oauth-protected-resource/oauth/mcp') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource: `http://127.0.0.1:${port}/oauth/mcp`, authorization_servers: [] }));
       return;
     }
     if (req.method !== 'POST') {
@@ -59,10 +66,11 @@ export async function startUpstream(token = 'upstream-secret-token'): Promise<Up
     await transport.handleRequest(req, res, body);
   });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
-  const port = (httpServer.address() as AddressInfo).port;
+  port = (httpServer.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     secureUrl: `http://127.0.0.1:${port}/secure/mcp`,
+    oauthUrl: `http://127.0.0.1:${port}/oauth/mcp`,
     token,
     calls,
     close: () =>

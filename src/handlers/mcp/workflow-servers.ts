@@ -2,13 +2,13 @@
 // endpoint that serves them is ./serve.ts; naming and schemas are src/mcp/tools.ts.
 import type { Handler } from '../../../generated/handlers.ts';
 import type { RequestContext } from '../../http/context.ts';
-import { badRequest, conflict, notFound } from '../../http/errors.ts';
+import { badRequest, conflict, invalidField, notFound } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
 import { sortableId } from '../../domain/ids.ts';
 import type { Repositories } from '../../store/index.ts';
 import type { WorkflowRecord } from '../../store/workflows.ts';
 import type { WorkflowMcpServerRecord, WorkflowMcpToolRecord } from '../../store/workflow-mcp-servers.ts';
-import { MAX_TOOLS_PER_SERVER, normalizeToolName } from '../../mcp/tools.ts';
+import { MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, normalizeToolName } from '../../mcp/tools.ts';
 
 const now = () => new Date().toISOString();
 const MAX_LISTED_NAMES = 20;
@@ -175,6 +175,12 @@ export const listWorkflowMcpTools: Handler<'listWorkflowMcpTools'> = async ({ pa
 };
 
 export const deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'> = async ({ params, body, ctx }) => {
+  if (body.toolDescription !== undefined && Buffer.byteLength(body.toolDescription) > MAX_DESCRIPTION_BYTES) {
+    throw invalidField(['body', 'toolDescription'], `A tool description may have at most ${MAX_DESCRIPTION_BYTES} bytes.`, 'too_big');
+  }
+  if (body.parameterDescriptions && Buffer.byteLength(JSON.stringify(body.parameterDescriptions)) > MAX_SCHEMA_BYTES) {
+    throw invalidField(['body', 'parameterDescriptions'], `Parameter descriptions may total at most ${MAX_SCHEMA_BYTES} bytes.`, 'too_big');
+  }
   const s = await loadServer(ctx, params.serverId);
   const result = await ctx.mutate(async (tx, audit) => {
     if (!(await tx.workflowMcpServers.get(s.id))) throw notFound('Workflow MCP server');
