@@ -1464,10 +1464,7 @@ export interface paths {
     parameters: {
       query?: never;
       header?: never;
-      path: {
-        /** @description Workflow MCP server identifier. */
-        serverId: string;
-      };
+      path?: never;
       cookie?: never;
     };
     /**
