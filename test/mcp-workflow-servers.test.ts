@@ -356,6 +356,21 @@ describe('tool lifecycle, paging, OAuth tokens and rate limits', () => {
 });
 
 describe('more refusals and bookkeeping', () => {
+  it('answers a run past the synchronous time limit as a retryable timeout error', async () => {
+    const slow = await startTestServer({ SYNC_RUN_TIMEOUT_MS: '300' });
+    try {
+      const start = apiBlock('start_trigger', 'Start');
+      const wait = apiBlock('wait', 'Pause', { timeValue: '2', timeUnit: 'seconds' });
+      const wf = await buildWorkflow(slow, 'Slow', [start, wait], [link(start, wait)]);
+      const server = (await slow.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: slow.workspaceId, name: 'Slow', workflowIds: [wf.id] })).body.data;
+      const r = await post(server.mcpServerUrl, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'slow', arguments: {} } }), { 'X-API-Key': slow.key });
+      const body = (await r.json()) as any;
+      expect(body.error.data).toMatchObject({ httpStatus: 408, code: 'TIMEOUT', retryable: true });
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it('answers 404 once the server is deleted, and refuses personal keys where the workspace turned them off', async () => {
     const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Short-lived', workflowIds: [greet.id] })).body.data;
     const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });

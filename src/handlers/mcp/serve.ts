@@ -18,6 +18,9 @@ import { isServable, mcpServeUrl } from './workflow-servers.ts';
 
 type AnyCtx = RequestContext<Principal | null>;
 
+/** Largest tool result a call answers (the run itself still completes and keeps its output). */
+const MAX_RESULT_BYTES = 10 * 1024 * 1024;
+
 interface Caller {
   /** Who runs the tools: the credential's user, or the creator of a public server. */
   principal: Principal;
@@ -132,11 +135,18 @@ function backendFor(ctx: AnyCtx, server: WorkflowMcpServerRecord, caller: Caller
         timeoutMs: null,
       });
       const result = await runs.execute(run, { timeoutMs: config.runs.syncTimeoutMs });
+      if (result.error?.code === 'TIMEOUT') {
+        throw new McpServeError(408, 'TIMEOUT', `Run ${run.id} did not finish within ${config.runs.syncTimeoutMs} ms.`, { retryable: true });
+      }
       const failed = result.status === 'failed' || result.status === 'cancelled';
       const payload = failed
         ? { success: false, executionId: run.id, output: result.output ?? null, error: result.error?.message ?? `The run ${result.status}.` }
         : (result.output ?? null);
-      return { content: [{ type: 'text', text: JSON.stringify(payload) }], ...(failed ? { isError: true } : {}) };
+      const text = JSON.stringify(payload);
+      if (Buffer.byteLength(text) > MAX_RESULT_BYTES) {
+        throw new McpServeError(413, 'RESPONSE_TOO_LARGE', `The output of run ${run.id} is larger than ${MAX_RESULT_BYTES} bytes; read it from the run instead.`);
+      }
+      return { content: [{ type: 'text', text }], ...(failed ? { isError: true } : {}) };
     },
   };
 }
