@@ -69,19 +69,22 @@ export async function mcp(options: { seconds: number; rounds: number }): Promise
       const r = await api(server, 'POST', `/api/v2/workflows/${id}/execute`, { input: { n: 41 } });
       if (r.data.output?.n !== 42) throw new Error(`unexpected run result ${JSON.stringify(r.data)}`);
     };
+    const ping = () => client!.ping();
+    const meta = () => api(server, 'GET', '/api/v2/meta');
     await time(call, 30);
     await time(execute, 30);
     const n = Math.max(50, Math.round(options.seconds * 40));
-    const rounds: { mcp: number[]; direct: number[] }[] = [];
+    const rounds: { mcp: number[]; direct: number[]; ping: number[]; meta: number[] }[] = [];
     for (let r = 0; r < options.rounds; r++) {
-      // Interleave the two so both see the same machine load.
-      const mcpTimes: number[] = [];
-      const directTimes: number[] = [];
+      // Interleave them so all see the same machine load.
+      const round = { mcp: [] as number[], direct: [] as number[], ping: [] as number[], meta: [] as number[] };
       for (let i = 0; i < n; i++) {
-        mcpTimes.push(...(await time(call, 1)));
-        directTimes.push(...(await time(execute, 1)));
+        round.mcp.push(...(await time(call, 1)));
+        round.direct.push(...(await time(execute, 1)));
+        round.ping.push(...(await time(ping, 1)));
+        round.meta.push(...(await time(meta, 1)));
       }
-      rounds.push({ mcp: mcpTimes, direct: directTimes });
+      rounds.push(round);
     }
     const p50 = (xs: number[]) => percentile(xs, 50);
     const p99 = (xs: number[]) => percentile(xs, 99);
@@ -91,6 +94,7 @@ export async function mcp(options: { seconds: number; rounds: number }): Promise
     console.log(`  tools/call (MCP SDK client)  p50 ${fmt(mcpP50, 2)} ms  p99 ${fmt(median(rounds.map((r) => p99(r.mcp))), 2)} ms`);
     console.log(`  POST /execute (sync)         p50 ${fmt(directP50, 2)} ms  p99 ${fmt(median(rounds.map((r) => p99(r.direct))), 2)} ms`);
     console.log(`  MCP overhead at p50: ${fmt(mcpP50 - directP50, 2)} ms (${fmt((mcpP50 / directP50) * 100, 0)}% of direct)`);
+    console.log(`  floors: MCP ping p50 ${fmt(median(rounds.map((r) => p50(r.ping))), 2)} ms, GET /api/v2/meta p50 ${fmt(median(rounds.map((r) => p50(r.meta))), 2)} ms`);
   } finally {
     await client?.close().catch(() => undefined);
     await server.stop();
