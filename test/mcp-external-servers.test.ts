@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { startUpstream, type Upstream } from './support/mcp-upstream.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { createApiKey } from '../src/identity/admin.ts';
+import { mcpToolId, mcpToolProvider } from '../src/mcp/tool-provider.ts';
 
 let s: TestServer;
 let up: Upstream;
@@ -196,5 +197,19 @@ describe('the MCP tool block and the workspace tool registry', () => {
     const result = await s.services.mcp.callTool(s.workspaceId, serverId, 'whoami', {});
     expect(result.content).toEqual([{ type: 'text', text: up.token }]);
     await expect(s.services.mcp.callTool('another-workspace', serverId, 'add', { a: 1, b: 1 })).rejects.toThrow(/No MCP server/);
+  });
+
+  it('offers the same tools as a provider for the agents\' tool registry', async () => {
+    const provider = mcpToolProvider(s.services.mcp);
+    const id = mcpToolId(serverId, 'add');
+    expect(id).toMatch(/^mcp_[0-9a-f]{8}_add$/);
+    expect((await provider.list(s.workspaceId)).map((t) => t.id)).toContain(id);
+    const tool = (await provider.get(s.workspaceId, id))!;
+    expect(tool).toMatchObject({ name: 'For blocks: add', description: 'Adds two numbers', inputSchema: { type: 'object', required: ['a', 'b'] } });
+    const controller = new AbortController();
+    expect(await tool.execute({ a: 2, b: 3 }, { workspaceId: s.workspaceId, signal: controller.signal })).toEqual({ content: [{ type: 'text', text: '{"sum":5}' }], text: '{"sum":5}', result: { sum: 5 } });
+    const failing = (await provider.get(s.workspaceId, mcpToolId(serverId, 'fail')))!;
+    await expect(failing.execute({}, { workspaceId: s.workspaceId, signal: controller.signal })).rejects.toThrow(/it went wrong/);
+    expect(await provider.get(s.workspaceId, 'http_request')).toBeUndefined();
   });
 });

@@ -7,6 +7,7 @@ import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
 import type { AgentProvider, ExecutionLimits, McpToolCaller } from './engine.ts';
 import { ExecutionError } from './errors.ts';
+import { mcpOutput } from '../mcp/result.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
 
 export const TRIGGER_TYPES = new Set(['start_trigger', 'api_trigger', 'starter']);
@@ -465,18 +466,11 @@ const mcpTool: BlockHandler = async (ctx) => {
     const code = (e as { code?: string }).code;
     throw fail(ctx, `MCP tool ${toolName} failed: ${e instanceof Error ? e.message : String(e)}`, code === 'TIMEOUT' ? 'TIMEOUT' : 'BLOCK_EXECUTION_FAILED');
   }
-  const texts = result.content.filter((c): c is { type: 'text'; text: string } => isRecord(c) && c.type === 'text' && typeof c.text === 'string').map((c) => c.text);
-  const joined = texts.join('\n');
-  if (result.isError) throw fail(ctx, `MCP tool ${toolName} reported an error: ${joined || 'no details'}`);
-  let parsed: unknown = joined;
-  if (texts.length === 1) {
-    try {
-      parsed = JSON.parse(joined);
-    } catch {
-      /* plain text */
-    }
+  try {
+    return { output: mcpOutput(result, toolName) };
+  } catch (e) {
+    throw fail(ctx, (e as Error).message);
   }
-  return { output: { content: result.content, text: joined, result: result.structuredContent ?? parsed } };
 };
 
 export const BLOCK_HANDLERS: Record<string, BlockHandler> = {
