@@ -389,6 +389,30 @@ describe('more refusals and bookkeeping', () => {
     expect((await post(server.mcpServerUrl, ping, { 'X-API-Key': s.key })).status).toBe(404);
   });
 
+  it('answers odd messages with 4xx or JSON-RPC errors, never a 500', async () => {
+    const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Odd', workflowIds: [greet.id] })).body.data;
+    const auth = { 'X-API-Key': s.key };
+    for (const body of ['[]', '"text"', '42', 'null', JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'ping' }])]) {
+      const r = await post(server.mcpServerUrl, body, auth);
+      expect(r.status, body).toBe(400);
+    }
+    // Params the SDK's request schema refuses come back as its JSON-RPC error (it reports them as -32603).
+    const cases = [
+      { jsonrpc: '2.0', id: 1, method: 'tools/call' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 123 } },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'greet_someone', arguments: 'nope' } },
+    ];
+    for (const message of cases) {
+      const r = await post(server.mcpServerUrl, JSON.stringify(message), auth);
+      expect(r.status, JSON.stringify(message)).toBe(200);
+      const body = (await r.json()) as any;
+      expect(body.id).toBe(message.id);
+      expect([-32602, -32603], JSON.stringify(body)).toContain(body.error.code);
+    }
+    const wrongType = await fetch(server.mcpServerUrl, { method: 'POST', headers: { 'content-type': 'text/plain', accept: 'application/json, text/event-stream', ...auth }, body: 'hi' });
+    expect(wrongType.status).toBe(415);
+  });
+
   it('refuses an unsupported protocol version header as a JSON-RPC error', async () => {
     const server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Versions' })).body.data;
     const r = await post(server.mcpServerUrl, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), { 'X-API-Key': s.key, 'mcp-protocol-version': '1999-01-01' });
