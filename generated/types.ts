@@ -1578,7 +1578,9 @@ export interface components {
       | 'INTERNAL_ERROR'
       | 'SERVICE_UNAVAILABLE'
       | 'USAGE_LIMIT_EXCEEDED'
-      | 'METHOD_NOT_ALLOWED';
+      | 'METHOD_NOT_ALLOWED'
+      | 'REQUEST_TIMEOUT'
+      | 'HEADERS_TOO_LARGE';
     ErrorBody: {
       error: {
         code: components['schemas']['ErrorCode'];

@@ -9,6 +9,7 @@ import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { McpRegistry } from './mcp/registry.ts';
+import type { DataDirLock } from './store/data-dir-lock.ts';
 
 export interface Services {
   config: Config;
@@ -30,4 +31,6 @@ export interface Services {
   secrets: SecretVault;
   /** Registered external MCP servers: their tools (for MCP tool blocks and agents) and calling them. */
   mcp: McpRegistry;
+  /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
+  dataDirLock?: DataDirLock;
 }

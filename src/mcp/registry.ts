@@ -53,7 +53,7 @@ export class McpRegistry {
   }
 
   endpointOf(server: McpServerRecord, timeoutMs = server.timeoutMs): McpEndpoint {
-    const headers = server.headersSealed ? (JSON.parse(this.vault.unseal(server.headersSealed, headersContext(server.id))) as Record<string, string>) : {};
+    const headers = server.headersSealed ? (JSON.parse(this.vault.open(server.headersSealed, headersContext(server.id))) as Record<string, string>) : {};
     return { url: server.url, headers: server.authType === 'none' ? {} : headers, timeoutMs, retries: server.retries };
   }
 

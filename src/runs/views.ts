@@ -111,7 +111,7 @@ export const runStartedAt = (run: RunRecord) => run.startedAt ?? run.queuedAt;
 
 export function runView(run: RunRecord, options: { includeOutput: boolean; blockOutputs: Record<string, unknown> | null }) {
   return {
-    runId: run.id,
+    runId: run.key,
     workflowId: run.workflowId,
     status: run.status,
     trigger: run.trigger,
@@ -129,7 +129,7 @@ export function runView(run: RunRecord, options: { includeOutput: boolean; block
 
 export function runSummaryView(run: RunRecord) {
   return {
-    runId: run.id,
+    runId: run.key,
     workflowId: run.workflowId,
     status: run.status,
     trigger: run.trigger,

@@ -34,6 +34,18 @@ export class SecretVault {
     this.cipher = cipher;
   }
 
+  /**
+   * Seals another bearer secret the server must be able to show again (e.g. a share-link token) under the
+   * same key; `context` binds it to its row and must not look like a secret's (those start with a workspace id).
+   */
+  seal(plaintext: string, context: string): string {
+    return this.cipher.encrypt(plaintext, context);
+  }
+
+  open(sealed: string, context: string): string {
+    return this.cipher.decrypt(sealed, context);
+  }
+
   /** Creates or replaces a secret inside the caller's transaction. */
   async set(tx: Repositories, input: SecretInput): Promise<SecretRecord> {
     if (!SECRET_NAME.test(input.name)) throw new SecretError('A secret name starts with a letter or underscore and has only letters, digits and underscores (at most 128)');
@@ -62,16 +74,6 @@ export class SecretVault {
     if (!SECRET_NAME.test(name)) return undefined;
     const record = await this.store.secrets.resolve(workspaceId, userId, name);
     return record ? this.cipher.decrypt(record.ciphertext, contextOf(record)) : undefined;
-  }
-
-  /** Seals another write-only value (e.g. an MCP server's headers) bound to `context`, for storing. */
-  seal(value: string, context: string): string {
-    return this.cipher.encrypt(value, context);
-  }
-
-  /** Opens a value sealed with `seal` under the same context (server side only; never returned by the API). */
-  unseal(sealed: string, context: string): string {
-    return this.cipher.decrypt(sealed, context);
   }
 }
 
