@@ -189,6 +189,17 @@ describe('the serve endpoint through the MCP SDK client', () => {
       const body = JSON.parse((result.content as any)[0].text);
       expect(body).toMatchObject({ success: false, error: expect.stringContaining('boom') });
       expect(typeof body.executionId).toBe('string');
+      // The run is an ordinary run: readable by its id, with the mcp trigger, its usage recorded.
+      const run = await s.call('GET', `/api/v2/workflows/${failing.id}/runs/${body.executionId}`);
+      expect(run.status, run.text).toBe(200);
+      expect(run.body.data).toMatchObject({ status: 'failed', trigger: 'mcp' });
+      const db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'));
+      try {
+        const usage = db.prepare("SELECT COUNT(*) AS n FROM usage_records WHERE workflow_id = ? AND category = 'workflow_run'").get(failing.id) as { n: number };
+        expect(usage.n).toBeGreaterThanOrEqual(1);
+      } finally {
+        db.close();
+      }
     } finally {
       await client.close();
     }

@@ -136,15 +136,15 @@ function backendFor(ctx: AnyCtx, server: WorkflowMcpServerRecord, caller: Caller
       });
       const result = await runs.execute(run, { timeoutMs: config.runs.syncTimeoutMs });
       if (result.error?.code === 'TIMEOUT') {
-        throw new McpServeError(408, 'TIMEOUT', `Run ${run.id} did not finish within ${config.runs.syncTimeoutMs} ms.`, { retryable: true });
+        throw new McpServeError(408, 'TIMEOUT', `Run ${run.key} did not finish within ${config.runs.syncTimeoutMs} ms.`, { retryable: true });
       }
       const failed = result.status === 'failed' || result.status === 'cancelled';
       const payload = failed
-        ? { success: false, executionId: run.id, output: result.output ?? null, error: result.error?.message ?? `The run ${result.status}.` }
+        ? { success: false, executionId: run.key, output: result.output ?? null, error: result.error?.message ?? `The run ${result.status}.` }
         : (result.output ?? null);
       const text = JSON.stringify(payload);
       if (Buffer.byteLength(text) > MAX_RESULT_BYTES) {
-        throw new McpServeError(413, 'RESPONSE_TOO_LARGE', `The output of run ${run.id} is larger than ${MAX_RESULT_BYTES} bytes; read it from the run instead.`);
+        throw new McpServeError(413, 'RESPONSE_TOO_LARGE', `The output of run ${run.key} is larger than ${MAX_RESULT_BYTES} bytes; read it from the run instead.`);
       }
       return { content: [{ type: 'text', text }], ...(failed ? { isError: true } : {}) };
     },
