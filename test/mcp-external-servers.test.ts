@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { startUpstream, type Upstream } from './support/mcp-upstream.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { createApiKey } from '../src/identity/admin.ts';
+import { createOAuthClient, issueTokens } from '../src/identity/oauth.ts';
 import { mcpToolId, mcpToolProvider } from '../src/mcp/tool-provider.ts';
 
 let s: TestServer;
@@ -153,6 +154,12 @@ describe('external MCP servers', () => {
     expect((await s.call('GET', `/api/v2/mcp-servers/${server.id}/tools?workspaceId=${s.workspaceId}`, undefined, wsKey)).status).toBe(403);
     const reader = await s.newUser('reader-ext@example.com', { [s.workspaceId]: 'read' });
     expect((await create({ name: 'x', url: up.url }, reader.key)).status).toBe(403);
+    // Discovery reaches out to the server, so it needs api:write even though it is a GET.
+    const app = await createOAuthClient(s.services.store, 'ext');
+    const readToken = (await issueTokens(s.services.store, { clientId: app.id, userId: s.userId, scopes: ['api:read'] })).accessToken;
+    const asReader = (p: string) => fetch(s.url + p, { headers: { Authorization: `Bearer ${readToken}` } });
+    expect((await asReader(`/api/v2/mcp-servers?workspaceId=${s.workspaceId}`)).status).toBe(200);
+    expect((await asReader(`/api/v2/mcp-servers/${server.id}/tools?workspaceId=${s.workspaceId}`)).status).toBe(403);
   });
 });
 

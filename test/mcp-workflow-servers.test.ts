@@ -139,7 +139,7 @@ describe('workflow MCP servers', () => {
 describe('the serve endpoint through the MCP SDK client', () => {
   let server: any;
   beforeAll(async () => {
-    server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Served', workflowIds: [greet.id, failing.id] })).body.data;
+    server = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Served', description: 'Tools for the test', workflowIds: [greet.id, failing.id] })).body.data;
     await s.call('POST', `/api/v2/workflow-mcp-servers/${server.id}/tools`, {
       workflowId: greet.id,
       parameterDescriptions: [
@@ -153,6 +153,7 @@ describe('the serve endpoint through the MCP SDK client', () => {
     const client = await connect(server.mcpServerUrl, { 'X-API-Key': s.key });
     try {
       expect(client.getServerVersion()).toMatchObject({ name: 'Served', version: '1.0.0' });
+      expect(client.getInstructions()).toBe('Tools for the test');
       await client.ping();
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name)).toEqual(['greet_someone', 'always_fails']);

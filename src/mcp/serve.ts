@@ -28,6 +28,8 @@ export class McpServeError extends Error {
 
 export interface McpServeBackend {
   serverName: string;
+  /** Sent to clients as the server's `instructions` on initialize. */
+  instructions?: string;
   listTools(cursor: string | undefined): Promise<ToolsPage>;
   callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult>;
 }
@@ -51,7 +53,10 @@ function rpcError(err: unknown): McpError {
  * endpoint keeps no sessions.
  */
 export async function handleMcpPost(backend: McpServeBackend, message: unknown, url: string, headers: Record<string, string | undefined>, onError?: (err: unknown) => void): Promise<McpExchange> {
-  const server = new Server({ name: backend.serverName, version: SERVE_VERSION }, { capabilities: { tools: {} } });
+  const server = new Server(
+    { name: backend.serverName, version: SERVE_VERSION },
+    { capabilities: { tools: {} }, ...(backend.instructions ? { instructions: backend.instructions } : {}) },
+  );
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
     try {
       return await backend.listTools(request.params?.cursor);

@@ -94,6 +94,7 @@ function backendFor(ctx: AnyCtx, server: WorkflowMcpServerRecord, caller: Caller
   const { store, runs, config, rateLimits } = ctx.services;
   return {
     serverName: server.name,
+    instructions: server.description ?? undefined,
     async listTools(cursor) {
       const rows = await store.workflowMcpServers.listTools(server.id, { afterId: cursor ?? null, limit: TOOLS_PAGE_SIZE + 1 });
       const more = rows.length > TOOLS_PAGE_SIZE;
