@@ -91,6 +91,16 @@ describe('external MCP servers', () => {
     expect(tools.body.data).toHaveLength(3);
   });
 
+  it('works with a stateful server that answers in SSE, ending each session it opened', async () => {
+    const r = await create({ name: 'Stateful', url: up.statefulUrl, authType: 'none' });
+    expect(r.status, r.text).toBe(201);
+    expect(r.body.data).toMatchObject({ connectionStatus: 'connected', toolCount: 3 });
+    const result = await s.services.mcp.callTool(s.workspaceId, r.body.data.id, 'add', { a: 1, b: 2 });
+    expect(result.content).toEqual([{ type: 'text', text: '{"sum":3}' }]);
+    expect(up.sessions.opened).toBe(2);
+    expect(up.sessions.ended).toBe(2);
+  });
+
   it('probes how to authenticate when authType is not given', async () => {
     const plain = await create({ name: 'Probed', url: up.url });
     expect(plain.body.data).toMatchObject({ authType: 'headers', connectionStatus: 'connected' });

@@ -112,6 +112,8 @@ export async function withMcpClient<T>(egress: EgressPolicy, endpoint: McpEndpoi
     } catch (err) {
       throw describe(err);
     } finally {
+      // A server that handed out a session id is told the session is over (a DELETE; nothing when stateless).
+      if (transport.sessionId) await transport.terminateSession().catch(() => undefined);
       await client.close().catch(() => undefined);
     }
   }
