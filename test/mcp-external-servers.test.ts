@@ -179,6 +179,12 @@ describe('the MCP tool block and the workspace tool registry', () => {
     serverId = (await create({ name: 'For blocks', url: up.secureUrl, headers: { 'x-token': up.token } })).body.data.id;
   });
 
+  it('is in the block catalog', async () => {
+    const block = await s.call('GET', `/api/v2/blocks/mcp?workspaceId=${s.workspaceId}`);
+    expect(block.status, block.text).toBe(200);
+    expect(block.body.data).toMatchObject({ id: 'mcp', name: 'MCP tool' });
+  });
+
   it('calls a tool from a workflow run through the SDK client', async () => {
     const start = apiBlock('start_trigger', 'Start', { inputFormat: [{ name: 'a', type: 'number' }] });
     const tool = apiBlock('mcp', 'Adder', { server: serverId, tool: 'add', arguments: '{"a": <start.a>, "b": 2}' });
