@@ -3,9 +3,16 @@
 // the backend's business (the handler wires it to the store and the run machinery). No Express here.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
 
 export const SERVE_VERSION = '1.0.0';
+
+/**
+ * The SDK server builds a JSON Schema validator (a new Ajv) per instance unless given one; it only checks
+ * elicitation answers, which this endpoint never asks for, so one is shared instead of built per request.
+ */
+const SHARED_VALIDATOR = new AjvJsonSchemaValidator();
 /** What a plain GET reports (the protocol revision this endpoint first spoke). */
 export const SERVE_INFO_PROTOCOL_VERSION = '2024-11-05';
 
@@ -55,7 +62,7 @@ function rpcError(err: unknown): McpError {
 export async function handleMcpPost(backend: McpServeBackend, message: unknown, url: string, headers: Record<string, string | undefined>, onError?: (err: unknown) => void): Promise<McpExchange> {
   const server = new Server(
     { name: backend.serverName, version: SERVE_VERSION },
-    { capabilities: { tools: {} }, ...(backend.instructions ? { instructions: backend.instructions } : {}) },
+    { capabilities: { tools: {} }, jsonSchemaValidator: SHARED_VALIDATOR, ...(backend.instructions ? { instructions: backend.instructions } : {}) },
   );
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
     try {
@@ -87,6 +94,7 @@ export async function handleMcpPost(backend: McpServeBackend, message: unknown, 
     const contentType = response.headers.get('content-type');
     return { status, headers: contentType && body !== undefined ? { 'Content-Type': contentType } : {}, body };
   } finally {
-    await server.close().catch(() => undefined);
+    // The answer is complete; tearing the per-request server down need not delay it.
+    void server.close().catch(() => undefined);
   }
 }
