@@ -1,5 +1,6 @@
 // Handlers for the Files operations: upload sessions, files, versions, shares and folders. The rules shared
 // by several of them live in src/files/. The signed transfer URL and share links are public operations here too.
+import { compileUserPattern, UserPatternError, type UserPattern } from '../domain/safe-regex.ts';
 import { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Handler } from '../../generated/handlers.ts';
@@ -692,11 +693,13 @@ export const bulkDownloadFiles: Handler<'bulkDownloadFiles'> = async ({ query, c
 export const searchFileContent: Handler<'searchFileContent'> = async ({ query, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
   const store = ctx.services.store;
-  let pattern: RegExp;
+  let pattern: UserPattern;
   try {
-    pattern = new RegExp(query.mode === 'exact' ? query.query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : query.query);
+    // A linear-time engine: a user's pattern cannot make the search backtrack for ever.
+    pattern = compileUserPattern(query.query, { literal: query.mode === 'exact' });
   } catch (err) {
-    throw invalidField(['query', 'query'], `Not a valid regular expression: ${(err as Error).message}`);
+    if (err instanceof UserPatternError) throw invalidField(['query', 'query'], err.message, err.problem === 'unsupported' ? 'unsupported_pattern' : 'invalid_pattern');
+    throw err;
   }
   const deep = flag(query.includeSubfolders, true);
   const scopes = query.folderPaths ? query.folderPaths.split(',').map((s) => checked('query', () => folderPathOf(s.trim(), 'folderPaths'))) : ['/'];
