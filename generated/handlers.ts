@@ -137,6 +137,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createMcpServer: {
+    params: Params<operations['createMcpServer'], 'path'>;
+    query: Params<operations['createMcpServer'], 'query'>;
+    headers: Params<operations['createMcpServer'], 'header'>;
+    body: Body<operations['createMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -151,6 +160,15 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowFolder'], 'query'>;
     headers: Params<operations['createWorkflowFolder'], 'header'>;
     body: Body<operations['createWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createWorkflowMcpServer: {
+    params: Params<operations['createWorkflowMcpServer'], 'path'>;
+    query: Params<operations['createWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['createWorkflowMcpServer'], 'header'>;
+    body: Body<operations['createWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -182,6 +200,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteMcpServeSession: {
+    params: Params<operations['deleteMcpServeSession'], 'path'>;
+    query: Params<operations['deleteMcpServeSession'], 'query'>;
+    headers: Params<operations['deleteMcpServeSession'], 'header'>;
+    body: Body<operations['deleteMcpServeSession']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  deleteMcpServer: {
+    params: Params<operations['deleteMcpServer'], 'path'>;
+    query: Params<operations['deleteMcpServer'], 'query'>;
+    headers: Params<operations['deleteMcpServer'], 'header'>;
+    body: Body<operations['deleteMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
     query: Params<operations['deleteWorkflow'], 'query'>;
@@ -209,11 +245,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowMcpServer: {
+    params: Params<operations['deleteWorkflowMcpServer'], 'path'>;
+    query: Params<operations['deleteWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['deleteWorkflowMcpServer'], 'header'>;
+    body: Body<operations['deleteWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deployWorkflow: {
     params: Params<operations['deployWorkflow'], 'path'>;
     query: Params<operations['deployWorkflow'], 'query'>;
     headers: Params<operations['deployWorkflow'], 'header'>;
     body: Body<operations['deployWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deployWorkflowMcpTool: {
+    params: Params<operations['deployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['deployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['deployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['deployWorkflowMcpTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -344,6 +398,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getMcpServeInfo: {
+    params: Params<operations['getMcpServeInfo'], 'path'>;
+    query: Params<operations['getMcpServeInfo'], 'query'>;
+    headers: Params<operations['getMcpServeInfo'], 'header'>;
+    body: Body<operations['getMcpServeInfo']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  getMcpServer: {
+    params: Params<operations['getMcpServer'], 'path'>;
+    query: Params<operations['getMcpServer'], 'query'>;
+    headers: Params<operations['getMcpServer'], 'header'>;
+    body: Body<operations['getMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
@@ -385,6 +457,15 @@ export interface OperationInputs {
     query: Params<operations['getWorkflowDeployment'], 'query'>;
     headers: Params<operations['getWorkflowDeployment'], 'header'>;
     body: Body<operations['getWorkflowDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkflowMcpServer: {
+    params: Params<operations['getWorkflowMcpServer'], 'path'>;
+    query: Params<operations['getWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['getWorkflowMcpServer'], 'header'>;
+    body: Body<operations['getWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -542,11 +623,47 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listMcpServerTools: {
+    params: Params<operations['listMcpServerTools'], 'path'>;
+    query: Params<operations['listMcpServerTools'], 'query'>;
+    headers: Params<operations['listMcpServerTools'], 'header'>;
+    body: Body<operations['listMcpServerTools']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMcpServers: {
+    params: Params<operations['listMcpServers'], 'path'>;
+    query: Params<operations['listMcpServers'], 'query'>;
+    headers: Params<operations['listMcpServers'], 'header'>;
+    body: Body<operations['listMcpServers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listWorkflowFolders: {
     params: Params<operations['listWorkflowFolders'], 'path'>;
     query: Params<operations['listWorkflowFolders'], 'query'>;
     headers: Params<operations['listWorkflowFolders'], 'header'>;
     body: Body<operations['listWorkflowFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowMcpServers: {
+    params: Params<operations['listWorkflowMcpServers'], 'path'>;
+    query: Params<operations['listWorkflowMcpServers'], 'query'>;
+    headers: Params<operations['listWorkflowMcpServers'], 'header'>;
+    body: Body<operations['listWorkflowMcpServers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowMcpTools: {
+    params: Params<operations['listWorkflowMcpTools'], 'path'>;
+    query: Params<operations['listWorkflowMcpTools'], 'query'>;
+    headers: Params<operations['listWorkflowMcpTools'], 'header'>;
+    body: Body<operations['listWorkflowMcpTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -619,6 +736,15 @@ export interface OperationInputs {
     query: Params<operations['pollCliAuth'], 'query'>;
     headers: Params<operations['pollCliAuth'], 'header'>;
     body: Body<operations['pollCliAuth']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  postMcpServeMessage: {
+    params: Params<operations['postMcpServeMessage'], 'path'>;
+    query: Params<operations['postMcpServeMessage'], 'query'>;
+    headers: Params<operations['postMcpServeMessage'], 'header'>;
+    body: Body<operations['postMcpServeMessage']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
@@ -785,6 +911,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  undeployWorkflowMcpTool: {
+    params: Params<operations['undeployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['undeployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['undeployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['undeployWorkflowMcpTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   unzipFile: {
     params: Params<operations['unzipFile'], 'path'>;
     query: Params<operations['unzipFile'], 'query'>;
@@ -803,11 +938,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateMcpServer: {
+    params: Params<operations['updateMcpServer'], 'path'>;
+    query: Params<operations['updateMcpServer'], 'query'>;
+    headers: Params<operations['updateMcpServer'], 'header'>;
+    body: Body<operations['updateMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
     headers: Params<operations['updateWorkflow'], 'header'>;
     body: Body<operations['updateWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkflowMcpServer: {
+    params: Params<operations['updateWorkflowMcpServer'], 'path'>;
+    query: Params<operations['updateWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['updateWorkflowMcpServer'], 'header'>;
+    body: Body<operations['updateWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -903,6 +1056,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createMcpServer: {
+    status: 201;
+    body: Json<operations['createMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -911,6 +1069,11 @@ export interface OperationResults {
   createWorkflowFolder: {
     status: 201;
     body: Json<operations['createWorkflowFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createWorkflowMcpServer: {
+    status: 201;
+    body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
     headers?: Record<string, string>;
   };
   deleteFile: {
@@ -928,6 +1091,16 @@ export interface OperationResults {
     body: Json<operations['deleteFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteMcpServeSession: {
+    status: 204;
+    body: undefined;
+    headers?: Record<string, string>;
+  };
+  deleteMcpServer: {
+    status: 200;
+    body: Json<operations['deleteMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteWorkflow: {
     status: 200;
     body: Json<operations['deleteWorkflow']['responses'][200]>;
@@ -943,9 +1116,19 @@ export interface OperationResults {
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['deleteWorkflowMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deployWorkflow: {
     status: 200;
     body: Json<operations['deployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['deployWorkflowMcpTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   downloadFile:
@@ -1036,6 +1219,16 @@ export interface OperationResults {
     body: Json<operations['getLogStats']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getMcpServeInfo: {
+    status: 200;
+    body: Json<operations['getMcpServeInfo']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getMcpServer: {
+    status: 200;
+    body: Json<operations['getMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
@@ -1065,6 +1258,11 @@ export interface OperationResults {
   getWorkflowDeployment: {
     status: 200;
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['getWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflowRun: {
@@ -1158,9 +1356,29 @@ export interface OperationResults {
     body: Json<operations['listLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listMcpServerTools: {
+    status: 200;
+    body: Json<operations['listMcpServerTools']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMcpServers: {
+    status: 200;
+    body: Json<operations['listMcpServers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowMcpServers: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpServers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowMcpTools: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowRuns: {
@@ -1203,6 +1421,17 @@ export interface OperationResults {
     body: Json<operations['pollCliAuth']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  postMcpServeMessage:
+    | {
+        status: 200;
+        body: Json<operations['postMcpServeMessage']['responses'][200]>;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: undefined;
+        headers?: Record<string, string>;
+      };
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
@@ -1299,6 +1528,11 @@ export interface OperationResults {
     body: Json<operations['undeployWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  undeployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['undeployWorkflowMcpTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   unzipFile: {
     status: 200;
     body: Json<operations['unzipFile']['responses'][200]>;
@@ -1309,9 +1543,19 @@ export interface OperationResults {
     body: Json<operations['updateFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateMcpServer: {
+    status: 200;
+    body: Json<operations['updateMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['updateWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflowPublicApi: {
@@ -1364,24 +1608,36 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/mcp-servers — Register an MCP server */
+  createMcpServer: Handler<'createMcpServer'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
+  createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
   /** DELETE /api/v2/files/{fileId} — Delete a file */
   deleteFile: Handler<'deleteFile'>;
   /** DELETE /api/v2/files/folders — Delete a file folder */
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/mcp/serve/{serverId} — End an MCP session */
+  deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
+  /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
+  deleteMcpServer: Handler<'deleteMcpServer'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/{workflowId}/deployments/chat — Delete the workflow's hosted chat */
   deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId} — Delete a workflow MCP server */
+  deleteWorkflowMcpServer: Handler<'deleteWorkflowMcpServer'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
   deployWorkflow: Handler<'deployWorkflow'>;
+  /** POST /api/v2/workflow-mcp-servers/{serverId}/tools — Publish a workflow as an MCP tool */
+  deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'>;
   /** GET /api/v2/files/{fileId} — Download a file */
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
@@ -1410,6 +1666,10 @@ export interface Handlers {
   getLog: Handler<'getLog'>;
   /** GET /api/v2/logs/stats — Get execution statistics */
   getLogStats: Handler<'getLogStats'>;
+  /** GET /api/mcp/serve/{serverId} — Describe a workflow MCP server */
+  getMcpServeInfo: Handler<'getMcpServeInfo'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId} — Get an MCP server */
+  getMcpServer: Handler<'getMcpServer'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /shared/files/{token} — Read a shared file */
@@ -1420,6 +1680,8 @@ export interface Handlers {
   getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId} — Get a workflow MCP server */
+  getWorkflowMcpServer: Handler<'getWorkflowMcpServer'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId} — Get a workflow run */
   getWorkflowRun: Handler<'getWorkflowRun'>;
   /** GET /api/v2/workflows/{workflowId}/state — Get the draft state */
@@ -1454,8 +1716,16 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId}/tools — List the tools of an MCP server */
+  listMcpServerTools: Handler<'listMcpServerTools'>;
+  /** GET /api/v2/mcp-servers — List MCP servers */
+  listMcpServers: Handler<'listMcpServers'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
+  /** GET /api/v2/workflow-mcp-servers — List workflow MCP servers */
+  listWorkflowMcpServers: Handler<'listWorkflowMcpServers'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId}/tools — List the tools of a workflow MCP server */
+  listWorkflowMcpTools: Handler<'listWorkflowMcpTools'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
   listWorkflowRuns: Handler<'listWorkflowRuns'>;
   /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
@@ -1472,6 +1742,8 @@ export interface Handlers {
   moveWorkflows: Handler<'moveWorkflows'>;
   /** POST /api/cli/auth/poll — Poll a CLI pairing request */
   pollCliAuth: Handler<'pollCliAuth'>;
+  /** POST /api/mcp/serve/{serverId} — Send an MCP message to a workflow MCP server */
+  postMcpServeMessage: Handler<'postMcpServeMessage'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
@@ -1508,12 +1780,18 @@ export interface Handlers {
   searchFileContent: Handler<'searchFileContent'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId} — Unpublish a workflow MCP tool */
+  undeployWorkflowMcpTool: Handler<'undeployWorkflowMcpTool'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
+  updateMcpServer: Handler<'updateMcpServer'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
+  /** PATCH /api/v2/workflow-mcp-servers/{serverId} — Update a workflow MCP server */
+  updateWorkflowMcpServer: Handler<'updateWorkflowMcpServer'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */

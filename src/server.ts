@@ -23,6 +23,7 @@ import { RunService } from './runs/service.ts';
 import { lockDataDir } from './store/data-dir-lock.ts';
 import { recoverUploads } from './files/recovery.ts';
 import { createMailer } from './mail/mailer.ts';
+import { McpRegistry } from './mcp/registry.ts';
 
 export interface RunningServer {
   url: string;
@@ -53,14 +54,16 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const signingKey = await loadSigningKey(opened, secrets, logger);
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);
+  const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets }),
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp }),
     secrets,
+    mcp,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),

@@ -103,6 +103,21 @@ const samples = {
       },
     }),
   pollCliAuth: (api) => api.POST('/api/cli/auth/poll', { body: { request: 'r'.repeat(43), verifier: 'v'.repeat(43) } }),
+  createWorkflowMcpServer: (api) => api.POST('/api/v2/workflow-mcp-servers', { body: { workspaceId: WS, name: 'Team tools', isPublic: false, workflowIds: [WF] } }),
+  updateWorkflowMcpServer: (api) => api.PATCH('/api/v2/workflow-mcp-servers/{serverId}', { params: { path: { serverId: 'srv_1' } }, body: { description: null, isPublic: true } }),
+  deployWorkflowMcpTool: (api) =>
+    api.POST('/api/v2/workflow-mcp-servers/{serverId}/tools', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { workflowId: WF, toolName: 'weather', parameterDescriptions: [{ name: 'city', description: 'Where' }] },
+    }),
+  postMcpServeMessage: (api) =>
+    api.POST('/api/mcp/serve/{serverId}', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather', arguments: { city: 'Lyon', days: 3 } } },
+    }),
+  createMcpServer: (api) =>
+    api.POST('/api/v2/mcp-servers', { body: { workspaceId: WS, name: 'Search', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' }, timeout: 10_000 } }),
+  updateMcpServer: (api) => api.PATCH('/api/v2/mcp-servers/{mcpServerId}', { params: { path: { mcpServerId: 'mcp_1' } }, body: { workspaceId: WS, enabled: false, oauthClientSecret: null } }),
 } satisfies Record<string, Sample>;
 
 /** Operation ids whose request has a body, read from the generated types: a missing sample fails the type check. */

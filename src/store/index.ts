@@ -23,6 +23,8 @@ import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
 import { ChatDeploymentRepository } from './chat-deployments.ts';
 import { WebAuthRepository } from './web-auth.ts';
+import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
+import { McpServerRepository } from './mcp-servers.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -46,6 +48,8 @@ export interface Repositories {
   usage: UsageRepository;
   chatDeployments: ChatDeploymentRepository;
   webAuth: WebAuthRepository;
+  workflowMcpServers: WorkflowMcpServerRepository;
+  mcpServers: McpServerRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -71,6 +75,8 @@ function repositories(db: SqlExecutor): Repositories {
     usage: new UsageRepository(db),
     chatDeployments: new ChatDeploymentRepository(db),
     webAuth: new WebAuthRepository(db),
+    workflowMcpServers: new WorkflowMcpServerRepository(db),
+    mcpServers: new McpServerRepository(db),
   };
 }
 
