@@ -7,6 +7,7 @@ import * as filesHandlers from '../src/handlers/files.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as tablesHandlers from '../src/handlers/tables.ts';
 import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
 import * as workflowsHandlers from '../src/handlers/workflows.ts';
 import * as workspacesHandlers from '../src/handlers/workspaces.ts';
@@ -14,9 +15,11 @@ import * as workspacesHandlers from '../src/handlers/workspaces.ts';
 export const handlers = {
   abortFileUpload: filesHandlers.abortFileUpload,
   activateWorkflowVersion: workflowsHandlers.activateWorkflowVersion,
+  addTableColumn: tablesHandlers.addTableColumn,
   applyWorkflowOperations: workflowsHandlers.applyWorkflowOperations,
   applyWorkflowVariables: workflowsHandlers.applyWorkflowVariables,
   bulkDeleteFiles: filesHandlers.bulkDeleteFiles,
+  bulkDeleteTables: tablesHandlers.bulkDeleteTables,
   bulkDownloadFiles: filesHandlers.bulkDownloadFiles,
   cancelWorkflowRun: workflowRunsHandlers.cancelWorkflowRun,
   completeFileUpload: filesHandlers.completeFileUpload,
@@ -24,11 +27,14 @@ export const handlers = {
   createFileFolder: filesHandlers.createFileFolder,
   createFileUpload: filesHandlers.createFileUpload,
   createFileUploadPartUrls: filesHandlers.createFileUploadPartUrls,
+  createTable: tablesHandlers.createTable,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
+  deleteTable: tablesHandlers.deleteTable,
+  deleteTableColumn: tablesHandlers.deleteTableColumn,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
   deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
   deployWorkflow: workflowsHandlers.deployWorkflow,
@@ -48,6 +54,7 @@ export const handlers = {
   getLogStats: logsHandlers.getLogStats,
   getMeta: metaHandlers.getMeta,
   getSharedFile: filesHandlers.getSharedFile,
+  getTable: tablesHandlers.getTable,
   getWorkflow: workflowsHandlers.getWorkflow,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
   getWorkflowRun: workflowRunsHandlers.getWorkflowRun,
@@ -66,6 +73,7 @@ export const handlers = {
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
   listLogs: logsHandlers.listLogs,
+  listTables: tablesHandlers.listTables,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
   listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
   listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
@@ -73,6 +81,7 @@ export const handlers = {
   listWorkspaceMembers: workspacesHandlers.listWorkspaceMembers,
   listWorkspaces: workspacesHandlers.listWorkspaces,
   moveFileItems: filesHandlers.moveFileItems,
+  moveTables: tablesHandlers.moveTables,
   moveWorkflows: workflowsHandlers.moveWorkflows,
   previewWorkflowImport: workflowsHandlers.previewWorkflowImport,
   putFileUploadPart: filesHandlers.putFileUploadPart,
@@ -84,6 +93,7 @@ export const handlers = {
   replaceWorkflowState: workflowsHandlers.replaceWorkflowState,
   restoreFile: filesHandlers.restoreFile,
   restoreFileFolder: filesHandlers.restoreFileFolder,
+  restoreTable: tablesHandlers.restoreTable,
   restoreWorkflow: workflowsHandlers.restoreWorkflow,
   resumeWorkflow: workflowRunsHandlers.resumeWorkflow,
   revertFileVersion: filesHandlers.revertFileVersion,
@@ -93,6 +103,8 @@ export const handlers = {
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   unzipFile: filesHandlers.unzipFile,
   updateFileContent: filesHandlers.updateFileContent,
+  updateTable: tablesHandlers.updateTable,
+  updateTableColumn: tablesHandlers.updateTableColumn,
   updateWorkflow: workflowsHandlers.updateWorkflow,
   updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,
   updateWorkflowVersion: workflowsHandlers.updateWorkflowVersion,

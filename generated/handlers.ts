@@ -47,6 +47,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  addTableColumn: {
+    params: Params<operations['addTableColumn'], 'path'>;
+    query: Params<operations['addTableColumn'], 'query'>;
+    headers: Params<operations['addTableColumn'], 'header'>;
+    body: Body<operations['addTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   applyWorkflowOperations: {
     params: Params<operations['applyWorkflowOperations'], 'path'>;
     query: Params<operations['applyWorkflowOperations'], 'query'>;
@@ -70,6 +79,15 @@ export interface OperationInputs {
     query: Params<operations['bulkDeleteFiles'], 'query'>;
     headers: Params<operations['bulkDeleteFiles'], 'header'>;
     body: Body<operations['bulkDeleteFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkDeleteTables: {
+    params: Params<operations['bulkDeleteTables'], 'path'>;
+    query: Params<operations['bulkDeleteTables'], 'query'>;
+    headers: Params<operations['bulkDeleteTables'], 'header'>;
+    body: Body<operations['bulkDeleteTables']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -137,6 +155,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createTable: {
+    params: Params<operations['createTable'], 'path'>;
+    query: Params<operations['createTable'], 'query'>;
+    headers: Params<operations['createTable'], 'header'>;
+    body: Body<operations['createTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -178,6 +205,24 @@ export interface OperationInputs {
     query: Params<operations['deleteFileVersion'], 'query'>;
     headers: Params<operations['deleteFileVersion'], 'header'>;
     body: Body<operations['deleteFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTable: {
+    params: Params<operations['deleteTable'], 'path'>;
+    query: Params<operations['deleteTable'], 'query'>;
+    headers: Params<operations['deleteTable'], 'header'>;
+    body: Body<operations['deleteTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableColumn: {
+    params: Params<operations['deleteTableColumn'], 'path'>;
+    query: Params<operations['deleteTableColumn'], 'query'>;
+    headers: Params<operations['deleteTableColumn'], 'header'>;
+    body: Body<operations['deleteTableColumn']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -353,6 +398,15 @@ export interface OperationInputs {
     principal: null;
     ctx: RequestContext<null>;
   };
+  getTable: {
+    params: Params<operations['getTable'], 'path'>;
+    query: Params<operations['getTable'], 'query'>;
+    headers: Params<operations['getTable'], 'header'>;
+    body: Body<operations['getTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflow: {
     params: Params<operations['getWorkflow'], 'path'>;
     query: Params<operations['getWorkflow'], 'query'>;
@@ -515,6 +569,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listTables: {
+    params: Params<operations['listTables'], 'path'>;
+    query: Params<operations['listTables'], 'query'>;
+    headers: Params<operations['listTables'], 'header'>;
+    body: Body<operations['listTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listWorkflowFolders: {
     params: Params<operations['listWorkflowFolders'], 'path'>;
     query: Params<operations['listWorkflowFolders'], 'query'>;
@@ -574,6 +637,15 @@ export interface OperationInputs {
     query: Params<operations['moveFileItems'], 'query'>;
     headers: Params<operations['moveFileItems'], 'header'>;
     body: Body<operations['moveFileItems']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  moveTables: {
+    params: Params<operations['moveTables'], 'path'>;
+    query: Params<operations['moveTables'], 'query'>;
+    headers: Params<operations['moveTables'], 'header'>;
+    body: Body<operations['moveTables']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -677,6 +749,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  restoreTable: {
+    params: Params<operations['restoreTable'], 'path'>;
+    query: Params<operations['restoreTable'], 'query'>;
+    headers: Params<operations['restoreTable'], 'header'>;
+    body: Body<operations['restoreTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   restoreWorkflow: {
     params: Params<operations['restoreWorkflow'], 'path'>;
     query: Params<operations['restoreWorkflow'], 'query'>;
@@ -758,6 +839,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateTable: {
+    params: Params<operations['updateTable'], 'path'>;
+    query: Params<operations['updateTable'], 'query'>;
+    headers: Params<operations['updateTable'], 'header'>;
+    body: Body<operations['updateTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableColumn: {
+    params: Params<operations['updateTableColumn'], 'path'>;
+    query: Params<operations['updateTableColumn'], 'query'>;
+    headers: Params<operations['updateTableColumn'], 'header'>;
+    body: Body<operations['updateTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
@@ -808,6 +907,11 @@ export interface OperationResults {
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  addTableColumn: {
+    status: 200;
+    body: Json<operations['addTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   applyWorkflowOperations: {
     status: 200;
     body: Json<operations['applyWorkflowOperations']['responses'][200]>;
@@ -821,6 +925,11 @@ export interface OperationResults {
   bulkDeleteFiles: {
     status: 200;
     body: Json<operations['bulkDeleteFiles']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkDeleteTables: {
+    status: 200;
+    body: Json<operations['bulkDeleteTables']['responses'][200]>;
     headers?: Record<string, string>;
   };
   bulkDownloadFiles: {
@@ -858,6 +967,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createTable: {
+    status: 201;
+    body: Json<operations['createTable']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -881,6 +995,16 @@ export interface OperationResults {
   deleteFileVersion: {
     status: 200;
     body: Json<operations['deleteFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTable: {
+    status: 200;
+    body: Json<operations['deleteTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableColumn: {
+    status: 200;
+    body: Json<operations['deleteTableColumn']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1002,6 +1126,11 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  getTable: {
+    status: 200;
+    body: Json<operations['getTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflow: {
     status: 200;
     body: Json<operations['getWorkflow']['responses'][200]>;
@@ -1098,6 +1227,11 @@ export interface OperationResults {
     body: Json<operations['listLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listTables: {
+    status: 200;
+    body: Json<operations['listTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
@@ -1131,6 +1265,11 @@ export interface OperationResults {
   moveFileItems: {
     status: 200;
     body: Json<operations['moveFileItems']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  moveTables: {
+    status: 200;
+    body: Json<operations['moveTables']['responses'][200]>;
     headers?: Record<string, string>;
   };
   moveWorkflows: {
@@ -1188,6 +1327,11 @@ export interface OperationResults {
     body: Json<operations['restoreFileFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  restoreTable: {
+    status: 200;
+    body: Json<operations['restoreTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   restoreWorkflow: {
     status: 200;
     body: Json<operations['restoreWorkflow']['responses'][200]>;
@@ -1239,6 +1383,16 @@ export interface OperationResults {
     body: Json<operations['updateFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateTable: {
+    status: 200;
+    body: Json<operations['updateTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableColumn: {
+    status: 200;
+    body: Json<operations['updateTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
@@ -1274,12 +1428,16 @@ export interface Handlers {
   abortFileUpload: Handler<'abortFileUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** POST /api/v2/tables/{tableId}/columns — Add a column */
+  addTableColumn: Handler<'addTableColumn'>;
   /** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
   applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
   /** POST /api/v2/files/bulk-delete — Delete several files */
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
+  /** POST /api/v2/tables/bulk-delete — Delete tables and folders */
+  bulkDeleteTables: Handler<'bulkDeleteTables'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
@@ -1294,6 +1452,8 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/tables — Create a table */
+  createTable: Handler<'createTable'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1304,6 +1464,10 @@ export interface Handlers {
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/v2/tables/{tableId} — Delete (archive) a table */
+  deleteTable: Handler<'deleteTable'>;
+  /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
+  deleteTableColumn: Handler<'deleteTableColumn'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1342,6 +1506,8 @@ export interface Handlers {
   getMeta: Handler<'getMeta'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
+  /** GET /api/v2/tables/{tableId} — Get a table */
+  getTable: Handler<'getTable'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
@@ -1378,6 +1544,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/tables — List tables */
+  listTables: Handler<'listTables'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
@@ -1392,6 +1560,8 @@ export interface Handlers {
   listWorkspaces: Handler<'listWorkspaces'>;
   /** POST /api/v2/files/move — Move files */
   moveFileItems: Handler<'moveFileItems'>;
+  /** POST /api/v2/tables/move — Move tables and folders */
+  moveTables: Handler<'moveTables'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
@@ -1414,6 +1584,8 @@ export interface Handlers {
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
   restoreFileFolder: Handler<'restoreFileFolder'>;
+  /** POST /api/v2/tables/{tableId}/restore — Restore an archived table */
+  restoreTable: Handler<'restoreTable'>;
   /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
   restoreWorkflow: Handler<'restoreWorkflow'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/resume — Resume a paused workflow run */
@@ -1432,6 +1604,10 @@ export interface Handlers {
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/tables/{tableId} — Update a table */
+  updateTable: Handler<'updateTable'>;
+  /** PATCH /api/v2/tables/{tableId}/columns — Update a column */
+  updateTableColumn: Handler<'updateTableColumn'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */

@@ -96,6 +96,23 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
+  router.get('/api/v2/tables', ...bind(OPERATIONS.listTables, handlers.listTables));
+  router.post('/api/v2/tables', ...bind(OPERATIONS.createTable, handlers.createTable));
+  router.post('/api/v2/tables/bulk-delete', ...bind(OPERATIONS.bulkDeleteTables, handlers.bulkDeleteTables));
+  router.post('/api/v2/tables/move', ...bind(OPERATIONS.moveTables, handlers.moveTables));
+  router.delete('/api/v2/tables/:tableId', ...bind(OPERATIONS.deleteTable, handlers.deleteTable));
+  router.get('/api/v2/tables/:tableId', ...bind(OPERATIONS.getTable, handlers.getTable));
+  router.patch('/api/v2/tables/:tableId', ...bind(OPERATIONS.updateTable, handlers.updateTable));
+  router.delete(
+    '/api/v2/tables/:tableId/columns',
+    ...bind(OPERATIONS.deleteTableColumn, handlers.deleteTableColumn),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/columns',
+    ...bind(OPERATIONS.updateTableColumn, handlers.updateTableColumn),
+  );
+  router.post('/api/v2/tables/:tableId/columns', ...bind(OPERATIONS.addTableColumn, handlers.addTableColumn));
+  router.post('/api/v2/tables/:tableId/restore', ...bind(OPERATIONS.restoreTable, handlers.restoreTable));
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(

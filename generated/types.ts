@@ -1364,6 +1364,146 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/tables': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List tables
+     * @description Lists the tables of a workspace one page at a time. `folderPath` resolves against active folders only (an unknown folder matches nothing). `limit` outside 1–1000 is clamped into that range. Sorting by name is case-sensitive.
+     */
+    get: operations['listTables'];
+    put?: never;
+    /**
+     * Create a table
+     * @description Creates a table with its columns (at most 1000) and a view named "Default", at the root or in a folder (missing folders are created). A name used by an active table of the workspace is a 409; more tables than the plan allows is a 403.
+     */
+    post: operations['createTable'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a table
+     * @description Reads one table: schema, row count, plan row limit, locks and the running job.
+     */
+    get: operations['getTable'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete (archive) a table
+     * @description Archives the table with its rows and views; `POST .../restore` brings it back. 423 when the table is delete-locked.
+     */
+    delete: operations['deleteTable'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a table
+     * @description Renames a table, changes its description (null clears it) or moves it to a folder. Lock flags cannot be changed here (see the admin command). 409 when the name is taken; 423 when the schema is locked (renames).
+     */
+    patch: operations['updateTable'];
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore an archived table
+     * @description Brings an archived table back with its rows and views. A restored table whose folder is gone returns to the root. When an active table took its name meanwhile the call is a 409. Restoring an active table changes nothing.
+     */
+    post: operations['restoreTable'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/bulk-delete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Delete tables and folders
+     * @description Archives up to 100 tables and up to 100 folders (each folder with every table and folder inside it). Ids that are not active tables are reported in `notFound`; delete-locked tables in `failed`.
+     */
+    post: operations['bulkDeleteTables'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/move': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Move tables and folders
+     * @description Moves up to 100 tables and folders into `targetFolderPath` (the root when omitted), creating it when missing. Folders move with everything inside.
+     */
+    post: operations['moveTables'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/columns': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Add a column
+     * @description Adds a column at `position` (zero-based; the end when omitted). Existing rows get no value. 409 when the name is taken; 423 when the schema is locked.
+     */
+    post: operations['addTableColumn'];
+    /**
+     * Delete a column
+     * @description Removes a column and its values from every row. 423 when the schema is locked.
+     */
+    delete: operations['deleteTableColumn'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a column
+     * @description Renames a column (rows are keyed by stable column ids, so nothing is rewritten) or changes its type, options or flags. A type change converts every existing value; when some cannot convert the change is refused with 400 and each issue in `details` names a row (its id in `keys`). Making a column unique with duplicates present, or required with empty cells, is refused the same way.
+     */
+    patch: operations['updateTableColumn'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2839,6 +2979,214 @@ export interface components {
         plan: string;
       };
     };
+    /** @description Letters, digits and underscores; not starting with a digit. Unique among the active tables of a workspace. */
+    TableName: string;
+    /** @description Letters, digits and underscores; not starting with a digit. */
+    TableColumnName: string;
+    /**
+     * @description string (text), number, currency (a number with a display currency), boolean, date (ISO 8601, stored in UTC), ttl (a duration in whole seconds), json (any JSON value), select (option ids; one, or an array with `multiple`).
+     * @enum {string}
+     */
+    TableColumnType: 'string' | 'number' | 'currency' | 'boolean' | 'date' | 'ttl' | 'json' | 'select';
+    TableSelectOption: {
+      id: string;
+      name: string;
+    };
+    TableColumnInput: {
+      /** @description Ignored if taken; the server assigns stable ids. */
+      id?: string;
+      name: components['schemas']['TableColumnName'];
+      type: components['schemas']['TableColumnType'];
+      required?: boolean;
+      /** @description Values must be distinct (not allowed on select columns). */
+      unique?: boolean;
+      options?: components['schemas']['TableSelectOption'][];
+      multiple?: boolean;
+      /** @description ISO 4217 code for currency columns. */
+      currencyCode?: string;
+    };
+    TableColumn: {
+      id?: string;
+      name: string;
+      type: components['schemas']['TableColumnType'];
+      required: boolean;
+      unique: boolean;
+      workflowGroupId?: string;
+      options?: components['schemas']['TableSelectOption'][];
+      multiple?: boolean;
+      currencyCode?: string;
+    };
+    TableLocks: {
+      schemaLocked: boolean;
+      insertLocked: boolean;
+      updateLocked: boolean;
+      deleteLocked: boolean;
+    };
+    TableJob: {
+      id: string | null;
+      type: ('import' | 'delete' | 'export' | 'backfill' | 'update') | null;
+      /** @enum {string} */
+      status: 'running' | 'ready' | 'failed' | 'canceled';
+      rowsProcessed: number;
+      error: string | null;
+    };
+    Table: {
+      id: string;
+      webUrl: string;
+      name: string;
+      description: string | null;
+      ownerEmail: string;
+      schema: {
+        columns: components['schemas']['TableColumn'][];
+      };
+      rowCount: number;
+      maxRows: number;
+      folderPath: string;
+      locks: components['schemas']['TableLocks'];
+      job: components['schemas']['TableJob'] | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    TableColumns: {
+      columns: components['schemas']['TableColumn'][];
+    };
+    TableColumnUpdateResult: {
+      columns: components['schemas']['TableColumn'][];
+      unmigrated: {
+        workflowId: string;
+        workflowName: string;
+        blockId: string;
+        blockName: string;
+        fields: ('filter' | 'order' | 'data')[];
+      }[];
+    };
+    TableDeletion: {
+      id: string;
+      /** @constant */
+      deleted: true;
+    };
+    TableBatchItem: {
+      /** @enum {string} */
+      kind: 'table' | 'folder';
+      id: string;
+      name: string;
+    };
+    TableBatchMissing: {
+      /** @enum {string} */
+      kind: 'table' | 'folder';
+      id: string;
+    };
+    TableBatchFailure: {
+      /** @enum {string} */
+      kind: 'table' | 'folder';
+      id: string;
+      name: string;
+      reason: string;
+    };
+    TableRunState: {
+      status: string;
+      executionId: string | null;
+      workflowId: string;
+      error: string | null;
+      runningBlockIds: string[];
+      blockErrors: {
+        [key: string]: string;
+      };
+      canceledAt: string | null;
+    };
+    TableRow: {
+      id: string;
+      /** @description Cells keyed by column name. */
+      data: {
+        [key: string]: unknown;
+      };
+      runState?: {
+        [key: string]: components['schemas']['TableRunState'];
+      };
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    TablePredicateLeaf: {
+      /** @description A column name, or one of the system fields id, createdAt, updatedAt. */
+      field: string;
+      /** @enum {string} */
+      op:
+        | 'eq'
+        | 'ne'
+        | 'gt'
+        | 'gte'
+        | 'lt'
+        | 'lte'
+        | 'in'
+        | 'nin'
+        | 'contains'
+        | 'ncontains'
+        | 'startsWith'
+        | 'endsWith'
+        | 'like'
+        | 'ilike'
+        | 'nlike'
+        | 'nilike'
+        | 'isEmpty'
+        | 'isNotEmpty'
+        | 'isNull'
+        | 'isNotNull';
+      /** @description The operand (none for the emptiness operators; an array for in and nin). */
+      value?: unknown;
+    };
+    /** @description A leaf `{field, op, value}` or a group `{all: [...]}` (AND) / `{any: [...]}` (OR) of nodes. At most 100 members per group, 10 levels, 500 nodes, 1000 entries in an in/nin list. `*` is the only wildcard of like patterns. */
+    TablePredicate:
+      | components['schemas']['TablePredicateLeaf']
+      | {
+          all: components['schemas']['TablePredicate'][];
+        }
+      | {
+          any: components['schemas']['TablePredicate'][];
+        };
+    /** @description Sort keys in order, at most 16; system fields allowed. */
+    TableSort: {
+      field: string;
+      /** @enum {string} */
+      direction: 'asc' | 'desc';
+    }[];
+    TableViewConfig: {
+      columnWidths?: {
+        [key: string]: number;
+      };
+      columnOrder?: string[];
+      pinnedColumns?: string[];
+      hiddenColumns?: string[];
+      filter?: components['schemas']['TablePredicate'] | null;
+      sort?: components['schemas']['TableSort'] | null;
+    };
+    TableViewConfigOut: {
+      columnWidths?: {
+        [key: string]: number;
+      };
+      columnOrder?: string[];
+      pinnedColumns?: string[];
+      hiddenColumns?: string[];
+      filter?: unknown;
+      sort?: components['schemas']['TableSort'] | null;
+    };
+    TableView: {
+      id: string;
+      tableId: string;
+      name: string;
+      config: components['schemas']['TableViewConfigOut'];
+      isDefault: boolean;
+      createdByEmail: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    TableFolder: {
+      name: string;
+      /** @description Canonical path, each segment percent-encoded. */
+      path: string;
+      parentPath: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
   };
   responses: {
     /** @description A path, query, header or body field is missing, malformed or undeclared. */
@@ -2966,6 +3314,12 @@ export interface components {
     WorkflowVersionPath: number;
     /** @description Workflow run identifier. */
     RunIdPath: string;
+    /** @description Table identifier. */
+    TableIdPath: string;
+    /** @description Row identifier. */
+    TableRowIdPath: string;
+    /** @description View identifier. */
+    TableViewIdPath: string;
   };
   requestBodies: never;
   headers: {
@@ -6888,6 +7242,543 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTables: {
+    parameters: {
+      query: {
+        /** @description Workspace whose tables are listed. */
+        workspaceId: string;
+        /** @description `active` (default) or `archived`. */
+        scope?: 'active' | 'archived';
+        /** @description Only tables directly in this folder. */
+        folderPath?: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+        /** @description Page size; values outside 1–1000 are truncated and clamped. Default 100. */
+        limit?: number;
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List tables. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name: components['schemas']['TableName'];
+          description?: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          folderPath?: string;
+          schema: {
+            columns: components['schemas']['TableColumnInput'][];
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Create a table. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTable: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTable: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete (archive) a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name?: components['schemas']['TableName'];
+          description?: string | null;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          folderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreTable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Restore an archived table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkDeleteTables: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          tableIds?: string[];
+          folderPaths?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Delete tables and folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              deleted: components['schemas']['TableBatchItem'][];
+              skipped: components['schemas']['TableBatchItem'][];
+              notFound: components['schemas']['TableBatchMissing'][];
+              failed: components['schemas']['TableBatchFailure'][];
+              deletedItems: {
+                tables: number;
+                folders: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  moveTables: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          tableIds?: string[];
+          folderPaths?: string[];
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          targetFolderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Move tables and folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              moved: components['schemas']['TableBatchItem'][];
+              skipped: components['schemas']['TableBatchItem'][];
+              notFound: components['schemas']['TableBatchMissing'][];
+              failed: components['schemas']['TableBatchFailure'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  addTableColumn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          column: {
+            /** @description Ignored if taken; the server assigns stable ids. */
+            id?: string;
+            name: components['schemas']['TableColumnName'];
+            type: components['schemas']['TableColumnType'];
+            required?: boolean;
+            /** @description Values must be distinct (not allowed on select columns). */
+            unique?: boolean;
+            options?: components['schemas']['TableSelectOption'][];
+            multiple?: boolean;
+            /** @description ISO 4217 code for currency columns. */
+            currencyCode?: string;
+            position?: number;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Add a column. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableColumns'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableColumn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          columnName: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Delete a column. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableColumns'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTableColumn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          columnName: string;
+          updates: {
+            name?: components['schemas']['TableColumnName'];
+            type?: components['schemas']['TableColumnType'];
+            required?: boolean;
+            unique?: boolean;
+            options?: components['schemas']['TableSelectOption'][];
+            multiple?: boolean;
+            currencyCode?: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Update a column. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableColumnUpdateResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -13,6 +13,8 @@ import { OAuthRepository } from './oauth.ts';
 import { SecretRepository } from './secrets.ts';
 import { WorkflowRepository } from './workflows.ts';
 import { FolderTreeRepository } from './folders.ts';
+import { TableViewRepository, UserTableRepository } from './user-tables.ts';
+import { TableRowsRepository } from './table-rows.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
 import { FileRepository } from './files.ts';
 import { FileShareRepository } from './file-shares.ts';
@@ -43,6 +45,9 @@ export interface Repositories {
   usage: UsageRepository;
   tableFolders: FolderTreeRepository;
   knowledgeFolders: FolderTreeRepository;
+  userTables: UserTableRepository;
+  tableRows: TableRowsRepository;
+  tableViews: TableViewRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -68,6 +73,9 @@ function repositories(db: SqlExecutor): Repositories {
     usage: new UsageRepository(db),
     tableFolders: new FolderTreeRepository(db, 'table'),
     knowledgeFolders: new FolderTreeRepository(db, 'knowledge_base'),
+    userTables: new UserTableRepository(db),
+    tableRows: new TableRowsRepository(db),
+    tableViews: new TableViewRepository(db),
   };
 }
 

@@ -1,0 +1,3 @@
+// Handlers for the Tables operations, one module per part of the family under src/handlers/tables/.
+export * from './tables/tables.ts';
+export * from './tables/columns.ts';
