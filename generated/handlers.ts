@@ -101,6 +101,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  bulkUpdateTableRows: {
+    params: Params<operations['bulkUpdateTableRows'], 'path'>;
+    query: Params<operations['bulkUpdateTableRows'], 'query'>;
+    headers: Params<operations['bulkUpdateTableRows'], 'header'>;
+    body: Body<operations['bulkUpdateTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   cancelWorkflowRun: {
     params: Params<operations['cancelWorkflowRun'], 'path'>;
     query: Params<operations['cancelWorkflowRun'], 'query'>;
@@ -164,6 +173,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createTableRows: {
+    params: Params<operations['createTableRows'], 'path'>;
+    query: Params<operations['createTableRows'], 'query'>;
+    headers: Params<operations['createTableRows'], 'header'>;
+    body: Body<operations['createTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -223,6 +241,24 @@ export interface OperationInputs {
     query: Params<operations['deleteTableColumn'], 'query'>;
     headers: Params<operations['deleteTableColumn'], 'header'>;
     body: Body<operations['deleteTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableRow: {
+    params: Params<operations['deleteTableRow'], 'path'>;
+    query: Params<operations['deleteTableRow'], 'query'>;
+    headers: Params<operations['deleteTableRow'], 'header'>;
+    body: Body<operations['deleteTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableRows: {
+    params: Params<operations['deleteTableRows'], 'path'>;
+    query: Params<operations['deleteTableRows'], 'query'>;
+    headers: Params<operations['deleteTableRows'], 'header'>;
+    body: Body<operations['deleteTableRows']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -407,6 +443,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getTableRow: {
+    params: Params<operations['getTableRow'], 'path'>;
+    query: Params<operations['getTableRow'], 'query'>;
+    headers: Params<operations['getTableRow'], 'header'>;
+    body: Body<operations['getTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflow: {
     params: Params<operations['getWorkflow'], 'path'>;
     query: Params<operations['getWorkflow'], 'query'>;
@@ -569,6 +614,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listTableRows: {
+    params: Params<operations['listTableRows'], 'path'>;
+    query: Params<operations['listTableRows'], 'query'>;
+    headers: Params<operations['listTableRows'], 'header'>;
+    body: Body<operations['listTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listTables: {
     params: Params<operations['listTables'], 'path'>;
     query: Params<operations['listTables'], 'query'>;
@@ -676,6 +730,24 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
+  };
+  queryRows: {
+    params: Params<operations['queryRows'], 'path'>;
+    query: Params<operations['queryRows'], 'query'>;
+    headers: Params<operations['queryRows'], 'header'>;
+    body: Body<operations['queryRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  queryRowsCount: {
+    params: Params<operations['queryRowsCount'], 'path'>;
+    query: Params<operations['queryRowsCount'], 'query'>;
+    headers: Params<operations['queryRowsCount'], 'header'>;
+    body: Body<operations['queryRowsCount']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   readFileText: {
     params: Params<operations['readFileText'], 'path'>;
@@ -812,6 +884,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  searchTableRows: {
+    params: Params<operations['searchTableRows'], 'path'>;
+    query: Params<operations['searchTableRows'], 'query'>;
+    headers: Params<operations['searchTableRows'], 'header'>;
+    body: Body<operations['searchTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
@@ -839,6 +920,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateRowsByFilter: {
+    params: Params<operations['updateRowsByFilter'], 'path'>;
+    query: Params<operations['updateRowsByFilter'], 'query'>;
+    headers: Params<operations['updateRowsByFilter'], 'header'>;
+    body: Body<operations['updateRowsByFilter']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateTable: {
     params: Params<operations['updateTable'], 'path'>;
     query: Params<operations['updateTable'], 'query'>;
@@ -853,6 +943,15 @@ export interface OperationInputs {
     query: Params<operations['updateTableColumn'], 'query'>;
     headers: Params<operations['updateTableColumn'], 'header'>;
     body: Body<operations['updateTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableRow: {
+    params: Params<operations['updateTableRow'], 'path'>;
+    query: Params<operations['updateTableRow'], 'query'>;
+    headers: Params<operations['updateTableRow'], 'header'>;
+    body: Body<operations['updateTableRow']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -889,6 +988,15 @@ export interface OperationInputs {
     query: Params<operations['upsertFileShare'], 'query'>;
     headers: Params<operations['upsertFileShare'], 'header'>;
     body: Body<operations['upsertFileShare']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  upsertTableRow: {
+    params: Params<operations['upsertTableRow'], 'path'>;
+    query: Params<operations['upsertTableRow'], 'query'>;
+    headers: Params<operations['upsertTableRow'], 'header'>;
+    body: Body<operations['upsertTableRow']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -937,6 +1045,11 @@ export interface OperationResults {
     body: StreamBody;
     headers?: Record<string, string>;
   };
+  bulkUpdateTableRows: {
+    status: 200;
+    body: Json<operations['bulkUpdateTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   cancelWorkflowRun: {
     status: 200;
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
@@ -972,6 +1085,11 @@ export interface OperationResults {
     body: Json<operations['createTable']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createTableRows: {
+    status: 201;
+    body: Json<operations['createTableRows']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -1005,6 +1123,16 @@ export interface OperationResults {
   deleteTableColumn: {
     status: 200;
     body: Json<operations['deleteTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableRow: {
+    status: 200;
+    body: Json<operations['deleteTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableRows: {
+    status: 200;
+    body: Json<operations['deleteTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1131,6 +1259,11 @@ export interface OperationResults {
     body: Json<operations['getTable']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getTableRow: {
+    status: 200;
+    body: Json<operations['getTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflow: {
     status: 200;
     body: Json<operations['getWorkflow']['responses'][200]>;
@@ -1227,6 +1360,11 @@ export interface OperationResults {
     body: Json<operations['listLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listTableRows: {
+    status: 200;
+    body: Json<operations['listTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listTables: {
     status: 200;
     body: Json<operations['listTables']['responses'][200]>;
@@ -1285,6 +1423,16 @@ export interface OperationResults {
   putFileUploadPart: {
     status: 200;
     body: undefined;
+    headers?: Record<string, string>;
+  };
+  queryRows: {
+    status: 200;
+    body: Json<operations['queryRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  queryRowsCount: {
+    status: 200;
+    body: Json<operations['queryRowsCount']['responses'][200]>;
     headers?: Record<string, string>;
   };
   readFileText: {
@@ -1368,6 +1516,11 @@ export interface OperationResults {
     body: Json<operations['searchFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  searchTableRows: {
+    status: 200;
+    body: Json<operations['searchTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   undeployWorkflow: {
     status: 200;
     body: Json<operations['undeployWorkflow']['responses'][200]>;
@@ -1383,6 +1536,11 @@ export interface OperationResults {
     body: Json<operations['updateFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateRowsByFilter: {
+    status: 200;
+    body: Json<operations['updateRowsByFilter']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateTable: {
     status: 200;
     body: Json<operations['updateTable']['responses'][200]>;
@@ -1391,6 +1549,11 @@ export interface OperationResults {
   updateTableColumn: {
     status: 200;
     body: Json<operations['updateTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableRow: {
+    status: 200;
+    body: Json<operations['updateTableRow']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflow: {
@@ -1411,6 +1574,11 @@ export interface OperationResults {
   upsertFileShare: {
     status: 200;
     body: Json<operations['upsertFileShare']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  upsertTableRow: {
+    status: 200;
+    body: Json<operations['upsertTableRow']['responses'][200]>;
     headers?: Record<string, string>;
   };
 }
@@ -1440,6 +1608,8 @@ export interface Handlers {
   bulkDeleteTables: Handler<'bulkDeleteTables'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
+  bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
@@ -1454,6 +1624,8 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/tables — Create a table */
   createTable: Handler<'createTable'>;
+  /** POST /api/v2/tables/{tableId}/rows — Create rows */
+  createTableRows: Handler<'createTableRows'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1468,6 +1640,10 @@ export interface Handlers {
   deleteTable: Handler<'deleteTable'>;
   /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
   deleteTableColumn: Handler<'deleteTableColumn'>;
+  /** DELETE /api/v2/tables/{tableId}/rows/{rowId} — Delete a row */
+  deleteTableRow: Handler<'deleteTableRow'>;
+  /** DELETE /api/v2/tables/{tableId}/rows — Delete rows */
+  deleteTableRows: Handler<'deleteTableRows'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1508,6 +1684,8 @@ export interface Handlers {
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/tables/{tableId} — Get a table */
   getTable: Handler<'getTable'>;
+  /** GET /api/v2/tables/{tableId}/rows/{rowId} — Get a row */
+  getTableRow: Handler<'getTableRow'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
@@ -1544,6 +1722,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/tables/{tableId}/rows — List rows */
+  listTableRows: Handler<'listTableRows'>;
   /** GET /api/v2/tables — List tables */
   listTables: Handler<'listTables'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
@@ -1568,6 +1748,10 @@ export interface Handlers {
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
   putFileUploadPart: Handler<'putFileUploadPart'>;
+  /** POST /api/v2/tables/{tableId}/query — Query rows */
+  queryRows: Handler<'queryRows'>;
+  /** POST /api/v2/tables/{tableId}/query/count — Count rows */
+  queryRowsCount: Handler<'queryRowsCount'>;
   /** GET /api/v2/files/{fileId}/text — Read file text */
   readFileText: Handler<'readFileText'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/text — Read file version text */
@@ -1598,16 +1782,22 @@ export interface Handlers {
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
   /** GET /api/v2/files/search — Search file content */
   searchFileContent: Handler<'searchFileContent'>;
+  /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
+  searchTableRows: Handler<'searchTableRows'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
+  updateRowsByFilter: Handler<'updateRowsByFilter'>;
   /** PATCH /api/v2/tables/{tableId} — Update a table */
   updateTable: Handler<'updateTable'>;
   /** PATCH /api/v2/tables/{tableId}/columns — Update a column */
   updateTableColumn: Handler<'updateTableColumn'>;
+  /** PATCH /api/v2/tables/{tableId}/rows/{rowId} — Update a row */
+  updateTableRow: Handler<'updateTableRow'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
@@ -1616,4 +1806,6 @@ export interface Handlers {
   updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
   /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */
   upsertFileShare: Handler<'upsertFileShare'>;
+  /** POST /api/v2/tables/{tableId}/rows/upsert — Insert or update a row by a unique column */
+  upsertTableRow: Handler<'upsertTableRow'>;
 }

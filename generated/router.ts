@@ -112,7 +112,43 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.updateTableColumn, handlers.updateTableColumn),
   );
   router.post('/api/v2/tables/:tableId/columns', ...bind(OPERATIONS.addTableColumn, handlers.addTableColumn));
+  router.post('/api/v2/tables/:tableId/query', ...bind(OPERATIONS.queryRows, handlers.queryRows));
+  router.post(
+    '/api/v2/tables/:tableId/query/count',
+    ...bind(OPERATIONS.queryRowsCount, handlers.queryRowsCount),
+  );
   router.post('/api/v2/tables/:tableId/restore', ...bind(OPERATIONS.restoreTable, handlers.restoreTable));
+  router.delete(
+    '/api/v2/tables/:tableId/rows',
+    ...bind(OPERATIONS.deleteTableRows, handlers.deleteTableRows),
+  );
+  router.get('/api/v2/tables/:tableId/rows', ...bind(OPERATIONS.listTableRows, handlers.listTableRows));
+  router.patch(
+    '/api/v2/tables/:tableId/rows',
+    ...bind(OPERATIONS.updateRowsByFilter, handlers.updateRowsByFilter),
+  );
+  router.post('/api/v2/tables/:tableId/rows', ...bind(OPERATIONS.createTableRows, handlers.createTableRows));
+  router.post(
+    '/api/v2/tables/:tableId/rows/bulk-update',
+    ...bind(OPERATIONS.bulkUpdateTableRows, handlers.bulkUpdateTableRows),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/search',
+    ...bind(OPERATIONS.searchTableRows, handlers.searchTableRows),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/upsert',
+    ...bind(OPERATIONS.upsertTableRow, handlers.upsertTableRow),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/rows/:rowId',
+    ...bind(OPERATIONS.deleteTableRow, handlers.deleteTableRow),
+  );
+  router.get('/api/v2/tables/:tableId/rows/:rowId', ...bind(OPERATIONS.getTableRow, handlers.getTableRow));
+  router.patch(
+    '/api/v2/tables/:tableId/rows/:rowId',
+    ...bind(OPERATIONS.updateTableRow, handlers.updateTableRow),
+  );
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(

@@ -1,3 +1,4 @@
 // Handlers for the Tables operations, one module per part of the family under src/handlers/tables/.
 export * from './tables/tables.ts';
 export * from './tables/columns.ts';
+export * from './tables/rows.ts';

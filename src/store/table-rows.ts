@@ -109,7 +109,7 @@ export function compilePredicate(p: Predicate): CompiledSql {
   }
 }
 
-/** ORDER BY for sort keys (nulls last, select by option name), always ending in table order and id. */
+/** ORDER BY for sort keys (nulls last, select by option name), ending in the row id. */
 export function compileSort(keys: SortKey[]): CompiledSql {
   const parts: string[] = [];
   const params: SqlValue[] = [];
@@ -122,7 +122,8 @@ export function compileSort(keys: SortKey[]): CompiledSql {
       for (const o of f.column.options!) params.push(o.id, o.name);
     } else parts.push(`${fieldSql(f)} ${dir} NULLS LAST`);
   }
-  parts.push('order_key ASC', 'id ASC');
+  // Ties break by id in the direction of the last key, so a one-key sort walks that column's (value, id) index.
+  parts.push(`id ${keys.at(-1)?.direction === 'desc' ? 'DESC' : 'ASC'}`);
   return { sql: parts.join(', '), params };
 }
 
