@@ -34,6 +34,7 @@ export const LIST_PATHS = [
   '/api/v2/files',
   '/api/v2/logs',
   '/api/v2/tables/{tableId}/rows',
+  '/api/v2/tables/{tableId}/views',
   '/api/v2/tables',
   '/api/v2/workflows/folders',
   '/api/v2/workflows/{workflowId}/runs',

@@ -182,6 +182,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createTableView: {
+    params: Params<operations['createTableView'], 'path'>;
+    query: Params<operations['createTableView'], 'query'>;
+    headers: Params<operations['createTableView'], 'header'>;
+    body: Body<operations['createTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -259,6 +268,15 @@ export interface OperationInputs {
     query: Params<operations['deleteTableRows'], 'query'>;
     headers: Params<operations['deleteTableRows'], 'header'>;
     body: Body<operations['deleteTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableView: {
+    params: Params<operations['deleteTableView'], 'path'>;
+    query: Params<operations['deleteTableView'], 'query'>;
+    headers: Params<operations['deleteTableView'], 'header'>;
+    body: Body<operations['deleteTableView']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -452,6 +470,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getTableView: {
+    params: Params<operations['getTableView'], 'path'>;
+    query: Params<operations['getTableView'], 'query'>;
+    headers: Params<operations['getTableView'], 'header'>;
+    body: Body<operations['getTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflow: {
     params: Params<operations['getWorkflow'], 'path'>;
     query: Params<operations['getWorkflow'], 'query'>;
@@ -619,6 +646,15 @@ export interface OperationInputs {
     query: Params<operations['listTableRows'], 'query'>;
     headers: Params<operations['listTableRows'], 'header'>;
     body: Body<operations['listTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTableViews: {
+    params: Params<operations['listTableViews'], 'path'>;
+    query: Params<operations['listTableViews'], 'query'>;
+    headers: Params<operations['listTableViews'], 'header'>;
+    body: Body<operations['listTableViews']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -956,6 +992,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateTableView: {
+    params: Params<operations['updateTableView'], 'path'>;
+    query: Params<operations['updateTableView'], 'query'>;
+    headers: Params<operations['updateTableView'], 'header'>;
+    body: Body<operations['updateTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
@@ -1090,6 +1135,11 @@ export interface OperationResults {
     body: Json<operations['createTableRows']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createTableView: {
+    status: 201;
+    body: Json<operations['createTableView']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -1133,6 +1183,11 @@ export interface OperationResults {
   deleteTableRows: {
     status: 200;
     body: Json<operations['deleteTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableView: {
+    status: 200;
+    body: Json<operations['deleteTableView']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1264,6 +1319,11 @@ export interface OperationResults {
     body: Json<operations['getTableRow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getTableView: {
+    status: 200;
+    body: Json<operations['getTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflow: {
     status: 200;
     body: Json<operations['getWorkflow']['responses'][200]>;
@@ -1363,6 +1423,11 @@ export interface OperationResults {
   listTableRows: {
     status: 200;
     body: Json<operations['listTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTableViews: {
+    status: 200;
+    body: Json<operations['listTableViews']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listTables: {
@@ -1556,6 +1621,11 @@ export interface OperationResults {
     body: Json<operations['updateTableRow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateTableView: {
+    status: 200;
+    body: Json<operations['updateTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
@@ -1626,6 +1696,8 @@ export interface Handlers {
   createTable: Handler<'createTable'>;
   /** POST /api/v2/tables/{tableId}/rows — Create rows */
   createTableRows: Handler<'createTableRows'>;
+  /** POST /api/v2/tables/{tableId}/views — Create a view */
+  createTableView: Handler<'createTableView'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1644,6 +1716,8 @@ export interface Handlers {
   deleteTableRow: Handler<'deleteTableRow'>;
   /** DELETE /api/v2/tables/{tableId}/rows — Delete rows */
   deleteTableRows: Handler<'deleteTableRows'>;
+  /** DELETE /api/v2/tables/{tableId}/views/{viewId} — Delete a view */
+  deleteTableView: Handler<'deleteTableView'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1686,6 +1760,8 @@ export interface Handlers {
   getTable: Handler<'getTable'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId} — Get a row */
   getTableRow: Handler<'getTableRow'>;
+  /** GET /api/v2/tables/{tableId}/views/{viewId} — Get a view */
+  getTableView: Handler<'getTableView'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
@@ -1724,6 +1800,8 @@ export interface Handlers {
   listLogs: Handler<'listLogs'>;
   /** GET /api/v2/tables/{tableId}/rows — List rows */
   listTableRows: Handler<'listTableRows'>;
+  /** GET /api/v2/tables/{tableId}/views — List views */
+  listTableViews: Handler<'listTableViews'>;
   /** GET /api/v2/tables — List tables */
   listTables: Handler<'listTables'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
@@ -1798,6 +1876,8 @@ export interface Handlers {
   updateTableColumn: Handler<'updateTableColumn'>;
   /** PATCH /api/v2/tables/{tableId}/rows/{rowId} — Update a row */
   updateTableRow: Handler<'updateTableRow'>;
+  /** PATCH /api/v2/tables/{tableId}/views/{viewId} — Update a view */
+  updateTableView: Handler<'updateTableView'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */

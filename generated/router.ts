@@ -149,6 +149,20 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/tables/:tableId/rows/:rowId',
     ...bind(OPERATIONS.updateTableRow, handlers.updateTableRow),
   );
+  router.get('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.listTableViews, handlers.listTableViews));
+  router.post('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.createTableView, handlers.createTableView));
+  router.delete(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.deleteTableView, handlers.deleteTableView),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.getTableView, handlers.getTableView),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.updateTableView, handlers.updateTableView),
+  );
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(

@@ -1664,6 +1664,58 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/tables/{tableId}/views': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List views
+     * @description Every saved view of the table (`nextCursor` is always null).
+     */
+    get: operations['listTableViews'];
+    put?: never;
+    /**
+     * Create a view
+     * @description Saves a named view (filter, sort, column layout). At most 100 per table; the filter and sort are checked against the columns.
+     */
+    post: operations['createTableView'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/views/{viewId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a view
+     * @description Reads one view.
+     */
+    get: operations['getTableView'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a view
+     * @description Deletes a view.
+     */
+    delete: operations['deleteTableView'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a view
+     * @description Renames a view, replaces its `config`, or merges `configPatch` into it (top-level keys), or makes it the default (the previous default stops being one). `config` and `configPatch` together are a 400.
+     */
+    patch: operations['updateTableView'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -8540,6 +8592,222 @@ export interface operations {
             data: {
               totalCount: number;
             };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTableViews: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List views. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableView: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name: string;
+          config: components['schemas']['TableViewConfig'];
+        };
+      };
+    };
+    responses: {
+      /** @description Create a view. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableView: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description View identifier. */
+        viewId: components['parameters']['TableViewIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a view. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableView: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description View identifier. */
+        viewId: components['parameters']['TableViewIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a view. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTableView: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description View identifier. */
+        viewId: components['parameters']['TableViewIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name?: string;
+          config?: components['schemas']['TableViewConfig'];
+          configPatch?: components['schemas']['TableViewConfig'];
+          isDefault?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a view. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'];
           };
         };
       };

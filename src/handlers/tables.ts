@@ -2,3 +2,4 @@
 export * from './tables/tables.ts';
 export * from './tables/columns.ts';
 export * from './tables/rows.ts';
+export * from './tables/views.ts';
