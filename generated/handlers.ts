@@ -110,6 +110,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  cancelTableExport: {
+    params: Params<operations['cancelTableExport'], 'path'>;
+    query: Params<operations['cancelTableExport'], 'query'>;
+    headers: Params<operations['cancelTableExport'], 'header'>;
+    body: Body<operations['cancelTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableImport: {
+    params: Params<operations['cancelTableImport'], 'path'>;
+    query: Params<operations['cancelTableImport'], 'query'>;
+    headers: Params<operations['cancelTableImport'], 'header'>;
+    body: Body<operations['cancelTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   cancelWorkflowRun: {
     params: Params<operations['cancelWorkflowRun'], 'path'>;
     query: Params<operations['cancelWorkflowRun'], 'query'>;
@@ -124,6 +142,15 @@ export interface OperationInputs {
     query: Params<operations['completeFileUpload'], 'query'>;
     headers: Params<operations['completeFileUpload'], 'header'>;
     body: Body<operations['completeFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  completeTableImport: {
+    params: Params<operations['completeTableImport'], 'path'>;
+    query: Params<operations['completeTableImport'], 'query'>;
+    headers: Params<operations['completeTableImport'], 'header'>;
+    body: Body<operations['completeTableImport']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -169,6 +196,33 @@ export interface OperationInputs {
     query: Params<operations['createTable'], 'query'>;
     headers: Params<operations['createTable'], 'header'>;
     body: Body<operations['createTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableExport: {
+    params: Params<operations['createTableExport'], 'path'>;
+    query: Params<operations['createTableExport'], 'query'>;
+    headers: Params<operations['createTableExport'], 'header'>;
+    body: Body<operations['createTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableImport: {
+    params: Params<operations['createTableImport'], 'path'>;
+    query: Params<operations['createTableImport'], 'query'>;
+    headers: Params<operations['createTableImport'], 'header'>;
+    body: Body<operations['createTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableImportPartUrls: {
+    params: Params<operations['createTableImportPartUrls'], 'path'>;
+    query: Params<operations['createTableImportPartUrls'], 'query'>;
+    headers: Params<operations['createTableImportPartUrls'], 'header'>;
+    body: Body<operations['createTableImportPartUrls']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -326,6 +380,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  downloadTableExportFile: {
+    params: Params<operations['downloadTableExportFile'], 'path'>;
+    query: Params<operations['downloadTableExportFile'], 'query'>;
+    headers: Params<operations['downloadTableExportFile'], 'header'>;
+    body: Body<operations['downloadTableExportFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   duplicateWorkflow: {
     params: Params<operations['duplicateWorkflow'], 'path'>;
     query: Params<operations['duplicateWorkflow'], 'query'>;
@@ -457,6 +520,24 @@ export interface OperationInputs {
     query: Params<operations['getTable'], 'query'>;
     headers: Params<operations['getTable'], 'header'>;
     body: Body<operations['getTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableExport: {
+    params: Params<operations['getTableExport'], 'path'>;
+    query: Params<operations['getTableExport'], 'query'>;
+    headers: Params<operations['getTableExport'], 'header'>;
+    body: Body<operations['getTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableImport: {
+    params: Params<operations['getTableImport'], 'path'>;
+    query: Params<operations['getTableImport'], 'query'>;
+    headers: Params<operations['getTableImport'], 'header'>;
+    body: Body<operations['getTableImport']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -929,6 +1010,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  tableExportDownload: {
+    params: Params<operations['tableExportDownload'], 'path'>;
+    query: Params<operations['tableExportDownload'], 'query'>;
+    headers: Params<operations['tableExportDownload'], 'header'>;
+    body: Body<operations['tableExportDownload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
@@ -1095,6 +1185,16 @@ export interface OperationResults {
     body: Json<operations['bulkUpdateTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  cancelTableExport: {
+    status: 200;
+    body: Json<operations['cancelTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableImport: {
+    status: 200;
+    body: Json<operations['cancelTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   cancelWorkflowRun: {
     status: 200;
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
@@ -1103,6 +1203,11 @@ export interface OperationResults {
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  completeTableImport: {
+    status: 200;
+    body: Json<operations['completeTableImport']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createFile: {
@@ -1128,6 +1233,21 @@ export interface OperationResults {
   createTable: {
     status: 201;
     body: Json<operations['createTable']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableExport: {
+    status: 200;
+    body: Json<operations['createTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableImport: {
+    status: 200;
+    body: Json<operations['createTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableImportPartUrls: {
+    status: 200;
+    body: Json<operations['createTableImportPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createTableRows: {
@@ -1227,6 +1347,11 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  downloadTableExportFile: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
   duplicateWorkflow: {
     status: 201;
     body: Json<operations['duplicateWorkflow']['responses'][201]>;
@@ -1312,6 +1437,16 @@ export interface OperationResults {
   getTable: {
     status: 200;
     body: Json<operations['getTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableExport: {
+    status: 200;
+    body: Json<operations['getTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableImport: {
+    status: 200;
+    body: Json<operations['getTableImport']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getTableRow: {
@@ -1586,6 +1721,11 @@ export interface OperationResults {
     body: Json<operations['searchTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  tableExportDownload: {
+    status: 200;
+    body: Json<operations['tableExportDownload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   undeployWorkflow: {
     status: 200;
     body: Json<operations['undeployWorkflow']['responses'][200]>;
@@ -1680,10 +1820,16 @@ export interface Handlers {
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
   /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
   bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
+  /** DELETE /api/v2/tables/{tableId}/exports/{exportId} — Cancel a table export */
+  cancelTableExport: Handler<'cancelTableExport'>;
+  /** DELETE /api/v2/tables/imports/{importId} — Cancel a table import */
+  cancelTableImport: Handler<'cancelTableImport'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/tables/imports/{importId}/complete — Complete a table import upload */
+  completeTableImport: Handler<'completeTableImport'>;
   /** POST /api/v2/files — Create a file */
   createFile: Handler<'createFile'>;
   /** POST /api/v2/files/folders — Create a file folder */
@@ -1694,6 +1840,12 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/tables — Create a table */
   createTable: Handler<'createTable'>;
+  /** POST /api/v2/tables/{tableId}/exports — Export a table */
+  createTableExport: Handler<'createTableExport'>;
+  /** POST /api/v2/tables/imports — Start a table import */
+  createTableImport: Handler<'createTableImport'>;
+  /** POST /api/v2/tables/imports/{importId}/parts — Get signed part URLs of a table import */
+  createTableImportPartUrls: Handler<'createTableImportPartUrls'>;
   /** POST /api/v2/tables/{tableId}/rows — Create rows */
   createTableRows: Handler<'createTableRows'>;
   /** POST /api/v2/tables/{tableId}/views — Create a view */
@@ -1728,6 +1880,8 @@ export interface Handlers {
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
   downloadFileVersion: Handler<'downloadFileVersion'>;
+  /** GET /transfers/tables/exports/{exportId} — Download a table export file */
+  downloadTableExportFile: Handler<'downloadTableExportFile'>;
   /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */
@@ -1758,6 +1912,10 @@ export interface Handlers {
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/tables/{tableId} — Get a table */
   getTable: Handler<'getTable'>;
+  /** GET /api/v2/tables/{tableId}/exports/{exportId} — Get a table export */
+  getTableExport: Handler<'getTableExport'>;
+  /** GET /api/v2/tables/imports/{importId} — Get a table import */
+  getTableImport: Handler<'getTableImport'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId} — Get a row */
   getTableRow: Handler<'getTableRow'>;
   /** GET /api/v2/tables/{tableId}/views/{viewId} — Get a view */
@@ -1862,6 +2020,8 @@ export interface Handlers {
   searchFileContent: Handler<'searchFileContent'>;
   /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
   searchTableRows: Handler<'searchTableRows'>;
+  /** GET /api/v2/tables/{tableId}/exports/{exportId}/download — Get the download link of a table export */
+  tableExportDownload: Handler<'tableExportDownload'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */

@@ -99,6 +99,20 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/tables', ...bind(OPERATIONS.listTables, handlers.listTables));
   router.post('/api/v2/tables', ...bind(OPERATIONS.createTable, handlers.createTable));
   router.post('/api/v2/tables/bulk-delete', ...bind(OPERATIONS.bulkDeleteTables, handlers.bulkDeleteTables));
+  router.post('/api/v2/tables/imports', ...bind(OPERATIONS.createTableImport, handlers.createTableImport));
+  router.delete(
+    '/api/v2/tables/imports/:importId',
+    ...bind(OPERATIONS.cancelTableImport, handlers.cancelTableImport),
+  );
+  router.get('/api/v2/tables/imports/:importId', ...bind(OPERATIONS.getTableImport, handlers.getTableImport));
+  router.post(
+    '/api/v2/tables/imports/:importId/complete',
+    ...bind(OPERATIONS.completeTableImport, handlers.completeTableImport),
+  );
+  router.post(
+    '/api/v2/tables/imports/:importId/parts',
+    ...bind(OPERATIONS.createTableImportPartUrls, handlers.createTableImportPartUrls),
+  );
   router.post('/api/v2/tables/move', ...bind(OPERATIONS.moveTables, handlers.moveTables));
   router.delete('/api/v2/tables/:tableId', ...bind(OPERATIONS.deleteTable, handlers.deleteTable));
   router.get('/api/v2/tables/:tableId', ...bind(OPERATIONS.getTable, handlers.getTable));
@@ -112,6 +126,22 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.updateTableColumn, handlers.updateTableColumn),
   );
   router.post('/api/v2/tables/:tableId/columns', ...bind(OPERATIONS.addTableColumn, handlers.addTableColumn));
+  router.post(
+    '/api/v2/tables/:tableId/exports',
+    ...bind(OPERATIONS.createTableExport, handlers.createTableExport),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/exports/:exportId',
+    ...bind(OPERATIONS.cancelTableExport, handlers.cancelTableExport),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/exports/:exportId',
+    ...bind(OPERATIONS.getTableExport, handlers.getTableExport),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/exports/:exportId/download',
+    ...bind(OPERATIONS.tableExportDownload, handlers.tableExportDownload),
+  );
   router.post('/api/v2/tables/:tableId/query', ...bind(OPERATIONS.queryRows, handlers.queryRows));
   router.post(
     '/api/v2/tables/:tableId/query/count',
@@ -300,5 +330,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.put(
     '/transfers/files/:uploadId/parts/:partNumber',
     ...bind(OPERATIONS.putFileUploadPart, handlers.putFileUploadPart),
+  );
+  router.get(
+    '/transfers/tables/exports/:exportId',
+    ...bind(OPERATIONS.downloadTableExportFile, handlers.downloadTableExportFile),
   );
 }

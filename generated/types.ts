@@ -1716,6 +1716,174 @@ export interface paths {
     patch: operations['updateTableView'];
     trace?: never;
   };
+  '/api/v2/tables/imports': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start a table import
+     * @description Starts importing a CSV or TSV file (delimiter sniffed from `,` `;` tab `|`; quoted fields, BOM and CRLF handled) into a new table (column types inferred from the first 100 rows: string, number, boolean or date) or an existing one (`append` or `replace`; `mapping` renames or skips headers, `createColumns` adds columns; both only for an existing target). An `upload` source answers an upload token and a signed transfer (one PUT, or parts from `.../parts`); then `.../complete`. A `workspace_file` source starts at once. Rows that do not fit are rejected and counted (`rejectedSamples`), never changed; the import becomes visible whole or not at all. 423 when the target table is insert-locked; 409 when it is already running a write job.
+     */
+    post: operations['createTableImport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/imports/{importId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a table import
+     * @description Reads an import and its progress: `rowsProcessed` moves while it runs.
+     */
+    get: operations['getTableImport'];
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a table import
+     * @description Cancels an import that is uploading or processing; nothing of it becomes visible. A finished import is a 409.
+     */
+    delete: operations['cancelTableImport'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/imports/{importId}/parts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Get signed part URLs of a table import
+     * @description Signed PUT URLs for parts of a multipart import upload. Needs the import's `upload-token`.
+     */
+    post: operations['createTableImportPartUrls'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/imports/{importId}/complete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Complete a table import upload
+     * @description Checks every byte arrived and starts processing under the same import id. 409 unless the import awaits its upload (or when bytes are missing); 404 if unknown; 423 when the target table is insert-locked.
+     */
+    post: operations['completeTableImport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/exports': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Export a table
+     * @description Writes the table to a CSV (RFC 4180, header of column names) or JSON file, streamed from the database. Tables up to 10,000 rows finish within the request; larger ones queue and run in the background. Reads are never blocked by locks.
+     */
+    post: operations['createTableExport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/exports/{exportId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a table export
+     * @description Reads an export and its progress.
+     */
+    get: operations['getTableExport'];
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a table export
+     * @description Cancels a queued or running export. A finished export is a 409.
+     */
+    delete: operations['cancelTableExport'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/exports/{exportId}/download': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the download link of a table export
+     * @description A signed URL of the finished export file, valid for an hour. 409 until the export has completed.
+     */
+    get: operations['tableExportDownload'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/transfers/tables/exports/{exportId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a table export file
+     * @description The file of a completed table export, through the signed URL `tableExportDownload` hands out; no API key. A wrong or expired signature is a 403.
+     */
+    get: operations['downloadTableExportFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3398,6 +3566,69 @@ export interface components {
       parentPath: string;
       createdAt: components['schemas']['Timestamp'];
       updatedAt: components['schemas']['Timestamp'];
+    };
+    TableImportSource:
+      | {
+          /** @enum {string} */
+          type: 'upload';
+          name: string;
+          contentType: string;
+          size: number;
+        }
+      | {
+          /** @enum {string} */
+          type: 'workspace_file';
+          fileId: string;
+        };
+    TableImportTarget:
+      | {
+          /** @enum {string} */
+          type: 'new';
+          name: components['schemas']['TableName'];
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          folderPath?: string;
+        }
+      | {
+          /** @enum {string} */
+          type: 'existing';
+          tableId: string;
+          /** @enum {string} */
+          mode: 'append' | 'replace';
+        };
+    TableImport: {
+      id: string;
+      workspaceId: string;
+      /** @enum {string} */
+      status: 'uploading' | 'processing' | 'completed' | 'failed' | 'canceled' | 'expired';
+      source: components['schemas']['TableImportSource'];
+      target: components['schemas']['TableImportTarget'];
+      tableId: string | null;
+      rowsProcessed: number;
+      rowsRejected: number;
+      cellsRejected: number;
+      rejectedSamples: {
+        code: string;
+        line: number | null;
+        message: string;
+      }[];
+      error: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      completedAt: components['schemas']['Timestamp'] | null;
+    };
+    TableExport: {
+      id: string;
+      tableId: string;
+      workspaceId: string;
+      /** @enum {string} */
+      format: 'csv' | 'json';
+      /** @enum {string} */
+      status: 'queued' | 'processing' | 'completed' | 'failed' | 'canceled';
+      rowsProcessed: number;
+      error: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      completedAt: components['schemas']['Timestamp'] | null;
     };
   };
   responses: {
@@ -8817,6 +9048,472 @@ export interface operations {
       404: components['responses']['NotFound'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableImport: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          source: components['schemas']['TableImportSource'];
+          target: components['schemas']['TableImportTarget'];
+          mapping?: {
+            [key: string]: string | null;
+          };
+          createColumns?: string[];
+          timezone?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Start a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              session: components['schemas']['TableImport'];
+              uploadToken: string | null;
+              transfer:
+                | {
+                    /** @enum {string} */
+                    method: 'put';
+                    url: string;
+                    headers: {
+                      [key: string]: string;
+                    };
+                    expiresAt: components['schemas']['Timestamp'];
+                  }
+                | {
+                    /** @enum {string} */
+                    method: 'multipart';
+                    partSize: number;
+                    partCount: number;
+                  }
+                | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableImport: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header?: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token'?: string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableImport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableImport: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header?: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token'?: string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableImport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableImportPartUrls: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          partNumbers: number[];
+        };
+      };
+    };
+    responses: {
+      /** @description Get signed part URLs of a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              parts: {
+                partNumber: number;
+                url: string;
+                headers: {
+                  [key: string]: string;
+                };
+                expiresAt: components['schemas']['Timestamp'];
+              }[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  completeTableImport: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Complete a table import upload. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableImport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableExport: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /**
+           * @default csv
+           * @enum {string}
+           */
+          format?: 'csv' | 'json';
+        };
+      };
+    };
+    responses: {
+      /** @description Export a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableExport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableExport: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a table export. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableExport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableExport: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel a table export. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableExport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  tableExportDownload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get the download link of a table export. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              url: string;
+              fileName: string;
+              expiresAt: components['schemas']['Timestamp'];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  downloadTableExportFile: {
+    parameters: {
+      query: {
+        /** @description Expiry of the link (Unix milliseconds). */
+        expires: number;
+        /** @description Signature of the link. */
+        signature: string;
+      };
+      header?: never;
+      path: {
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The export file. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

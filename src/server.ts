@@ -10,6 +10,7 @@ import { openSqliteStore, type Store } from './store/index.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
 import type { BinderOptions } from './http/pipeline.ts';
+import { TableJobRunner } from './tables/jobs.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
 import { MemoryRateLimitStore } from './http/rate-limit.ts';
@@ -34,6 +35,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
     'base64',
   );
   const engine = createEngine(config);
+  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
   return {
     config,
@@ -46,7 +48,8 @@ export async function createServices(config: Config, logger: Logger = createLogg
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
-    blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
+    blobs,
+    tableJobs: new TableJobRunner({ store: opened, blobs, config, logger }),
   };
 }
 
@@ -71,6 +74,7 @@ export async function startServer(services: Services, options: BinderOptions = {
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
   // Runs a previous process left running are failed before the queue's workers pick up what is queued.
   await services.runs.start();
+  await services.tableJobs.start();
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -97,6 +101,7 @@ export async function startServer(services: Services, options: BinderOptions = {
           server.closeIdleConnections();
         });
         await runsClosed;
+        await services.tableJobs.close();
         await services.closeEngine();
         await services.store.close();
       })();

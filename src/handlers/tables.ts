@@ -3,3 +3,4 @@ export * from './tables/tables.ts';
 export * from './tables/columns.ts';
 export * from './tables/rows.ts';
 export * from './tables/views.ts';
+export * from './tables/transfers.ts';

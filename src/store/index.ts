@@ -15,6 +15,7 @@ import { WorkflowRepository } from './workflows.ts';
 import { FolderTreeRepository } from './folders.ts';
 import { TableViewRepository, UserTableRepository } from './user-tables.ts';
 import { TableRowsRepository } from './table-rows.ts';
+import { TableExportRepository, TableImportRepository } from './table-jobs.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
 import { FileRepository } from './files.ts';
 import { FileShareRepository } from './file-shares.ts';
@@ -48,6 +49,8 @@ export interface Repositories {
   userTables: UserTableRepository;
   tableRows: TableRowsRepository;
   tableViews: TableViewRepository;
+  tableImports: TableImportRepository;
+  tableExports: TableExportRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -76,6 +79,8 @@ function repositories(db: SqlExecutor): Repositories {
     userTables: new UserTableRepository(db),
     tableRows: new TableRowsRepository(db),
     tableViews: new TableViewRepository(db),
+    tableImports: new TableImportRepository(db),
+    tableExports: new TableExportRepository(db),
   };
 }
 

@@ -161,14 +161,45 @@ export class TableRowsRepository {
 
   // ---- schema
 
-  async createTable(tableId: string, columns: Column[]): Promise<void> {
+  /** Creates the rows table; `indexes: false` leaves the indexes to createIndexes (bulk loads build them once at the end). */
+  async createTable(tableId: string, columns: Column[], options: { indexes?: boolean } = {}): Promise<void> {
     const t = rowsTable(tableId);
     const cols = columns.map((c) => `, ${cellColumn(c.id)}`).join('');
     await this.db.run(`CREATE TABLE ${t} (id TEXT PRIMARY KEY, order_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL${cols})`);
-    await this.db.run(`CREATE INDEX ${indexName(tableId, 'order')} ON ${t} (order_key, id)`);
-    await this.db.run(`CREATE INDEX ${indexName(tableId, 'created')} ON ${t} (created_at, id)`);
-    await this.db.run(`CREATE INDEX ${indexName(tableId, 'updated')} ON ${t} (updated_at, id)`);
+    if (options.indexes !== false) await this.createIndexes(tableId, columns);
+  }
+
+  async createIndexes(tableId: string, columns: Column[]): Promise<void> {
+    const t = rowsTable(tableId);
+    await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'order')} ON ${t} (order_key, id)`);
+    await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'created')} ON ${t} (created_at, id)`);
+    await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'updated')} ON ${t} (updated_at, id)`);
     for (const c of columns) await this.syncIndex(tableId, c);
+  }
+
+  async dropTable(tableId: string): Promise<void> {
+    await this.db.run(`DROP TABLE IF EXISTS ${rowsTable(tableId)}`);
+  }
+
+  async tableExists(tableId: string): Promise<boolean> {
+    const name = rowsTable(tableId).slice(1, -1);
+    return (await this.db.get("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?", [name])) !== undefined;
+  }
+
+  /** Copies every row of one rows table into another (same column ids); returns how many. */
+  async copyRows(fromTableId: string, toTableId: string, columns: Column[]): Promise<number> {
+    const names = ['id', 'order_key', 'created_at', 'updated_at', ...columns.map((c) => cellColumn(c.id))].join(', ');
+    return (await this.db.run(`INSERT INTO ${rowsTable(toTableId)} (${names}) SELECT ${names} FROM ${rowsTable(fromTableId)}`)).changes;
+  }
+
+  async firstOrderKey(tableId: string): Promise<string | null> {
+    const r = await this.db.get<{ k: string }>(`SELECT order_key AS k FROM ${rowsTable(tableId)} ORDER BY order_key ASC, id ASC LIMIT 1`);
+    return r?.k ?? null;
+  }
+
+  /** Rows in table order after (order_key, id), for streaming a whole table in batches. */
+  async batchAfter(tableId: string, columns: Column[], after: readonly [string, string] | null, limit: number): Promise<StoredRow[]> {
+    return this.query(tableId, columns, { where: null, sort: [], limit, after });
   }
 
   async addColumn(tableId: string, column: Column): Promise<void> {
@@ -333,6 +364,10 @@ export class TableRowsRepository {
       yield rows.map((r) => ({ id: r.id, value: typeof r.v === 'bigint' ? Number(r.v) : r.v }));
       after = rows.at(-1)!.id;
     }
+  }
+
+  async setOrderKey(tableId: string, rowId: string, orderKey: string): Promise<void> {
+    await this.db.run(`UPDATE ${rowsTable(tableId)} SET order_key = ? WHERE id = ?`, [orderKey, rowId]);
   }
 
   async setCell(tableId: string, column: Column, rowId: string, value: StoredValue): Promise<void> {
