@@ -33,6 +33,7 @@ export const LIST_PATHS = [
   '/api/v2/files/{fileId}/versions',
   '/api/v2/files',
   '/api/v2/logs',
+  '/api/v2/tables/folders',
   '/api/v2/tables/{tableId}/rows',
   '/api/v2/tables/{tableId}/views',
   '/api/v2/tables',

@@ -209,6 +209,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createTableFolder: {
+    params: Params<operations['createTableFolder'], 'path'>;
+    query: Params<operations['createTableFolder'], 'query'>;
+    headers: Params<operations['createTableFolder'], 'header'>;
+    body: Body<operations['createTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createTableImport: {
     params: Params<operations['createTableImport'], 'path'>;
     query: Params<operations['createTableImport'], 'query'>;
@@ -304,6 +313,15 @@ export interface OperationInputs {
     query: Params<operations['deleteTableColumn'], 'query'>;
     headers: Params<operations['deleteTableColumn'], 'header'>;
     body: Body<operations['deleteTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableFolder: {
+    params: Params<operations['deleteTableFolder'], 'path'>;
+    query: Params<operations['deleteTableFolder'], 'query'>;
+    headers: Params<operations['deleteTableFolder'], 'header'>;
+    body: Body<operations['deleteTableFolder']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -722,6 +740,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listTableFolders: {
+    params: Params<operations['listTableFolders'], 'path'>;
+    query: Params<operations['listTableFolders'], 'query'>;
+    headers: Params<operations['listTableFolders'], 'header'>;
+    body: Body<operations['listTableFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listTableRows: {
     params: Params<operations['listTableRows'], 'path'>;
     query: Params<operations['listTableRows'], 'query'>;
@@ -893,6 +920,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  relocateTableFolder: {
+    params: Params<operations['relocateTableFolder'], 'path'>;
+    query: Params<operations['relocateTableFolder'], 'query'>;
+    headers: Params<operations['relocateTableFolder'], 'header'>;
+    body: Body<operations['relocateTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   relocateWorkflowFolder: {
     params: Params<operations['relocateWorkflowFolder'], 'path'>;
     query: Params<operations['relocateWorkflowFolder'], 'query'>;
@@ -943,6 +979,15 @@ export interface OperationInputs {
     query: Params<operations['restoreTable'], 'query'>;
     headers: Params<operations['restoreTable'], 'header'>;
     body: Body<operations['restoreTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  restoreTableFolder: {
+    params: Params<operations['restoreTableFolder'], 'path'>;
+    query: Params<operations['restoreTableFolder'], 'query'>;
+    headers: Params<operations['restoreTableFolder'], 'header'>;
+    body: Body<operations['restoreTableFolder']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1240,6 +1285,11 @@ export interface OperationResults {
     body: Json<operations['createTableExport']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createTableFolder: {
+    status: 201;
+    body: Json<operations['createTableFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createTableImport: {
     status: 200;
     body: Json<operations['createTableImport']['responses'][200]>;
@@ -1293,6 +1343,11 @@ export interface OperationResults {
   deleteTableColumn: {
     status: 200;
     body: Json<operations['deleteTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableFolder: {
+    status: 200;
+    body: Json<operations['deleteTableFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteTableRow: {
@@ -1555,6 +1610,11 @@ export interface OperationResults {
     body: Json<operations['listLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listTableFolders: {
+    status: 200;
+    body: Json<operations['listTableFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listTableRows: {
     status: 200;
     body: Json<operations['listTableRows']['responses'][200]>;
@@ -1650,6 +1710,11 @@ export interface OperationResults {
     body: Json<operations['relocateFileFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  relocateTableFolder: {
+    status: 200;
+    body: Json<operations['relocateTableFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   relocateWorkflowFolder: {
     status: 200;
     body: Json<operations['relocateWorkflowFolder']['responses'][200]>;
@@ -1678,6 +1743,11 @@ export interface OperationResults {
   restoreTable: {
     status: 200;
     body: Json<operations['restoreTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreTableFolder: {
+    status: 200;
+    body: Json<operations['restoreTableFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
   restoreWorkflow: {
@@ -1842,6 +1912,8 @@ export interface Handlers {
   createTable: Handler<'createTable'>;
   /** POST /api/v2/tables/{tableId}/exports — Export a table */
   createTableExport: Handler<'createTableExport'>;
+  /** POST /api/v2/tables/folders — Create a table folder */
+  createTableFolder: Handler<'createTableFolder'>;
   /** POST /api/v2/tables/imports — Start a table import */
   createTableImport: Handler<'createTableImport'>;
   /** POST /api/v2/tables/imports/{importId}/parts — Get signed part URLs of a table import */
@@ -1864,6 +1936,8 @@ export interface Handlers {
   deleteTable: Handler<'deleteTable'>;
   /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
   deleteTableColumn: Handler<'deleteTableColumn'>;
+  /** DELETE /api/v2/tables/folders — Delete a table folder */
+  deleteTableFolder: Handler<'deleteTableFolder'>;
   /** DELETE /api/v2/tables/{tableId}/rows/{rowId} — Delete a row */
   deleteTableRow: Handler<'deleteTableRow'>;
   /** DELETE /api/v2/tables/{tableId}/rows — Delete rows */
@@ -1956,6 +2030,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/tables/folders — List table folders */
+  listTableFolders: Handler<'listTableFolders'>;
   /** GET /api/v2/tables/{tableId}/rows — List rows */
   listTableRows: Handler<'listTableRows'>;
   /** GET /api/v2/tables/{tableId}/views — List views */
@@ -1994,6 +2070,8 @@ export interface Handlers {
   readFileVersionText: Handler<'readFileVersionText'>;
   /** PATCH /api/v2/files/folders — Rename or move a file folder */
   relocateFileFolder: Handler<'relocateFileFolder'>;
+  /** PATCH /api/v2/tables/folders — Move or rename a table folder */
+  relocateTableFolder: Handler<'relocateTableFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
@@ -2006,6 +2084,8 @@ export interface Handlers {
   restoreFileFolder: Handler<'restoreFileFolder'>;
   /** POST /api/v2/tables/{tableId}/restore — Restore an archived table */
   restoreTable: Handler<'restoreTable'>;
+  /** POST /api/v2/tables/folders/restore — Restore a table folder */
+  restoreTableFolder: Handler<'restoreTableFolder'>;
   /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
   restoreWorkflow: Handler<'restoreWorkflow'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/resume — Resume a paused workflow run */

@@ -99,6 +99,17 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/tables', ...bind(OPERATIONS.listTables, handlers.listTables));
   router.post('/api/v2/tables', ...bind(OPERATIONS.createTable, handlers.createTable));
   router.post('/api/v2/tables/bulk-delete', ...bind(OPERATIONS.bulkDeleteTables, handlers.bulkDeleteTables));
+  router.delete('/api/v2/tables/folders', ...bind(OPERATIONS.deleteTableFolder, handlers.deleteTableFolder));
+  router.get('/api/v2/tables/folders', ...bind(OPERATIONS.listTableFolders, handlers.listTableFolders));
+  router.patch(
+    '/api/v2/tables/folders',
+    ...bind(OPERATIONS.relocateTableFolder, handlers.relocateTableFolder),
+  );
+  router.post('/api/v2/tables/folders', ...bind(OPERATIONS.createTableFolder, handlers.createTableFolder));
+  router.post(
+    '/api/v2/tables/folders/restore',
+    ...bind(OPERATIONS.restoreTableFolder, handlers.restoreTableFolder),
+  );
   router.post('/api/v2/tables/imports', ...bind(OPERATIONS.createTableImport, handlers.createTableImport));
   router.delete(
     '/api/v2/tables/imports/:importId',

@@ -1716,6 +1716,58 @@ export interface paths {
     patch: operations['updateTableView'];
     trace?: never;
   };
+  '/api/v2/tables/folders': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List table folders
+     * @description Active table folders: the children of `parentPath` (every folder when omitted), filtered by name. The whole list in one page.
+     */
+    get: operations['listTableFolders'];
+    put?: never;
+    /**
+     * Create a table folder
+     * @description Creates a folder (and missing parents). 409 when it exists.
+     */
+    post: operations['createTableFolder'];
+    /**
+     * Delete a table folder
+     * @description Archives the folder; a folder with tables or folders inside needs `recursive` true and archives them too. Keep the path: restore takes it.
+     */
+    delete: operations['deleteTableFolder'];
+    options?: never;
+    head?: never;
+    /**
+     * Move or rename a table folder
+     * @description `mv` semantics: an existing destination folder (or `/`) receives the folder under its name; any other destination is the new path. Tables inside move along.
+     */
+    patch: operations['relocateTableFolder'];
+    trace?: never;
+  };
+  '/api/v2/tables/folders/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore a table folder
+     * @description Brings back the folder last archived at `path` with the folders and tables archived with it. An archived parent moves it to the root; a taken name gets a suffix. A path that is not archived is a 404.
+     */
+    post: operations['restoreTableFolder'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/tables/imports': {
     parameters: {
       query?: never;
@@ -9039,6 +9091,241 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['TableView'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTableFolders: {
+    parameters: {
+      query: {
+        /** @description Workspace whose table folders these are. */
+        workspaceId: string;
+        /** @description Only folders directly in this one. */
+        parentPath?: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List table folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableFolder'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          path: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a table folder. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableFolder: {
+    parameters: {
+      query: {
+        /** @description Workspace whose table folders these are. */
+        workspaceId: string;
+        /** @description Folder to delete. */
+        path: string;
+        /** @description Archive what is inside too (exactly these case-sensitive spellings). */
+        recursive?:
+          'true' | '1' | 'yes' | 'on' | 'y' | 'enabled' | 'false' | '0' | 'no' | 'off' | 'n' | 'disabled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a table folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              path: string;
+              /** @constant */
+              deleted: true;
+              deletedItems: {
+                folders: number;
+                tables: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  relocateTableFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          path: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          destinationPath: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Move or rename a table folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreTableFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          path: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Restore a table folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              folder: components['schemas']['TableFolder'];
+              restoredItems: {
+                folders: number;
+                tables: number;
+              };
+            };
           };
         };
       };

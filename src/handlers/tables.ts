@@ -4,3 +4,4 @@ export * from './tables/columns.ts';
 export * from './tables/rows.ts';
 export * from './tables/views.ts';
 export * from './tables/transfers.ts';
+export * from './tables/folders.ts';
