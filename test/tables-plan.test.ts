@@ -25,7 +25,7 @@ const columns = [
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-tplan-'));
   store = await openSqliteStore(path.join(dir, 'db.sqlite'));
-  const keys = generateNKeysBetween(null, null, 2000);
+  const keys = generateNKeysBetween(null, null, 6000);
   await store.transaction(async (tx) => {
     await tx.tableRows.createTable(tableId, columns);
     await tx.tableRows.insert(
@@ -82,6 +82,14 @@ describe('table query plans', () => {
     const sorted = await plan(undefined, [{ field: 'score', direction: 'asc' }]);
     expect(sorted).toMatch(/SCAN .* USING INDEX/);
     expect(sorted).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it('a broad filter with a sort walks the sort key\'s index; a narrow one searches its own', async () => {
+    const broad = await plan({ field: 'status', op: 'eq', value: 'active' }, [{ field: 'score', direction: 'desc' }]);
+    expect(broad).toMatch(/SCAN .* USING INDEX .*_c_/);
+    expect(broad).not.toMatch(/TEMP B-TREE/);
+    const narrow = await plan({ field: 'email', op: 'eq', value: 'u5@x.io' }, [{ field: 'score', direction: 'desc' }]);
+    expect(narrow).toMatch(/SEARCH .* USING INDEX .*_unique/);
   });
 
   it('prints the plans', async () => {

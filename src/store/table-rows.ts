@@ -40,21 +40,25 @@ export interface CompiledSql {
   params: SqlValue[];
 }
 
-function fieldSql(f: FieldRef): string {
-  if (f.kind === 'system') return f.name === 'id' ? 'id' : f.name === 'createdAt' ? 'created_at' : 'updated_at';
-  return cellColumn(f.column.id);
+function fieldSql(f: FieldRef, noIndex = false): string {
+  const name = f.kind === 'system' ? (f.name === 'id' ? 'id' : f.name === 'createdAt' ? 'created_at' : 'updated_at') : cellColumn(f.column.id);
+  // A unary plus keeps the value and stops SQLite from answering the term from an index (see query()).
+  return noIndex ? `+${name}` : name;
 }
 
 const codePoints = (s: string) => [...s].length;
 
-/** Compiles a resolved predicate to a WHERE fragment; values only ever travel in `params`. */
-export function compilePredicate(p: Predicate): CompiledSql {
+/**
+ * Compiles a resolved predicate to a WHERE fragment; values only ever travel in `params`. `noIndex` writes the
+ * terms so no index answers them (the sort's index is walked instead).
+ */
+export function compilePredicate(p: Predicate, noIndex = false): CompiledSql {
   if ('all' in p || 'any' in p) {
     const members = 'all' in p ? p.all : p.any;
-    const parts = members.map(compilePredicate);
+    const parts = members.map((m) => compilePredicate(m, noIndex));
     return { sql: `(${parts.map((x) => x.sql).join('all' in p ? ' AND ' : ' OR ')})`, params: parts.flatMap((x) => x.params) };
   }
-  const c = fieldSql(p.field);
+  const c = fieldSql(p.field, noIndex);
   const v = p.value;
   const multi = p.field.kind === 'column' && p.field.column.type === 'select' && Boolean(p.field.column.multiple);
   const text = p.field.kind === 'column' && p.field.column.type === 'string';
@@ -134,7 +138,12 @@ export interface RowQuery {
   /** For table order without a sort: continue after this (order_key, id). */
   after?: readonly [string, string] | null;
   offset?: number;
+  /** Answer the filter by walking the first sort key's index rather than the filter's own indexes. */
+  walkSortIndex?: boolean;
 }
+
+/** A filter matching at least this many rows is broad: walking the sort's index finds a page sooner. */
+const BROAD_FILTER_ROWS = 2000;
 
 interface RawRow {
   id: string;
@@ -165,16 +174,50 @@ export class TableRowsRepository {
   async createTable(tableId: string, columns: Column[], options: { indexes?: boolean } = {}): Promise<void> {
     const t = rowsTable(tableId);
     const cols = columns.map((c) => `, ${cellColumn(c.id)}`).join('');
-    await this.db.run(`CREATE TABLE ${t} (id TEXT PRIMARY KEY, order_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL${cols})`);
+    await this.db.run(`CREATE TABLE ${t} (id TEXT PRIMARY KEY, order_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL${cols}) WITHOUT ROWID`);
     if (options.indexes !== false) await this.createIndexes(tableId, columns);
   }
 
-  async createIndexes(tableId: string, columns: Column[]): Promise<void> {
+  /**
+   * The indexes of a rows table. `lazy` (bulk loads) builds only what correctness and table order need: the order
+   * index and unique indexes; the others are built on first use (see ensureFieldIndex), so a large import does not
+   * pay for indexes nobody queries.
+   */
+  async createIndexes(tableId: string, columns: Column[], options: { lazy?: boolean } = {}): Promise<void> {
     const t = rowsTable(tableId);
     await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'order')} ON ${t} (order_key, id)`);
-    await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'created')} ON ${t} (created_at, id)`);
-    await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'updated')} ON ${t} (updated_at, id)`);
-    for (const c of columns) await this.syncIndex(tableId, c);
+    if (!options.lazy) {
+      await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'created')} ON ${t} (created_at, id)`);
+      await this.db.run(`CREATE INDEX IF NOT EXISTS ${indexName(tableId, 'updated')} ON ${t} (updated_at, id)`);
+    }
+    for (const c of columns) if (!options.lazy || c.unique) await this.syncIndex(tableId, c);
+  }
+
+  private fieldIndex(tableId: string, f: FieldRef): { name: string; sql: string } | null {
+    const t = rowsTable(tableId);
+    if (f.kind === 'system') {
+      if (f.name === 'id') return null;
+      const suffix = f.name === 'createdAt' ? 'created' : 'updated';
+      return { name: indexName(tableId, suffix), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, suffix)} ON ${t} (${fieldSql(f)}, id)` };
+    }
+    if (f.column.unique || !indexable(f.column)) return null;
+    const c = cellColumn(f.column.id);
+    return { name: indexName(tableId, c.slice(1, -1)), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, c.slice(1, -1))} ON ${t} (${c}, id)` };
+  }
+
+  /** Fields whose index (an ordinary one, for filters and sorts) does not exist yet. */
+  async missingIndexes(tableId: string, fields: FieldRef[]): Promise<FieldRef[]> {
+    const names = new Set((await this.db.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", [rowsTable(tableId).slice(1, -1)])).map((r) => `"${r.name}"`));
+    return fields.filter((f) => {
+      const ix = this.fieldIndex(tableId, f);
+      return ix !== null && !names.has(ix.name);
+    });
+  }
+
+  /** Builds the index a field's filters and sorts use (no-op when it exists). */
+  async ensureFieldIndex(tableId: string, f: FieldRef): Promise<void> {
+    const ix = this.fieldIndex(tableId, f);
+    if (ix) await this.db.run(ix.sql);
   }
 
   async dropTable(tableId: string): Promise<void> {
@@ -234,12 +277,24 @@ export class TableRowsRepository {
 
   // ---- rows
 
+  /** Inserts rows, many per statement (at most ~30,000 bound values each, in fixed chunk sizes so statements are reused). */
   async insert(tableId: string, columns: Column[], rows: StoredRow[]): Promise<void> {
     if (rows.length === 0) return;
     const names = ['id', 'order_key', 'created_at', 'updated_at', ...columns.map((c) => cellColumn(c.id))];
-    const sql = `INSERT INTO ${rowsTable(tableId)} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`;
-    for (const r of rows) {
-      await this.db.run(sql, [r.id, r.orderKey, r.createdAt, r.updatedAt, ...columns.map((c) => r.cells[c.id] ?? null)]);
+    const tuple = `(${names.map(() => '?').join(', ')})`;
+    const perStatement = Math.max(1, Math.min(500, Math.floor(30_000 / names.length)));
+    const head = `INSERT INTO ${rowsTable(tableId)} (${names.join(', ')}) VALUES `;
+    for (let i = 0; i < rows.length; ) {
+      const left = rows.length - i;
+      // Full chunks, then single rows for the remainder: two statement shapes per table.
+      const n = left >= perStatement ? perStatement : 1;
+      const params: SqlValue[] = [];
+      for (const r of rows.slice(i, i + n)) {
+        params.push(r.id, r.orderKey, r.createdAt, r.updatedAt);
+        for (const c of columns) params.push(r.cells[c.id] ?? null);
+      }
+      await this.db.run(head + Array(n).fill(tuple).join(', '), params);
+      i += n;
     }
   }
 
@@ -287,7 +342,7 @@ export class TableRowsRepository {
 
   /** The SQL a query runs (also what the plan tests explain). */
   querySql(tableId: string, q: RowQuery, select = '*'): CompiledSql {
-    const w = q.where ? compilePredicate(q.where) : { sql: '1', params: [] };
+    const w = q.where ? compilePredicate(q.where, q.walkSortIndex ?? false) : { sql: '1', params: [] };
     const params: SqlValue[] = [...w.params];
     let where = w.sql;
     let order: string;
@@ -312,8 +367,24 @@ export class TableRowsRepository {
     return { sql, params };
   }
 
+  /**
+   * SQLite answers a filter from the filter's index and then sorts every match, even when the matches are many
+   * and only a page is wanted. For a bounded, sorted page whose first sort key has an index, a quick bounded
+   * count decides: a broad filter (BROAD_FILTER_ROWS matches or more) walks the sort key's index instead and
+   * stops after one page; a narrow one keeps its own index and sorts the few matches.
+   */
+  async plan(tableId: string, q: RowQuery): Promise<RowQuery> {
+    const first = q.sort[0];
+    if (!q.where || !first || q.limit === null || q.walkSortIndex !== undefined) return q;
+    const indexed = first.field.kind === 'system' || (indexable(first.field.column) && !(first.field.column.type === 'select' && (first.field.column.options?.length ?? 0) > 0));
+    if (!indexed) return q;
+    const w = compilePredicate(q.where);
+    const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${rowsTable(tableId)} WHERE ${w.sql} ${limitClause(BROAD_FILTER_ROWS)})`, w.params);
+    return { ...q, walkSortIndex: Number(r?.n ?? 0) >= BROAD_FILTER_ROWS };
+  }
+
   async query(tableId: string, columns: Column[], q: RowQuery): Promise<StoredRow[]> {
-    const { sql, params } = this.querySql(tableId, q);
+    const { sql, params } = this.querySql(tableId, await this.plan(tableId, q));
     return (await this.db.all<RawRow>(sql, params)).map((r) => this.toRow(r, columns));
   }
 
@@ -324,7 +395,7 @@ export class TableRowsRepository {
   }
 
   async explain(tableId: string, q: RowQuery): Promise<string[]> {
-    const { sql, params } = this.querySql(tableId, q);
+    const { sql, params } = this.querySql(tableId, await this.plan(tableId, q));
     return (await this.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail);
   }
 

@@ -98,6 +98,8 @@ function inZone(text: string, timeZone: string): string | null {
   return new Date(t).toISOString();
 }
 
+let lastDate: { text: string; zone: string | undefined; value: string } = { text: '', zone: undefined, value: '' };
+
 /** One CSV cell as the stored value of its column; empty text is an empty cell. Throws ColumnError. */
 export function cellFromText(column: Column, text: string, timeZone?: string): StoredValue {
   const t = text.trim();
@@ -117,9 +119,12 @@ export function cellFromText(column: Column, text: string, timeZone?: string): S
       throw new ColumnError(`"${text}" is not true or false.`);
     }
     case 'date': {
+      // Columns of dates repeat values a lot; the last one read is kept.
+      if (t === lastDate.text && timeZone === lastDate.zone) return lastDate.value;
       const zoned = timeZone ? inZone(t, timeZone) : null;
       const d = zoned ?? parseDate(t);
       if (d === null) throw new ColumnError(`"${text}" is not an ISO 8601 date.`);
+      lastDate = { text: t, zone: timeZone, value: d };
       return d;
     }
     case 'json': {

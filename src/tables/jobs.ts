@@ -21,9 +21,10 @@ import { type Column, ColumnError, defineColumn, fromStored, type StoredValue } 
 import { cellFromText, columnNamesFor, INFER_ROWS, inferType, MAX_RECORD_BYTES, sniffDelimiter } from './csv.ts';
 import { DEFAULT_VIEW_NAME, newRowId, newTableId, newViewId } from './service.ts';
 import { FolderTree } from '../domain/folder-tree.ts';
+import type { FieldRef } from './predicate.ts';
 
 /** Rows staged per transaction. */
-export const IMPORT_BATCH = 5000;
+export const IMPORT_BATCH = 10_000;
 const MAX_SAMPLES = 20;
 /** Tables up to this many rows export within the request; larger ones queue. */
 export const INLINE_EXPORT_ROWS = 10_000;
@@ -84,6 +85,38 @@ export class TableJobRunner {
     this.track(this.runExport(exportId).catch((err) => this.deps.logger.error({ err, exportId }, 'table export crashed')));
   }
 
+  // ───────────── indexes on first use
+
+  private readonly building = new Set<string>();
+  private readonly indexed = new Set<string>();
+
+  /**
+   * Columns (and system fields) that filters and sorts use get their index when first used: a bulk import does
+   * not build indexes nobody queries, and the first query on a column starts its build in the background (each
+   * index in its own short transaction); the queries after it search the index.
+   */
+  ensureIndexes(tableId: string, fields: FieldRef[]): void {
+    if (fields.length === 0 || this.closed) return;
+    const key = `${tableId}:${fields.map((f) => (f.kind === 'system' ? f.name : f.column.id)).sort().join(',')}`;
+    if (this.building.has(key) || this.indexed.has(key)) return;
+    this.building.add(key);
+    this.track(
+      (async () => {
+        try {
+          for (const f of await this.deps.store.tableRows.missingIndexes(tableId, fields)) {
+            if (this.closed) return;
+            await this.deps.store.transaction((tx) => tx.tableRows.ensureFieldIndex(tableId, f));
+          }
+          this.indexed.add(key);
+        } catch (err) {
+          this.deps.logger.warn({ err, tableId }, 'building a table index failed');
+        } finally {
+          this.building.delete(key);
+        }
+      })(),
+    );
+  }
+
   // ───────────── imports
 
   async runImport(importId: string, blobKey: string): Promise<void> {
@@ -111,9 +144,9 @@ export class TableJobRunner {
     const head = await readHead(blobs.read(blobKey, { start: 0, end: 64 * 1024 - 1 }));
     const delimiter = sniffDelimiter(head);
     const parser = blobs.read(blobKey).pipe(
-      parse({ delimiter, bom: true, relax_column_count: true, skip_empty_lines: false, info: true, raw: true, max_record_size: MAX_RECORD_BYTES, relax_quotes: false }),
+      parse({ delimiter, bom: true, relax_column_count: true, skip_empty_lines: false, raw: true, max_record_size: MAX_RECORD_BYTES, relax_quotes: false }),
     );
-    const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string; info: { lines: number } }>;
+    const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string }>;
     // Line numbers are counted from the raw text (\n only), so CRLF and quoted line breaks count once.
     let newlines = 0;
     const next = async (): Promise<{ record: string[]; info: { lines: number } } | null> => {
@@ -250,7 +283,12 @@ export class TableJobRunner {
           return reject(line, 'UNIQUE', `Column "${c.name}" is unique and ${JSON.stringify(fromStored(c, v))} is already used.`, 1);
         }
       }
-      if (Buffer.byteLength(JSON.stringify(rec.record)) > config.tables.maxRowBytes) return reject(line, 'ROW_TOO_LARGE', 'The row is larger than a row may be.');
+      // A UTF-8 character takes at most 3 bytes per UTF-16 unit: only rows that could be too large are measured.
+      let chars = 0;
+      for (const f of rec.record) chars += f.length + 3;
+      if (chars * 3 > config.tables.maxRowBytes && Buffer.byteLength(JSON.stringify(rec.record)) > config.tables.maxRowBytes) {
+        return reject(line, 'ROW_TOO_LARGE', 'The row is larger than a row may be.');
+      }
       for (const c of uniques) if (cells[c.id] !== undefined && cells[c.id] !== null) seen.get(c.id)!.add(cells[c.id]!);
       accepted++;
       batch.push({ id: newRowId(), orderKey: '', createdAt: now, updatedAt: now, cells });
@@ -275,7 +313,7 @@ export class TableJobRunner {
         if (await tx.userTables.activeByName(imp.workspaceId, imp.target.name)) throw new ImportFailure(`A table named "${imp.target.name}" already exists.`);
         const folderPath = imp.target.folderPath ?? '/';
         await new FolderTree(tx.tableFolders).ensure(imp.workspaceId, folderPath, at);
-        await tx.tableRows.createIndexes(stagingId, columns);
+        await tx.tableRows.createIndexes(stagingId, columns, { lazy: true });
         const owner = await tx.users.get(imp.userId);
         await tx.userTables.insert({
           id: stagingId, workspaceId: imp.workspaceId, name: imp.target.name, description: null, folderPath, columns, ownerId: imp.userId, ownerEmail: owner?.email ?? '',

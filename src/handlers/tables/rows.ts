@@ -8,7 +8,7 @@ import type { Repositories } from '../../store/index.ts';
 import type { RowQuery, StoredRow } from '../../store/table-rows.ts';
 import type { UserTableRecord } from '../../store/user-tables.ts';
 import { cellText, type StoredValue } from '../../tables/columns.ts';
-import { fold, parsePredicate, parseSort, type Predicate, type SortKey } from '../../tables/predicate.ts';
+import { fold, parsePredicate, parseSort, type FieldRef, type Predicate, type SortKey } from '../../tables/predicate.ts';
 import {
   appendKeys, asBadRequest, assertRowRoom, assertUniqueFree, assertUnlocked, keyAt, loadTable, newRowId, rowView, storedCells, uniqueViolation,
 } from '../../tables/service.ts';
@@ -38,6 +38,18 @@ function sortOf(t: UserTableRecord, raw: unknown, path: (string | number)[]): So
   } catch (err) {
     asBadRequest(err, path.slice(0, 1));
   }
+}
+
+/** The fields a predicate and sort read: their indexes are built on first use. */
+function fieldsOf(where: Predicate | null, sort: SortKey[]): FieldRef[] {
+  const out: FieldRef[] = sort.map((k) => k.field);
+  const walk = (p: Predicate) => {
+    if ('all' in p) p.all.forEach(walk);
+    else if ('any' in p) p.any.forEach(walk);
+    else out.push(p.field);
+  };
+  if (where) walk(where);
+  return out;
 }
 
 /** Runs a write, turning a unique index failure (a batch repeating a value within itself) into a 409. */
@@ -110,6 +122,7 @@ export const queryRows: Handler<'queryRows'> = async ({ params, body, ctx }) => 
   const limit = body.limit === 0 ? null : Math.min(body.limit ?? 100, runState ? 200 : 1000);
   const binding = { tableId: t.id, predicate: JSON.stringify(body.predicate ?? null), sort: JSON.stringify(body.sort ?? null) };
   const after = readCursor(ctx, body.cursor, binding);
+  ctx.services.tableJobs.ensureIndexes(t.id, fieldsOf(where, sort));
   const page = await readPage(ctx.services.store, t, { where, sort, limit, after }, runState);
   return { status: 200, body: pageBody(ctx, page, binding) };
 };
@@ -117,6 +130,7 @@ export const queryRows: Handler<'queryRows'> = async ({ params, body, ctx }) => 
 export const queryRowsCount: Handler<'queryRowsCount'> = async ({ params, body, ctx }) => {
   const t = await loadTable(ctx.services.store, workspaceOf(ctx).id, params.tableId);
   const where = predicateOf(t, body.predicate, ['body', 'predicate']);
+  ctx.services.tableJobs.ensureIndexes(t.id, fieldsOf(where, []));
   return { status: 200, body: { data: { totalCount: await ctx.services.store.tableRows.count(t.id, where) } } };
 };
 
