@@ -56,6 +56,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  addWorkflowGroup: {
+    params: Params<operations['addWorkflowGroup'], 'path'>;
+    query: Params<operations['addWorkflowGroup'], 'query'>;
+    headers: Params<operations['addWorkflowGroup'], 'header'>;
+    body: Body<operations['addWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   applyWorkflowOperations: {
     params: Params<operations['applyWorkflowOperations'], 'path'>;
     query: Params<operations['applyWorkflowOperations'], 'query'>;
@@ -110,6 +119,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  cancelTableDispatch: {
+    params: Params<operations['cancelTableDispatch'], 'path'>;
+    query: Params<operations['cancelTableDispatch'], 'query'>;
+    headers: Params<operations['cancelTableDispatch'], 'header'>;
+    body: Body<operations['cancelTableDispatch']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   cancelTableExport: {
     params: Params<operations['cancelTableExport'], 'path'>;
     query: Params<operations['cancelTableExport'], 'query'>;
@@ -124,6 +142,15 @@ export interface OperationInputs {
     query: Params<operations['cancelTableImport'], 'query'>;
     headers: Params<operations['cancelTableImport'], 'header'>;
     body: Body<operations['cancelTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableRuns: {
+    params: Params<operations['cancelTableRuns'], 'path'>;
+    query: Params<operations['cancelTableRuns'], 'query'>;
+    headers: Params<operations['cancelTableRuns'], 'header'>;
+    body: Body<operations['cancelTableRuns']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -196,6 +223,15 @@ export interface OperationInputs {
     query: Params<operations['createTable'], 'query'>;
     headers: Params<operations['createTable'], 'header'>;
     body: Body<operations['createTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableDispatch: {
+    params: Params<operations['createTableDispatch'], 'path'>;
+    query: Params<operations['createTableDispatch'], 'query'>;
+    headers: Params<operations['createTableDispatch'], 'header'>;
+    body: Body<operations['createTableDispatch']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -371,6 +407,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowGroup: {
+    params: Params<operations['deleteWorkflowGroup'], 'path'>;
+    query: Params<operations['deleteWorkflowGroup'], 'query'>;
+    headers: Params<operations['deleteWorkflowGroup'], 'header'>;
+    body: Body<operations['deleteWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deployWorkflow: {
     params: Params<operations['deployWorkflow'], 'path'>;
     query: Params<operations['deployWorkflow'], 'query'>;
@@ -524,6 +569,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getRowEnrichment: {
+    params: Params<operations['getRowEnrichment'], 'path'>;
+    query: Params<operations['getRowEnrichment'], 'query'>;
+    headers: Params<operations['getRowEnrichment'], 'header'>;
+    body: Body<operations['getRowEnrichment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getSharedFile: {
     params: Params<operations['getSharedFile'], 'path'>;
     query: Params<operations['getSharedFile'], 'query'>;
@@ -538,6 +592,15 @@ export interface OperationInputs {
     query: Params<operations['getTable'], 'query'>;
     headers: Params<operations['getTable'], 'header'>;
     body: Body<operations['getTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableDispatch: {
+    params: Params<operations['getTableDispatch'], 'path'>;
+    query: Params<operations['getTableDispatch'], 'query'>;
+    headers: Params<operations['getTableDispatch'], 'header'>;
+    body: Body<operations['getTableDispatch']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -740,6 +803,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listTableDispatches: {
+    params: Params<operations['listTableDispatches'], 'path'>;
+    query: Params<operations['listTableDispatches'], 'query'>;
+    headers: Params<operations['listTableDispatches'], 'header'>;
+    body: Body<operations['listTableDispatches']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listTableFolders: {
     params: Params<operations['listTableFolders'], 'path'>;
     query: Params<operations['listTableFolders'], 'query'>;
@@ -781,6 +853,15 @@ export interface OperationInputs {
     query: Params<operations['listWorkflowFolders'], 'query'>;
     headers: Params<operations['listWorkflowFolders'], 'header'>;
     body: Body<operations['listWorkflowFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowGroups: {
+    params: Params<operations['listWorkflowGroups'], 'path'>;
+    query: Params<operations['listWorkflowGroups'], 'query'>;
+    headers: Params<operations['listWorkflowGroups'], 'header'>;
+    body: Body<operations['listWorkflowGroups']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1037,6 +1118,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  runRowEnrichment: {
+    params: Params<operations['runRowEnrichment'], 'path'>;
+    query: Params<operations['runRowEnrichment'], 'query'>;
+    headers: Params<operations['runRowEnrichment'], 'header'>;
+    body: Body<operations['runRowEnrichment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   searchFileContent: {
     params: Params<operations['searchFileContent'], 'path'>;
     query: Params<operations['searchFileContent'], 'query'>;
@@ -1145,6 +1235,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateWorkflowGroup: {
+    params: Params<operations['updateWorkflowGroup'], 'path'>;
+    query: Params<operations['updateWorkflowGroup'], 'query'>;
+    headers: Params<operations['updateWorkflowGroup'], 'header'>;
+    body: Body<operations['updateWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflowPublicApi: {
     params: Params<operations['updateWorkflowPublicApi'], 'path'>;
     query: Params<operations['updateWorkflowPublicApi'], 'query'>;
@@ -1200,6 +1299,11 @@ export interface OperationResults {
     body: Json<operations['addTableColumn']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  addWorkflowGroup: {
+    status: 200;
+    body: Json<operations['addWorkflowGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   applyWorkflowOperations: {
     status: 200;
     body: Json<operations['applyWorkflowOperations']['responses'][200]>;
@@ -1230,6 +1334,11 @@ export interface OperationResults {
     body: Json<operations['bulkUpdateTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  cancelTableDispatch: {
+    status: 200;
+    body: Json<operations['cancelTableDispatch']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   cancelTableExport: {
     status: 200;
     body: Json<operations['cancelTableExport']['responses'][200]>;
@@ -1238,6 +1347,11 @@ export interface OperationResults {
   cancelTableImport: {
     status: 200;
     body: Json<operations['cancelTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableRuns: {
+    status: 200;
+    body: Json<operations['cancelTableRuns']['responses'][200]>;
     headers?: Record<string, string>;
   };
   cancelWorkflowRun: {
@@ -1278,6 +1392,11 @@ export interface OperationResults {
   createTable: {
     status: 201;
     body: Json<operations['createTable']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableDispatch: {
+    status: 200;
+    body: Json<operations['createTableDispatch']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createTableExport: {
@@ -1373,6 +1492,11 @@ export interface OperationResults {
   deleteWorkflowFolder: {
     status: 200;
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteWorkflowGroup: {
+    status: 200;
+    body: Json<operations['deleteWorkflowGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deployWorkflow: {
@@ -1478,6 +1602,11 @@ export interface OperationResults {
     body: Json<operations['getMeta']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getRowEnrichment: {
+    status: 200;
+    body: Json<operations['getRowEnrichment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getSharedFile:
     | {
         status: 200;
@@ -1492,6 +1621,11 @@ export interface OperationResults {
   getTable: {
     status: 200;
     body: Json<operations['getTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableDispatch: {
+    status: 200;
+    body: Json<operations['getTableDispatch']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getTableExport: {
@@ -1610,6 +1744,11 @@ export interface OperationResults {
     body: Json<operations['listLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listTableDispatches: {
+    status: 200;
+    body: Json<operations['listTableDispatches']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listTableFolders: {
     status: 200;
     body: Json<operations['listTableFolders']['responses'][200]>;
@@ -1633,6 +1772,11 @@ export interface OperationResults {
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowGroups: {
+    status: 200;
+    body: Json<operations['listWorkflowGroups']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowRuns: {
@@ -1781,6 +1925,11 @@ export interface OperationResults {
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  runRowEnrichment: {
+    status: 200;
+    body: Json<operations['runRowEnrichment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   searchFileContent: {
     status: 200;
     body: Json<operations['searchFileContent']['responses'][200]>;
@@ -1841,6 +1990,11 @@ export interface OperationResults {
     body: Json<operations['updateWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateWorkflowGroup: {
+    status: 200;
+    body: Json<operations['updateWorkflowGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflowPublicApi: {
     status: 200;
     body: Json<operations['updateWorkflowPublicApi']['responses'][200]>;
@@ -1878,6 +2032,8 @@ export interface Handlers {
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
   /** POST /api/v2/tables/{tableId}/columns — Add a column */
   addTableColumn: Handler<'addTableColumn'>;
+  /** POST /api/v2/tables/{tableId}/groups — Add a workflow group */
+  addWorkflowGroup: Handler<'addWorkflowGroup'>;
   /** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
@@ -1890,10 +2046,14 @@ export interface Handlers {
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
   /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
   bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
+  /** DELETE /api/v2/tables/{tableId}/dispatches/{dispatchId} — Cancel a dispatch */
+  cancelTableDispatch: Handler<'cancelTableDispatch'>;
   /** DELETE /api/v2/tables/{tableId}/exports/{exportId} — Cancel a table export */
   cancelTableExport: Handler<'cancelTableExport'>;
   /** DELETE /api/v2/tables/imports/{importId} — Cancel a table import */
   cancelTableImport: Handler<'cancelTableImport'>;
+  /** POST /api/v2/tables/{tableId}/cancel-runs — Cancel table runs */
+  cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
@@ -1910,6 +2070,8 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/tables — Create a table */
   createTable: Handler<'createTable'>;
+  /** POST /api/v2/tables/{tableId}/dispatches — Run workflow groups */
+  createTableDispatch: Handler<'createTableDispatch'>;
   /** POST /api/v2/tables/{tableId}/exports — Export a table */
   createTableExport: Handler<'createTableExport'>;
   /** POST /api/v2/tables/folders — Create a table folder */
@@ -1948,6 +2110,8 @@ export interface Handlers {
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
+  /** DELETE /api/v2/tables/{tableId}/groups — Delete a workflow group */
+  deleteWorkflowGroup: Handler<'deleteWorkflowGroup'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
   deployWorkflow: Handler<'deployWorkflow'>;
   /** GET /api/v2/files/{fileId} — Download a file */
@@ -1982,10 +2146,14 @@ export interface Handlers {
   getLogStats: Handler<'getLogStats'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
+  getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/tables/{tableId} — Get a table */
   getTable: Handler<'getTable'>;
+  /** GET /api/v2/tables/{tableId}/dispatches/{dispatchId} — Get a dispatch */
+  getTableDispatch: Handler<'getTableDispatch'>;
   /** GET /api/v2/tables/{tableId}/exports/{exportId} — Get a table export */
   getTableExport: Handler<'getTableExport'>;
   /** GET /api/v2/tables/imports/{importId} — Get a table import */
@@ -2030,6 +2198,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/tables/{tableId}/dispatches — List dispatches */
+  listTableDispatches: Handler<'listTableDispatches'>;
   /** GET /api/v2/tables/folders — List table folders */
   listTableFolders: Handler<'listTableFolders'>;
   /** GET /api/v2/tables/{tableId}/rows — List rows */
@@ -2040,6 +2210,8 @@ export interface Handlers {
   listTables: Handler<'listTables'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
+  /** GET /api/v2/tables/{tableId}/groups — List workflow groups */
+  listWorkflowGroups: Handler<'listWorkflowGroups'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
   listWorkflowRuns: Handler<'listWorkflowRuns'>;
   /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
@@ -2096,6 +2268,8 @@ export interface Handlers {
   revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
+  /** POST /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Run one row's group */
+  runRowEnrichment: Handler<'runRowEnrichment'>;
   /** GET /api/v2/files/search — Search file content */
   searchFileContent: Handler<'searchFileContent'>;
   /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
@@ -2120,6 +2294,8 @@ export interface Handlers {
   updateTableView: Handler<'updateTableView'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
+  /** PATCH /api/v2/tables/{tableId}/groups — Update a workflow group */
+  updateWorkflowGroup: Handler<'updateWorkflowGroup'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */

@@ -128,6 +128,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.delete('/api/v2/tables/:tableId', ...bind(OPERATIONS.deleteTable, handlers.deleteTable));
   router.get('/api/v2/tables/:tableId', ...bind(OPERATIONS.getTable, handlers.getTable));
   router.patch('/api/v2/tables/:tableId', ...bind(OPERATIONS.updateTable, handlers.updateTable));
+  router.post(
+    '/api/v2/tables/:tableId/cancel-runs',
+    ...bind(OPERATIONS.cancelTableRuns, handlers.cancelTableRuns),
+  );
   router.delete(
     '/api/v2/tables/:tableId/columns',
     ...bind(OPERATIONS.deleteTableColumn, handlers.deleteTableColumn),
@@ -137,6 +141,22 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.updateTableColumn, handlers.updateTableColumn),
   );
   router.post('/api/v2/tables/:tableId/columns', ...bind(OPERATIONS.addTableColumn, handlers.addTableColumn));
+  router.get(
+    '/api/v2/tables/:tableId/dispatches',
+    ...bind(OPERATIONS.listTableDispatches, handlers.listTableDispatches),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/dispatches',
+    ...bind(OPERATIONS.createTableDispatch, handlers.createTableDispatch),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/dispatches/:dispatchId',
+    ...bind(OPERATIONS.cancelTableDispatch, handlers.cancelTableDispatch),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/dispatches/:dispatchId',
+    ...bind(OPERATIONS.getTableDispatch, handlers.getTableDispatch),
+  );
   router.post(
     '/api/v2/tables/:tableId/exports',
     ...bind(OPERATIONS.createTableExport, handlers.createTableExport),
@@ -152,6 +172,22 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get(
     '/api/v2/tables/:tableId/exports/:exportId/download',
     ...bind(OPERATIONS.tableExportDownload, handlers.tableExportDownload),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.deleteWorkflowGroup, handlers.deleteWorkflowGroup),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.listWorkflowGroups, handlers.listWorkflowGroups),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.updateWorkflowGroup, handlers.updateWorkflowGroup),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.addWorkflowGroup, handlers.addWorkflowGroup),
   );
   router.post('/api/v2/tables/:tableId/query', ...bind(OPERATIONS.queryRows, handlers.queryRows));
   router.post(
@@ -189,6 +225,14 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.patch(
     '/api/v2/tables/:tableId/rows/:rowId',
     ...bind(OPERATIONS.updateTableRow, handlers.updateTableRow),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/rows/:rowId/enrichment/:groupId',
+    ...bind(OPERATIONS.getRowEnrichment, handlers.getRowEnrichment),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/:rowId/enrichment/:groupId',
+    ...bind(OPERATIONS.runRowEnrichment, handlers.runRowEnrichment),
   );
   router.get('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.listTableViews, handlers.listTableViews));
   router.post('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.createTableView, handlers.createTableView));

@@ -1936,6 +1936,130 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/tables/{tableId}/groups': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflow groups
+     * @description The workflow groups of a table (`nextCursor` is always null).
+     */
+    get: operations['listWorkflowGroups'];
+    put?: never;
+    /**
+     * Add a workflow group
+     * @description Adds a group whose workflow fills output columns row by row: `outputs` map block output paths to columns (named in `outputColumns` to create them, or existing ones of the same type, which the group then fills); `inputMappings` feed Start-block inputs from columns; `dependencies.columns` must be filled before a row runs. `deploymentMode` live runs the draft, deployed the active deployment. Sent with `autoRun`, the group runs at once on the rows whose dependencies are filled. Enrichment groups are not available (400). 423 when the schema is locked.
+     */
+    post: operations['addWorkflowGroup'];
+    /**
+     * Delete a workflow group
+     * @description Deletes the group and every column it fills. 423 when the schema is locked.
+     */
+    delete: operations['deleteWorkflowGroup'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a workflow group
+     * @description Changes a group: its workflow, name, dependencies, inputs, deployment mode and autoRun; `outputs` replaces the output mappings, `newOutputColumns` adds columns, `mappingUpdates` points a column at another block output. The type is fixed. 423 when the schema is locked.
+     */
+    patch: operations['updateWorkflowGroup'];
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/dispatches': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List dispatches
+     * @description The latest 100 dispatches of the table, newest first.
+     */
+    get: operations['listTableDispatches'];
+    put?: never;
+    /**
+     * Run workflow groups
+     * @description Queues one run per (row, group) on the durable run queue, for every row, the `rowIds`, or the rows a `filter` matches (not both), minus `excludeRowIds`, up to `limit.max` rows. `runMode` incomplete skips cells that completed. Rows whose dependency columns are empty are skipped; a manual run ignores autoRun false.
+     */
+    post: operations['createTableDispatch'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/dispatches/{dispatchId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a dispatch
+     * @description Reads a dispatch and how many cells it has queued.
+     */
+    get: operations['getTableDispatch'];
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a dispatch
+     * @description Stops a dispatch and cancels the cell runs it queued that have not finished.
+     */
+    delete: operations['cancelTableDispatch'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/cancel-runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel table runs
+     * @description Cancels queued and running cell runs of the table (`scope` all, which also stops open dispatches) or of one row (`scope` row with `rowId`), optionally only rows a `filter` matches, minus `excludeRowIds`.
+     */
+    post: operations['cancelTableRuns'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get one row's group run
+     * @description One row's run of a group: its run state, the values of the group's output columns, and `cascade` (null: workflow groups run one workflow, not a cascade of providers).
+     */
+    get: operations['getRowEnrichment'];
+    put?: never;
+    /**
+     * Run one row's group
+     * @description Queues the group's run for one row (a dispatch of that row) and answers its dispatch id.
+     */
+    post: operations['runRowEnrichment'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3681,6 +3805,55 @@ export interface components {
       createdAt: components['schemas']['Timestamp'];
       updatedAt: components['schemas']['Timestamp'];
       completedAt: components['schemas']['Timestamp'] | null;
+    };
+    TableWorkflowGroup: {
+      id: string;
+      workflowId: string;
+      enrichmentId?: string;
+      name?: string;
+      /** @enum {string} */
+      type?: 'manual' | 'enrichment';
+      dependencies?: {
+        columns?: string[];
+      };
+      outputs: {
+        blockId: string;
+        path: string;
+        outputId?: string;
+        columnName: string;
+      }[];
+      inputMappings?: {
+        inputName: string;
+        columnName: string;
+      }[];
+      /** @enum {string} */
+      deploymentMode: 'live' | 'deployed';
+      autoRun?: boolean;
+    };
+    TableDispatch: {
+      id: string;
+      tableId: string;
+      workspaceId: string;
+      /** @enum {string} */
+      status: 'pending' | 'dispatching' | 'complete' | 'canceled';
+      /** @enum {string} */
+      mode: 'all' | 'incomplete' | 'new';
+      scope: {
+        groupIds: string[];
+        rowIds?: string[];
+        filtered?: boolean;
+        excludeRowIds?: string[];
+      };
+      limit: {
+        /** @enum {string} */
+        type: 'rows';
+        max: number;
+      } | null;
+      processedCount: number;
+      isManualRun: boolean;
+      requestedAt: components['schemas']['Timestamp'];
+      completedAt: components['schemas']['Timestamp'] | null;
+      canceledAt: components['schemas']['Timestamp'] | null;
     };
   };
   responses: {
@@ -9801,6 +9974,583 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowGroups: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List workflow groups. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableWorkflowGroup'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  addWorkflowGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          group: {
+            id?: string;
+            workflowId?: string;
+            enrichmentId?: string;
+            name?: string;
+            /** @enum {string} */
+            type?: 'manual' | 'enrichment';
+            dependencies?: {
+              columns?: string[];
+            };
+            outputs: {
+              blockId?: string;
+              path?: string;
+              outputId?: string;
+              columnName: string;
+            }[];
+            inputMappings?: {
+              inputName: string;
+              columnName: string;
+            }[];
+            /** @enum {string} */
+            deploymentMode?: 'live' | 'deployed';
+            autoRun?: boolean;
+          };
+          outputColumns?: {
+            name: components['schemas']['TableColumnName'];
+            type: components['schemas']['TableColumnType'];
+            required?: boolean;
+            unique?: boolean;
+          }[];
+          autoRun?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Add a workflow group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              group: components['schemas']['TableWorkflowGroup'];
+              columns: components['schemas']['TableColumn'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          groupId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Delete a workflow group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+              columns: components['schemas']['TableColumn'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflowGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          groupId: string;
+          workflowId?: string;
+          name?: string;
+          dependencies?: {
+            columns?: string[];
+          };
+          outputs?: {
+            blockId?: string;
+            path?: string;
+            outputId?: string;
+            columnName: string;
+          }[];
+          newOutputColumns?: {
+            name: components['schemas']['TableColumnName'];
+            type: components['schemas']['TableColumnType'];
+            required?: boolean;
+            unique?: boolean;
+          }[];
+          mappingUpdates?: {
+            columnName: string;
+            blockId: string;
+            path: string;
+          }[];
+          inputMappings?: {
+            inputName: string;
+            columnName: string;
+          }[];
+          /** @enum {string} */
+          deploymentMode?: 'live' | 'deployed';
+          /** @enum {string} */
+          type?: 'manual' | 'enrichment';
+          autoRun?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a workflow group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              group: components['schemas']['TableWorkflowGroup'];
+              columns: components['schemas']['TableColumn'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTableDispatches: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List dispatches. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDispatch'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableDispatch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          groupIds: string[];
+          /** @enum {string} */
+          runMode?: 'all' | 'incomplete';
+          rowIds?: string[];
+          filter?: components['schemas']['TablePredicate'];
+          excludeRowIds?: string[];
+          limit?: {
+            /** @enum {string} */
+            type: 'rows';
+            max: number;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Run workflow groups. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              dispatchId: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableDispatch: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Dispatch identifier. */
+        dispatchId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a dispatch. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDispatch'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableDispatch: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Dispatch identifier. */
+        dispatchId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel a dispatch. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDispatch'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableRuns: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @enum {string} */
+          scope: 'all' | 'row';
+          rowId?: string;
+          filter?: components['schemas']['TablePredicate'];
+          excludeRowIds?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Cancel table runs. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              cancelled: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getRowEnrichment: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Row identifier. */
+        rowId: components['parameters']['TableRowIdPath'];
+        /** @description Workflow group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get one row's group run. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              groupId: string;
+              runState: components['schemas']['TableRunState'] | null;
+              outputs: {
+                [key: string]: unknown;
+              };
+              cascade: null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  runRowEnrichment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Row identifier. */
+        rowId: components['parameters']['TableRowIdPath'];
+        /** @description Workflow group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Run one row's group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              dispatchId: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

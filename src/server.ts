@@ -11,6 +11,7 @@ import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
 import type { BinderOptions } from './http/pipeline.ts';
 import { TableJobRunner } from './tables/jobs.ts';
+import { GroupRunner } from './tables/group-runs.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
 import { MemoryRateLimitStore } from './http/rate-limit.ts';
@@ -37,19 +38,21 @@ export async function createServices(config: Config, logger: Logger = createLogg
   const engine = createEngine(config);
   const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets });
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets }),
+    runs,
     secrets,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs,
     tableJobs: new TableJobRunner({ store: opened, blobs, config, logger }),
+    tableGroups: new GroupRunner({ store: opened, runs, config, logger }),
   };
 }
 
@@ -75,6 +78,7 @@ export async function startServer(services: Services, options: BinderOptions = {
   // Runs a previous process left running are failed before the queue's workers pick up what is queued.
   await services.runs.start();
   await services.tableJobs.start();
+  services.tableGroups.start();
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -102,6 +106,7 @@ export async function startServer(services: Services, options: BinderOptions = {
         });
         await runsClosed;
         await services.tableJobs.close();
+        await services.tableGroups.close();
         await services.closeEngine();
         await services.store.close();
       })();

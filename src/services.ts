@@ -9,6 +9,7 @@ import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { TableJobRunner } from './tables/jobs.ts';
+import type { GroupRunner } from './tables/group-runs.ts';
 
 export interface Services {
   config: Config;
@@ -30,4 +31,6 @@ export interface Services {
   secrets: SecretVault;
   /** Table imports and exports running in the background. */
   tableJobs: TableJobRunner;
+  /** Workflow groups of tables: dispatches and the runs they queue. */
+  tableGroups: GroupRunner;
 }

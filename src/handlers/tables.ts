@@ -5,3 +5,4 @@ export * from './tables/rows.ts';
 export * from './tables/views.ts';
 export * from './tables/transfers.ts';
 export * from './tables/folders.ts';
+export * from './tables/groups.ts';

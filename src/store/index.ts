@@ -16,6 +16,7 @@ import { FolderTreeRepository } from './folders.ts';
 import { TableViewRepository, UserTableRepository } from './user-tables.ts';
 import { TableRowsRepository } from './table-rows.ts';
 import { TableExportRepository, TableImportRepository } from './table-jobs.ts';
+import { TableGroupRunRepository } from './table-groups.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
 import { FileRepository } from './files.ts';
 import { FileShareRepository } from './file-shares.ts';
@@ -51,6 +52,7 @@ export interface Repositories {
   tableViews: TableViewRepository;
   tableImports: TableImportRepository;
   tableExports: TableExportRepository;
+  tableGroupRuns: TableGroupRunRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -81,6 +83,7 @@ function repositories(db: SqlExecutor): Repositories {
     tableViews: new TableViewRepository(db),
     tableImports: new TableImportRepository(db),
     tableExports: new TableExportRepository(db),
+    tableGroupRuns: new TableGroupRunRepository(db),
   };
 }
 

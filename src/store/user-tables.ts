@@ -19,6 +19,20 @@ export interface TableLocks {
   deleteLocked: boolean;
 }
 
+/** A workflow group: one producer per row fills the output columns (column refs are stable column ids). */
+export interface WorkflowGroup {
+  id: string;
+  workflowId: string;
+  name?: string;
+  type: 'manual' | 'enrichment';
+  enrichmentId?: string;
+  dependencies: { columns: string[] };
+  outputs: { blockId: string; path: string; outputId?: string; columnId: string }[];
+  inputMappings: { inputName: string; columnId: string }[];
+  deploymentMode: 'live' | 'deployed';
+  autoRun: boolean;
+}
+
 export interface UserTableRecord {
   id: string;
   workspaceId: string;
@@ -26,6 +40,8 @@ export interface UserTableRecord {
   description: string | null;
   folderPath: string;
   columns: Column[];
+  /** Workflow groups; absent on records written before groups existed means none. */
+  groups?: WorkflowGroup[];
   ownerId: string | null;
   ownerEmail: string;
   rowCount: number;
@@ -45,6 +61,7 @@ interface Row {
   description: string | null;
   folder_path: string;
   columns: string;
+  groups: string;
   owner_id: string | null;
   owner_email: string;
   row_count: number;
@@ -67,6 +84,7 @@ const toRecord = (r: Row): UserTableRecord => ({
   description: r.description,
   folderPath: r.folder_path,
   columns: JSON.parse(r.columns),
+  groups: JSON.parse(r.groups ?? '[]'),
   ownerId: r.owner_id,
   ownerEmail: r.owner_email,
   rowCount: Number(r.row_count),
@@ -97,6 +115,7 @@ const FIELDS: Record<string, string> = {
   description: 'description',
   folderPath: 'folder_path',
   columns: 'columns',
+  groups: 'groups',
   rowCount: 'row_count',
   maxRows: 'max_rows',
   job: 'job',
@@ -105,7 +124,7 @@ const FIELDS: Record<string, string> = {
   updatedAt: 'updated_at',
 };
 
-type Updatable = Partial<Pick<UserTableRecord, 'name' | 'description' | 'folderPath' | 'columns' | 'rowCount' | 'maxRows' | 'job' | 'archivedAt' | 'archiveBatch' | 'updatedAt'>>;
+type Updatable = Partial<Pick<UserTableRecord, 'name' | 'description' | 'folderPath' | 'columns' | 'groups' | 'rowCount' | 'maxRows' | 'job' | 'archivedAt' | 'archiveBatch' | 'updatedAt'>>;
 
 export class UserTableRepository {
   private readonly db: SqlExecutor;
@@ -177,7 +196,7 @@ export class UserTableRepository {
   async update(id: string, fields: Updatable): Promise<void> {
     const entries = Object.entries(fields).filter(([, v]) => v !== undefined);
     if (entries.length === 0) return;
-    const value = (k: string, v: unknown): SqlValue => (k === 'columns' ? JSON.stringify(v) : k === 'job' ? (v === null ? null : JSON.stringify(v)) : (v as SqlValue));
+    const value = (k: string, v: unknown): SqlValue => (k === 'columns' || k === 'groups' ? JSON.stringify(v) : k === 'job' ? (v === null ? null : JSON.stringify(v)) : (v as SqlValue));
     await this.db.run(`UPDATE user_tables SET ${entries.map(([k]) => `${FIELDS[k]} = ?`).join(', ')} WHERE id = ?`, [...entries.map(([k, v]) => value(k, v)), id]);
   }
 

@@ -97,10 +97,21 @@ export function columnView(c: Column) {
   };
 }
 
-export function rowView(columns: Column[], r: StoredRow, runState = false) {
+/** A row on the wire; `runState` (group id → run state) is included when given. */
+export interface RunStateView {
+  status: string;
+  executionId: string | null;
+  workflowId: string;
+  error: string | null;
+  runningBlockIds: string[];
+  blockErrors: Record<string, string>;
+  canceledAt: string | null;
+}
+
+export function rowView(columns: Column[], r: StoredRow, runState?: Record<string, RunStateView>) {
   const data: Record<string, unknown> = {};
   for (const c of columns) data[c.name] = fromStored(c, r.cells[c.id] ?? null);
-  return { id: r.id, data, ...(runState ? { runState: {} } : {}), createdAt: r.createdAt, updatedAt: r.updatedAt };
+  return { id: r.id, data, ...(runState ? { runState } : {}), createdAt: r.createdAt, updatedAt: r.updatedAt };
 }
 
 export type WriteMode = 'insert' | 'replace' | 'patch';

@@ -13,6 +13,7 @@ import {
   appendKeys, asBadRequest, assertRowRoom, assertUniqueFree, assertUnlocked, keyAt, loadTable, newRowId, rowView, storedCells, uniqueViolation,
 } from '../../tables/service.ts';
 import { nowIso, workspaceOf } from './shared.ts';
+import { runStateView } from './groups.ts';
 
 /** Most bytes of rows one page carries; a bounded page ends early there, an unbounded query fails. */
 export const MAX_PAGE_BYTES = 5 * 1024 * 1024;
@@ -81,8 +82,9 @@ async function readPage(repos: Repositories, t: UserTableRecord, q: { where: Pre
   const views: ReturnType<typeof rowView>[] = [];
   let bytes = 0;
   let cut = page.rows.length;
+  const states = runState ? await runStates(repos, t.id, page.rows.map((r) => r.id)) : null;
   for (const [i, r] of page.rows.entries()) {
-    const v = rowView(t.columns, r, runState);
+    const v = rowView(t.columns, r, states ? (states.get(r.id) ?? {}) : undefined);
     bytes += Buffer.byteLength(JSON.stringify(v));
     if (bytes > MAX_PAGE_BYTES) {
       if (q.limit === null) throw new ApiError('PAYLOAD_TOO_LARGE', `The result passes ${MAX_PAGE_BYTES} bytes; page through it with a limit.`, { limit: MAX_PAGE_BYTES });
@@ -96,6 +98,17 @@ async function readPage(repos: Repositories, t: UserTableRecord, q: { where: Pre
   const last = page.rows[Math.min(cut, page.rows.length) - 1];
   const next: CursorKey | null = !ended || !last ? null : sorted ? [offset + views.length, 'offset'] : [last.orderKey, last.id];
   return { rows: views, next };
+}
+
+/** The run state of each row (group id → state), for rows read with includeRunState. */
+async function runStates(repos: Repositories, tableId: string, rowIds: string[]): Promise<Map<string, Record<string, ReturnType<typeof runStateView>>>> {
+  const out = new Map<string, Record<string, ReturnType<typeof runStateView>>>();
+  for (const r of await repos.tableGroupRuns.forRows(tableId, rowIds)) {
+    const m = out.get(r.rowId) ?? {};
+    m[r.groupId] = runStateView(r);
+    out.set(r.rowId, m);
+  }
+  return out;
 }
 
 /** A page with a signed cursor bound to the query (only the limit may change between pages). */
@@ -139,7 +152,8 @@ export const getTableRow: Handler<'getTableRow'> = async ({ params, query, ctx }
   const t = await loadTable(store, workspaceOf(ctx).id, params.tableId);
   const row = await store.tableRows.get(t.id, t.columns, params.rowId);
   if (!row) throw notFound('Row');
-  return { status: 200, body: { data: rowView(t.columns, row, query.includeRunState ?? false) } };
+  const states = query.includeRunState ? await runStates(store, t.id, [row.id]) : null;
+  return { status: 200, body: { data: rowView(t.columns, row, states ? (states.get(row.id) ?? {}) : undefined) } };
 };
 
 export const createTableRows: Handler<'createTableRows'> = async ({ params, body, ctx }) => {
