@@ -107,7 +107,7 @@ describe('workflow groups', () => {
     expect((await bad({ type: 'enrichment', enrichmentId: 'work-email', outputs: [] })).status).toBe(400);
     expect((await bad({ workflowId: boom.id, outputs: [{ blockId: 'b', path: 'result', columnName: 'missing' }] })).status).toBe(400);
     expect((await bad({ workflowId: boom.id, outputs: [{ blockId: 'b', columnName: 'out' }] }, { outputColumns: [{ name: 'out', type: 'number' }] })).status).toBe(409);
-    const g = (await ok('POST', `${base}/groups`, { workspaceId: ws, group: { workflowId: boom.id, outputs: [{ blockId: boom.ids.Boom, path: 'result', columnName: 'out' }] } })).group;
+    const g = (await ok('POST', `${base}/groups`, { workspaceId: ws, group: { workflowId: boom.id, autoRun: false, outputs: [{ blockId: boom.ids.Boom, path: 'result', columnName: 'out' }] } })).group;
     await ok('POST', `${base}/rows`, { workspaceId: ws, rows: [{ x: '1' }, { x: '2' }, { x: '3' }] });
     const { dispatchId } = await ok('POST', `${base}/dispatches`, { workspaceId: ws, groupIds: [g.id], limit: { type: 'rows', max: 2 } });
     const rows = await until(
@@ -122,10 +122,27 @@ describe('workflow groups', () => {
     expect((await s.call('POST', `${base}/dispatches`, { workspaceId: ws, groupIds: [g.id], rowIds: ['r'], filter: { field: 'x', op: 'eq', value: '1' } })).status).toBe(400);
   });
 
+  it('autoRun fires when a row is inserted or its dependency columns fill', async () => {
+    const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'auto', schema: { columns: [{ name: 'name', type: 'string' }] } });
+    const base = `/api/v2/tables/${t.id}`;
+    const g = (await ok('POST', `${base}/groups`, {
+      workspaceId: ws,
+      group: { workflowId: greet.id, deploymentMode: 'deployed', dependencies: { columns: ['name'] }, inputMappings: [{ inputName: 'name', columnName: 'name' }], outputs: [{ blockId: greet.ids.Greet, path: 'result.text', columnName: 'hi' }] },
+      outputColumns: [{ name: 'hi', type: 'string' }],
+    })).group;
+    expect(g.autoRun).toBe(true);
+    const { rows } = await ok('POST', `${base}/rows`, { workspaceId: ws, rows: [{ name: 'Ann' }, { name: null }] });
+    await ok('PATCH', `${base}/rows/${rows[1].id}`, { workspaceId: ws, data: { name: 'Ben' } });
+    const page = await until(() => ok('GET', `${base}/rows?workspaceId=${ws}`), (p: any[]) => p.every((r) => r.data.hi !== null));
+    expect(page.map((r: any) => r.data.hi)).toEqual(['Hi Ann', 'Hi Ben']);
+    const modes = (await ok('GET', `${base}/dispatches?workspaceId=${ws}`)).map((d: any) => [d.mode, d.isManualRun]);
+    expect(modes).toContainEqual(['new', false]);
+  });
+
   it('cancels running and queued cells', async () => {
     const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'slow', schema: { columns: [{ name: 'x', type: 'string' }, { name: 'out', type: 'json' }] } });
     const base = `/api/v2/tables/${t.id}`;
-    const g = (await ok('POST', `${base}/groups`, { workspaceId: ws, group: { workflowId: sleepy.id, outputs: [{ blockId: sleepy.ids.Nap, path: '', columnName: 'out' }] } })).group;
+    const g = (await ok('POST', `${base}/groups`, { workspaceId: ws, group: { workflowId: sleepy.id, autoRun: false, outputs: [{ blockId: sleepy.ids.Nap, path: '', columnName: 'out' }] } })).group;
     const { rows } = await ok('POST', `${base}/rows`, { workspaceId: ws, rows: [{ x: '1' }, { x: '2' }] });
     await ok('POST', `${base}/dispatches`, { workspaceId: ws, groupIds: [g.id] });
     await until(() => ok('GET', `${base}/rows?workspaceId=${ws}&includeRunState=true`), (page: any[]) => page.every((r) => r.runState?.[g.id]));

@@ -94,6 +94,17 @@ async function startDispatch(ctx: RequestContext, tx: Repositories, t: UserTable
   return d;
 }
 
+/**
+ * After rows are inserted or changed: groups with autoRun run on those rows whose dependency columns are now
+ * filled and that have not run yet (a dispatch in mode `new`). Returns whether a dispatch was created.
+ */
+export async function autoDispatch(ctx: RequestContext, tx: Repositories, t: UserTableRecord, rowIds: string[]): Promise<boolean> {
+  const groups = (t.groups ?? []).filter((g) => g.autoRun);
+  if (groups.length === 0 || rowIds.length === 0) return false;
+  await startDispatch(ctx, tx, t, { mode: 'new', scope: { groupIds: groups.map((g) => g.id), rowIds }, filter: null, limit: null, isManualRun: false });
+  return true;
+}
+
 export const listWorkflowGroups: Handler<'listWorkflowGroups'> = async ({ params, ctx }) => {
   const t = await loadTable(ctx.services.store, workspaceOf(ctx).id, params.tableId);
   return { status: 200, body: { data: (t.groups ?? []).map((g) => groupView(t, g)), nextCursor: null } };

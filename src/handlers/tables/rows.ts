@@ -13,7 +13,7 @@ import {
   appendKeys, asBadRequest, assertRowRoom, assertUniqueFree, assertUnlocked, keyAt, loadTable, newRowId, rowView, storedCells, uniqueViolation,
 } from '../../tables/service.ts';
 import { nowIso, workspaceOf } from './shared.ts';
-import { runStateView } from './groups.ts';
+import { autoDispatch, runStateView } from './groups.ts';
 
 /** Most bytes of rows one page carries; a bounded page ends early there, an unbounded query fails. */
 export const MAX_PAGE_BYTES = 5 * 1024 * 1024;
@@ -178,9 +178,11 @@ export const createTableRows: Handler<'createTableRows'> = async ({ params, body
     for (const r of rows) await assertUniqueFree(tx, t, r.cells, null);
     await guarded(t, () => tx.tableRows.insert(t.id, t.columns, rows));
     await tx.userTables.addRowCount(t.id, rows.length);
+    await autoDispatch(ctx, tx, t, rows.map((r) => r.id));
     audit({ action: 'table.rows_inserted', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { count: rows.length } });
     return rows.map((r) => rowView(t.columns, r));
   });
+  ctx.services.tableGroups.poke();
   if (batch) return { status: 201, body: { data: { rows: result, insertedCount: result.length } } };
   return { status: 201, body: { data: result[0]! } };
 };
@@ -204,9 +206,11 @@ export const updateTableRow: Handler<'updateTableRow'> = async ({ params, body, 
     const patch = storedCells(t.columns, body.data, 'patch', ['body', 'data'], maxRowBytes(ctx));
     const updated = await guarded(t, () => patchRow(tx, t, params.rowId, patch, nowIso()));
     if (!updated) throw notFound('Row');
+    await autoDispatch(ctx, tx, t, [updated.id]);
     audit({ action: 'table.rows_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { count: 1 } });
     return rowView(t.columns, updated);
   });
+  ctx.services.tableGroups.poke();
   return { status: 200, body: { data: row } };
 };
 
@@ -234,9 +238,11 @@ export const updateRowsByFilter: Handler<'updateRowsByFilter'> = async ({ params
     await guarded(t, async () => {
       for (const id of ids) await patchRow(tx, t, id, patch, now);
     });
+    await autoDispatch(ctx, tx, t, ids);
     audit({ action: 'table.rows_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { count: ids.length } });
     return { updatedCount: ids.length, updatedRowIds: ids };
   });
+  ctx.services.tableGroups.poke();
   return { status: 200, body: { data: result } };
 };
 
@@ -287,9 +293,11 @@ export const bulkUpdateTableRows: Handler<'bulkUpdateTableRows'> = async ({ para
     await guarded(t, async () => {
       for (const [i, u] of body.updates.entries()) await patchRow(tx, t, u.rowId, patches[i]!, now);
     });
+    await autoDispatch(ctx, tx, t, body.updates.map((u) => u.rowId));
     audit({ action: 'table.rows_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { count: body.updates.length } });
     return { updatedCount: body.updates.length, updatedRowIds: body.updates.map((u) => u.rowId) };
   });
+  ctx.services.tableGroups.poke();
   return { status: 200, body: { data: result } };
 };
 
@@ -316,6 +324,7 @@ export const upsertTableRow: Handler<'upsertTableRow'> = async ({ params, body, 
     if (existing) {
       assertUnlocked(t, 'update');
       const updated = await guarded(t, () => patchRow(tx, t, existing.id, cells, now));
+      await autoDispatch(ctx, tx, t, [existing.id]);
       audit({ action: 'table.rows_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { count: 1, upsert: true } });
       return { row: rowView(t.columns, updated!), operation: 'update' as const };
     }
@@ -325,9 +334,11 @@ export const upsertTableRow: Handler<'upsertTableRow'> = async ({ params, body, 
     const row: StoredRow = { id: newRowId(), orderKey: (await appendKeys(tx, t.id, 1))[0]!, createdAt: now, updatedAt: now, cells };
     await guarded(t, () => tx.tableRows.insert(t.id, t.columns, [row]));
     await tx.userTables.addRowCount(t.id, 1);
+    await autoDispatch(ctx, tx, t, [row.id]);
     audit({ action: 'table.rows_inserted', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { count: 1, upsert: true } });
     return { row: rowView(t.columns, { ...row, cells: Object.fromEntries(Object.entries(cells).filter(([, v]) => v !== null)) }), operation: 'insert' as const };
   });
+  ctx.services.tableGroups.poke();
   return { status: 200, body: { data: result } };
 };
 
