@@ -61,6 +61,11 @@ describe('table query plans', () => {
     }
   });
 
+  it('the next page in table order seeks in the order index', async () => {
+    const next = (await store.tableRows.explain(tableId, { where: null, sort: [], limit: 100, after: ['a0', 'row_0'] })).join('\n');
+    expect(next).toMatch(/SEARCH .* USING (COVERING )?INDEX .*_order \(\(order_key,id\)>/);
+  });
+
   it('equality, in and ranges on a column search its index', async () => {
     for (const predicate of [
       { field: 'email', op: 'eq', value: 'u5@x.io' },

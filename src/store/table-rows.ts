@@ -349,8 +349,9 @@ export class TableRowsRepository {
     if (q.sort.length === 0) {
       order = 'order_key ASC, id ASC';
       if (q.after) {
-        where += ' AND (order_key > ? OR (order_key = ? AND id > ?))';
-        params.push(q.after[0], q.after[0], q.after[1]);
+        // A row value, so SQLite seeks in the order index instead of scanning it from the start.
+        where += ' AND (order_key, id) > (?, ?)';
+        params.push(q.after[0], q.after[1]);
       }
     } else {
       const s = compileSort(q.sort);
@@ -454,9 +455,9 @@ export class TableRowsRepository {
   async neighbourKey(tableId: string, orderKey: string, rowId: string, direction: 'before' | 'after'): Promise<string | null> {
     const sql =
       direction === 'after'
-        ? `SELECT order_key AS k FROM ${rowsTable(tableId)} WHERE order_key > ? OR (order_key = ? AND id > ?) ORDER BY order_key ASC, id ASC LIMIT 1`
-        : `SELECT order_key AS k FROM ${rowsTable(tableId)} WHERE order_key < ? OR (order_key = ? AND id < ?) ORDER BY order_key DESC, id DESC LIMIT 1`;
-    const r = await this.db.get<{ k: string }>(sql, [orderKey, orderKey, rowId]);
+        ? `SELECT order_key AS k FROM ${rowsTable(tableId)} WHERE (order_key, id) > (?, ?) ORDER BY order_key ASC, id ASC LIMIT 1`
+        : `SELECT order_key AS k FROM ${rowsTable(tableId)} WHERE (order_key, id) < (?, ?) ORDER BY order_key DESC, id DESC LIMIT 1`;
+    const r = await this.db.get<{ k: string }>(sql, [orderKey, rowId]);
     return r?.k ?? null;
   }
 }
