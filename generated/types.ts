@@ -1095,7 +1095,7 @@ export interface paths {
     put?: never;
     /**
      * Execute a workflow
-     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, otherwise NDJSON (`application/x-ndjson`), ending with a `final` event carrying the result. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
      */
     post: operations['executeWorkflow'];
     delete?: never;
@@ -1133,7 +1133,7 @@ export interface paths {
     };
     /**
      * Get a workflow run
-     * @description The run's status, timings, cost, pause point and error. `includeOutput=true` adds the final output of a completed run; `selectedOutputs` (comma-separated `blockId` or `blockId.path`, ids only) adds block outputs. Poll until the status is completed, failed or cancelled.
+     * @description The run's status, timings, cost, pause point and error. `includeOutput=true` adds the final output of a completed run; `selectedOutputs` (comma-separated `blockName.path` or `blockId.path`, as on execute) adds block outputs keyed by the selector as sent; a selector naming no block of the run's workflow answers 400. Poll until the status is completed, failed or cancelled.
      */
     get: operations['getWorkflowRun'];
     put?: never;
@@ -2077,7 +2077,10 @@ export interface components {
       | 'RATE_LIMITED'
       | 'INTERNAL_ERROR'
       | 'SERVICE_UNAVAILABLE'
-      | 'USAGE_LIMIT_EXCEEDED';
+      | 'USAGE_LIMIT_EXCEEDED'
+      | 'METHOD_NOT_ALLOWED'
+      | 'REQUEST_TIMEOUT'
+      | 'HEADERS_TOO_LARGE';
     ErrorBody: {
       error: {
         code: components['schemas']['ErrorCode'];
@@ -5005,9 +5008,13 @@ export interface operations {
           /** @description Directed connections between blocks. */
           edges: components['schemas']['WorkflowEdge'][];
           /** @description Ignored: loop containers are recomputed from the blocks. */
-          loops?: Record<string, never>;
+          loops?: {
+            [key: string]: unknown;
+          };
           /** @description Ignored: parallel containers are recomputed from the blocks. */
-          parallels?: Record<string, never>;
+          parallels?: {
+            [key: string]: unknown;
+          };
           /** @description Replacement variable set keyed by variable id; omit to keep the stored one. */
           variables?: {
             [key: string]: components['schemas']['WorkflowVariable'];
@@ -6938,7 +6945,7 @@ export interface operations {
       query: {
         /** @description Workspace to search. */
         workspaceId: string;
-        /** @description Regular expression, or exact text when mode is exact. */
+        /** @description Regular expression, or exact text when mode is exact. Patterns run on a linear-time engine (RE2 syntax, which accepts JavaScript's usual syntax less lookaround and backreferences); an invalid or unsupported pattern answers 400 with `details[0].code` `invalid_pattern` or `unsupported_pattern`. */
         query: string;
         /** @description How query is read. */
         mode?: 'exact' | 'regex';
@@ -7217,8 +7224,10 @@ export interface operations {
     requestBody?: {
       content: {
         'application/json': {
-          /** @description The run's input, keyed by the start block's input field names. */
-          input?: Record<string, never>;
+          /** @description The run's input, keyed by the start block's input field names (any JSON values). */
+          input?: {
+            [key: string]: unknown;
+          };
           /** @description What to run. Omit it (or send `source: deployment`) for the active deployment. */
           run?:
             | {
@@ -7365,7 +7374,7 @@ export interface operations {
       query?: {
         /** @description Include the final output. */
         includeOutput?: boolean;
-        /** @description Comma-separated `blockId` or `blockId.path` selectors. */
+        /** @description Comma-separated `blockName.path` or `blockId.path` selectors (block names or ids). */
         selectedOutputs?: string;
         /** @description Inline produced files as base64; requires `includeOutput` (runs here produce no files). */
         includeFileBase64?: boolean;

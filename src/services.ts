@@ -10,6 +10,7 @@ import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { TableJobRunner } from './tables/jobs.ts';
 import type { GroupRunner } from './tables/group-runs.ts';
+import type { DataDirLock } from './store/data-dir-lock.ts';
 
 export interface Services {
   config: Config;
@@ -33,4 +34,6 @@ export interface Services {
   tableJobs: TableJobRunner;
   /** Workflow groups of tables: dispatches and the runs they queue. */
   tableGroups: GroupRunner;
+  /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
+  dataDirLock?: DataDirLock;
 }

@@ -4,17 +4,18 @@ import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
 import { badRequest, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
+import { RUN_STREAM_VARY, runStreamFormat } from '../http/negotiate.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
-import { SelectorError, idSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, type Selector } from '../runs/views.ts';
+import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, type Selector } from '../runs/views.ts';
 import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
 
-/** A run of this workflow the caller can reach (at the operation's role); anything else is a 404. */
+/** A run of this workflow (by the id callers know it by) the caller can reach at the operation's role; anything else is a 404. */
 async function loadRun(ctx: RequestContext, workflowId: string, runId: string): Promise<RunRecord> {
-  const run = await ctx.services.store.workflowRuns.get(runId);
-  if (!run || run.workflowId !== workflowId) throw notFound('Workflow run');
+  const run = await ctx.services.store.workflowRuns.getByKey(workflowId, runId);
+  if (!run) throw notFound('Workflow run');
   await ctx.authorizeWorkspace(run.workspaceId, { resource: 'Workflow run' });
   return run;
 }
@@ -65,6 +66,8 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
 
   const { config } = ctx.services;
   const policy = config.runs.policies[workspace.plan];
+  // A stream request is answered in the form the client reads (SSE, NDJSON, or one JSON document like a sync run).
+  const format = body.stream ? runStreamFormat(ctx.header('accept'), ctx.header('user-agent')) : null;
   const mode = body.async ? 'async' : body.stream ? 'stream' : 'sync';
   const timeoutMs = mode === 'async' ? Math.min(body.executionTimeoutSeconds ?? policy.maxAsyncSeconds, policy.maxAsyncSeconds) * 1000 : config.runs.syncTimeoutMs;
   const run = await createRun(ctx, w, workspace, {
@@ -81,14 +84,16 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
     ctx.services.runs.notify();
     const queuePosition = await ctx.services.store.workflowRuns.countQueuedBefore(run.queuedAt, run.id);
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
-    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, w.id, run.id), queuePosition } } };
+    return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, w.id, run.key), queuePosition } } };
   }
   if (mode === 'stream') {
-    const accept = ctx.header('accept') ?? '';
-    return streamRun(ctx, run, timeoutMs, accept.includes("text/event-stream"), selectors);
+    const streamed = streamRun(ctx, run, timeoutMs, format ?? 'ndjson', selectors);
+    streamed.headers.Vary = RUN_STREAM_VARY;
+    return streamed;
   }
   const result = await ctx.services.runs.execute(run, { timeoutMs });
-  return { status: 200, body: { data: runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null) } };
+  const data = runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null);
+  return { status: 200, body: { data } };
 };
 
 const RUN_STATUS_FILTER: Record<string, RunStatus> = {
@@ -137,9 +142,8 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
   if (query.selectedOutputs !== undefined) {
     const recorded = (run.blockOutputs ? JSON.parse(run.blockOutputs) : {}) as Record<string, unknown>;
     const definition = await ctx.services.runs.definitionFor(run);
-    const ids = new Set(Object.keys(definition?.state.blocks ?? {}));
     try {
-      blockOutputs = pickOutputs(idSelectors(query.selectedOutputs, recorded, ids), recorded);
+      blockOutputs = pickOutputs(recordedSelectors(query.selectedOutputs, definition?.state ?? null, recorded), recorded);
     } catch (err) {
       throw selectorError(err, ['query', 'selectedOutputs']);
     }
@@ -151,12 +155,12 @@ export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, 
   const found = await loadRun(ctx, params.workflowId, params.runId);
   const { runs } = ctx.services;
   const error = JSON.stringify({ code: 'CANCELLED', message: 'The run was cancelled.' });
-  const base = { success: false, runId: found.id, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false };
+  const base = { success: false, runId: found.key, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false };
   const at = now();
   const outcome = await ctx.mutate(async (tx, audit) => {
     const run = (await tx.workflowRuns.get(found.id))!;
     const record = (from: RunStatus) =>
-      audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.id, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
+      audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
     if (run.status === 'queued' || run.status === 'paused' || (run.status === 'running' && !runs.isLocal(run.id))) {
       // Not executing here: cancelled right away (a worker that still finishes it later cannot overwrite this).
       if (!(await tx.workflowRuns.stop(run.id, run.status, 'cancelled', error, at))) return { ...base, reason: 'cancellation_not_finalized' as const };
@@ -194,11 +198,11 @@ export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, 
     const moved = await tx.workflowRuns.transition(run.id, 'paused', queued ? 'queued' : 'running', at, queued ? { resumeInput: JSON.stringify(resume) } : {});
     if (!moved) throw conflict('The run is no longer paused.');
     await tx.executionLogs.setStatus(run.id, queued ? 'pending' : 'running');
-    audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.id, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });
+    audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });
   });
   if (queued) {
     ctx.services.runs.notify();
-    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, run.workflowId, run.id) } } };
+    return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, run.workflowId, run.key) } } };
   }
   const fresh = (await ctx.services.store.workflowRuns.get(run.id))!;
   const result = await ctx.services.runs.execute(fresh, { timeoutMs: ctx.services.config.runs.syncTimeoutMs, resume });

@@ -48,7 +48,7 @@ function hasHandledErrors(spans: TraceSpan[]): boolean {
 function failedResult(run: RunRecord, error: RunError, startedAt: string): RunResult {
   const endedAt = now();
   return {
-    runId: run.id,
+    runId: run.key,
     workflowId: run.workflowId,
     status: 'failed',
     output: null,
@@ -194,7 +194,8 @@ export class RunService {
       await this.engineStarted;
       const definition = await this.definitionFor(run);
       const runOptions: RunOptions = {
-        runId: run.id,
+        // The engine reports the run under the id callers know it by.
+        runId: run.key,
         input: JSON.parse(run.input),
         signal: controller.signal,
         timeoutMs: options.timeoutMs,

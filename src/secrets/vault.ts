@@ -34,6 +34,18 @@ export class SecretVault {
     this.cipher = cipher;
   }
 
+  /**
+   * Seals another bearer secret the server must be able to show again (e.g. a share-link token) under the
+   * same key; `context` binds it to its row and must not look like a secret's (those start with a workspace id).
+   */
+  seal(plaintext: string, context: string): string {
+    return this.cipher.encrypt(plaintext, context);
+  }
+
+  open(sealed: string, context: string): string {
+    return this.cipher.decrypt(sealed, context);
+  }
+
   /** Creates or replaces a secret inside the caller's transaction. */
   async set(tx: Repositories, input: SecretInput): Promise<SecretRecord> {
     if (!SECRET_NAME.test(input.name)) throw new SecretError('A secret name starts with a letter or underscore and has only letters, digits and underscores (at most 128)');

@@ -171,11 +171,12 @@ export class GroupRunner {
     const ws = await tx.workspaces.get(t.workspaceId);
     const policy = this.deps.config.runs.policies[ws?.plan ?? 'free'];
     const run: RunRecord = {
-      id: randomUUID(), workflowId: w.id, workspaceId: w.workspaceId, billingAccountId: ws?.billingAccountId ?? '', deploymentVersionId: deployed ? w.activeVersionId : null,
+      id: randomUUID(), key: '', workflowId: w.id, workspaceId: w.workspaceId, billingAccountId: ws?.billingAccountId ?? '', deploymentVersionId: deployed ? w.activeVersionId : null,
       status: 'queued', mode: 'async', trigger: 'table', source: deployed ? 'deployment' : 'manual', triggerBlockId: null, input: JSON.stringify(input),
       timeoutMs: policy.maxAsyncSeconds * 1000, triggeredBy: d.userId, resumeInput: null, checkpoint: null, pause: null, resumedCount: 0, output: null,
       blockOutputs: null, error: null, costTotal: null, blockExecutions: 0, queuedAt: now, startedAt: null, endedAt: null, durationMs: null, updatedAt: now,
     };
+    run.key = run.id;
     await tx.workflowRuns.insert(run);
     await tx.executionLogs.insert({
       runId: run.id, workspaceId: w.workspaceId, workflowId: w.id, deploymentVersionId: run.deploymentVersionId, trigger: 'table', level: 'info', status: 'pending',
