@@ -137,6 +137,12 @@ describe('workflow groups', () => {
     expect(page.map((r: any) => r.data.hi)).toEqual(['Hi Ann', 'Hi Ben']);
     const modes = (await ok('GET', `${base}/dispatches?workspaceId=${ws}`)).map((d: any) => [d.mode, d.isManualRun]);
     expect(modes).toContainEqual(['new', false]);
+    // Rows a CSV import appends run too.
+    const file = await ok('POST', '/api/v2/files', { workspaceId: ws, name: 'more-names.csv', content: 'name\nCleo\n' });
+    const imp = await ok('POST', '/api/v2/tables/imports', { workspaceId: ws, source: { type: 'workspace_file', fileId: file.id }, target: { type: 'existing', tableId: t.id, mode: 'append' } });
+    await until(() => ok('GET', `/api/v2/tables/imports/${imp.session.id}?workspaceId=${ws}`), (x: any) => x.status === 'completed');
+    const after = await until(() => ok('GET', `${base}/rows?workspaceId=${ws}`), (p: any[]) => p.length === 3 && p[2].data.hi !== null);
+    expect(after[2].data).toEqual({ name: 'Cleo', hi: 'Hi Cleo' });
   });
 
   it('cancels running and queued cells', async () => {

@@ -22,6 +22,7 @@ import { cellFromText, columnNamesFor, INFER_ROWS, inferType, MAX_RECORD_BYTES, 
 import { DEFAULT_VIEW_NAME, newRowId, newTableId, newViewId } from './service.ts';
 import { FolderTree } from '../domain/folder-tree.ts';
 import type { FieldRef } from './predicate.ts';
+import { newDispatchId } from './group-runs.ts';
 
 /** Rows staged per transaction. */
 export const IMPORT_BATCH = 10_000;
@@ -347,6 +348,15 @@ export class TableJobRunner {
         await tx.tableRows.copyRows(stagingId, t.id, columns);
         await tx.tableRows.dropTable(stagingId);
         await tx.userTables.update(t.id, { columns: [...t.columns, ...added], rowCount: total, job: null, updatedAt: at });
+        // Groups with autoRun run on the imported rows whose dependencies are filled (a dispatch in mode new,
+        // which the group runner picks up and which skips rows that already ran).
+        const auto = (t.groups ?? []).filter((g) => g.autoRun).map((g) => g.id);
+        if (auto.length > 0 && accepted > 0) {
+          await tx.tableGroupRuns.insertDispatch({
+            id: newDispatchId(), tableId: t.id, workspaceId: t.workspaceId, userId: imp.userId, status: 'pending', mode: 'new', scope: { groupIds: auto },
+            filter: null, limit: null, processedCount: 0, isManualRun: false, requestedAt: at, completedAt: null, canceledAt: null,
+          });
+        }
         tableId = t.id;
       }
       await tx.tableImports.update(imp.id, {
