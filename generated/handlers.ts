@@ -47,6 +47,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  addTableColumn: {
+    params: Params<operations['addTableColumn'], 'path'>;
+    query: Params<operations['addTableColumn'], 'query'>;
+    headers: Params<operations['addTableColumn'], 'header'>;
+    body: Body<operations['addTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  addWorkflowGroup: {
+    params: Params<operations['addWorkflowGroup'], 'path'>;
+    query: Params<operations['addWorkflowGroup'], 'query'>;
+    headers: Params<operations['addWorkflowGroup'], 'header'>;
+    body: Body<operations['addWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   applyWorkflowOperations: {
     params: Params<operations['applyWorkflowOperations'], 'path'>;
     query: Params<operations['applyWorkflowOperations'], 'query'>;
@@ -74,11 +92,65 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  bulkDeleteTables: {
+    params: Params<operations['bulkDeleteTables'], 'path'>;
+    query: Params<operations['bulkDeleteTables'], 'query'>;
+    headers: Params<operations['bulkDeleteTables'], 'header'>;
+    body: Body<operations['bulkDeleteTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   bulkDownloadFiles: {
     params: Params<operations['bulkDownloadFiles'], 'path'>;
     query: Params<operations['bulkDownloadFiles'], 'query'>;
     headers: Params<operations['bulkDownloadFiles'], 'header'>;
     body: Body<operations['bulkDownloadFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkUpdateTableRows: {
+    params: Params<operations['bulkUpdateTableRows'], 'path'>;
+    query: Params<operations['bulkUpdateTableRows'], 'query'>;
+    headers: Params<operations['bulkUpdateTableRows'], 'header'>;
+    body: Body<operations['bulkUpdateTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableDispatch: {
+    params: Params<operations['cancelTableDispatch'], 'path'>;
+    query: Params<operations['cancelTableDispatch'], 'query'>;
+    headers: Params<operations['cancelTableDispatch'], 'header'>;
+    body: Body<operations['cancelTableDispatch']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableExport: {
+    params: Params<operations['cancelTableExport'], 'path'>;
+    query: Params<operations['cancelTableExport'], 'query'>;
+    headers: Params<operations['cancelTableExport'], 'header'>;
+    body: Body<operations['cancelTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableImport: {
+    params: Params<operations['cancelTableImport'], 'path'>;
+    query: Params<operations['cancelTableImport'], 'query'>;
+    headers: Params<operations['cancelTableImport'], 'header'>;
+    body: Body<operations['cancelTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableRuns: {
+    params: Params<operations['cancelTableRuns'], 'path'>;
+    query: Params<operations['cancelTableRuns'], 'query'>;
+    headers: Params<operations['cancelTableRuns'], 'header'>;
+    body: Body<operations['cancelTableRuns']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -97,6 +169,15 @@ export interface OperationInputs {
     query: Params<operations['completeFileUpload'], 'query'>;
     headers: Params<operations['completeFileUpload'], 'header'>;
     body: Body<operations['completeFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  completeTableImport: {
+    params: Params<operations['completeTableImport'], 'path'>;
+    query: Params<operations['completeTableImport'], 'query'>;
+    headers: Params<operations['completeTableImport'], 'header'>;
+    body: Body<operations['completeTableImport']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -142,6 +223,78 @@ export interface OperationInputs {
     query: Params<operations['createMcpServer'], 'query'>;
     headers: Params<operations['createMcpServer'], 'header'>;
     body: Body<operations['createMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTable: {
+    params: Params<operations['createTable'], 'path'>;
+    query: Params<operations['createTable'], 'query'>;
+    headers: Params<operations['createTable'], 'header'>;
+    body: Body<operations['createTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableDispatch: {
+    params: Params<operations['createTableDispatch'], 'path'>;
+    query: Params<operations['createTableDispatch'], 'query'>;
+    headers: Params<operations['createTableDispatch'], 'header'>;
+    body: Body<operations['createTableDispatch']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableExport: {
+    params: Params<operations['createTableExport'], 'path'>;
+    query: Params<operations['createTableExport'], 'query'>;
+    headers: Params<operations['createTableExport'], 'header'>;
+    body: Body<operations['createTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableFolder: {
+    params: Params<operations['createTableFolder'], 'path'>;
+    query: Params<operations['createTableFolder'], 'query'>;
+    headers: Params<operations['createTableFolder'], 'header'>;
+    body: Body<operations['createTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableImport: {
+    params: Params<operations['createTableImport'], 'path'>;
+    query: Params<operations['createTableImport'], 'query'>;
+    headers: Params<operations['createTableImport'], 'header'>;
+    body: Body<operations['createTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableImportPartUrls: {
+    params: Params<operations['createTableImportPartUrls'], 'path'>;
+    query: Params<operations['createTableImportPartUrls'], 'query'>;
+    headers: Params<operations['createTableImportPartUrls'], 'header'>;
+    body: Body<operations['createTableImportPartUrls']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableRows: {
+    params: Params<operations['createTableRows'], 'path'>;
+    query: Params<operations['createTableRows'], 'query'>;
+    headers: Params<operations['createTableRows'], 'header'>;
+    body: Body<operations['createTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableView: {
+    params: Params<operations['createTableView'], 'path'>;
+    query: Params<operations['createTableView'], 'query'>;
+    headers: Params<operations['createTableView'], 'header'>;
+    body: Body<operations['createTableView']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -218,6 +371,60 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteTable: {
+    params: Params<operations['deleteTable'], 'path'>;
+    query: Params<operations['deleteTable'], 'query'>;
+    headers: Params<operations['deleteTable'], 'header'>;
+    body: Body<operations['deleteTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableColumn: {
+    params: Params<operations['deleteTableColumn'], 'path'>;
+    query: Params<operations['deleteTableColumn'], 'query'>;
+    headers: Params<operations['deleteTableColumn'], 'header'>;
+    body: Body<operations['deleteTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableFolder: {
+    params: Params<operations['deleteTableFolder'], 'path'>;
+    query: Params<operations['deleteTableFolder'], 'query'>;
+    headers: Params<operations['deleteTableFolder'], 'header'>;
+    body: Body<operations['deleteTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableRow: {
+    params: Params<operations['deleteTableRow'], 'path'>;
+    query: Params<operations['deleteTableRow'], 'query'>;
+    headers: Params<operations['deleteTableRow'], 'header'>;
+    body: Body<operations['deleteTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableRows: {
+    params: Params<operations['deleteTableRows'], 'path'>;
+    query: Params<operations['deleteTableRows'], 'query'>;
+    headers: Params<operations['deleteTableRows'], 'header'>;
+    body: Body<operations['deleteTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableView: {
+    params: Params<operations['deleteTableView'], 'path'>;
+    query: Params<operations['deleteTableView'], 'query'>;
+    headers: Params<operations['deleteTableView'], 'header'>;
+    body: Body<operations['deleteTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
     query: Params<operations['deleteWorkflow'], 'query'>;
@@ -241,6 +448,15 @@ export interface OperationInputs {
     query: Params<operations['deleteWorkflowFolder'], 'query'>;
     headers: Params<operations['deleteWorkflowFolder'], 'header'>;
     body: Body<operations['deleteWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteWorkflowGroup: {
+    params: Params<operations['deleteWorkflowGroup'], 'path'>;
+    query: Params<operations['deleteWorkflowGroup'], 'query'>;
+    headers: Params<operations['deleteWorkflowGroup'], 'header'>;
+    body: Body<operations['deleteWorkflowGroup']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -289,6 +505,15 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
+  };
+  downloadTableExportFile: {
+    params: Params<operations['downloadTableExportFile'], 'path'>;
+    query: Params<operations['downloadTableExportFile'], 'query'>;
+    headers: Params<operations['downloadTableExportFile'], 'header'>;
+    body: Body<operations['downloadTableExportFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
   };
   duplicateWorkflow: {
     params: Params<operations['duplicateWorkflow'], 'path'>;
@@ -425,6 +650,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getRowEnrichment: {
+    params: Params<operations['getRowEnrichment'], 'path'>;
+    query: Params<operations['getRowEnrichment'], 'query'>;
+    headers: Params<operations['getRowEnrichment'], 'header'>;
+    body: Body<operations['getRowEnrichment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getSharedFile: {
     params: Params<operations['getSharedFile'], 'path'>;
     query: Params<operations['getSharedFile'], 'query'>;
@@ -433,6 +667,60 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
+  };
+  getTable: {
+    params: Params<operations['getTable'], 'path'>;
+    query: Params<operations['getTable'], 'query'>;
+    headers: Params<operations['getTable'], 'header'>;
+    body: Body<operations['getTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableDispatch: {
+    params: Params<operations['getTableDispatch'], 'path'>;
+    query: Params<operations['getTableDispatch'], 'query'>;
+    headers: Params<operations['getTableDispatch'], 'header'>;
+    body: Body<operations['getTableDispatch']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableExport: {
+    params: Params<operations['getTableExport'], 'path'>;
+    query: Params<operations['getTableExport'], 'query'>;
+    headers: Params<operations['getTableExport'], 'header'>;
+    body: Body<operations['getTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableImport: {
+    params: Params<operations['getTableImport'], 'path'>;
+    query: Params<operations['getTableImport'], 'query'>;
+    headers: Params<operations['getTableImport'], 'header'>;
+    body: Body<operations['getTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableRow: {
+    params: Params<operations['getTableRow'], 'path'>;
+    query: Params<operations['getTableRow'], 'query'>;
+    headers: Params<operations['getTableRow'], 'header'>;
+    body: Body<operations['getTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableView: {
+    params: Params<operations['getTableView'], 'path'>;
+    query: Params<operations['getTableView'], 'query'>;
+    headers: Params<operations['getTableView'], 'header'>;
+    body: Body<operations['getTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getWorkflow: {
     params: Params<operations['getWorkflow'], 'path'>;
@@ -641,11 +929,65 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listTableDispatches: {
+    params: Params<operations['listTableDispatches'], 'path'>;
+    query: Params<operations['listTableDispatches'], 'query'>;
+    headers: Params<operations['listTableDispatches'], 'header'>;
+    body: Body<operations['listTableDispatches']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTableFolders: {
+    params: Params<operations['listTableFolders'], 'path'>;
+    query: Params<operations['listTableFolders'], 'query'>;
+    headers: Params<operations['listTableFolders'], 'header'>;
+    body: Body<operations['listTableFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTableRows: {
+    params: Params<operations['listTableRows'], 'path'>;
+    query: Params<operations['listTableRows'], 'query'>;
+    headers: Params<operations['listTableRows'], 'header'>;
+    body: Body<operations['listTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTableViews: {
+    params: Params<operations['listTableViews'], 'path'>;
+    query: Params<operations['listTableViews'], 'query'>;
+    headers: Params<operations['listTableViews'], 'header'>;
+    body: Body<operations['listTableViews']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTables: {
+    params: Params<operations['listTables'], 'path'>;
+    query: Params<operations['listTables'], 'query'>;
+    headers: Params<operations['listTables'], 'header'>;
+    body: Body<operations['listTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listWorkflowFolders: {
     params: Params<operations['listWorkflowFolders'], 'path'>;
     query: Params<operations['listWorkflowFolders'], 'query'>;
     headers: Params<operations['listWorkflowFolders'], 'header'>;
     body: Body<operations['listWorkflowFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowGroups: {
+    params: Params<operations['listWorkflowGroups'], 'path'>;
+    query: Params<operations['listWorkflowGroups'], 'query'>;
+    headers: Params<operations['listWorkflowGroups'], 'header'>;
+    body: Body<operations['listWorkflowGroups']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -722,6 +1064,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  moveTables: {
+    params: Params<operations['moveTables'], 'path'>;
+    query: Params<operations['moveTables'], 'query'>;
+    headers: Params<operations['moveTables'], 'header'>;
+    body: Body<operations['moveTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   moveWorkflows: {
     params: Params<operations['moveWorkflows'], 'path'>;
     query: Params<operations['moveWorkflows'], 'query'>;
@@ -767,6 +1118,24 @@ export interface OperationInputs {
     principal: null;
     ctx: RequestContext<null>;
   };
+  queryRows: {
+    params: Params<operations['queryRows'], 'path'>;
+    query: Params<operations['queryRows'], 'query'>;
+    headers: Params<operations['queryRows'], 'header'>;
+    body: Body<operations['queryRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  queryRowsCount: {
+    params: Params<operations['queryRowsCount'], 'path'>;
+    query: Params<operations['queryRowsCount'], 'query'>;
+    headers: Params<operations['queryRowsCount'], 'header'>;
+    body: Body<operations['queryRowsCount']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   readFileText: {
     params: Params<operations['readFileText'], 'path'>;
     query: Params<operations['readFileText'], 'query'>;
@@ -790,6 +1159,15 @@ export interface OperationInputs {
     query: Params<operations['relocateFileFolder'], 'query'>;
     headers: Params<operations['relocateFileFolder'], 'header'>;
     body: Body<operations['relocateFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  relocateTableFolder: {
+    params: Params<operations['relocateTableFolder'], 'path'>;
+    query: Params<operations['relocateTableFolder'], 'query'>;
+    headers: Params<operations['relocateTableFolder'], 'header'>;
+    body: Body<operations['relocateTableFolder']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -848,6 +1226,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  restoreTable: {
+    params: Params<operations['restoreTable'], 'path'>;
+    query: Params<operations['restoreTable'], 'query'>;
+    headers: Params<operations['restoreTable'], 'header'>;
+    body: Body<operations['restoreTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  restoreTableFolder: {
+    params: Params<operations['restoreTableFolder'], 'path'>;
+    query: Params<operations['restoreTableFolder'], 'query'>;
+    headers: Params<operations['restoreTableFolder'], 'header'>;
+    body: Body<operations['restoreTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   restoreWorkflow: {
     params: Params<operations['restoreWorkflow'], 'path'>;
     query: Params<operations['restoreWorkflow'], 'query'>;
@@ -893,11 +1289,38 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  runRowEnrichment: {
+    params: Params<operations['runRowEnrichment'], 'path'>;
+    query: Params<operations['runRowEnrichment'], 'query'>;
+    headers: Params<operations['runRowEnrichment'], 'header'>;
+    body: Body<operations['runRowEnrichment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   searchFileContent: {
     params: Params<operations['searchFileContent'], 'path'>;
     query: Params<operations['searchFileContent'], 'query'>;
     headers: Params<operations['searchFileContent'], 'header'>;
     body: Body<operations['searchFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  searchTableRows: {
+    params: Params<operations['searchTableRows'], 'path'>;
+    query: Params<operations['searchTableRows'], 'query'>;
+    headers: Params<operations['searchTableRows'], 'header'>;
+    body: Body<operations['searchTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  tableExportDownload: {
+    params: Params<operations['tableExportDownload'], 'path'>;
+    query: Params<operations['tableExportDownload'], 'query'>;
+    headers: Params<operations['tableExportDownload'], 'header'>;
+    body: Body<operations['tableExportDownload']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -947,11 +1370,65 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateRowsByFilter: {
+    params: Params<operations['updateRowsByFilter'], 'path'>;
+    query: Params<operations['updateRowsByFilter'], 'query'>;
+    headers: Params<operations['updateRowsByFilter'], 'header'>;
+    body: Body<operations['updateRowsByFilter']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTable: {
+    params: Params<operations['updateTable'], 'path'>;
+    query: Params<operations['updateTable'], 'query'>;
+    headers: Params<operations['updateTable'], 'header'>;
+    body: Body<operations['updateTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableColumn: {
+    params: Params<operations['updateTableColumn'], 'path'>;
+    query: Params<operations['updateTableColumn'], 'query'>;
+    headers: Params<operations['updateTableColumn'], 'header'>;
+    body: Body<operations['updateTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableRow: {
+    params: Params<operations['updateTableRow'], 'path'>;
+    query: Params<operations['updateTableRow'], 'query'>;
+    headers: Params<operations['updateTableRow'], 'header'>;
+    body: Body<operations['updateTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableView: {
+    params: Params<operations['updateTableView'], 'path'>;
+    query: Params<operations['updateTableView'], 'query'>;
+    headers: Params<operations['updateTableView'], 'header'>;
+    body: Body<operations['updateTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
     headers: Params<operations['updateWorkflow'], 'header'>;
     body: Body<operations['updateWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkflowGroup: {
+    params: Params<operations['updateWorkflowGroup'], 'path'>;
+    query: Params<operations['updateWorkflowGroup'], 'query'>;
+    headers: Params<operations['updateWorkflowGroup'], 'header'>;
+    body: Body<operations['updateWorkflowGroup']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -992,6 +1469,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  upsertTableRow: {
+    params: Params<operations['upsertTableRow'], 'path'>;
+    query: Params<operations['upsertTableRow'], 'query'>;
+    headers: Params<operations['upsertTableRow'], 'header'>;
+    body: Body<operations['upsertTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
 }
 
 /** One member per success status; a status whose response has a non-JSON media type may carry a stream. */
@@ -1004,6 +1490,16 @@ export interface OperationResults {
   activateWorkflowVersion: {
     status: 200;
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  addTableColumn: {
+    status: 200;
+    body: Json<operations['addTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  addWorkflowGroup: {
+    status: 200;
+    body: Json<operations['addWorkflowGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   applyWorkflowOperations: {
@@ -1021,9 +1517,39 @@ export interface OperationResults {
     body: Json<operations['bulkDeleteFiles']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  bulkDeleteTables: {
+    status: 200;
+    body: Json<operations['bulkDeleteTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   bulkDownloadFiles: {
     status: 200;
     body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  bulkUpdateTableRows: {
+    status: 200;
+    body: Json<operations['bulkUpdateTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableDispatch: {
+    status: 200;
+    body: Json<operations['cancelTableDispatch']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableExport: {
+    status: 200;
+    body: Json<operations['cancelTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableImport: {
+    status: 200;
+    body: Json<operations['cancelTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableRuns: {
+    status: 200;
+    body: Json<operations['cancelTableRuns']['responses'][200]>;
     headers?: Record<string, string>;
   };
   cancelWorkflowRun: {
@@ -1034,6 +1560,11 @@ export interface OperationResults {
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  completeTableImport: {
+    status: 200;
+    body: Json<operations['completeTableImport']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createFile: {
@@ -1059,6 +1590,46 @@ export interface OperationResults {
   createMcpServer: {
     status: 201;
     body: Json<operations['createMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTable: {
+    status: 201;
+    body: Json<operations['createTable']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableDispatch: {
+    status: 200;
+    body: Json<operations['createTableDispatch']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableExport: {
+    status: 200;
+    body: Json<operations['createTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableFolder: {
+    status: 201;
+    body: Json<operations['createTableFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableImport: {
+    status: 200;
+    body: Json<operations['createTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableImportPartUrls: {
+    status: 200;
+    body: Json<operations['createTableImportPartUrls']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableRows: {
+    status: 201;
+    body: Json<operations['createTableRows']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableView: {
+    status: 201;
+    body: Json<operations['createTableView']['responses'][201]>;
     headers?: Record<string, string>;
   };
   createWorkflow: {
@@ -1101,6 +1672,36 @@ export interface OperationResults {
     body: Json<operations['deleteMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteTable: {
+    status: 200;
+    body: Json<operations['deleteTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableColumn: {
+    status: 200;
+    body: Json<operations['deleteTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableFolder: {
+    status: 200;
+    body: Json<operations['deleteTableFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableRow: {
+    status: 200;
+    body: Json<operations['deleteTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableRows: {
+    status: 200;
+    body: Json<operations['deleteTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableView: {
+    status: 200;
+    body: Json<operations['deleteTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteWorkflow: {
     status: 200;
     body: Json<operations['deleteWorkflow']['responses'][200]>;
@@ -1114,6 +1715,11 @@ export interface OperationResults {
   deleteWorkflowFolder: {
     status: 200;
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteWorkflowGroup: {
+    status: 200;
+    body: Json<operations['deleteWorkflowGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflowMcpServer: {
@@ -1153,6 +1759,11 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  downloadTableExportFile: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
   duplicateWorkflow: {
     status: 201;
     body: Json<operations['duplicateWorkflow']['responses'][201]>;
@@ -1234,6 +1845,11 @@ export interface OperationResults {
     body: Json<operations['getMeta']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getRowEnrichment: {
+    status: 200;
+    body: Json<operations['getRowEnrichment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getSharedFile:
     | {
         status: 200;
@@ -1245,6 +1861,36 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  getTable: {
+    status: 200;
+    body: Json<operations['getTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableDispatch: {
+    status: 200;
+    body: Json<operations['getTableDispatch']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableExport: {
+    status: 200;
+    body: Json<operations['getTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableImport: {
+    status: 200;
+    body: Json<operations['getTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableRow: {
+    status: 200;
+    body: Json<operations['getTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableView: {
+    status: 200;
+    body: Json<operations['getTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflow: {
     status: 200;
     body: Json<operations['getWorkflow']['responses'][200]>;
@@ -1366,9 +2012,39 @@ export interface OperationResults {
     body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listTableDispatches: {
+    status: 200;
+    body: Json<operations['listTableDispatches']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTableFolders: {
+    status: 200;
+    body: Json<operations['listTableFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTableRows: {
+    status: 200;
+    body: Json<operations['listTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTableViews: {
+    status: 200;
+    body: Json<operations['listTableViews']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTables: {
+    status: 200;
+    body: Json<operations['listTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowGroups: {
+    status: 200;
+    body: Json<operations['listWorkflowGroups']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowMcpServers: {
@@ -1411,6 +2087,11 @@ export interface OperationResults {
     body: Json<operations['moveFileItems']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  moveTables: {
+    status: 200;
+    body: Json<operations['moveTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   moveWorkflows: {
     status: 200;
     body: Json<operations['moveWorkflows']['responses'][200]>;
@@ -1442,6 +2123,16 @@ export interface OperationResults {
     body: undefined;
     headers?: Record<string, string>;
   };
+  queryRows: {
+    status: 200;
+    body: Json<operations['queryRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  queryRowsCount: {
+    status: 200;
+    body: Json<operations['queryRowsCount']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   readFileText: {
     status: 200;
     body: Json<operations['readFileText']['responses'][200]>;
@@ -1455,6 +2146,11 @@ export interface OperationResults {
   relocateFileFolder: {
     status: 200;
     body: Json<operations['relocateFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  relocateTableFolder: {
+    status: 200;
+    body: Json<operations['relocateTableFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
   relocateWorkflowFolder: {
@@ -1485,6 +2181,16 @@ export interface OperationResults {
   restoreFileFolder: {
     status: 200;
     body: Json<operations['restoreFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreTable: {
+    status: 200;
+    body: Json<operations['restoreTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreTableFolder: {
+    status: 200;
+    body: Json<operations['restoreTableFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
   restoreWorkflow: {
@@ -1518,9 +2224,24 @@ export interface OperationResults {
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  runRowEnrichment: {
+    status: 200;
+    body: Json<operations['runRowEnrichment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   searchFileContent: {
     status: 200;
     body: Json<operations['searchFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  searchTableRows: {
+    status: 200;
+    body: Json<operations['searchTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  tableExportDownload: {
+    status: 200;
+    body: Json<operations['tableExportDownload']['responses'][200]>;
     headers?: Record<string, string>;
   };
   undeployWorkflow: {
@@ -1548,9 +2269,39 @@ export interface OperationResults {
     body: Json<operations['updateMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateRowsByFilter: {
+    status: 200;
+    body: Json<operations['updateRowsByFilter']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTable: {
+    status: 200;
+    body: Json<operations['updateTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableColumn: {
+    status: 200;
+    body: Json<operations['updateTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableRow: {
+    status: 200;
+    body: Json<operations['updateTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableView: {
+    status: 200;
+    body: Json<operations['updateTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowGroup: {
+    status: 200;
+    body: Json<operations['updateWorkflowGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflowMcpServer: {
@@ -1573,6 +2324,11 @@ export interface OperationResults {
     body: Json<operations['upsertFileShare']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  upsertTableRow: {
+    status: 200;
+    body: Json<operations['upsertTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
 }
 
 /** The validated request, the authenticated caller (also at ctx.principal) and the request context. */
@@ -1588,18 +2344,36 @@ export interface Handlers {
   abortFileUpload: Handler<'abortFileUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** POST /api/v2/tables/{tableId}/columns — Add a column */
+  addTableColumn: Handler<'addTableColumn'>;
+  /** POST /api/v2/tables/{tableId}/groups — Add a workflow group */
+  addWorkflowGroup: Handler<'addWorkflowGroup'>;
   /** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
   applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
   /** POST /api/v2/files/bulk-delete — Delete several files */
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
+  /** POST /api/v2/tables/bulk-delete — Delete tables and folders */
+  bulkDeleteTables: Handler<'bulkDeleteTables'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
+  bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
+  /** DELETE /api/v2/tables/{tableId}/dispatches/{dispatchId} — Cancel a dispatch */
+  cancelTableDispatch: Handler<'cancelTableDispatch'>;
+  /** DELETE /api/v2/tables/{tableId}/exports/{exportId} — Cancel a table export */
+  cancelTableExport: Handler<'cancelTableExport'>;
+  /** DELETE /api/v2/tables/imports/{importId} — Cancel a table import */
+  cancelTableImport: Handler<'cancelTableImport'>;
+  /** POST /api/v2/tables/{tableId}/cancel-runs — Cancel table runs */
+  cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/tables/imports/{importId}/complete — Complete a table import upload */
+  completeTableImport: Handler<'completeTableImport'>;
   /** POST /api/v2/files — Create a file */
   createFile: Handler<'createFile'>;
   /** POST /api/v2/files/folders — Create a file folder */
@@ -1610,6 +2384,22 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/mcp-servers — Register an MCP server */
   createMcpServer: Handler<'createMcpServer'>;
+  /** POST /api/v2/tables — Create a table */
+  createTable: Handler<'createTable'>;
+  /** POST /api/v2/tables/{tableId}/dispatches — Run workflow groups */
+  createTableDispatch: Handler<'createTableDispatch'>;
+  /** POST /api/v2/tables/{tableId}/exports — Export a table */
+  createTableExport: Handler<'createTableExport'>;
+  /** POST /api/v2/tables/folders — Create a table folder */
+  createTableFolder: Handler<'createTableFolder'>;
+  /** POST /api/v2/tables/imports — Start a table import */
+  createTableImport: Handler<'createTableImport'>;
+  /** POST /api/v2/tables/imports/{importId}/parts — Get signed part URLs of a table import */
+  createTableImportPartUrls: Handler<'createTableImportPartUrls'>;
+  /** POST /api/v2/tables/{tableId}/rows — Create rows */
+  createTableRows: Handler<'createTableRows'>;
+  /** POST /api/v2/tables/{tableId}/views — Create a view */
+  createTableView: Handler<'createTableView'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1626,12 +2416,26 @@ export interface Handlers {
   deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
   /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
   deleteMcpServer: Handler<'deleteMcpServer'>;
+  /** DELETE /api/v2/tables/{tableId} — Delete (archive) a table */
+  deleteTable: Handler<'deleteTable'>;
+  /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
+  deleteTableColumn: Handler<'deleteTableColumn'>;
+  /** DELETE /api/v2/tables/folders — Delete a table folder */
+  deleteTableFolder: Handler<'deleteTableFolder'>;
+  /** DELETE /api/v2/tables/{tableId}/rows/{rowId} — Delete a row */
+  deleteTableRow: Handler<'deleteTableRow'>;
+  /** DELETE /api/v2/tables/{tableId}/rows — Delete rows */
+  deleteTableRows: Handler<'deleteTableRows'>;
+  /** DELETE /api/v2/tables/{tableId}/views/{viewId} — Delete a view */
+  deleteTableView: Handler<'deleteTableView'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/{workflowId}/deployments/chat — Delete the workflow's hosted chat */
   deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
+  /** DELETE /api/v2/tables/{tableId}/groups — Delete a workflow group */
+  deleteWorkflowGroup: Handler<'deleteWorkflowGroup'>;
   /** DELETE /api/v2/workflow-mcp-servers/{serverId} — Delete a workflow MCP server */
   deleteWorkflowMcpServer: Handler<'deleteWorkflowMcpServer'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
@@ -1642,6 +2446,8 @@ export interface Handlers {
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
   downloadFileVersion: Handler<'downloadFileVersion'>;
+  /** GET /transfers/tables/exports/{exportId} — Download a table export file */
+  downloadTableExportFile: Handler<'downloadTableExportFile'>;
   /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */
@@ -1672,8 +2478,22 @@ export interface Handlers {
   getMcpServer: Handler<'getMcpServer'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
+  getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
+  /** GET /api/v2/tables/{tableId} — Get a table */
+  getTable: Handler<'getTable'>;
+  /** GET /api/v2/tables/{tableId}/dispatches/{dispatchId} — Get a dispatch */
+  getTableDispatch: Handler<'getTableDispatch'>;
+  /** GET /api/v2/tables/{tableId}/exports/{exportId} — Get a table export */
+  getTableExport: Handler<'getTableExport'>;
+  /** GET /api/v2/tables/imports/{importId} — Get a table import */
+  getTableImport: Handler<'getTableImport'>;
+  /** GET /api/v2/tables/{tableId}/rows/{rowId} — Get a row */
+  getTableRow: Handler<'getTableRow'>;
+  /** GET /api/v2/tables/{tableId}/views/{viewId} — Get a view */
+  getTableView: Handler<'getTableView'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
@@ -1720,8 +2540,20 @@ export interface Handlers {
   listMcpServerTools: Handler<'listMcpServerTools'>;
   /** GET /api/v2/mcp-servers — List MCP servers */
   listMcpServers: Handler<'listMcpServers'>;
+  /** GET /api/v2/tables/{tableId}/dispatches — List dispatches */
+  listTableDispatches: Handler<'listTableDispatches'>;
+  /** GET /api/v2/tables/folders — List table folders */
+  listTableFolders: Handler<'listTableFolders'>;
+  /** GET /api/v2/tables/{tableId}/rows — List rows */
+  listTableRows: Handler<'listTableRows'>;
+  /** GET /api/v2/tables/{tableId}/views — List views */
+  listTableViews: Handler<'listTableViews'>;
+  /** GET /api/v2/tables — List tables */
+  listTables: Handler<'listTables'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
+  /** GET /api/v2/tables/{tableId}/groups — List workflow groups */
+  listWorkflowGroups: Handler<'listWorkflowGroups'>;
   /** GET /api/v2/workflow-mcp-servers — List workflow MCP servers */
   listWorkflowMcpServers: Handler<'listWorkflowMcpServers'>;
   /** GET /api/v2/workflow-mcp-servers/{serverId}/tools — List the tools of a workflow MCP server */
@@ -1738,6 +2570,8 @@ export interface Handlers {
   listWorkspaces: Handler<'listWorkspaces'>;
   /** POST /api/v2/files/move — Move files */
   moveFileItems: Handler<'moveFileItems'>;
+  /** POST /api/v2/tables/move — Move tables and folders */
+  moveTables: Handler<'moveTables'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
   /** POST /api/cli/auth/poll — Poll a CLI pairing request */
@@ -1748,12 +2582,18 @@ export interface Handlers {
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
   putFileUploadPart: Handler<'putFileUploadPart'>;
+  /** POST /api/v2/tables/{tableId}/query — Query rows */
+  queryRows: Handler<'queryRows'>;
+  /** POST /api/v2/tables/{tableId}/query/count — Count rows */
+  queryRowsCount: Handler<'queryRowsCount'>;
   /** GET /api/v2/files/{fileId}/text — Read file text */
   readFileText: Handler<'readFileText'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/text — Read file version text */
   readFileVersionText: Handler<'readFileVersionText'>;
   /** PATCH /api/v2/files/folders — Rename or move a file folder */
   relocateFileFolder: Handler<'relocateFileFolder'>;
+  /** PATCH /api/v2/tables/folders — Move or rename a table folder */
+  relocateTableFolder: Handler<'relocateTableFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
@@ -1766,6 +2606,10 @@ export interface Handlers {
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
   restoreFileFolder: Handler<'restoreFileFolder'>;
+  /** POST /api/v2/tables/{tableId}/restore — Restore an archived table */
+  restoreTable: Handler<'restoreTable'>;
+  /** POST /api/v2/tables/folders/restore — Restore a table folder */
+  restoreTableFolder: Handler<'restoreTableFolder'>;
   /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
   restoreWorkflow: Handler<'restoreWorkflow'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/resume — Resume a paused workflow run */
@@ -1776,8 +2620,14 @@ export interface Handlers {
   revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
+  /** POST /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Run one row's group */
+  runRowEnrichment: Handler<'runRowEnrichment'>;
   /** GET /api/v2/files/search — Search file content */
   searchFileContent: Handler<'searchFileContent'>;
+  /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
+  searchTableRows: Handler<'searchTableRows'>;
+  /** GET /api/v2/tables/{tableId}/exports/{exportId}/download — Get the download link of a table export */
+  tableExportDownload: Handler<'tableExportDownload'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** DELETE /api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId} — Unpublish a workflow MCP tool */
@@ -1788,8 +2638,20 @@ export interface Handlers {
   updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
   updateMcpServer: Handler<'updateMcpServer'>;
+  /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
+  updateRowsByFilter: Handler<'updateRowsByFilter'>;
+  /** PATCH /api/v2/tables/{tableId} — Update a table */
+  updateTable: Handler<'updateTable'>;
+  /** PATCH /api/v2/tables/{tableId}/columns — Update a column */
+  updateTableColumn: Handler<'updateTableColumn'>;
+  /** PATCH /api/v2/tables/{tableId}/rows/{rowId} — Update a row */
+  updateTableRow: Handler<'updateTableRow'>;
+  /** PATCH /api/v2/tables/{tableId}/views/{viewId} — Update a view */
+  updateTableView: Handler<'updateTableView'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
+  /** PATCH /api/v2/tables/{tableId}/groups — Update a workflow group */
+  updateWorkflowGroup: Handler<'updateWorkflowGroup'>;
   /** PATCH /api/v2/workflow-mcp-servers/{serverId} — Update a workflow MCP server */
   updateWorkflowMcpServer: Handler<'updateWorkflowMcpServer'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
@@ -1798,4 +2660,6 @@ export interface Handlers {
   updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
   /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */
   upsertFileShare: Handler<'upsertFileShare'>;
+  /** POST /api/v2/tables/{tableId}/rows/upsert — Insert or update a row by a unique column */
+  upsertTableRow: Handler<'upsertTableRow'>;
 }

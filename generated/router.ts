@@ -125,6 +125,158 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.listMcpServerTools, handlers.listMcpServerTools),
   );
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
+  router.get('/api/v2/tables', ...bind(OPERATIONS.listTables, handlers.listTables));
+  router.post('/api/v2/tables', ...bind(OPERATIONS.createTable, handlers.createTable));
+  router.post('/api/v2/tables/bulk-delete', ...bind(OPERATIONS.bulkDeleteTables, handlers.bulkDeleteTables));
+  router.delete('/api/v2/tables/folders', ...bind(OPERATIONS.deleteTableFolder, handlers.deleteTableFolder));
+  router.get('/api/v2/tables/folders', ...bind(OPERATIONS.listTableFolders, handlers.listTableFolders));
+  router.patch(
+    '/api/v2/tables/folders',
+    ...bind(OPERATIONS.relocateTableFolder, handlers.relocateTableFolder),
+  );
+  router.post('/api/v2/tables/folders', ...bind(OPERATIONS.createTableFolder, handlers.createTableFolder));
+  router.post(
+    '/api/v2/tables/folders/restore',
+    ...bind(OPERATIONS.restoreTableFolder, handlers.restoreTableFolder),
+  );
+  router.post('/api/v2/tables/imports', ...bind(OPERATIONS.createTableImport, handlers.createTableImport));
+  router.delete(
+    '/api/v2/tables/imports/:importId',
+    ...bind(OPERATIONS.cancelTableImport, handlers.cancelTableImport),
+  );
+  router.get('/api/v2/tables/imports/:importId', ...bind(OPERATIONS.getTableImport, handlers.getTableImport));
+  router.post(
+    '/api/v2/tables/imports/:importId/complete',
+    ...bind(OPERATIONS.completeTableImport, handlers.completeTableImport),
+  );
+  router.post(
+    '/api/v2/tables/imports/:importId/parts',
+    ...bind(OPERATIONS.createTableImportPartUrls, handlers.createTableImportPartUrls),
+  );
+  router.post('/api/v2/tables/move', ...bind(OPERATIONS.moveTables, handlers.moveTables));
+  router.delete('/api/v2/tables/:tableId', ...bind(OPERATIONS.deleteTable, handlers.deleteTable));
+  router.get('/api/v2/tables/:tableId', ...bind(OPERATIONS.getTable, handlers.getTable));
+  router.patch('/api/v2/tables/:tableId', ...bind(OPERATIONS.updateTable, handlers.updateTable));
+  router.post(
+    '/api/v2/tables/:tableId/cancel-runs',
+    ...bind(OPERATIONS.cancelTableRuns, handlers.cancelTableRuns),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/columns',
+    ...bind(OPERATIONS.deleteTableColumn, handlers.deleteTableColumn),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/columns',
+    ...bind(OPERATIONS.updateTableColumn, handlers.updateTableColumn),
+  );
+  router.post('/api/v2/tables/:tableId/columns', ...bind(OPERATIONS.addTableColumn, handlers.addTableColumn));
+  router.get(
+    '/api/v2/tables/:tableId/dispatches',
+    ...bind(OPERATIONS.listTableDispatches, handlers.listTableDispatches),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/dispatches',
+    ...bind(OPERATIONS.createTableDispatch, handlers.createTableDispatch),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/dispatches/:dispatchId',
+    ...bind(OPERATIONS.cancelTableDispatch, handlers.cancelTableDispatch),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/dispatches/:dispatchId',
+    ...bind(OPERATIONS.getTableDispatch, handlers.getTableDispatch),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/exports',
+    ...bind(OPERATIONS.createTableExport, handlers.createTableExport),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/exports/:exportId',
+    ...bind(OPERATIONS.cancelTableExport, handlers.cancelTableExport),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/exports/:exportId',
+    ...bind(OPERATIONS.getTableExport, handlers.getTableExport),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/exports/:exportId/download',
+    ...bind(OPERATIONS.tableExportDownload, handlers.tableExportDownload),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.deleteWorkflowGroup, handlers.deleteWorkflowGroup),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.listWorkflowGroups, handlers.listWorkflowGroups),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.updateWorkflowGroup, handlers.updateWorkflowGroup),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.addWorkflowGroup, handlers.addWorkflowGroup),
+  );
+  router.post('/api/v2/tables/:tableId/query', ...bind(OPERATIONS.queryRows, handlers.queryRows));
+  router.post(
+    '/api/v2/tables/:tableId/query/count',
+    ...bind(OPERATIONS.queryRowsCount, handlers.queryRowsCount),
+  );
+  router.post('/api/v2/tables/:tableId/restore', ...bind(OPERATIONS.restoreTable, handlers.restoreTable));
+  router.delete(
+    '/api/v2/tables/:tableId/rows',
+    ...bind(OPERATIONS.deleteTableRows, handlers.deleteTableRows),
+  );
+  router.get('/api/v2/tables/:tableId/rows', ...bind(OPERATIONS.listTableRows, handlers.listTableRows));
+  router.patch(
+    '/api/v2/tables/:tableId/rows',
+    ...bind(OPERATIONS.updateRowsByFilter, handlers.updateRowsByFilter),
+  );
+  router.post('/api/v2/tables/:tableId/rows', ...bind(OPERATIONS.createTableRows, handlers.createTableRows));
+  router.post(
+    '/api/v2/tables/:tableId/rows/bulk-update',
+    ...bind(OPERATIONS.bulkUpdateTableRows, handlers.bulkUpdateTableRows),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/search',
+    ...bind(OPERATIONS.searchTableRows, handlers.searchTableRows),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/upsert',
+    ...bind(OPERATIONS.upsertTableRow, handlers.upsertTableRow),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/rows/:rowId',
+    ...bind(OPERATIONS.deleteTableRow, handlers.deleteTableRow),
+  );
+  router.get('/api/v2/tables/:tableId/rows/:rowId', ...bind(OPERATIONS.getTableRow, handlers.getTableRow));
+  router.patch(
+    '/api/v2/tables/:tableId/rows/:rowId',
+    ...bind(OPERATIONS.updateTableRow, handlers.updateTableRow),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/rows/:rowId/enrichment/:groupId',
+    ...bind(OPERATIONS.getRowEnrichment, handlers.getRowEnrichment),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/:rowId/enrichment/:groupId',
+    ...bind(OPERATIONS.runRowEnrichment, handlers.runRowEnrichment),
+  );
+  router.get('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.listTableViews, handlers.listTableViews));
+  router.post('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.createTableView, handlers.createTableView));
+  router.delete(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.deleteTableView, handlers.deleteTableView),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.getTableView, handlers.getTableView),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.updateTableView, handlers.updateTableView),
+  );
   router.get(
     '/api/v2/workflow-mcp-servers',
     ...bind(OPERATIONS.listWorkflowMcpServers, handlers.listWorkflowMcpServers),
@@ -306,5 +458,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.put(
     '/transfers/files/:uploadId/parts/:partNumber',
     ...bind(OPERATIONS.putFileUploadPart, handlers.putFileUploadPart),
+  );
+  router.get(
+    '/transfers/tables/exports/:exportId',
+    ...bind(OPERATIONS.downloadTableExportFile, handlers.downloadTableExportFile),
   );
 }

@@ -1,7 +1,7 @@
 // Configuration comes from environment variables only; see the table in README.md.
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { DEFAULT_EXECUTION_POLICIES, DEFAULT_RATE_LIMITS, type ExecutionPolicy, type RateBucket, type RateLimits } from './billing/plans.ts';
+import { DEFAULT_EXECUTION_POLICIES, DEFAULT_RATE_LIMITS, DEFAULT_TABLE_LIMITS, type ExecutionPolicy, type RateBucket, type RateLimits } from './billing/plans.ts';
 import { PLANS, type Plan } from './store/billing-accounts.ts';
 
 export interface Config {
@@ -38,6 +38,7 @@ export interface Config {
   runs: RunSettings;
   /** Key for secret values at rest (32 bytes, hex or base64); null keeps a generated one in $DATA_DIR/secrets.key. */
   secretsKey: string | null;
+  tables: TableSettings;
   /** Limits of the HTTP layer itself: how long a request may take to arrive, how deep a JSON body may nest. */
   http: HttpLimits;
   /** Hosted chat pages and browser sign-in (sessions, the CLI's OAuth server and pairing handoff). */
@@ -66,6 +67,12 @@ export interface WebSettings {
   oauthEnabled: boolean;
   /** Where mail goes: `smtp` (SMTP_URL) or `outbox` (one JSON file per message in `outboxDir`, for local use and tests). */
   mail: { transport: 'smtp' | 'outbox'; smtpUrl: string | null; from: string; outboxDir: string };
+}
+
+/** User tables: per-plan limits (TABLES_LIMIT_<PLAN>, TABLE_ROWS_LIMIT_<PLAN>) and the row size cap. */
+export interface TableSettings {
+  perPlan: Record<Plan, { tables: number; rowsPerTable: number }>;
+  maxRowBytes: number;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -228,6 +235,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           },
         ]),
       ) as Record<Plan, ExecutionPolicy>,
+    },
+    tables: {
+      perPlan: Object.fromEntries(
+        PLANS.map((plan) => [
+          plan,
+          {
+            tables: integer(env, `TABLES_LIMIT_${plan.toUpperCase()}`, DEFAULT_TABLE_LIMITS[plan].tables, 0, 10_000_000),
+            rowsPerTable: integer(env, `TABLE_ROWS_LIMIT_${plan.toUpperCase()}`, DEFAULT_TABLE_LIMITS[plan].rowsPerTable, 0, 1_000_000_000),
+          },
+        ]),
+      ) as Record<Plan, { tables: number; rowsPerTable: number }>,
+      maxRowBytes: byteSize(env, 'TABLE_MAX_ROW_SIZE_BYTES', 400 * 1024),
     },
     http: httpLimits(env),
   };

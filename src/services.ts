@@ -9,6 +9,8 @@ import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { McpRegistry } from './mcp/registry.ts';
+import type { TableJobRunner } from './tables/jobs.ts';
+import type { GroupRunner } from './tables/group-runs.ts';
 import type { DataDirLock } from './store/data-dir-lock.ts';
 import type { Mailer } from './mail/mailer.ts';
 
@@ -32,6 +34,10 @@ export interface Services {
   secrets: SecretVault;
   /** Registered external MCP servers: their tools (for MCP tool blocks and agents) and calling them. */
   mcp: McpRegistry;
+  /** Table imports and exports running in the background. */
+  tableJobs: TableJobRunner;
+  /** Workflow groups of tables: dispatches and the runs they queue. */
+  tableGroups: GroupRunner;
   /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
   dataDirLock?: DataDirLock;
   /** Outgoing mail (chat one-time codes): SMTP, or the local outbox directory. */

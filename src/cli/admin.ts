@@ -22,6 +22,8 @@ import { createOAuthClient, issueTokens, parseScopes, refreshTokens, revokeAppli
 import { PLANS, type Plan } from '../store/billing-accounts.ts';
 import { setUserPassword } from '../identity/web-session.ts';
 import { SecretCipher, loadSecretsKey } from '../secrets/cipher.ts';
+import { setTableLocks, TableLockError } from '../tables/locks.ts';
+import type { TableLocks } from '../store/user-tables.ts';
 import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
@@ -48,6 +50,8 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   secret set --workspace <id> --name <NAME> --value <value> [--user <userId>] [--description <text>]
              (with --user: that member's personal secret; runs resolve {{NAME}} personal first, then workspace)
   secret delete --workspace <id> --name <NAME> [--user <userId>]
+  table lock --table <tableId> [--preset none|append-only|read-only] [--schema true|false] [--insert true|false]
+             [--update true|false] [--delete true|false]   (423 LOCKED for the verbs a lock guards; reads never)
 
 The database is the one the server uses: DATA_DIR (default ./data) or DATABASE_FILE.`;
 
@@ -70,6 +74,12 @@ const OPTIONS = {
   description: { type: 'string' },
   password: { type: 'string' },
   'password-stdin': { type: 'boolean' },
+  table: { type: 'string' },
+  preset: { type: 'string' },
+  schema: { type: 'string' },
+  insert: { type: 'string' },
+  update: { type: 'string' },
+  delete: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -206,6 +216,16 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
       await revokeApiKey(store, id);
       return { id, revoked: true };
     }
+    case 'table lock': {
+      const flags_: Partial<TableLocks> = {};
+      for (const [flag, field] of [['schema', 'schemaLocked'], ['insert', 'insertLocked'], ['update', 'updateLocked'], ['delete', 'deleteLocked']] as const) {
+        const v = flags[flag];
+        if (v === undefined) continue;
+        if (v !== 'true' && v !== 'false') throw new TableLockError(`--${flag} must be true or false`);
+        flags_[field] = v === 'true';
+      }
+      return setTableLocks(store, required(flags, 'table'), { preset: flags.preset as string | undefined, flags: flags_ });
+    }
     default:
       throw new IdentityError(`Unknown command "${command}".\n${USAGE}`);
   }
@@ -238,7 +258,7 @@ export async function main(argv: string[]): Promise<void> {
     const result = await run(store, parsed.positionals.join(' '), parsed.values as Flags);
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } catch (err) {
-    const message = err instanceof IdentityError || err instanceof SecretError ? err.message : `Unexpected failure: ${(err as Error).message}`;
+    const message = err instanceof IdentityError || err instanceof SecretError || err instanceof TableLockError ? err.message : `Unexpected failure: ${(err as Error).message}`;
     process.stderr.write(JSON.stringify({ error: message }) + '\n');
     process.exitCode = 1;
   } finally {

@@ -569,6 +569,166 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX mcp_servers_by_workspace ON mcp_servers (workspace_id, created_at, id);
     `,
   },
+  {
+    version: 50,
+    name: 'one folder tree for every kind: workflow and file folders move into folders',
+    sql: `
+      CREATE TABLE folders (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        parent_path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        locked INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        archive_batch TEXT
+      );
+      CREATE UNIQUE INDEX folders_active_path ON folders (workspace_id, kind, path) WHERE archived_at IS NULL;
+      CREATE INDEX folders_by_parent ON folders (workspace_id, kind, parent_path, name, id) WHERE archived_at IS NULL;
+      CREATE INDEX folders_archived ON folders (workspace_id, kind, path, archived_at) WHERE archived_at IS NOT NULL;
+      CREATE INDEX folders_by_batch ON folders (archive_batch) WHERE archive_batch IS NOT NULL;
+      INSERT INTO folders (id, workspace_id, kind, path, parent_path, name, locked, created_at, updated_at, archived_at, archive_batch)
+        SELECT id, workspace_id, 'workflow', path, parent_path, name, locked, created_at, updated_at, archived_at, NULL FROM workflow_folders;
+      INSERT INTO folders (id, workspace_id, kind, path, parent_path, name, locked, created_at, updated_at, archived_at, archive_batch)
+        SELECT id, workspace_id, 'file', path, parent_path, name, 0, created_at, updated_at, deleted_at, archive_batch FROM file_folders;
+      DROP TABLE workflow_folders;
+      DROP TABLE file_folders;
+    `,
+  },
+  {
+    version: 51,
+    name: 'tables: definitions and views (rows live in one SQL table per user table, trows_<id>)',
+    sql: `
+      CREATE TABLE user_tables (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        folder_path TEXT NOT NULL DEFAULT '/',
+        columns TEXT NOT NULL,
+        owner_id TEXT,
+        owner_email TEXT NOT NULL,
+        row_count INTEGER NOT NULL DEFAULT 0,
+        max_rows INTEGER NOT NULL,
+        schema_locked INTEGER NOT NULL DEFAULT 0,
+        insert_locked INTEGER NOT NULL DEFAULT 0,
+        update_locked INTEGER NOT NULL DEFAULT 0,
+        delete_locked INTEGER NOT NULL DEFAULT 0,
+        job TEXT,
+        archived_at TEXT,
+        archive_batch TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX user_tables_active_name ON user_tables (workspace_id, name) WHERE archived_at IS NULL;
+      CREATE INDEX user_tables_by_created ON user_tables (workspace_id, created_at, id);
+      CREATE INDEX user_tables_by_name ON user_tables (workspace_id, name, id);
+      CREATE INDEX user_tables_by_updated ON user_tables (workspace_id, updated_at, id);
+      CREATE INDEX user_tables_by_folder ON user_tables (workspace_id, folder_path);
+      CREATE INDEX user_tables_by_batch ON user_tables (archive_batch) WHERE archive_batch IS NOT NULL;
+      CREATE TABLE table_views (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        config TEXT NOT NULL,
+        is_default INTEGER NOT NULL DEFAULT 0,
+        created_by_email TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX table_views_one_default ON table_views (table_id) WHERE is_default = 1;
+      CREATE INDEX table_views_by_table ON table_views (table_id, created_at, id);
+    `,
+  },
+  {
+    version: 52,
+    name: 'tables: CSV imports and exports',
+    sql: `
+      CREATE TABLE table_imports (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
+        upload_id TEXT,
+        source TEXT NOT NULL,
+        target TEXT NOT NULL,
+        options TEXT NOT NULL,
+        status TEXT NOT NULL,
+        table_id TEXT,
+        staging_id TEXT,
+        rows_processed INTEGER NOT NULL DEFAULT 0,
+        rows_rejected INTEGER NOT NULL DEFAULT 0,
+        cells_rejected INTEGER NOT NULL DEFAULT 0,
+        rejected_samples TEXT NOT NULL DEFAULT '[]',
+        error TEXT,
+        expires_at TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX table_imports_by_status ON table_imports (status);
+      CREATE TABLE table_exports (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        format TEXT NOT NULL,
+        status TEXT NOT NULL,
+        rows_processed INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        file_name TEXT NOT NULL,
+        size INTEGER,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX table_exports_by_status ON table_exports (status);
+    `,
+  },
+  {
+    version: 53,
+    name: 'tables: workflow groups, their per-row runs and dispatches',
+    sql: `
+      ALTER TABLE user_tables ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';
+      CREATE TABLE table_row_runs (
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        row_id TEXT NOT NULL,
+        group_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        run_id TEXT,
+        workflow_id TEXT NOT NULL,
+        dispatch_id TEXT,
+        error TEXT,
+        running_block_ids TEXT NOT NULL DEFAULT '[]',
+        block_errors TEXT NOT NULL DEFAULT '{}',
+        canceled_at TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (table_id, row_id, group_id)
+      );
+      CREATE INDEX table_row_runs_active ON table_row_runs (status, updated_at) WHERE status IN ('queued', 'running');
+      CREATE INDEX table_row_runs_by_run ON table_row_runs (run_id);
+      CREATE TABLE table_dispatches (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        user_id TEXT,
+        status TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        filter TEXT,
+        row_limit TEXT,
+        processed_count INTEGER NOT NULL DEFAULT 0,
+        is_manual INTEGER NOT NULL,
+        requested_at TEXT NOT NULL,
+        completed_at TEXT,
+        canceled_at TEXT
+      );
+      CREATE INDEX table_dispatches_by_table ON table_dispatches (table_id, requested_at);
+      CREATE INDEX table_dispatches_open ON table_dispatches (status) WHERE status IN ('pending', 'dispatching');
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<number[]> {
