@@ -10,6 +10,8 @@ import type { Config } from './config.ts';
 import { openSqliteStore, type Store } from './store/index.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
+import { TableJobRunner } from './tables/jobs.ts';
+import { GroupRunner } from './tables/group-runs.ts';
 import type { AppOptions } from './app.ts';
 import { applyServerTimeouts } from './http/request-limits.ts';
 import { createLogger } from './http/logging.ts';
@@ -22,6 +24,8 @@ import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
 import { lockDataDir } from './store/data-dir-lock.ts';
 import { recoverUploads } from './files/recovery.ts';
+import { createMailer } from './mail/mailer.ts';
+import { McpRegistry } from './mcp/registry.ts';
 import { KnowledgeService } from './knowledge/service.ts';
 
 export interface RunningServer {
@@ -49,25 +53,31 @@ export async function createServices(config: Config, logger: Logger = createLogg
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
   const opened = store ?? (await openSqliteStore(config.databaseFile));
   const engine = createEngine(config);
+  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
   const secrets = new SecretVault(opened, cipher);
   const signingKey = await loadSigningKey(opened, secrets, logger);
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);
-  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
+  const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp });
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets }),
+    runs,
     secrets,
+    mcp,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs,
+    tableJobs: new TableJobRunner({ store: opened, blobs, config, logger }),
+    tableGroups: new GroupRunner({ store: opened, runs, config, logger }),
     dataDirLock,
+    mailer: createMailer(config.web.mail),
     knowledge: new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets }),
   };
 }
@@ -134,6 +144,8 @@ export async function startServer(services: Services, options: StartOptions = {}
   // back to their client, and runs it left running are failed before the queue's workers pick up what is queued.
   if (services.dataDirLock) await recoverUploads(services.store, services.blobs, services.logger);
   await services.runs.start();
+  await services.tableJobs.start();
+  services.tableGroups.start();
   // Documents a previous process left processing go back to the queue; the queue's workers start.
   await services.knowledge.start();
   const stopPurge = startPurgeTimer(
@@ -162,6 +174,8 @@ export async function startServer(services: Services, options: StartOptions = {}
           server.closeIdleConnections();
         });
         await runsClosed;
+        await services.tableJobs.close();
+        await services.tableGroups.close();
         await services.knowledge.close();
         await services.closeEngine();
         await services.store.close();

@@ -11,6 +11,8 @@ const WF = '3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
 const FILE = 'file_01';
 const wf = { params: { path: { workflowId: WF } } };
 const file = { params: { path: { fileId: FILE } } };
+const TBL = 'tbl_0123456789abcdef0123456789abcdef';
+const tbl = { params: { path: { tableId: TBL } } };
 const KB = 'kb_01';
 const kbp = { params: { path: { knowledgeBaseId: KB } } };
 const docp = { params: { path: { knowledgeBaseId: KB, documentId: 'kd_1' } } };
@@ -94,6 +96,74 @@ const samples = {
   createFileFolder: (api) => api.POST('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports/2024' } }),
   relocateFileFolder: (api) => api.PATCH('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports', destinationPath: '/Archive/Reports' } }),
   restoreFileFolder: (api) => api.POST('/api/v2/files/folders/restore', { body: { workspaceId: WS, path: '/Reports' } }),
+  replaceWorkflowChatDeployment: (api) =>
+    api.PUT('/api/v2/workflows/{workflowId}/deployments/chat', {
+      ...wf,
+      body: {
+        identifier: 'support-bot',
+        title: 'Support',
+        customizations: { primaryColor: '#802FFF', welcomeMessage: 'Hi!' },
+        authType: 'email',
+        allowedEmails: ['@example.com'],
+        outputConfigs: [{ blockId: 'agent1', path: 'content' }],
+      },
+    }),
+  pollCliAuth: (api) => api.POST('/api/cli/auth/poll', { body: { request: 'r'.repeat(43), verifier: 'v'.repeat(43) } }),
+  createWorkflowMcpServer: (api) => api.POST('/api/v2/workflow-mcp-servers', { body: { workspaceId: WS, name: 'Team tools', isPublic: false, workflowIds: [WF] } }),
+  updateWorkflowMcpServer: (api) => api.PATCH('/api/v2/workflow-mcp-servers/{serverId}', { params: { path: { serverId: 'srv_1' } }, body: { description: null, isPublic: true } }),
+  deployWorkflowMcpTool: (api) =>
+    api.POST('/api/v2/workflow-mcp-servers/{serverId}/tools', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { workflowId: WF, toolName: 'weather', parameterDescriptions: [{ name: 'city', description: 'Where' }] },
+    }),
+  postMcpServeMessage: (api) =>
+    api.POST('/api/mcp/serve/{serverId}', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather', arguments: { city: 'Lyon', days: 3 } } },
+    }),
+  createMcpServer: (api) =>
+    api.POST('/api/v2/mcp-servers', { body: { workspaceId: WS, name: 'Search', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' }, timeout: 10_000 } }),
+  updateMcpServer: (api) => api.PATCH('/api/v2/mcp-servers/{mcpServerId}', { params: { path: { mcpServerId: 'mcp_1' } }, body: { workspaceId: WS, enabled: false, oauthClientSecret: null } }),
+  createTable: (api) =>
+    api.POST('/api/v2/tables', { body: { workspaceId: WS, name: 'leads', description: 'Inbound', folderPath: '/Sales', schema: { columns: [{ name: 'email', type: 'string', unique: true }, { name: 'tier', type: 'select', options: [{ id: 'o1', name: 'Gold' }] }] } } }),
+  updateTable: (api) => api.PATCH('/api/v2/tables/{tableId}', { ...tbl, body: { workspaceId: WS, name: 'leads_2024', description: null } }),
+  restoreTable: (api) => api.POST('/api/v2/tables/{tableId}/restore', { ...tbl, body: { workspaceId: WS } }),
+  bulkDeleteTables: (api) => api.POST('/api/v2/tables/bulk-delete', { body: { workspaceId: WS, tableIds: [TBL], folderPaths: ['/Old'] } }),
+  moveTables: (api) => api.POST('/api/v2/tables/move', { body: { workspaceId: WS, tableIds: [TBL], targetFolderPath: '/Archive' } }),
+  addTableColumn: (api) => api.POST('/api/v2/tables/{tableId}/columns', { ...tbl, body: { workspaceId: WS, column: { name: 'score', type: 'number', position: 1 } } }),
+  updateTableColumn: (api) => api.PATCH('/api/v2/tables/{tableId}/columns', { ...tbl, body: { workspaceId: WS, columnName: 'score', updates: { name: 'points', type: 'currency', currencyCode: 'EUR' } } }),
+  deleteTableColumn: (api) => api.DELETE('/api/v2/tables/{tableId}/columns', { ...tbl, body: { workspaceId: WS, columnName: 'points' } }),
+  createTableRows: (api) => api.POST('/api/v2/tables/{tableId}/rows', { ...tbl, body: { workspaceId: WS, rows: [{ email: 'a@x.io', meta: { source: 'web' } }] } }),
+  updateTableRow: (api) => api.PATCH('/api/v2/tables/{tableId}/rows/{rowId}', { params: { path: { tableId: TBL, rowId: 'row_1' } }, body: { workspaceId: WS, data: { tier: 'Gold' } } }),
+  updateRowsByFilter: (api) => api.PATCH('/api/v2/tables/{tableId}/rows', { ...tbl, body: { workspaceId: WS, filter: { field: 'tier', op: 'isEmpty' }, data: { tier: 'Gold' }, limit: 100 } }),
+  deleteTableRows: (api) => api.DELETE('/api/v2/tables/{tableId}/rows', { ...tbl, body: { workspaceId: WS, filter: { any: [{ field: 'email', op: 'endsWith', value: '@spam.io' }] } } }),
+  bulkUpdateTableRows: (api) => api.POST('/api/v2/tables/{tableId}/rows/bulk-update', { ...tbl, body: { workspaceId: WS, updates: [{ rowId: 'row_1', data: { score: 3 } }] } }),
+  upsertTableRow: (api) => api.POST('/api/v2/tables/{tableId}/rows/upsert', { ...tbl, body: { workspaceId: WS, data: { email: 'a@x.io', score: 4 }, conflictTarget: 'email' } }),
+  searchTableRows: (api) => api.POST('/api/v2/tables/{tableId}/rows/search', { ...tbl, body: { workspaceId: WS, q: 'gold', sort: [{ field: 'createdAt', direction: 'desc' }] } }),
+  queryRows: (api) =>
+    api.POST('/api/v2/tables/{tableId}/query', { ...tbl, body: { workspaceId: WS, predicate: { all: [{ field: 'score', op: 'gte', value: 3 }] }, sort: [{ field: 'score', direction: 'desc' }], limit: 50 } }),
+  queryRowsCount: (api) => api.POST('/api/v2/tables/{tableId}/query/count', { ...tbl, body: { workspaceId: WS, predicate: { field: 'tier', op: 'eq', value: 'Gold' } } }),
+  createTableView: (api) => api.POST('/api/v2/tables/{tableId}/views', { ...tbl, body: { workspaceId: WS, name: 'Gold', config: { filter: { field: 'tier', op: 'eq', value: 'Gold' }, columnWidths: { email: 240 } } } }),
+  updateTableView: (api) => api.PATCH('/api/v2/tables/{tableId}/views/{viewId}', { params: { path: { tableId: TBL, viewId: 'view_1' } }, body: { workspaceId: WS, configPatch: { sort: null }, isDefault: true } }),
+  createTableImport: (api) =>
+    api.POST('/api/v2/tables/imports', { body: { workspaceId: WS, source: { type: 'upload', name: 'leads.csv', contentType: 'text/csv', size: 1024 }, target: { type: 'existing', tableId: TBL, mode: 'append' }, mapping: { Email: 'email', Notes: null }, createColumns: ['City'] } }),
+  createTableImportPartUrls: (api) =>
+    api.POST('/api/v2/tables/imports/{importId}/parts', { params: { path: { importId: 'imp_1' }, query: { workspaceId: WS }, header: { 'upload-token': 'token' } }, body: { partNumbers: [1, 2] } }),
+  createTableExport: (api) => api.POST('/api/v2/tables/{tableId}/exports', { ...tbl, body: { workspaceId: WS, format: 'json' } }),
+  createTableFolder: (api) => api.POST('/api/v2/tables/folders', { body: { workspaceId: WS, path: '/Sales/2024' } }),
+  relocateTableFolder: (api) => api.PATCH('/api/v2/tables/folders', { body: { workspaceId: WS, path: '/Sales', destinationPath: '/Archive' } }),
+  restoreTableFolder: (api) => api.POST('/api/v2/tables/folders/restore', { body: { workspaceId: WS, path: '/Sales' } }),
+  addWorkflowGroup: (api) =>
+    api.POST('/api/v2/tables/{tableId}/groups', {
+      ...tbl,
+      body: { workspaceId: WS, group: { workflowId: WF, inputMappings: [{ inputName: 'email', columnName: 'email' }], outputs: [{ blockId: 'fn', path: 'result', columnName: 'company' }] }, outputColumns: [{ name: 'company', type: 'string' }], autoRun: false },
+    }),
+  updateWorkflowGroup: (api) => api.PATCH('/api/v2/tables/{tableId}/groups', { ...tbl, body: { workspaceId: WS, groupId: 'grp_1', name: 'Company', autoRun: true } }),
+  deleteWorkflowGroup: (api) => api.DELETE('/api/v2/tables/{tableId}/groups', { ...tbl, body: { workspaceId: WS, groupId: 'grp_1' } }),
+  createTableDispatch: (api) => api.POST('/api/v2/tables/{tableId}/dispatches', { ...tbl, body: { workspaceId: WS, groupIds: ['grp_1'], runMode: 'incomplete', limit: { type: 'rows', max: 10 } } }),
+  cancelTableRuns: (api) => api.POST('/api/v2/tables/{tableId}/cancel-runs', { ...tbl, body: { workspaceId: WS, scope: 'all' } }),
+  runRowEnrichment: (api) =>
+    api.POST('/api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId}', { params: { path: { tableId: TBL, rowId: 'row_1', groupId: 'grp_1' } }, body: { workspaceId: WS } }),
   // Knowledge bases
   createKnowledgeBase: (api) => api.POST('/api/v2/knowledge', { body: { workspaceId: WS, name: 'Handbook', chunkingConfig: { maxSize: 800, strategy: 'recursive', strategyOptions: { recipe: 'markdown' } }, folderPath: '/Docs' } }),
   updateKnowledgeBase: (api) => api.PATCH('/api/v2/knowledge/{knowledgeBaseId}', { ...kbp, body: { workspaceId: WS, name: 'Handbook 2', chunkingConfig: { overlap: 50 } } }),

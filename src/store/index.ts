@@ -13,6 +13,10 @@ import { OAuthRepository } from './oauth.ts';
 import { SecretRepository } from './secrets.ts';
 import { WorkflowRepository } from './workflows.ts';
 import { FolderTreeRepository } from './folders.ts';
+import { TableViewRepository, UserTableRepository } from './user-tables.ts';
+import { TableRowsRepository } from './table-rows.ts';
+import { TableExportRepository, TableImportRepository } from './table-jobs.ts';
+import { TableGroupRunRepository } from './table-groups.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
 import { FileRepository } from './files.ts';
 import { FileShareRepository } from './file-shares.ts';
@@ -20,6 +24,10 @@ import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
+import { ChatDeploymentRepository } from './chat-deployments.ts';
+import { WebAuthRepository } from './web-auth.ts';
+import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
+import { McpServerRepository } from './mcp-servers.ts';
 import { KnowledgeBaseRepository } from './knowledge-bases.ts';
 import { KnowledgeDocumentRepository } from './knowledge-documents.ts';
 import { KnowledgeChunkRepository } from './knowledge-chunks.ts';
@@ -46,8 +54,18 @@ export interface Repositories {
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  chatDeployments: ChatDeploymentRepository;
+  webAuth: WebAuthRepository;
+  workflowMcpServers: WorkflowMcpServerRepository;
+  mcpServers: McpServerRepository;
   tableFolders: FolderTreeRepository;
   knowledgeFolders: FolderTreeRepository;
+  userTables: UserTableRepository;
+  tableRows: TableRowsRepository;
+  tableViews: TableViewRepository;
+  tableImports: TableImportRepository;
+  tableExports: TableExportRepository;
+  tableGroupRuns: TableGroupRunRepository;
   knowledgeBases: KnowledgeBaseRepository;
   knowledgeDocuments: KnowledgeDocumentRepository;
   knowledgeChunks: KnowledgeChunkRepository;
@@ -76,8 +94,18 @@ function repositories(db: SqlExecutor): Repositories {
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    chatDeployments: new ChatDeploymentRepository(db),
+    webAuth: new WebAuthRepository(db),
+    workflowMcpServers: new WorkflowMcpServerRepository(db),
+    mcpServers: new McpServerRepository(db),
     tableFolders: new FolderTreeRepository(db, 'table'),
     knowledgeFolders: new FolderTreeRepository(db, 'knowledge_base'),
+    userTables: new UserTableRepository(db),
+    tableRows: new TableRowsRepository(db),
+    tableViews: new TableViewRepository(db),
+    tableImports: new TableImportRepository(db),
+    tableExports: new TableExportRepository(db),
+    tableGroupRuns: new TableGroupRunRepository(db),
     knowledgeBases: new KnowledgeBaseRepository(db),
     knowledgeDocuments: new KnowledgeDocumentRepository(db),
     knowledgeChunks: new KnowledgeChunkRepository(db),

@@ -444,6 +444,132 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 85,
+    name: 'hosted chat deployments and their one-time codes',
+    sql: `
+      CREATE TABLE chat_deployments (
+        id TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL UNIQUE REFERENCES workflows(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        identifier TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        customizations TEXT NOT NULL DEFAULT '{}',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('public', 'password', 'email', 'sso')),
+        password_hash TEXT,
+        allowed_emails TEXT NOT NULL DEFAULT '[]',
+        output_configs TEXT NOT NULL DEFAULT '[]',
+        include_thinking INTEGER NOT NULL DEFAULT 0,
+        include_tool_calls INTEGER NOT NULL DEFAULT 0,
+        is_active INTEGER NOT NULL DEFAULT 1,
+        created_by TEXT NOT NULL REFERENCES users(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX chat_deployments_by_workspace ON chat_deployments (workspace_id, created_at, id);
+      CREATE TABLE chat_codes (
+        chat_id TEXT NOT NULL REFERENCES chat_deployments(id) ON DELETE CASCADE,
+        email TEXT NOT NULL COLLATE NOCASE,
+        code_hash TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (chat_id, email)
+      );
+    `,
+  },
+  {
+    version: 86,
+    name: 'web sign-in: user passwords, OAuth authorization codes, the CLI client and CLI pairing requests',
+    sql: `
+      CREATE TABLE user_passwords (
+        user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+        hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE oauth_codes (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        redirect_uri TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT,
+        grant_id TEXT
+      );
+      INSERT INTO oauth_clients (id, name, created_at) VALUES ('sim-cli', 'Sim CLI', '2026-11-23T00:00:00.000Z');
+      CREATE TABLE cli_auth_requests (
+        request_hash TEXT PRIMARY KEY,
+        challenge TEXT NOT NULL,
+        pairing TEXT NOT NULL,
+        workspace_id TEXT,
+        approved_by TEXT REFERENCES users(id) ON DELETE CASCADE,
+        approved_at TEXT,
+        completed_at TEXT,
+        key_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 80,
+    name: 'mcp servers',
+    sql: `
+      CREATE TABLE workflow_mcp_servers (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        is_public INTEGER NOT NULL DEFAULT 0,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX workflow_mcp_servers_by_workspace ON workflow_mcp_servers (workspace_id, created_at, id);
+      CREATE TABLE workflow_mcp_tools (
+        id TEXT PRIMARY KEY,
+        server_id TEXT NOT NULL REFERENCES workflow_mcp_servers(id) ON DELETE CASCADE,
+        workflow_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_description TEXT,
+        parameter_descriptions TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (server_id, workflow_id),
+        UNIQUE (server_id, tool_name)
+      );
+      CREATE INDEX workflow_mcp_tools_by_workflow ON workflow_mcp_tools (workflow_id);
+      CREATE TABLE mcp_servers (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        transport TEXT NOT NULL DEFAULT 'streamable-http',
+        url TEXT NOT NULL,
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('none', 'headers', 'oauth')),
+        headers_sealed TEXT,
+        header_names TEXT NOT NULL DEFAULT '[]',
+        timeout_ms INTEGER NOT NULL,
+        retries INTEGER NOT NULL,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        oauth_client_id TEXT,
+        oauth_client_secret_sealed TEXT,
+        connection_status TEXT NOT NULL DEFAULT 'disconnected' CHECK (connection_status IN ('connected', 'disconnected', 'error')),
+        last_error TEXT,
+        tool_count INTEGER NOT NULL DEFAULT 0,
+        tools TEXT,
+        last_tools_refresh TEXT,
+        last_connected TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX mcp_servers_by_workspace ON mcp_servers (workspace_id, created_at, id);
+    `,
+  },
+  {
     version: 50,
     name: 'one folder tree for every kind: workflow and file folders move into folders',
     sql: `
@@ -470,6 +596,290 @@ export const MIGRATIONS: Migration[] = [
         SELECT id, workspace_id, 'file', path, parent_path, name, 0, created_at, updated_at, deleted_at, archive_batch FROM file_folders;
       DROP TABLE workflow_folders;
       DROP TABLE file_folders;
+    `,
+  },
+  {
+    version: 51,
+    name: 'tables: definitions and views (rows live in one SQL table per user table, trows_<id>)',
+    sql: `
+      CREATE TABLE user_tables (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        folder_path TEXT NOT NULL DEFAULT '/',
+        columns TEXT NOT NULL,
+        owner_id TEXT,
+        owner_email TEXT NOT NULL,
+        row_count INTEGER NOT NULL DEFAULT 0,
+        max_rows INTEGER NOT NULL,
+        schema_locked INTEGER NOT NULL DEFAULT 0,
+        insert_locked INTEGER NOT NULL DEFAULT 0,
+        update_locked INTEGER NOT NULL DEFAULT 0,
+        delete_locked INTEGER NOT NULL DEFAULT 0,
+        job TEXT,
+        archived_at TEXT,
+        archive_batch TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX user_tables_active_name ON user_tables (workspace_id, name) WHERE archived_at IS NULL;
+      CREATE INDEX user_tables_by_created ON user_tables (workspace_id, created_at, id);
+      CREATE INDEX user_tables_by_name ON user_tables (workspace_id, name, id);
+      CREATE INDEX user_tables_by_updated ON user_tables (workspace_id, updated_at, id);
+      CREATE INDEX user_tables_by_folder ON user_tables (workspace_id, folder_path);
+      CREATE INDEX user_tables_by_batch ON user_tables (archive_batch) WHERE archive_batch IS NOT NULL;
+      CREATE TABLE table_views (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        config TEXT NOT NULL,
+        is_default INTEGER NOT NULL DEFAULT 0,
+        created_by_email TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX table_views_one_default ON table_views (table_id) WHERE is_default = 1;
+      CREATE INDEX table_views_by_table ON table_views (table_id, created_at, id);
+    `,
+  },
+  {
+    version: 52,
+    name: 'tables: CSV imports and exports',
+    sql: `
+      CREATE TABLE table_imports (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
+        upload_id TEXT,
+        source TEXT NOT NULL,
+        target TEXT NOT NULL,
+        options TEXT NOT NULL,
+        status TEXT NOT NULL,
+        table_id TEXT,
+        staging_id TEXT,
+        rows_processed INTEGER NOT NULL DEFAULT 0,
+        rows_rejected INTEGER NOT NULL DEFAULT 0,
+        cells_rejected INTEGER NOT NULL DEFAULT 0,
+        rejected_samples TEXT NOT NULL DEFAULT '[]',
+        error TEXT,
+        expires_at TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX table_imports_by_status ON table_imports (status);
+      CREATE TABLE table_exports (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        format TEXT NOT NULL,
+        status TEXT NOT NULL,
+        rows_processed INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        file_name TEXT NOT NULL,
+        size INTEGER,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX table_exports_by_status ON table_exports (status);
+    `,
+  },
+  {
+    version: 53,
+    name: 'tables: workflow groups, their per-row runs and dispatches',
+    sql: `
+      ALTER TABLE user_tables ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';
+      CREATE TABLE table_row_runs (
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        row_id TEXT NOT NULL,
+        group_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        run_id TEXT,
+        workflow_id TEXT NOT NULL,
+        dispatch_id TEXT,
+        error TEXT,
+        running_block_ids TEXT NOT NULL DEFAULT '[]',
+        block_errors TEXT NOT NULL DEFAULT '{}',
+        canceled_at TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (table_id, row_id, group_id)
+      );
+      CREATE INDEX table_row_runs_active ON table_row_runs (status, updated_at) WHERE status IN ('queued', 'running');
+      CREATE INDEX table_row_runs_by_run ON table_row_runs (run_id);
+      CREATE TABLE table_dispatches (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        user_id TEXT,
+        status TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        filter TEXT,
+        row_limit TEXT,
+        processed_count INTEGER NOT NULL DEFAULT 0,
+        is_manual INTEGER NOT NULL,
+        requested_at TEXT NOT NULL,
+        completed_at TEXT,
+        canceled_at TEXT
+      );
+      CREATE INDEX table_dispatches_by_table ON table_dispatches (table_id, requested_at);
+      CREATE INDEX table_dispatches_open ON table_dispatches (status) WHERE status IN ('pending', 'dispatching');
+    `,
+  },
+  {
+    version: 70,
+    name: 'secrets: personal secrets follow their owner across workspaces; unredacted workspace secrets',
+    sql: `
+      CREATE TABLE secrets_v70 (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT REFERENCES workspaces(id) ON DELETE CASCADE,
+        scope TEXT NOT NULL CHECK (scope IN ('workspace', 'personal')),
+        owner_user_id TEXT REFERENCES users(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        ciphertext TEXT NOT NULL,
+        seal_workspace_id TEXT NOT NULL DEFAULT '',
+        description TEXT NOT NULL DEFAULT '',
+        unredacted INTEGER NOT NULL DEFAULT 0,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        CHECK ((scope = 'personal') = (owner_user_id IS NOT NULL)),
+        CHECK ((scope = 'workspace') = (workspace_id IS NOT NULL))
+      );
+      INSERT INTO secrets_v70 (id, workspace_id, scope, owner_user_id, name, ciphertext, seal_workspace_id, description, unredacted, created_by, created_at, updated_at)
+        SELECT id, CASE WHEN scope = 'workspace' THEN workspace_id END, scope, owner_user_id, name, ciphertext, workspace_id, description, 0, created_by, created_at, updated_at
+        FROM secrets s
+        WHERE s.scope = 'workspace' OR NOT EXISTS (
+          SELECT 1 FROM secrets n WHERE n.scope = 'personal' AND n.owner_user_id = s.owner_user_id AND n.name = s.name
+            AND (n.updated_at > s.updated_at OR (n.updated_at = s.updated_at AND n.id > s.id))
+        );
+      DROP TABLE secrets;
+      ALTER TABLE secrets_v70 RENAME TO secrets;
+      CREATE UNIQUE INDEX secrets_workspace_name ON secrets (workspace_id, name) WHERE scope = 'workspace';
+      CREATE UNIQUE INDEX secrets_personal_name ON secrets (owner_user_id, name) WHERE scope = 'personal';
+    `,
+  },
+  {
+    version: 71,
+    name: 'skills and their editors',
+    sql: `
+      CREATE TABLE skills (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_by TEXT REFERENCES users(id) ON DELETE SET NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX skills_by_name ON skills (workspace_id, name);
+      CREATE TABLE skill_editors (
+        skill_id TEXT NOT NULL REFERENCES skills(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        granted_by TEXT,
+        granted_at TEXT NOT NULL,
+        PRIMARY KEY (skill_id, user_id)
+      );
+    `,
+  },
+  {
+    version: 72,
+    name: 'custom tools',
+    sql: `
+      CREATE TABLE custom_tools (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        title TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        code TEXT NOT NULL,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX custom_tools_by_title ON custom_tools (workspace_id, title);
+    `,
+  },
+  {
+    version: 73,
+    name: 'files produced by runs',
+    sql: `
+      CREATE TABLE run_files (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES workflow_runs(id) ON DELETE CASCADE,
+        workflow_id TEXT NOT NULL,
+        workspace_id TEXT NOT NULL,
+        block_id TEXT,
+        name TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        blob_key TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX run_files_by_run ON run_files (run_id, created_at);
+    `,
+  },
+  {
+    version: 74,
+    name: 'sandboxes (dependency sets for function blocks) and their builds',
+    sql: `
+      CREATE TABLE sandboxes (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        language TEXT NOT NULL CHECK (language IN ('javascript', 'python')),
+        dependencies TEXT NOT NULL,
+        cli_tools TEXT NOT NULL,
+        system_packages TEXT NOT NULL,
+        spec_hash TEXT NOT NULL,
+        build_status TEXT CHECK (build_status IN ('pending', 'building', 'ready', 'failed')),
+        error_code TEXT,
+        error_message TEXT,
+        error_detail TEXT,
+        built_at TEXT,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX sandboxes_by_name ON sandboxes (workspace_id, name);
+      CREATE INDEX sandboxes_by_hash ON sandboxes (spec_hash);
+    `,
+  },
+  {
+    version: 75,
+    name: 'credentials (service accounts and OAuth connections) and pending OAuth connection states',
+    sql: `
+      CREATE TABLE credentials (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        type TEXT NOT NULL CHECK (type IN ('oauth', 'service_account')),
+        provider_id TEXT NOT NULL,
+        display_name TEXT NOT NULL,
+        description TEXT,
+        account_id TEXT,
+        sealed_secret TEXT NOT NULL,
+        access_expires_at TEXT,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX credentials_by_workspace ON credentials (workspace_id, created_at);
+      CREATE TABLE oauth_connection_states (
+        state_hash TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
+        provider_id TEXT NOT NULL,
+        display_name TEXT NOT NULL,
+        credential_id TEXT,
+        sealed_verifier TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT
+      );
     `,
   },
   {
@@ -615,7 +1025,8 @@ export async function migrate(db: Database): Promise<number[]> {
   );
   const applied = new Set((await db.read.all<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));
   const done: number[] = [];
-  for (const m of MIGRATIONS) {
+  // Branches append versions from their own ranges; apply them in version order whatever the array order.
+  for (const m of [...MIGRATIONS].sort((a, b) => a.version - b.version)) {
     if (applied.has(m.version)) continue;
     await db.transaction(async (tx) => {
       // node:sqlite runs one statement per prepare; split the script on statement boundaries.
