@@ -77,6 +77,13 @@ function buildCache(source: string, target: string): Promise<void> {
   });
 }
 
+/** Builds the compact cache if it is missing (test setup, deployment scripts); cheap when it exists. */
+export async function ensureWordVectorCache(): Promise<string> {
+  const target = cacheFile();
+  if (!fs.existsSync(target)) await buildCache(sourceFile(), target);
+  return target;
+}
+
 export class WordVectorModel {
   private readonly index: Map<string, number>;
   private readonly values: Int8Array;

@@ -35,7 +35,7 @@ export async function uploadDocument(
   return body.data;
 }
 
-export async function waitForDocument(s: TestServer, kbId: string, docId: string, statuses = ['completed', 'failed'], workspaceId = s.workspaceId, timeoutMs = 20_000): Promise<any> {
+export async function waitForDocument(s: TestServer, kbId: string, docId: string, statuses = ['completed', 'failed'], workspaceId = s.workspaceId, timeoutMs = 60_000): Promise<any> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const r = await s.call('GET', `/api/v2/knowledge/${kbId}/documents/${docId}?workspaceId=${workspaceId}`);
