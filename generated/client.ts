@@ -33,6 +33,7 @@ export const LIST_PATHS = [
   '/api/v2/files/{fileId}/versions',
   '/api/v2/files',
   '/api/v2/logs',
+  '/api/v2/secrets',
   '/api/v2/workflows/folders',
   '/api/v2/workflows/{workflowId}/runs',
   '/api/v2/workflows/{workflowId}/versions',

@@ -7,6 +7,7 @@ import * as filesHandlers from '../src/handlers/files.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as secretsHandlers from '../src/handlers/secrets.ts';
 import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
 import * as workflowsHandlers from '../src/handlers/workflows.ts';
 import * as workspacesHandlers from '../src/handlers/workspaces.ts';
@@ -29,6 +30,7 @@ export const handlers = {
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
+  deleteSecret: secretsHandlers.deleteSecret,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
   deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
   deployWorkflow: workflowsHandlers.deployWorkflow,
@@ -66,6 +68,7 @@ export const handlers = {
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
   listLogs: logsHandlers.listLogs,
+  listSecrets: secretsHandlers.listSecrets,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
   listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
   listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
@@ -90,6 +93,7 @@ export const handlers = {
   revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
   searchFileContent: filesHandlers.searchFileContent,
+  setSecret: secretsHandlers.setSecret,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   unzipFile: filesHandlers.unzipFile,
   updateFileContent: filesHandlers.updateFileContent,

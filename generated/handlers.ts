@@ -182,6 +182,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteSecret: {
+    params: Params<operations['deleteSecret'], 'path'>;
+    query: Params<operations['deleteSecret'], 'query'>;
+    headers: Params<operations['deleteSecret'], 'header'>;
+    body: Body<operations['deleteSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
     query: Params<operations['deleteWorkflow'], 'query'>;
@@ -515,6 +524,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listSecrets: {
+    params: Params<operations['listSecrets'], 'path'>;
+    query: Params<operations['listSecrets'], 'query'>;
+    headers: Params<operations['listSecrets'], 'header'>;
+    body: Body<operations['listSecrets']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listWorkflowFolders: {
     params: Params<operations['listWorkflowFolders'], 'path'>;
     query: Params<operations['listWorkflowFolders'], 'query'>;
@@ -731,6 +749,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  setSecret: {
+    params: Params<operations['setSecret'], 'path'>;
+    query: Params<operations['setSecret'], 'query'>;
+    headers: Params<operations['setSecret'], 'header'>;
+    body: Body<operations['setSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
@@ -881,6 +908,11 @@ export interface OperationResults {
   deleteFileVersion: {
     status: 200;
     body: Json<operations['deleteFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSecret: {
+    status: 200;
+    body: Json<operations['deleteSecret']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1098,6 +1130,11 @@ export interface OperationResults {
     body: Json<operations['listLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listSecrets: {
+    status: 200;
+    body: Json<operations['listSecrets']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
@@ -1224,6 +1261,11 @@ export interface OperationResults {
     body: Json<operations['searchFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  setSecret: {
+    status: 200;
+    body: Json<operations['setSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   undeployWorkflow: {
     status: 200;
     body: Json<operations['undeployWorkflow']['responses'][200]>;
@@ -1304,6 +1346,8 @@ export interface Handlers {
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/v2/secrets/{name} — Delete a secret */
+  deleteSecret: Handler<'deleteSecret'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1378,6 +1422,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/secrets — List secrets */
+  listSecrets: Handler<'listSecrets'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
@@ -1426,6 +1472,8 @@ export interface Handlers {
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
   /** GET /api/v2/files/search — Search file content */
   searchFileContent: Handler<'searchFileContent'>;
+  /** PUT /api/v2/secrets/{name} — Set a secret */
+  setSecret: Handler<'setSecret'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */

@@ -96,6 +96,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
+  router.get('/api/v2/secrets', ...bind(OPERATIONS.listSecrets, handlers.listSecrets));
+  router.delete('/api/v2/secrets/:name', ...bind(OPERATIONS.deleteSecret, handlers.deleteSecret));
+  router.put('/api/v2/secrets/:name', ...bind(OPERATIONS.setSecret, handlers.setSecret));
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(

@@ -1364,6 +1364,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/secrets': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List secrets
+     * @description Lists the workspace's secrets and the caller's personal secrets (metadata only; a value appears only on a workspace secret marked unredacted).
+     */
+    get: operations['listSecrets'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/secrets/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Set a secret
+     * @description Creates or replaces a secret. A workspace secret needs the write role; a personal secret belongs to the caller in every workspace and carries only a value. Omitting `value` on an existing workspace secret changes only its description or unredacted flag.
+     */
+    put: operations['setSecret'];
+    post?: never;
+    /**
+     * Delete a secret
+     * @description Deletes a workspace secret (write role) or the caller's personal secret (in every workspace).
+     */
+    delete: operations['deleteSecret'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2838,6 +2882,43 @@ export interface components {
         limit: number;
         plan: string;
       };
+    };
+    /**
+     * @description workspace: belongs to the workspace; personal: belongs to the caller in every workspace.
+     * @enum {string}
+     */
+    SecretScope: 'workspace' | 'personal';
+    /** @description A secret's metadata. The value is write-only. */
+    Secret: {
+      name: string;
+      scope: components['schemas']['SecretScope'];
+      description: string | null;
+      /** @description Workspace secrets only: the value is not redacted from run logs and model content. */
+      unredacted: boolean;
+      /**
+       * @description admin when the caller may change the secret (its owner, or a workspace admin/writer for a workspace secret).
+       * @enum {string}
+       */
+      role: 'admin' | 'member';
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A secret in a list; `value` only for unredacted workspace secrets. */
+    SecretListItem: {
+      name: string;
+      scope: components['schemas']['SecretScope'];
+      description: string | null;
+      /** @description Workspace secrets only: the value is not redacted from run logs and model content. */
+      unredacted: boolean;
+      /**
+       * @description admin when the caller may change the secret (its owner, or a workspace admin/writer for a workspace secret).
+       * @enum {string}
+       */
+      role: 'admin' | 'member';
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** @description Present only for workspace secrets marked unredacted. */
+      value?: string;
     };
   };
   responses: {
@@ -6882,6 +6963,151 @@ export interface operations {
         };
         content: {
           'application/octet-stream': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSecrets: {
+    parameters: {
+      query: {
+        /** @description Workspace whose secrets are listed (with the caller's personal ones). */
+        workspaceId: string;
+        /** @description Only one ownership scope. */
+        scope?: 'workspace' | 'personal';
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List secrets. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SecretListItem'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  setSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Secret to create or replace. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /**
+           * @description workspace: belongs to the workspace; personal: belongs to the caller in every workspace.
+           * @enum {string}
+           */
+          scope: 'workspace' | 'personal';
+          /** @description Write-only value; required for a new secret and for every personal secret. */
+          value?: string;
+          description?: string | null;
+          /** @description Workspace scope only. */
+          unredacted?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Set a secret. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Secret'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteSecret: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+        /** @description Which secret of that name. */
+        scope: 'workspace' | 'personal';
+      };
+      header?: never;
+      path: {
+        /** @description Secret to delete. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a secret. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              name: string;
+              scope: components['schemas']['SecretScope'];
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
         };
       };
       400: components['responses']['BadRequest'];

@@ -62,8 +62,13 @@ export interface EngineOptions {
   handlers?: Record<string, BlockHandler>;
 }
 
-/** Secret values by name (`{{NAME}}`): a map, or a function asked once per name per run. */
-export type SecretsProvider = Record<string, string> | ((name: string) => string | undefined | Promise<string | undefined>);
+/**
+ * Secret values by name (`{{NAME}}`): a map, or a function asked once per name per run. A function may answer
+ * `{ value, redact: false }` for a secret its owner marked unredacted (kept out of the redactor).
+ */
+export type SecretsProvider =
+  | Record<string, string>
+  | ((name: string) => string | { value: string; redact: boolean } | undefined | Promise<string | { value: string; redact: boolean } | undefined>);
 
 export interface RunOptions {
   /** Defaults to a random UUID. */
@@ -695,10 +700,11 @@ class Run {
     for (const name of names) {
       if (this.secrets.has(name)) continue;
       const provider = this.options.secrets;
-      const value = typeof provider === 'function' ? await provider(name) : provider && Object.hasOwn(provider, name) ? provider[name] : undefined;
-      if (typeof value === 'string') {
-        this.secrets.set(name, value);
-        this.redactor.add(value);
+      const found = typeof provider === 'function' ? await provider(name) : provider && Object.hasOwn(provider, name) ? provider[name] : undefined;
+      const entry = typeof found === 'string' ? { value: found, redact: true } : found;
+      if (entry && typeof entry.value === 'string') {
+        this.secrets.set(name, entry.value);
+        if (entry.redact) this.redactor.add(entry.value);
       }
     }
   }

@@ -202,7 +202,7 @@ export class RunService {
         triggerBlockId: run.triggerBlockId ?? undefined,
         resolveWorkflow: (id) => this.resolveChild(run.workspaceId, id),
         // {{NAME}}: the triggering user's personal secret, else the workspace's.
-        secrets: (name) => this.secrets?.resolve(run.workspaceId, run.triggeredBy, name),
+        secrets: (name) => this.secrets?.resolveEntry(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
       };
       if (!definition) {
