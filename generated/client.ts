@@ -34,6 +34,8 @@ export const LIST_PATHS = [
   '/api/v2/files',
   '/api/v2/logs',
   '/api/v2/secrets',
+  '/api/v2/skills/{skillId}/editors',
+  '/api/v2/skills',
   '/api/v2/workflows/folders',
   '/api/v2/workflows/{workflowId}/runs',
   '/api/v2/workflows/{workflowId}/versions',

@@ -8,6 +8,7 @@ import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
 import * as secretsHandlers from '../src/handlers/secrets.ts';
+import * as skillsHandlers from '../src/handlers/skills.ts';
 import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
 import * as workflowsHandlers from '../src/handlers/workflows.ts';
 import * as workspacesHandlers from '../src/handlers/workspaces.ts';
@@ -25,12 +26,14 @@ export const handlers = {
   createFileFolder: filesHandlers.createFileFolder,
   createFileUpload: filesHandlers.createFileUpload,
   createFileUploadPartUrls: filesHandlers.createFileUploadPartUrls,
+  createSkill: skillsHandlers.createSkill,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
   deleteSecret: secretsHandlers.deleteSecret,
+  deleteSkill: skillsHandlers.deleteSkill,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
   deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
   deployWorkflow: workflowsHandlers.deployWorkflow,
@@ -50,12 +53,14 @@ export const handlers = {
   getLogStats: logsHandlers.getLogStats,
   getMeta: metaHandlers.getMeta,
   getSharedFile: filesHandlers.getSharedFile,
+  getSkill: skillsHandlers.getSkill,
   getWorkflow: workflowsHandlers.getWorkflow,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
   getWorkflowRun: workflowRunsHandlers.getWorkflowRun,
   getWorkflowState: workflowsHandlers.getWorkflowState,
   getWorkflowVersion: workflowsHandlers.getWorkflowVersion,
   getWorkspace: workspacesHandlers.getWorkspace,
+  grantSkillEditor: skillsHandlers.grantSkillEditor,
   headWorkflowState: workflowsHandlers.headWorkflowState,
   importWorkflow: workflowsHandlers.importWorkflow,
   legacyExecuteWorkflow: legacyHandlers.legacyExecuteWorkflow,
@@ -69,6 +74,8 @@ export const handlers = {
   listFiles: filesHandlers.listFiles,
   listLogs: logsHandlers.listLogs,
   listSecrets: secretsHandlers.listSecrets,
+  listSkillEditors: skillsHandlers.listSkillEditors,
+  listSkills: skillsHandlers.listSkills,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
   listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
   listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
@@ -91,12 +98,14 @@ export const handlers = {
   resumeWorkflow: workflowRunsHandlers.resumeWorkflow,
   revertFileVersion: filesHandlers.revertFileVersion,
   revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
+  revokeSkillEditor: skillsHandlers.revokeSkillEditor,
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
   searchFileContent: filesHandlers.searchFileContent,
   setSecret: secretsHandlers.setSecret,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   unzipFile: filesHandlers.unzipFile,
   updateFileContent: filesHandlers.updateFileContent,
+  updateSkill: skillsHandlers.updateSkill,
   updateWorkflow: workflowsHandlers.updateWorkflow,
   updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,
   updateWorkflowVersion: workflowsHandlers.updateWorkflowVersion,

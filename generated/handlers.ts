@@ -137,6 +137,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createSkill: {
+    params: Params<operations['createSkill'], 'path'>;
+    query: Params<operations['createSkill'], 'query'>;
+    headers: Params<operations['createSkill'], 'header'>;
+    body: Body<operations['createSkill']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -187,6 +196,15 @@ export interface OperationInputs {
     query: Params<operations['deleteSecret'], 'query'>;
     headers: Params<operations['deleteSecret'], 'header'>;
     body: Body<operations['deleteSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSkill: {
+    params: Params<operations['deleteSkill'], 'path'>;
+    query: Params<operations['deleteSkill'], 'query'>;
+    headers: Params<operations['deleteSkill'], 'header'>;
+    body: Body<operations['deleteSkill']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -362,6 +380,15 @@ export interface OperationInputs {
     principal: null;
     ctx: RequestContext<null>;
   };
+  getSkill: {
+    params: Params<operations['getSkill'], 'path'>;
+    query: Params<operations['getSkill'], 'query'>;
+    headers: Params<operations['getSkill'], 'header'>;
+    body: Body<operations['getSkill']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflow: {
     params: Params<operations['getWorkflow'], 'path'>;
     query: Params<operations['getWorkflow'], 'query'>;
@@ -412,6 +439,15 @@ export interface OperationInputs {
     query: Params<operations['getWorkspace'], 'query'>;
     headers: Params<operations['getWorkspace'], 'header'>;
     body: Body<operations['getWorkspace']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  grantSkillEditor: {
+    params: Params<operations['grantSkillEditor'], 'path'>;
+    query: Params<operations['grantSkillEditor'], 'query'>;
+    headers: Params<operations['grantSkillEditor'], 'header'>;
+    body: Body<operations['grantSkillEditor']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -529,6 +565,24 @@ export interface OperationInputs {
     query: Params<operations['listSecrets'], 'query'>;
     headers: Params<operations['listSecrets'], 'header'>;
     body: Body<operations['listSecrets']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSkillEditors: {
+    params: Params<operations['listSkillEditors'], 'path'>;
+    query: Params<operations['listSkillEditors'], 'query'>;
+    headers: Params<operations['listSkillEditors'], 'header'>;
+    body: Body<operations['listSkillEditors']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSkills: {
+    params: Params<operations['listSkills'], 'path'>;
+    query: Params<operations['listSkills'], 'query'>;
+    headers: Params<operations['listSkills'], 'header'>;
+    body: Body<operations['listSkills']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -731,6 +785,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  revokeSkillEditor: {
+    params: Params<operations['revokeSkillEditor'], 'path'>;
+    query: Params<operations['revokeSkillEditor'], 'query'>;
+    headers: Params<operations['revokeSkillEditor'], 'header'>;
+    body: Body<operations['revokeSkillEditor']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   rollbackWorkflow: {
     params: Params<operations['rollbackWorkflow'], 'path'>;
     query: Params<operations['rollbackWorkflow'], 'query'>;
@@ -781,6 +844,15 @@ export interface OperationInputs {
     query: Params<operations['updateFileContent'], 'query'>;
     headers: Params<operations['updateFileContent'], 'header'>;
     body: Body<operations['updateFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateSkill: {
+    params: Params<operations['updateSkill'], 'path'>;
+    query: Params<operations['updateSkill'], 'query'>;
+    headers: Params<operations['updateSkill'], 'header'>;
+    body: Body<operations['updateSkill']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -885,6 +957,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createSkill: {
+    status: 200;
+    body: Json<operations['createSkill']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -913,6 +990,11 @@ export interface OperationResults {
   deleteSecret: {
     status: 200;
     body: Json<operations['deleteSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSkill: {
+    status: 200;
+    body: Json<operations['deleteSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflow: {
@@ -1034,6 +1116,11 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  getSkill: {
+    status: 200;
+    body: Json<operations['getSkill']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflow: {
     status: 200;
     body: Json<operations['getWorkflow']['responses'][200]>;
@@ -1062,6 +1149,11 @@ export interface OperationResults {
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  grantSkillEditor: {
+    status: 200;
+    body: Json<operations['grantSkillEditor']['responses'][200]>;
     headers?: Record<string, string>;
   };
   headWorkflowState: {
@@ -1133,6 +1225,16 @@ export interface OperationResults {
   listSecrets: {
     status: 200;
     body: Json<operations['listSecrets']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSkillEditors: {
+    status: 200;
+    body: Json<operations['listSkillEditors']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSkills: {
+    status: 200;
+    body: Json<operations['listSkills']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowFolders: {
@@ -1251,6 +1353,11 @@ export interface OperationResults {
     body: Json<operations['revertWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  revokeSkillEditor: {
+    status: 200;
+    body: Json<operations['revokeSkillEditor']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   rollbackWorkflow: {
     status: 200;
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
@@ -1279,6 +1386,11 @@ export interface OperationResults {
   updateFileContent: {
     status: 200;
     body: Json<operations['updateFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateSkill: {
+    status: 200;
+    body: Json<operations['updateSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflow: {
@@ -1336,6 +1448,8 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/skills — Create a skill */
+  createSkill: Handler<'createSkill'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
@@ -1348,6 +1462,8 @@ export interface Handlers {
   deleteFileVersion: Handler<'deleteFileVersion'>;
   /** DELETE /api/v2/secrets/{name} — Delete a secret */
   deleteSecret: Handler<'deleteSecret'>;
+  /** DELETE /api/v2/skills/{skillId} — Delete a skill */
+  deleteSkill: Handler<'deleteSkill'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
@@ -1386,6 +1502,8 @@ export interface Handlers {
   getMeta: Handler<'getMeta'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
+  /** GET /api/v2/skills/{skillId} — Get a skill */
+  getSkill: Handler<'getSkill'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
@@ -1398,6 +1516,8 @@ export interface Handlers {
   getWorkflowVersion: Handler<'getWorkflowVersion'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** POST /api/v2/skills/{skillId}/editors — Grant a skill editor */
+  grantSkillEditor: Handler<'grantSkillEditor'>;
   /** HEAD /api/v2/workflows/{workflowId}/state — Check the draft state */
   headWorkflowState: Handler<'headWorkflowState'>;
   /** POST /api/v2/workflows/import — Import a workflow */
@@ -1424,6 +1544,10 @@ export interface Handlers {
   listLogs: Handler<'listLogs'>;
   /** GET /api/v2/secrets — List secrets */
   listSecrets: Handler<'listSecrets'>;
+  /** GET /api/v2/skills/{skillId}/editors — List skill editors */
+  listSkillEditors: Handler<'listSkillEditors'>;
+  /** GET /api/v2/skills — List skills */
+  listSkills: Handler<'listSkills'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
@@ -1468,6 +1592,8 @@ export interface Handlers {
   revertFileVersion: Handler<'revertFileVersion'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/revert — Revert the draft to a version */
   revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
+  /** DELETE /api/v2/skills/{skillId}/editors — Revoke a skill editor */
+  revokeSkillEditor: Handler<'revokeSkillEditor'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
   /** GET /api/v2/files/search — Search file content */
@@ -1480,6 +1606,8 @@ export interface Handlers {
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/skills/{skillId} — Update a skill */
+  updateSkill: Handler<'updateSkill'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */

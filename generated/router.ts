@@ -99,6 +99,23 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/secrets', ...bind(OPERATIONS.listSecrets, handlers.listSecrets));
   router.delete('/api/v2/secrets/:name', ...bind(OPERATIONS.deleteSecret, handlers.deleteSecret));
   router.put('/api/v2/secrets/:name', ...bind(OPERATIONS.setSecret, handlers.setSecret));
+  router.get('/api/v2/skills', ...bind(OPERATIONS.listSkills, handlers.listSkills));
+  router.post('/api/v2/skills', ...bind(OPERATIONS.createSkill, handlers.createSkill));
+  router.delete('/api/v2/skills/:skillId', ...bind(OPERATIONS.deleteSkill, handlers.deleteSkill));
+  router.get('/api/v2/skills/:skillId', ...bind(OPERATIONS.getSkill, handlers.getSkill));
+  router.patch('/api/v2/skills/:skillId', ...bind(OPERATIONS.updateSkill, handlers.updateSkill));
+  router.delete(
+    '/api/v2/skills/:skillId/editors',
+    ...bind(OPERATIONS.revokeSkillEditor, handlers.revokeSkillEditor),
+  );
+  router.get(
+    '/api/v2/skills/:skillId/editors',
+    ...bind(OPERATIONS.listSkillEditors, handlers.listSkillEditors),
+  );
+  router.post(
+    '/api/v2/skills/:skillId/editors',
+    ...bind(OPERATIONS.grantSkillEditor, handlers.grantSkillEditor),
+  );
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(

@@ -1408,6 +1408,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/skills': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List skills
+     * @description Lists the workspace's skills and the built-in ones (without content).
+     */
+    get: operations['listSkills'];
+    put?: never;
+    /**
+     * Create a skill
+     * @description Creates a skill. The name must be unique in the workspace and not taken by a built-in skill (409).
+     */
+    post: operations['createSkill'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/skills/{skillId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a skill
+     * @description Returns one skill with its content; built-in skills too.
+     */
+    get: operations['getSkill'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a skill
+     * @description Deletes a skill; built-in skills cannot be deleted (403).
+     */
+    delete: operations['deleteSkill'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a skill
+     * @description Changes the fields sent (at least one). Built-in skills are read-only (403). Workspace admins, the creator and granted editors may edit.
+     */
+    patch: operations['updateSkill'];
+    trace?: never;
+  };
+  '/api/v2/skills/{skillId}/editors': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List skill editors
+     * @description Lists the members granted editing of a skill.
+     */
+    get: operations['listSkillEditors'];
+    put?: never;
+    /**
+     * Grant a skill editor
+     * @description Lets a workspace member (by e-mail) edit the skill. Workspace admins and the creator may grant.
+     */
+    post: operations['grantSkillEditor'];
+    /**
+     * Revoke a skill editor
+     * @description Withdraws a member's editing of the skill.
+     */
+    delete: operations['revokeSkillEditor'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2919,6 +2999,34 @@ export interface components {
       updatedAt: components['schemas']['Timestamp'];
       /** @description Present only for workspace secrets marked unredacted. */
       value?: string;
+    };
+    /** @description A skill without its content (as listed). */
+    SkillSummary: {
+      id: string;
+      name: string;
+      description: string;
+      /** @description True for built-in skills, which cannot be changed. */
+      readOnly: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A skill: instructions an agent block can be given. */
+    Skill: {
+      id: string;
+      name: string;
+      description: string;
+      /** @description True for built-in skills, which cannot be changed. */
+      readOnly: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      content: string;
+    };
+    /** @description A workspace member allowed to edit a skill. */
+    SkillEditor: {
+      email: string;
+      name: string | null;
+      image: string | null;
+      isWorkspaceAdmin: boolean;
     };
   };
   responses: {
@@ -7106,6 +7214,362 @@ export interface operations {
               scope: components['schemas']['SecretScope'];
               /** @enum {boolean} */
               deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSkills: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List skills. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SkillSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createSkill: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Kebab-case name, unique in the workspace and not the name of a built-in skill. */
+          name: string;
+          /** @description One-line summary of when the skill applies. */
+          description: string;
+          /** @description The instructions given to the agent. */
+          content: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Skill'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getSkill: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Skill'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteSkill: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateSkill: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Kebab-case name, unique in the workspace and not the name of a built-in skill. */
+          name?: string;
+          /** @description One-line summary of when the skill applies. */
+          description?: string;
+          /** @description The instructions given to the agent. */
+          content?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Skill'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSkillEditors: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+        /** @description Field to sort by. */
+        sortBy?: 'email' | 'name';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List skill editors. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SkillEditor'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  grantSkillEditor: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description E-mail of a current workspace member. */
+          email: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Grant a skill editor. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SkillEditor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  revokeSkillEditor: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+        /** @description E-mail of the editor. */
+        email: string;
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Revoke a skill editor. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              email: string;
+              /** @enum {boolean} */
+              revoked: true;
             };
           };
         };

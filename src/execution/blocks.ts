@@ -5,7 +5,8 @@
 import type { SandboxPool } from '../sandbox/pool.ts';
 import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
-import type { AgentProvider, ExecutionLimits } from './engine.ts';
+import type { AgentProvider, ExecutionLimits, RunResources } from './engine.ts';
+import { skillsInstructions } from '../resources/skills.ts';
 import { ExecutionError } from './errors.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
 
@@ -37,6 +38,8 @@ export interface BlockContext {
   sandbox: SandboxPool;
   egress: EgressPolicy;
   agent: AgentProvider | null;
+  /** Workspace resources (skills, tools) supplied by the run's starter; undefined in bare engine runs. */
+  resources: RunResources | undefined;
   raw(subBlockId: string): unknown;
   /** References resolved in text (a lone reference keeps its type), deep through objects and arrays. */
   resolve(value: unknown): unknown;
@@ -390,7 +393,15 @@ const childWorkflow: BlockHandler = async (ctx) => {
 const agent: BlockHandler = async (ctx) => {
   const provider = ctx.agent;
   if (!provider) throw fail(ctx, 'No agent provider is configured: set AGENT_API_BASE_URL (and AGENT_API_KEY, AGENT_MODEL) to an OpenAI-compatible endpoint');
-  const system = text(ctx.resolve(ctx.raw('systemPrompt')));
+  let system = text(ctx.resolve(ctx.raw('systemPrompt')));
+  const skillRefs = list(ctx.resolve(ctx.raw('skills')));
+  if (skillRefs.length > 0) {
+    if (!ctx.resources?.skills) throw fail(ctx, 'This agent names skills, but skills are not available in this run');
+    const { found, missing } = await ctx.resources.skills(skillRefs);
+    if (missing.length > 0) throw fail(ctx, `Unknown skill${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+    const section = skillsInstructions(found);
+    system = system.trim() ? `${system}\n\n${section}` : section;
+  }
   const user = text(ctx.resolve(ctx.raw('userPrompt') ?? ctx.raw('context')));
   if (!user.trim()) throw fail(ctx, 'The agent has no user prompt');
   const model = text(ctx.resolve(ctx.raw('model'))).trim() || provider.model;

@@ -70,7 +70,18 @@ export type SecretsProvider =
   | Record<string, string>
   | ((name: string) => string | { value: string; redact: boolean } | undefined | Promise<string | { value: string; redact: boolean } | undefined>);
 
+/**
+ * Workspace resources a run's blocks may use, supplied by whoever starts the run (the run service). Every member
+ * is optional: a block that needs a missing one fails with a message saying so.
+ */
+export interface RunResources {
+  /** The skills an agent block names (ids, names or editor objects), with the ones that do not exist. */
+  skills?(refs: unknown[]): Promise<{ found: { name: string; description: string; content: string }[]; missing: string[] }>;
+}
+
 export interface RunOptions {
+  /** Workspace resources (skills, tools) for agent and function blocks; passed on to child workflows. */
+  resources?: RunResources;
   /** Defaults to a random UUID. */
   runId?: string;
   /** The run's input, checked against the trigger block's input fields. */
@@ -723,6 +734,7 @@ class Run {
       sandbox: engine.options.sandbox,
       egress: engine.options.egress,
       agent: engine.options.agent,
+      resources: this.options.resources,
       raw: (id) => block.subBlocks?.[id]?.value,
       resolve: (value) => resolveValue(value, source),
       resolveJson: (value, what) => (typeof value === 'string' ? resolveJson(value, source, what) : resolveValue(value, source)),
@@ -750,6 +762,7 @@ class Run {
           input,
           signal,
           secrets: this.options.secrets,
+          resources: this.options.resources,
           resolveWorkflow: this.options.resolveWorkflow,
           depth: this.depth + 1,
           maxBlockExecutions: this.options.maxBlockExecutions,

@@ -3,6 +3,8 @@
 // queue's worker pool. No HTTP here. Every status change is a conditional UPDATE in the store, so a run that
 // reached a terminal status is never overwritten, even by a worker that finishes late.
 import type { SecretVault } from '../secrets/vault.ts';
+import { resolveSkills } from '../resources/skills.ts';
+import type { RunResources } from '../execution/index.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
@@ -169,6 +171,13 @@ export class RunService {
   }
 
   /** The plan's monthly usage limit: a message when the billing account has reached it. */
+  /** What blocks of a run in this workspace may use: its skills (and, as they arrive, tools). */
+  private resourcesFor(workspaceId: string): RunResources {
+    return {
+      skills: (refs) => resolveSkills(this.store, workspaceId, refs),
+    };
+  }
+
   private async usageProblem(billingAccountId: string): Promise<string | null> {
     const account = await this.store.billingAccounts.get(billingAccountId);
     const policy = this.config.runs.policies[account?.plan ?? 'free'];
@@ -204,6 +213,7 @@ export class RunService {
         // {{NAME}}: the triggering user's personal secret, else the workspace's.
         secrets: (name) => this.secrets?.resolveEntry(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
+        resources: this.resourcesFor(run.workspaceId),
       };
       if (!definition) {
         result = failedResult(run, { code: 'EXECUTION_FAILED', message: 'The workflow version this run was started from no longer exists.' }, startedAt);

@@ -21,6 +21,7 @@ import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
+import { SkillRepository } from './skills.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -42,6 +43,7 @@ export interface Repositories {
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  skills: SkillRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -65,6 +67,7 @@ function repositories(db: SqlExecutor): Repositories {
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    skills: new SkillRepository(db),
   };
 }
 

@@ -17,7 +17,8 @@ export type SubBlockType =
   | 'variables-input'
   | 'workflow-selector'
   | 'messages-input'
-  | 'tool-input';
+  | 'tool-input'
+  | 'skill-input';
 
 export interface SubBlockDefinition {
   id: string;
@@ -268,6 +269,7 @@ const DEFINITIONS: BlockDefinition[] = [
       { id: 'model', type: 'dropdown', title: 'Model', required: true, options: [], defaultValue: 'gpt-4o' },
       { id: 'temperature', type: 'slider', title: 'Temperature', min: 0, max: 2, defaultValue: 0.7 },
       { id: 'tools', type: 'tool-input', title: 'Tools' },
+      { id: 'skills', type: 'skill-input', title: 'Skills', description: 'Skills (ids or names) whose instructions are added to the system prompt.' },
       { id: 'responseFormat', type: 'response-format', title: 'Response format' },
     ],
     outputs: {
