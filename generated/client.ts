@@ -29,6 +29,7 @@ export interface ApiClientOptions {
 export const LIST_PATHS = [
   '/api/v2/audit-logs',
   '/api/v2/blocks',
+  '/api/v2/custom-tools',
   '/api/v2/files/folders',
   '/api/v2/files/{fileId}/versions',
   '/api/v2/files',
@@ -36,6 +37,7 @@ export const LIST_PATHS = [
   '/api/v2/secrets',
   '/api/v2/skills/{skillId}/editors',
   '/api/v2/skills',
+  '/api/v2/tools',
   '/api/v2/workflows/folders',
   '/api/v2/workflows/{workflowId}/runs',
   '/api/v2/workflows/{workflowId}/versions',

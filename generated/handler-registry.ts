@@ -3,6 +3,7 @@
 import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
+import * as customToolsHandlers from '../src/handlers/custom-tools.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
@@ -22,6 +23,7 @@ export const handlers = {
   bulkDownloadFiles: filesHandlers.bulkDownloadFiles,
   cancelWorkflowRun: workflowRunsHandlers.cancelWorkflowRun,
   completeFileUpload: filesHandlers.completeFileUpload,
+  createCustomTool: customToolsHandlers.createCustomTool,
   createFile: filesHandlers.createFile,
   createFileFolder: filesHandlers.createFileFolder,
   createFileUpload: filesHandlers.createFileUpload,
@@ -29,6 +31,7 @@ export const handlers = {
   createSkill: skillsHandlers.createSkill,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
+  deleteCustomTool: customToolsHandlers.deleteCustomTool,
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
@@ -41,10 +44,12 @@ export const handlers = {
   downloadFileVersion: filesHandlers.downloadFileVersion,
   duplicateWorkflow: workflowsHandlers.duplicateWorkflow,
   editFileContent: filesHandlers.editFileContent,
+  executeTool: catalogHandlers.executeTool,
   executeWorkflow: workflowRunsHandlers.executeWorkflow,
   exportWorkflow: workflowsHandlers.exportWorkflow,
   getAuditLog: auditLogsHandlers.getAuditLog,
   getBlock: catalogHandlers.getBlock,
+  getCustomTool: customToolsHandlers.getCustomTool,
   getFile: filesHandlers.getFile,
   getFileShare: filesHandlers.getFileShare,
   getFileUpload: filesHandlers.getFileUpload,
@@ -54,6 +59,7 @@ export const handlers = {
   getMeta: metaHandlers.getMeta,
   getSharedFile: filesHandlers.getSharedFile,
   getSkill: skillsHandlers.getSkill,
+  getTool: catalogHandlers.getTool,
   getWorkflow: workflowsHandlers.getWorkflow,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
   getWorkflowRun: workflowRunsHandlers.getWorkflowRun,
@@ -69,6 +75,7 @@ export const handlers = {
   legacyGetWorkflowStatus: legacyHandlers.legacyGetWorkflowStatus,
   listAuditLogs: auditLogsHandlers.listAuditLogs,
   listBlocks: catalogHandlers.listBlocks,
+  listCustomTools: customToolsHandlers.listCustomTools,
   listFileFolders: filesHandlers.listFileFolders,
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
@@ -76,6 +83,7 @@ export const handlers = {
   listSecrets: secretsHandlers.listSecrets,
   listSkillEditors: skillsHandlers.listSkillEditors,
   listSkills: skillsHandlers.listSkills,
+  listTools: catalogHandlers.listTools,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
   listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
   listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
@@ -104,6 +112,7 @@ export const handlers = {
   setSecret: secretsHandlers.setSecret,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   unzipFile: filesHandlers.unzipFile,
+  updateCustomTool: customToolsHandlers.updateCustomTool,
   updateFileContent: filesHandlers.updateFileContent,
   updateSkill: skillsHandlers.updateSkill,
   updateWorkflow: workflowsHandlers.updateWorkflow,

@@ -101,6 +101,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createCustomTool: {
+    params: Params<operations['createCustomTool'], 'path'>;
+    query: Params<operations['createCustomTool'], 'query'>;
+    headers: Params<operations['createCustomTool'], 'header'>;
+    body: Body<operations['createCustomTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createFile: {
     params: Params<operations['createFile'], 'path'>;
     query: Params<operations['createFile'], 'query'>;
@@ -160,6 +169,15 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowFolder'], 'query'>;
     headers: Params<operations['createWorkflowFolder'], 'header'>;
     body: Body<operations['createWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteCustomTool: {
+    params: Params<operations['deleteCustomTool'], 'path'>;
+    query: Params<operations['deleteCustomTool'], 'query'>;
+    headers: Params<operations['deleteCustomTool'], 'header'>;
+    body: Body<operations['deleteCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -272,6 +290,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  executeTool: {
+    params: Params<operations['executeTool'], 'path'>;
+    query: Params<operations['executeTool'], 'query'>;
+    headers: Params<operations['executeTool'], 'header'>;
+    body: Body<operations['executeTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   executeWorkflow: {
     params: Params<operations['executeWorkflow'], 'path'>;
     query: Params<operations['executeWorkflow'], 'query'>;
@@ -304,6 +331,15 @@ export interface OperationInputs {
     query: Params<operations['getBlock'], 'query'>;
     headers: Params<operations['getBlock'], 'header'>;
     body: Body<operations['getBlock']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getCustomTool: {
+    params: Params<operations['getCustomTool'], 'path'>;
+    query: Params<operations['getCustomTool'], 'query'>;
+    headers: Params<operations['getCustomTool'], 'header'>;
+    body: Body<operations['getCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -385,6 +421,15 @@ export interface OperationInputs {
     query: Params<operations['getSkill'], 'query'>;
     headers: Params<operations['getSkill'], 'header'>;
     body: Body<operations['getSkill']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTool: {
+    params: Params<operations['getTool'], 'path'>;
+    query: Params<operations['getTool'], 'query'>;
+    headers: Params<operations['getTool'], 'header'>;
+    body: Body<operations['getTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -524,6 +569,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listCustomTools: {
+    params: Params<operations['listCustomTools'], 'path'>;
+    query: Params<operations['listCustomTools'], 'query'>;
+    headers: Params<operations['listCustomTools'], 'header'>;
+    body: Body<operations['listCustomTools']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listFileFolders: {
     params: Params<operations['listFileFolders'], 'path'>;
     query: Params<operations['listFileFolders'], 'query'>;
@@ -583,6 +637,15 @@ export interface OperationInputs {
     query: Params<operations['listSkills'], 'query'>;
     headers: Params<operations['listSkills'], 'header'>;
     body: Body<operations['listSkills']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTools: {
+    params: Params<operations['listTools'], 'path'>;
+    query: Params<operations['listTools'], 'query'>;
+    headers: Params<operations['listTools'], 'header'>;
+    body: Body<operations['listTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -839,6 +902,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateCustomTool: {
+    params: Params<operations['updateCustomTool'], 'path'>;
+    query: Params<operations['updateCustomTool'], 'query'>;
+    headers: Params<operations['updateCustomTool'], 'header'>;
+    body: Body<operations['updateCustomTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateFileContent: {
     params: Params<operations['updateFileContent'], 'path'>;
     query: Params<operations['updateFileContent'], 'query'>;
@@ -937,6 +1009,11 @@ export interface OperationResults {
     body: Json<operations['completeFileUpload']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createCustomTool: {
+    status: 200;
+    body: Json<operations['createCustomTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createFile: {
     status: 200;
     body: Json<operations['createFile']['responses'][200]>;
@@ -970,6 +1047,11 @@ export interface OperationResults {
   createWorkflowFolder: {
     status: 201;
     body: Json<operations['createWorkflowFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  deleteCustomTool: {
+    status: 200;
+    body: Json<operations['deleteCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteFile: {
@@ -1044,6 +1126,11 @@ export interface OperationResults {
     body: Json<operations['editFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  executeTool: {
+    status: 200;
+    body: Json<operations['executeTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   executeWorkflow:
     | {
         status: 200;
@@ -1068,6 +1155,11 @@ export interface OperationResults {
   getBlock: {
     status: 200;
     body: Json<operations['getBlock']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getCustomTool: {
+    status: 200;
+    body: Json<operations['getCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getFile: {
@@ -1119,6 +1211,11 @@ export interface OperationResults {
   getSkill: {
     status: 200;
     body: Json<operations['getSkill']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTool: {
+    status: 200;
+    body: Json<operations['getTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflow: {
@@ -1202,6 +1299,11 @@ export interface OperationResults {
     body: Json<operations['listBlocks']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listCustomTools: {
+    status: 200;
+    body: Json<operations['listCustomTools']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listFileFolders: {
     status: 200;
     body: Json<operations['listFileFolders']['responses'][200]>;
@@ -1235,6 +1337,11 @@ export interface OperationResults {
   listSkills: {
     status: 200;
     body: Json<operations['listSkills']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTools: {
+    status: 200;
+    body: Json<operations['listTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowFolders: {
@@ -1383,6 +1490,11 @@ export interface OperationResults {
     body: Json<operations['unzipFile']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateCustomTool: {
+    status: 200;
+    body: Json<operations['updateCustomTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateFileContent: {
     status: 200;
     body: Json<operations['updateFileContent']['responses'][200]>;
@@ -1440,6 +1552,8 @@ export interface Handlers {
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/custom-tools — Create a custom tool */
+  createCustomTool: Handler<'createCustomTool'>;
   /** POST /api/v2/files — Create a file */
   createFile: Handler<'createFile'>;
   /** POST /api/v2/files/folders — Create a file folder */
@@ -1454,6 +1568,8 @@ export interface Handlers {
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** DELETE /api/v2/custom-tools/{customToolId} — Delete a custom tool */
+  deleteCustomTool: Handler<'deleteCustomTool'>;
   /** DELETE /api/v2/files/{fileId} — Delete a file */
   deleteFile: Handler<'deleteFile'>;
   /** DELETE /api/v2/files/folders — Delete a file folder */
@@ -1478,6 +1594,8 @@ export interface Handlers {
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */
   editFileContent: Handler<'editFileContent'>;
+  /** POST /api/v2/tools/{toolId}/execute — Execute a tool */
+  executeTool: Handler<'executeTool'>;
   /** POST /api/v2/workflows/{workflowId}/execute — Execute a workflow */
   executeWorkflow: Handler<'executeWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
@@ -1486,6 +1604,8 @@ export interface Handlers {
   getAuditLog: Handler<'getAuditLog'>;
   /** GET /api/v2/blocks/{blockId} — Get a block type */
   getBlock: Handler<'getBlock'>;
+  /** GET /api/v2/custom-tools/{customToolId} — Get a custom tool */
+  getCustomTool: Handler<'getCustomTool'>;
   /** GET /api/v2/files/{fileId}/metadata — Get file metadata */
   getFile: Handler<'getFile'>;
   /** GET /api/v2/files/{fileId}/share — Get file share */
@@ -1504,6 +1624,8 @@ export interface Handlers {
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/skills/{skillId} — Get a skill */
   getSkill: Handler<'getSkill'>;
+  /** GET /api/v2/tools/{toolId} — Get a tool */
+  getTool: Handler<'getTool'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
@@ -1534,6 +1656,8 @@ export interface Handlers {
   listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/custom-tools — List custom tools */
+  listCustomTools: Handler<'listCustomTools'>;
   /** GET /api/v2/files/folders — List file folders */
   listFileFolders: Handler<'listFileFolders'>;
   /** GET /api/v2/files/{fileId}/versions — List file versions */
@@ -1548,6 +1672,8 @@ export interface Handlers {
   listSkillEditors: Handler<'listSkillEditors'>;
   /** GET /api/v2/skills — List skills */
   listSkills: Handler<'listSkills'>;
+  /** GET /api/v2/tools — List tools */
+  listTools: Handler<'listTools'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
@@ -1604,6 +1730,8 @@ export interface Handlers {
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
+  /** PATCH /api/v2/custom-tools/{customToolId} — Update a custom tool */
+  updateCustomTool: Handler<'updateCustomTool'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/skills/{skillId} — Update a skill */

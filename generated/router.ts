@@ -20,6 +20,17 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.get('/api/v2/custom-tools', ...bind(OPERATIONS.listCustomTools, handlers.listCustomTools));
+  router.post('/api/v2/custom-tools', ...bind(OPERATIONS.createCustomTool, handlers.createCustomTool));
+  router.delete(
+    '/api/v2/custom-tools/:customToolId',
+    ...bind(OPERATIONS.deleteCustomTool, handlers.deleteCustomTool),
+  );
+  router.get('/api/v2/custom-tools/:customToolId', ...bind(OPERATIONS.getCustomTool, handlers.getCustomTool));
+  router.patch(
+    '/api/v2/custom-tools/:customToolId',
+    ...bind(OPERATIONS.updateCustomTool, handlers.updateCustomTool),
+  );
   router.get('/api/v2/files', ...bind(OPERATIONS.listFiles, handlers.listFiles));
   router.post('/api/v2/files', ...bind(OPERATIONS.createFile, handlers.createFile));
   router.post('/api/v2/files/bulk-delete', ...bind(OPERATIONS.bulkDeleteFiles, handlers.bulkDeleteFiles));
@@ -116,6 +127,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/skills/:skillId/editors',
     ...bind(OPERATIONS.grantSkillEditor, handlers.grantSkillEditor),
   );
+  router.get('/api/v2/tools', ...bind(OPERATIONS.listTools, handlers.listTools));
+  router.get('/api/v2/tools/:toolId', ...bind(OPERATIONS.getTool, handlers.getTool));
+  router.post('/api/v2/tools/:toolId/execute', ...bind(OPERATIONS.executeTool, handlers.executeTool));
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(

@@ -1488,6 +1488,118 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/custom-tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List custom tools
+     * @description Lists the workspace's custom tools.
+     */
+    get: operations['listCustomTools'];
+    put?: never;
+    /**
+     * Create a custom tool
+     * @description Creates a custom tool. The schema must be a function declaration whose parameters are a valid JSON Schema (400); the title must be unique (409).
+     */
+    post: operations['createCustomTool'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/custom-tools/{customToolId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a custom tool
+     * @description Returns one custom tool.
+     */
+    get: operations['getCustomTool'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a custom tool
+     * @description Deletes a custom tool; agents naming it fail clearly afterwards.
+     */
+    delete: operations['deleteCustomTool'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a custom tool
+     * @description Changes the fields sent (at least one), with the same checks as on creation.
+     */
+    patch: operations['updateCustomTool'];
+    trace?: never;
+  };
+  '/api/v2/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List tools
+     * @description Lists the tools this server can run in the workspace: built-in tools and the workspace's custom tools (and any other registered tool sources).
+     */
+    get: operations['listTools'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tools/{toolId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a tool
+     * @description Returns a tool with its parameters and outputs.
+     */
+    get: operations['getTool'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tools/{toolId}/execute': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Execute a tool
+     * @description Runs one tool with the input checked against its schema (400 when it does not match) and a timeout. A tool that fails answers 200 with `status: failed` and the error. Usage is recorded.
+     */
+    post: operations['executeTool'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3027,6 +3139,107 @@ export interface components {
       name: string | null;
       image: string | null;
       isWorkspaceAdmin: boolean;
+    };
+    /** @description An OpenAI-style function declaration; `parameters` is a JSON Schema of the input object. */
+    FunctionDeclaration: {
+      /** @enum {string} */
+      type: 'function';
+      function: {
+        name: string;
+        description?: string;
+        parameters: {
+          type: string;
+          properties: {
+            [key: string]: unknown;
+          };
+          required?: string[];
+        } & {
+          [key: string]: unknown;
+        };
+      } & {
+        [key: string]: unknown;
+      };
+    } & {
+      [key: string]: unknown;
+    };
+    /** @description A workspace tool implemented in JavaScript; agents and executeTool call it as `custom_<id>`. */
+    CustomTool: {
+      id: string;
+      title: string;
+      schema: components['schemas']['FunctionDeclaration'];
+      code: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A tool this server can run. */
+    ToolSummary: {
+      id: string;
+      name: string;
+      description: string;
+      version?: string;
+      /** @enum {string} */
+      hostedApiKey: 'always' | 'conditional' | 'none';
+      oauth?: {
+        required: boolean;
+        provider: string;
+        requiredScopes?: string[];
+      };
+    };
+    /** @description A tool with its parameters and outputs. */
+    ToolDetail: {
+      id: string;
+      name: string;
+      description: string;
+      version?: string;
+      /** @enum {string} */
+      hostedApiKey: 'always' | 'conditional' | 'none';
+      oauth?: {
+        required: boolean;
+        provider: string;
+        requiredScopes?: string[];
+      };
+      params: {
+        [key: string]: {
+          type: string;
+          required?: boolean;
+          visibility?: string;
+          description?: string;
+          default?: unknown;
+          items?: unknown;
+        };
+      };
+      outputs: {
+        [key: string]: {
+          type: string;
+          description?: string;
+          optional?: boolean;
+          nullable?: boolean;
+          properties?: {
+            [key: string]: unknown;
+          };
+          items?: {
+            type: string;
+            description?: string;
+            properties?: {
+              [key: string]: unknown;
+            };
+          };
+          fileConfig?: {
+            mimeType?: string;
+            extension?: string;
+          };
+        };
+      };
+    };
+    /** @description The result of one tool execution. */
+    ToolExecution: {
+      toolId: string;
+      /** @enum {string} */
+      status: 'succeeded' | 'failed';
+      output: unknown;
+      error: {
+        message: string;
+      } | null;
     };
   };
   responses: {
@@ -7571,6 +7784,366 @@ export interface operations {
               /** @enum {boolean} */
               revoked: true;
             };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCustomTools: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the custom tool. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the title. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'title' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List custom tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createCustomTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Title, unique in the workspace. */
+          title: string;
+          schema: components['schemas']['FunctionDeclaration'];
+          /** @description JavaScript function body run in the function sandbox; the parameters are available as `params` and as variables of the same names; `return` gives the output. */
+          code: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCustomTool: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the custom tool. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Custom tool identifier. */
+        customToolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteCustomTool: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the custom tool. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Custom tool identifier. */
+        customToolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateCustomTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Custom tool identifier. */
+        customToolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Title, unique in the workspace. */
+          title?: string;
+          schema?: components['schemas']['FunctionDeclaration'];
+          /** @description JavaScript function body run in the function sandbox; the parameters are available as `params` and as variables of the same names; `return` gives the output. */
+          code?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTools: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of id, name or description. */
+        search?: string;
+        /** @description Only tools with this hosted-key mode. */
+        hostedApiKey?: 'always' | 'conditional' | 'none';
+        /** @description Only tools needing this OAuth provider. */
+        oauthProvider?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'id' | 'name';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ToolSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTool: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Tool identifier, e.g. `http_request` or `custom_<id>`; an unversioned id resolves to the newest version. */
+        toolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ToolDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  executeTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Tool identifier, e.g. `http_request` or `custom_<id>`; an unversioned id resolves to the newest version. */
+        toolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /**
+           * @description Tool arguments by parameter id.
+           * @default {}
+           */
+          input?: {
+            [key: string]: unknown;
+          };
+          /** @description Credential for tools that need OAuth. */
+          credentialId?: string;
+          /** @description How long to wait for the tool (default 30). */
+          timeoutSeconds?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Execute a tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ToolExecution'];
           };
         };
       };

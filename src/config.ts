@@ -38,6 +38,8 @@ export interface Config {
   runs: RunSettings;
   /** Key for secret values at rest (32 bytes, hex or base64); null keeps a generated one in $DATA_DIR/secrets.key. */
   secretsKey: string | null;
+  /** The tool registry: default execution timeout and the recorded cost of one tool execution (USD). */
+  tools: { timeoutMs: number; executionCostUsd: number };
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -175,6 +177,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     agent: agentConfig(env),
     secretsKey: env.SECRETS_KEY || null,
+    tools: {
+      timeoutMs: integer(env, 'TOOL_TIMEOUT_MS', 30_000, 10, 300_000),
+      executionCostUsd: decimal(env, 'TOOL_EXECUTION_COST_USD', 0),
+    },
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
       uploadSessionTtlMs: integer(env, 'UPLOAD_SESSION_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,

@@ -18,6 +18,7 @@ import { LocalDiskBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
+import { createToolRegistry } from './tools/index.ts';
 
 export interface RunningServer {
   url: string;
@@ -35,13 +36,15 @@ export async function createServices(config: Config, logger: Logger = createLogg
   );
   const engine = createEngine(config);
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets }),
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools }),
+    tools,
     secrets,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),

@@ -8,6 +8,7 @@ import type { RateLimitStore } from './http/rate-limit.ts';
 import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
+import type { ToolRegistry } from './tools/registry.ts';
 
 export interface Services {
   config: Config;
@@ -27,4 +28,6 @@ export interface Services {
   closeEngine(): Promise<void>;
   /** Encrypted workspace and personal secrets, resolved for {{NAME}} references in runs. */
   secrets: SecretVault;
+  /** Every tool this server can run (catalog, executeTool, agent blocks); other modules add providers with registerTool. */
+  tools: ToolRegistry;
 }

@@ -5,7 +5,7 @@
 import type { SandboxPool } from '../sandbox/pool.ts';
 import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
-import type { AgentProvider, ExecutionLimits, RunResources } from './engine.ts';
+import type { AgentProvider, AgentTool, ExecutionLimits, RunResources } from './engine.ts';
 import { skillsInstructions } from '../resources/skills.ts';
 import { ExecutionError } from './errors.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
@@ -390,26 +390,10 @@ const childWorkflow: BlockHandler = async (ctx) => {
   return { output: { success: true, childWorkflowName: name, childRunId: result.runId, result: result.output }, children: result.traceSpans };
 };
 
-const agent: BlockHandler = async (ctx) => {
-  const provider = ctx.agent;
-  if (!provider) throw fail(ctx, 'No agent provider is configured: set AGENT_API_BASE_URL (and AGENT_API_KEY, AGENT_MODEL) to an OpenAI-compatible endpoint');
-  let system = text(ctx.resolve(ctx.raw('systemPrompt')));
-  const skillRefs = list(ctx.resolve(ctx.raw('skills')));
-  if (skillRefs.length > 0) {
-    if (!ctx.resources?.skills) throw fail(ctx, 'This agent names skills, but skills are not available in this run');
-    const { found, missing } = await ctx.resources.skills(skillRefs);
-    if (missing.length > 0) throw fail(ctx, `Unknown skill${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
-    const section = skillsInstructions(found);
-    system = system.trim() ? `${system}\n\n${section}` : section;
-  }
-  const user = text(ctx.resolve(ctx.raw('userPrompt') ?? ctx.raw('context')));
-  if (!user.trim()) throw fail(ctx, 'The agent has no user prompt');
-  const model = text(ctx.resolve(ctx.raw('model'))).trim() || provider.model;
-  const temperature = Number(ctx.resolve(ctx.raw('temperature')));
-  const messages = [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: user }];
-  const body: Record<string, unknown> = { model, messages };
-  if (Number.isFinite(temperature) && ctx.raw('temperature') !== undefined && ctx.raw('temperature') !== '') body.temperature = temperature;
-  ctx.setTraceInput({ model, messages });
+/** Most model round trips one agent block makes while the model keeps calling tools. */
+const MAX_AGENT_TOOL_ROUNDS = 10;
+
+async function chatCompletion(ctx: BlockContext, provider: AgentProvider, body: Record<string, unknown>): Promise<Record<string, unknown>> {
   const timeout = AbortSignal.timeout(provider.timeoutMs);
   let res: Response;
   try {
@@ -435,23 +419,85 @@ const agent: BlockHandler = async (ctx) => {
     const message = isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : raw.slice(0, 200);
     throw fail(ctx, `The agent provider answered ${res.status}: ${message}`);
   }
-  const choice = Array.isArray(json.choices) && isRecord(json.choices[0]) ? json.choices[0] : null;
-  const message = choice && isRecord(choice.message) ? choice.message : null;
-  if (!message) throw fail(ctx, 'The agent provider returned no message');
-  const usage = isRecord(json.usage) ? json.usage : {};
-  const prompt = Number(usage.prompt_tokens ?? 0) || 0;
-  const completion = Number(usage.completion_tokens ?? 0) || 0;
-  const usedModel = typeof json.model === 'string' ? json.model : model;
-  return {
-    output: {
-      content: typeof message.content === 'string' ? message.content : '',
-      model: usedModel,
-      tokens: { prompt, completion, total: prompt + completion },
-      toolCalls: Array.isArray(message.tool_calls) ? message.tool_calls : [],
-    },
-    tokens: { input: prompt, output: completion },
-    model: usedModel,
-  };
+  return json;
+}
+
+const agent: BlockHandler = async (ctx) => {
+  const provider = ctx.agent;
+  if (!provider) throw fail(ctx, 'No agent provider is configured: set AGENT_API_BASE_URL (and AGENT_API_KEY, AGENT_MODEL) to an OpenAI-compatible endpoint');
+  let system = text(ctx.resolve(ctx.raw('systemPrompt')));
+  const skillRefs = list(ctx.resolve(ctx.raw('skills')));
+  if (skillRefs.length > 0) {
+    if (!ctx.resources?.skills) throw fail(ctx, 'This agent names skills, but skills are not available in this run');
+    const { found, missing } = await ctx.resources.skills(skillRefs);
+    if (missing.length > 0) throw fail(ctx, `Unknown skill${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+    const section = skillsInstructions(found);
+    system = system.trim() ? `${system}\n\n${section}` : section;
+  }
+  const user = text(ctx.resolve(ctx.raw('userPrompt') ?? ctx.raw('context')));
+  if (!user.trim()) throw fail(ctx, 'The agent has no user prompt');
+  const toolEntries = list(ctx.resolve(ctx.raw('tools')));
+  let tools: AgentTool[] = [];
+  if (toolEntries.length > 0) {
+    if (!ctx.resources?.tools) throw fail(ctx, 'This agent lists tools, but tools are not available in this run');
+    const { found, missing } = await ctx.resources.tools(toolEntries, ctx.signal);
+    if (missing.length > 0) throw fail(ctx, `Unknown tool${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+    tools = found;
+  }
+  const model = text(ctx.resolve(ctx.raw('model'))).trim() || provider.model;
+  const temperature = Number(ctx.resolve(ctx.raw('temperature')));
+  const messages: Record<string, unknown>[] = [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: user }];
+  const body: Record<string, unknown> = { model, messages };
+  if (Number.isFinite(temperature) && ctx.raw('temperature') !== undefined && ctx.raw('temperature') !== '') body.temperature = temperature;
+  if (tools.length > 0) body.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  ctx.setTraceInput({ model, messages: messages.slice(), ...(tools.length ? { tools: tools.map((t) => t.name) } : {}) });
+  let prompt = 0;
+  let completion = 0;
+  let usedModel = model;
+  const calls: { name: string; arguments: unknown; status: string; output: unknown; error: string | null }[] = [];
+  for (let round = 0; ; round++) {
+    const json = await chatCompletion(ctx, provider, body);
+    const choice = Array.isArray(json.choices) && isRecord(json.choices[0]) ? json.choices[0] : null;
+    const message = choice && isRecord(choice.message) ? choice.message : null;
+    if (!message) throw fail(ctx, 'The agent provider returned no message');
+    const usage = isRecord(json.usage) ? json.usage : {};
+    prompt += Number(usage.prompt_tokens ?? 0) || 0;
+    completion += Number(usage.completion_tokens ?? 0) || 0;
+    if (typeof json.model === 'string') usedModel = json.model;
+    const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls.filter(isRecord) : [];
+    if (toolCalls.length === 0 || tools.length === 0) {
+      return {
+        output: {
+          content: typeof message.content === 'string' ? message.content : '',
+          model: usedModel,
+          tokens: { prompt, completion, total: prompt + completion },
+          toolCalls: tools.length > 0 ? calls : toolCalls,
+        },
+        tokens: { input: prompt, output: completion },
+        model: usedModel,
+      };
+    }
+    if (round >= MAX_AGENT_TOOL_ROUNDS) throw fail(ctx, `The model kept calling tools after ${MAX_AGENT_TOOL_ROUNDS} rounds`);
+    messages.push({ role: 'assistant', content: typeof message.content === 'string' ? message.content : null, tool_calls: toolCalls });
+    for (const call of toolCalls) {
+      const fn = isRecord(call.function) ? call.function : {};
+      const name = String(fn.name ?? '');
+      let args: Record<string, unknown> = {};
+      let result: Awaited<ReturnType<AgentTool['call']>>;
+      const tool = tools.find((t) => t.name === name);
+      try {
+        const parsed = typeof fn.arguments === 'string' && fn.arguments.trim() ? JSON.parse(fn.arguments) : (fn.arguments ?? {});
+        if (!isRecord(parsed)) throw new Error('the arguments are not a JSON object');
+        args = parsed;
+        result = tool ? await tool.call(args) : { status: 'failed', output: null, error: { message: `No tool named ${name}` } };
+      } catch (e) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        result = { status: 'failed', output: null, error: { message: (e as Error).message } };
+      }
+      calls.push({ name, arguments: args, status: result.status, output: result.output, error: result.error?.message ?? null });
+      messages.push({ role: 'tool', tool_call_id: String(call.id ?? name), content: JSON.stringify(result.status === 'succeeded' ? result.output : { error: result.error?.message }) });
+    }
+  }
 };
 
 /** Block implementations by registry type id. */

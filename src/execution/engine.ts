@@ -77,6 +77,18 @@ export type SecretsProvider =
 export interface RunResources {
   /** The skills an agent block names (ids, names or editor objects), with the ones that do not exist. */
   skills?(refs: unknown[]): Promise<{ found: { name: string; description: string; content: string }[]; missing: string[] }>;
+  /** The tools an agent block lists (tool-input entries), as functions the model may call. */
+  tools?(entries: unknown[], signal: AbortSignal): Promise<{ found: AgentTool[]; missing: string[] }>;
+}
+
+/** A tool as an agent sees it: an OpenAI function declaration and a way to call it. */
+export interface AgentTool {
+  /** Function name given to the model (unique within one agent call). */
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments the model fills in. */
+  parameters: Record<string, unknown>;
+  call(args: Record<string, unknown>): Promise<{ status: 'succeeded' | 'failed'; output: unknown; error: { message: string } | null }>;
 }
 
 export interface RunOptions {

@@ -60,3 +60,6 @@ export const getBlock: Handler<'getBlock'> = async ({ params }) => {
   if (!block) throw notFound('Block type');
   return { status: 200, body: { data: detailView(block) } };
 };
+
+// The tool catalog and tool execution live in their own module (same Catalog tag).
+export { listTools, getTool, executeTool } from './tools.ts';

@@ -7,6 +7,7 @@ import { conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import { BUILTIN_SKILLS, builtinSkill, isBuiltinSkillId, skillView, type SkillView } from '../resources/skills.ts';
 import type { Repositories } from '../store/index.ts';
+import { pageInMemory } from './list-support.ts';
 import type { SkillEditorRecord, SkillRecord } from '../store/skills.ts';
 
 const summary = ({ content: _c, ...rest }: SkillView) => rest;
@@ -37,18 +38,6 @@ async function nameTaken(tx: Pick<Repositories, 'skills'>, workspaceId: string, 
 
 const SORT = { name: (s: SkillView) => s.name, createdAt: (s: SkillView) => s.createdAt, updatedAt: (s: SkillView) => s.updatedAt };
 
-/** Orders and pages an in-memory list with the same signed cursors as SQL-backed lists. */
-function pageOf<T>(items: T[], key: (t: T) => [string, string], order: 'asc' | 'desc', after: readonly [unknown, string] | null, limit: number): T[] {
-  const sign = order === 'asc' ? 1 : -1;
-  const cmp = (a: [string, string], b: readonly [unknown, string]) => {
-    const av = a[0];
-    const bv = String(b[0]);
-    return sign * (av < bv ? -1 : av > bv ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
-  };
-  const sorted = items.slice().sort((x, y) => cmp(key(x), key(y)));
-  return (after ? sorted.filter((t) => cmp(key(t), after) > 0) : sorted).slice(0, limit + 1);
-}
-
 export const listSkills: Handler<'listSkills'> = async ({ query, ctx }) => {
   const sortBy = query.sortBy ?? 'createdAt';
   const sortOrder = query.sortOrder ?? 'desc';
@@ -59,7 +48,7 @@ export const listSkills: Handler<'listSkills'> = async ({ query, ctx }) => {
     ...BUILTIN_SKILLS.filter((s) => !search || s.name.includes(search)),
     ...(await ctx.services.store.skills.listAll(query.workspaceId, query.search)).map(skillView),
   ];
-  const rows = pageOf(all, (s) => [SORT[sortBy](s), s.id], sortOrder, readCursor(ctx, query.cursor, binding), limit);
+  const rows = pageInMemory(all, (s) => [SORT[sortBy](s), s.id], sortOrder, readCursor(ctx, query.cursor, binding), limit);
   return { status: 200, body: toPage(ctx, rows, limit, binding, (s) => [SORT[sortBy](s), s.id], summary) };
 };
 
@@ -145,7 +134,7 @@ export const listSkillEditors: Handler<'listSkillEditors'> = async ({ params, qu
     editors = await ctx.services.store.skills.editors(skill.id, query.workspaceId);
   }
   const key = (e: SkillEditorRecord): [string, string] => [sortBy === 'email' ? e.email.toLowerCase() : e.name, e.userId];
-  const rows = pageOf(editors, key, sortOrder, readCursor(ctx, query.cursor, binding), limit);
+  const rows = pageInMemory(editors, key, sortOrder, readCursor(ctx, query.cursor, binding), limit);
   return { status: 200, body: toPage(ctx, rows, limit, binding, key, editorView) };
 };
 

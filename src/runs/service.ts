@@ -4,6 +4,8 @@
 // reached a terminal status is never overwritten, even by a worker that finishes late.
 import type { SecretVault } from '../secrets/vault.ts';
 import { resolveSkills } from '../resources/skills.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import { agentTools } from '../tools/agent.ts';
 import type { RunResources } from '../execution/index.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -85,7 +87,9 @@ export class RunService {
 
   private readonly secrets: SecretVault | null;
 
-  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault }) {
+  private readonly tools: ToolRegistry | null;
+  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; tools?: ToolRegistry }) {
+    this.tools = deps.tools ?? null;
     this.secrets = deps.secrets ?? null;
     this.startEngine = deps.startEngine ?? (async () => undefined);
     this.store = deps.store;
@@ -172,9 +176,11 @@ export class RunService {
 
   /** The plan's monthly usage limit: a message when the billing account has reached it. */
   /** What blocks of a run in this workspace may use: its skills (and, as they arrive, tools). */
-  private resourcesFor(workspaceId: string): RunResources {
+  private resourcesFor(workspaceId: string, userId: string | null): RunResources {
+    const tools = this.tools;
     return {
       skills: (refs) => resolveSkills(this.store, workspaceId, refs),
+      ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs }) } : {}),
     };
   }
 
@@ -213,7 +219,7 @@ export class RunService {
         // {{NAME}}: the triggering user's personal secret, else the workspace's.
         secrets: (name) => this.secrets?.resolveEntry(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
-        resources: this.resourcesFor(run.workspaceId),
+        resources: this.resourcesFor(run.workspaceId, run.triggeredBy),
       };
       if (!definition) {
         result = failedResult(run, { code: 'EXECUTION_FAILED', message: 'The workflow version this run was started from no longer exists.' }, startedAt);

@@ -22,6 +22,7 @@ import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
 import { SkillRepository } from './skills.ts';
+import { CustomToolRepository } from './custom-tools.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -44,6 +45,7 @@ export interface Repositories {
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
   skills: SkillRepository;
+  customTools: CustomToolRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -68,6 +70,7 @@ function repositories(db: SqlExecutor): Repositories {
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
     skills: new SkillRepository(db),
+    customTools: new CustomToolRepository(db),
   };
 }
 
