@@ -28,6 +28,7 @@ export interface ApiClientOptions {
 /** Paths of the cursor-paginated list operations. */
 export const LIST_PATHS = [
   '/api/v2/audit-logs',
+  '/api/v2/billing/logs',
   '/api/v2/blocks',
   '/api/v2/custom-tools',
   '/api/v2/files/folders',

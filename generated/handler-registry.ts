@@ -2,6 +2,7 @@
 // Gathers the handler modules of src/handlers/, one per tag. A missing or mistyped handler is a type error here.
 import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
+import * as billingHandlers from '../src/handlers/billing.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
 import * as customToolsHandlers from '../src/handlers/custom-tools.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
@@ -48,6 +49,7 @@ export const handlers = {
   executeWorkflow: workflowRunsHandlers.executeWorkflow,
   exportWorkflow: workflowsHandlers.exportWorkflow,
   getAuditLog: auditLogsHandlers.getAuditLog,
+  getBillingStatus: billingHandlers.getBillingStatus,
   getBlock: catalogHandlers.getBlock,
   getCustomTool: customToolsHandlers.getCustomTool,
   getFile: filesHandlers.getFile,
@@ -74,6 +76,7 @@ export const handlers = {
   legacyGetUsageLimits: legacyHandlers.legacyGetUsageLimits,
   legacyGetWorkflowStatus: legacyHandlers.legacyGetWorkflowStatus,
   listAuditLogs: auditLogsHandlers.listAuditLogs,
+  listBillingLogs: billingHandlers.listBillingLogs,
   listBlocks: catalogHandlers.listBlocks,
   listCustomTools: customToolsHandlers.listCustomTools,
   listFileFolders: filesHandlers.listFileFolders,

@@ -326,6 +326,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getBillingStatus: {
+    params: Params<operations['getBillingStatus'], 'path'>;
+    query: Params<operations['getBillingStatus'], 'query'>;
+    headers: Params<operations['getBillingStatus'], 'header'>;
+    body: Body<operations['getBillingStatus']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getBlock: {
     params: Params<operations['getBlock'], 'path'>;
     query: Params<operations['getBlock'], 'query'>;
@@ -556,6 +565,15 @@ export interface OperationInputs {
     query: Params<operations['listAuditLogs'], 'query'>;
     headers: Params<operations['listAuditLogs'], 'header'>;
     body: Body<operations['listAuditLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listBillingLogs: {
+    params: Params<operations['listBillingLogs'], 'path'>;
+    query: Params<operations['listBillingLogs'], 'query'>;
+    headers: Params<operations['listBillingLogs'], 'header'>;
+    body: Body<operations['listBillingLogs']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1152,6 +1170,11 @@ export interface OperationResults {
     body: Json<operations['getAuditLog']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getBillingStatus: {
+    status: 200;
+    body: Json<operations['getBillingStatus']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getBlock: {
     status: 200;
     body: Json<operations['getBlock']['responses'][200]>;
@@ -1292,6 +1315,11 @@ export interface OperationResults {
   listAuditLogs: {
     status: 200;
     body: Json<operations['listAuditLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listBillingLogs: {
+    status: 200;
+    body: Json<operations['listBillingLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listBlocks: {
@@ -1602,6 +1630,8 @@ export interface Handlers {
   exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
   getAuditLog: Handler<'getAuditLog'>;
+  /** GET /api/v2/billing/status — Get billing status */
+  getBillingStatus: Handler<'getBillingStatus'>;
   /** GET /api/v2/blocks/{blockId} — Get a block type */
   getBlock: Handler<'getBlock'>;
   /** GET /api/v2/custom-tools/{customToolId} — Get a custom tool */
@@ -1654,6 +1684,8 @@ export interface Handlers {
   legacyGetWorkflowStatus: Handler<'legacyGetWorkflowStatus'>;
   /** GET /api/v2/audit-logs — List audit logs */
   listAuditLogs: Handler<'listAuditLogs'>;
+  /** GET /api/v2/billing/logs — List billing logs */
+  listBillingLogs: Handler<'listBillingLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
   /** GET /api/v2/custom-tools — List custom tools */

@@ -18,6 +18,8 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   );
   router.get('/api/v2/audit-logs', ...bind(OPERATIONS.listAuditLogs, handlers.listAuditLogs));
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
+  router.get('/api/v2/billing/logs', ...bind(OPERATIONS.listBillingLogs, handlers.listBillingLogs));
+  router.get('/api/v2/billing/status', ...bind(OPERATIONS.getBillingStatus, handlers.getBillingStatus));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
   router.get('/api/v2/custom-tools', ...bind(OPERATIONS.listCustomTools, handlers.listCustomTools));

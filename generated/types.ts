@@ -1600,6 +1600,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/billing/status': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get billing status
+     * @description The plan, this calendar month's (UTC) recorded cost against the plan's usage limit, and storage against the quota: of a workspace's billing account when `workspaceId` is given (a workspace key always reports its own workspace; any other id is a 404), else of the caller's own account.
+     */
+    get: operations['getBillingStatus'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/billing/logs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List billing logs
+     * @description Usage events, newest first, with their cost. Personal keys and OAuth tokens see their own user's events (scope `user`); a workspace key sees every member's events in its workspace (scope `workspace`).
+     */
+    get: operations['listBillingLogs'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3240,6 +3280,52 @@ export interface components {
       error: {
         message: string;
       } | null;
+    };
+    /** @description Plan, usage against the period's limit, and storage against the quota. */
+    BillingStatus: {
+      workspaceId: string | null;
+      period: {
+        start: components['schemas']['Timestamp'];
+        end: components['schemas']['Timestamp'];
+      };
+      plan: string;
+      /** @enum {string} */
+      status: 'active' | 'limit_exceeded' | 'billing_blocked';
+      credits: {
+        used: number;
+        limit: number;
+        remaining: number;
+      } | null;
+      storage: {
+        usedBytes: number;
+        limitBytes: number;
+        percentUsed: number;
+      } | null;
+    };
+    /** @enum {string} */
+    BillingLogSource:
+      | 'workflow'
+      | 'wand'
+      | 'sim-chat'
+      | 'mcp_copilot'
+      | 'mothership_block'
+      | 'knowledge-base'
+      | 'voice-input'
+      | 'enrichment'
+      | 'voice-output'
+      | 'api-tool';
+    /** @description One usage event and what it cost. */
+    BillingLog: {
+      id: string;
+      createdAt: components['schemas']['Timestamp'];
+      source: components['schemas']['BillingLogSource'];
+      workspaceId: string | null;
+      workflow: {
+        id: string;
+        name: string | null;
+      } | null;
+      runId: string | null;
+      creditCost: number;
     };
   };
   responses: {
@@ -8144,6 +8230,91 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['ToolExecution'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getBillingStatus: {
+    parameters: {
+      query?: {
+        /** @description Workspace whose billing account is reported. */
+        workspaceId?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get billing status. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['BillingStatus'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listBillingLogs: {
+    parameters: {
+      query?: {
+        /** @description Only events of one source. */
+        source?: components['schemas']['BillingLogSource'];
+        /** @description Only events in this workspace. */
+        workspaceId?: string;
+        /** @description Window; startDate and endDate only with custom. */
+        period?: '1d' | '7d' | '30d' | 'all' | 'custom';
+        /** @description With period=custom: events at or after this UTC time (ending in Z). */
+        startDate?: string;
+        /** @description With period=custom: events at or before this UTC time (ending in Z); defaults to now. */
+        endDate?: string;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List billing logs. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['BillingLog'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @enum {string} */
+            scope: 'user' | 'workspace';
           };
         };
       };

@@ -23,6 +23,7 @@ import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
 import { SkillRepository } from './skills.ts';
 import { CustomToolRepository } from './custom-tools.ts';
+import { BillingLogRepository } from './billing-logs.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -46,6 +47,7 @@ export interface Repositories {
   usage: UsageRepository;
   skills: SkillRepository;
   customTools: CustomToolRepository;
+  billingLogs: BillingLogRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -71,6 +73,7 @@ function repositories(db: SqlExecutor): Repositories {
     usage: new UsageRepository(db),
     skills: new SkillRepository(db),
     customTools: new CustomToolRepository(db),
+    billingLogs: new BillingLogRepository(db),
   };
 }
 
