@@ -43,6 +43,7 @@ export const handlers = {
   deployWorkflow: workflowsHandlers.deployWorkflow,
   downloadFile: filesHandlers.downloadFile,
   downloadFileVersion: filesHandlers.downloadFileVersion,
+  downloadRunFile: workflowRunsHandlers.downloadRunFile,
   duplicateWorkflow: workflowsHandlers.duplicateWorkflow,
   editFileContent: filesHandlers.editFileContent,
   executeTool: catalogHandlers.executeTool,

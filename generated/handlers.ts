@@ -272,6 +272,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  downloadRunFile: {
+    params: Params<operations['downloadRunFile'], 'path'>;
+    query: Params<operations['downloadRunFile'], 'query'>;
+    headers: Params<operations['downloadRunFile'], 'header'>;
+    body: Body<operations['downloadRunFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   duplicateWorkflow: {
     params: Params<operations['duplicateWorkflow'], 'path'>;
     query: Params<operations['duplicateWorkflow'], 'query'>;
@@ -1134,6 +1143,17 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  downloadRunFile:
+    | {
+        status: 200;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 206;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      };
   duplicateWorkflow: {
     status: 201;
     body: Json<operations['duplicateWorkflow']['responses'][201]>;
@@ -1618,6 +1638,8 @@ export interface Handlers {
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
   downloadFileVersion: Handler<'downloadFileVersion'>;
+  /** GET /api/v2/workflows/{workflowId}/runs/{runId}/files/{fileId} — Download a workflow run file */
+  downloadRunFile: Handler<'downloadRunFile'>;
   /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */

@@ -211,6 +211,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/workflows/:workflowId/runs/:runId/cancel',
     ...bind(OPERATIONS.cancelWorkflowRun, handlers.cancelWorkflowRun),
   );
+  router.get(
+    '/api/v2/workflows/:workflowId/runs/:runId/files/:fileId',
+    ...bind(OPERATIONS.downloadRunFile, handlers.downloadRunFile),
+  );
   router.post(
     '/api/v2/workflows/:workflowId/runs/:runId/resume',
     ...bind(OPERATIONS.resumeWorkflow, handlers.resumeWorkflow),

@@ -1640,6 +1640,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workflows/{workflowId}/runs/{runId}/files/{fileId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a workflow run file
+     * @description Streams a file the run produced, with its media type; the run resource lists them under `files`.
+     */
+    get: operations['downloadRunFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2885,8 +2905,8 @@ export interface components {
       blockOutputs: {
         [key: string]: unknown;
       } | null;
-      /** @description Files the run produced (this server's runs produce none yet). */
-      files: unknown[] | null;
+      /** @description Files the run produced (a function returning `{name, type, base64}`, an API response with a binary body), each downloadable at its `downloadPath`; null when there are none. */
+      files: components['schemas']['RunFile'][] | null;
     };
     WorkflowRunSummary: {
       runId: string;
@@ -3326,6 +3346,18 @@ export interface components {
       } | null;
       runId: string | null;
       creditCost: number;
+    };
+    /** @description A file a run produced. */
+    RunFile: {
+      id: string;
+      name: string;
+      size: number;
+      /** @description Media type. */
+      type: string;
+      /** @description Path of Download Workflow Run File on this server. */
+      downloadPath: string;
+      /** @description The content, only with `includeFileBase64=true`. */
+      base64: string | null;
     };
   };
   responses: {
@@ -6725,7 +6757,7 @@ export interface operations {
            * @default false
            */
           includeToolCalls?: boolean;
-          /** @description Inline produced files as base64 (runs here produce none). Not with `async`. */
+          /** @description Accepted for compatibility; produced files are listed (and inlined) by Get a workflow run. Not with `async`. */
           includeFileBase64?: boolean;
           /** @description Ceiling for inlined file content. Not with `async`. */
           base64MaxBytes?: number;
@@ -6833,7 +6865,7 @@ export interface operations {
         includeOutput?: boolean;
         /** @description Comma-separated `blockId` or `blockId.path` selectors. */
         selectedOutputs?: string;
-        /** @description Inline produced files as base64; requires `includeOutput` (runs here produce no files). */
+        /** @description Inline produced files as base64; requires `includeOutput`. A file over the ceiling is a 413 naming its download path. */
         includeFileBase64?: boolean;
         /** @description Per-file inline ceiling. */
         base64MaxBytes?: number;
@@ -6867,6 +6899,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -8316,6 +8349,55 @@ export interface operations {
             /** @enum {string} */
             scope: 'user' | 'workspace';
           };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  downloadRunFile: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description One byte range, `bytes=start-end`, `bytes=start-` or `bytes=-suffix`. */
+        range?: string;
+      };
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+        /** @description Identifier of a file the run produced, as the run resource reports it. */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The file content, with the file's own media type. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      /** @description The requested byte range. */
+      206: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
         };
       };
       400: components['responses']['BadRequest'];

@@ -37,19 +37,20 @@ export async function createServices(config: Config, logger: Logger = createLogg
   const engine = createEngine(config);
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
+  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools }),
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools, blobs }),
     tools,
     secrets,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
-    blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
+    blobs,
   };
 }
 

@@ -188,6 +188,51 @@ const trigger: BlockHandler = async (ctx) => {
   return { output: { ...(input as Record<string, unknown>), input } };
 };
 
+/** Largest file a block may produce (decoded bytes). */
+const MAX_RUN_FILE_BYTES = 25 * 1024 * 1024;
+
+/** `{ name, type | mimeType | contentType, base64 }`: how a function returns a file. */
+function fileShape(v: unknown): { name: string; contentType: string; base64: string } | null {
+  if (!isRecord(v) || typeof v.name !== 'string' || typeof v.base64 !== 'string') return null;
+  const contentType = v.type ?? v.mimeType ?? v.contentType;
+  return typeof contentType === 'string' && v.name.trim() ? { name: v.name, contentType, base64: v.base64 } : null;
+}
+
+/** Stores every file found in a block's output (depth-limited) and puts its reference in its place. */
+async function storeFiles(ctx: BlockContext, value: unknown, depth = 0): Promise<unknown> {
+  if (!ctx.resources?.storeFile || depth > 6) return value;
+  const file = fileShape(value);
+  if (file) {
+    const data = Buffer.from(file.base64, 'base64');
+    if (data.length > MAX_RUN_FILE_BYTES) throw fail(ctx, `The file "${file.name}" is larger than ${MAX_RUN_FILE_BYTES} bytes`);
+    return ctx.resources.storeFile({ name: file.name, contentType: file.contentType, data, blockId: ctx.block.id });
+  }
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const v of value) out.push(await storeFiles(ctx, v, depth + 1));
+    return out;
+  }
+  if (isRecord(value)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = await storeFiles(ctx, v, depth + 1);
+    return out;
+  }
+  return value;
+}
+
+/** Media types an API response body is read as text for; anything else is kept as a file when it has bytes. */
+const TEXTUAL = /^(text\/|application\/(json|xml|javascript|x-www-form-urlencoded|[a-z.+-]*\+(json|xml)))|^$/i;
+
+function fileNameOf(url: URL, headers: Record<string, string>): string {
+  const cd = headers['content-disposition'] ?? '';
+  const star = /filename\*=UTF-8''([^;]+)/i.exec(cd);
+  if (star) return decodeURIComponent(star[1]!);
+  const plain = /filename="?([^";]+)"?/i.exec(cd);
+  if (plain) return plain[1]!;
+  const last = url.pathname.split('/').filter(Boolean).pop();
+  return last ? decodeURIComponent(last) : 'download';
+}
+
 const functionBlock: BlockHandler = async (ctx) => {
   const source = text(ctx.raw('code'));
   ctx.setTraceInput({ code: source });
@@ -195,8 +240,9 @@ const functionBlock: BlockHandler = async (ctx) => {
   const { code, refs } = ctx.resolveCode(source);
   try {
     const r = await ctx.sandbox.run({ code, refs, signal: ctx.signal, timeoutMs: functionTimeout(ctx) });
-    return { output: { result: r.value, stdout: r.stdout } };
+    return { output: { result: await storeFiles(ctx, r.value), stdout: r.stdout } };
   } catch (e) {
+    if (e instanceof ExecutionError) throw e;
     return sandboxFailure(ctx, e, 'The function');
   }
 };
@@ -364,6 +410,12 @@ const api: BlockHandler = async (ctx) => {
     }
   }
   if (res.status >= 400) throw fail(ctx, `The request to ${url.origin} failed with status ${res.status}: ${raw.slice(0, 200)}`);
+  // A binary body becomes a file of the run; the output carries its reference instead of mangled text.
+  const mediaType = (res.headers['content-type'] ?? '').split(';')[0]!.trim();
+  if (ctx.resources?.storeFile && res.body.length > 0 && !TEXTUAL.test(mediaType)) {
+    if (res.body.length > MAX_RUN_FILE_BYTES) throw fail(ctx, `The response of ${url.origin} is larger than ${MAX_RUN_FILE_BYTES} bytes`);
+    data = await ctx.resources.storeFile({ name: fileNameOf(url, res.headers), contentType: mediaType || 'application/octet-stream', data: res.body, blockId: ctx.block.id });
+  }
   return { output: { data, status: res.status, headers: res.headers } };
 };
 

@@ -79,6 +79,17 @@ export interface RunResources {
   skills?(refs: unknown[]): Promise<{ found: { name: string; description: string; content: string }[]; missing: string[] }>;
   /** The tools an agent block lists (tool-input entries), as functions the model may call. */
   tools?(entries: unknown[], signal: AbortSignal): Promise<{ found: AgentTool[]; missing: string[] }>;
+  /** Keeps a file a block produced (a function's returned file, a binary API response) with the run. */
+  storeFile?(file: { name: string; contentType: string; data: Buffer; blockId: string }): Promise<RunFileRef>;
+}
+
+/** What replaces a produced file's content in block outputs: where to download it. */
+export interface RunFileRef {
+  id: string;
+  name: string;
+  size: number;
+  type: string;
+  downloadPath: string;
 }
 
 /** A tool as an agent sees it: an OpenAI function declaration and a way to call it. */

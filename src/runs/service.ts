@@ -6,6 +6,10 @@ import type { SecretVault } from '../secrets/vault.ts';
 import { resolveSkills } from '../resources/skills.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
 import { agentTools } from '../tools/agent.ts';
+import type { BlobStore } from '../files/blob-store.ts';
+import { Readable } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { runFilePath } from './views.ts';
 import type { RunResources } from '../execution/index.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -88,8 +92,10 @@ export class RunService {
   private readonly secrets: SecretVault | null;
 
   private readonly tools: ToolRegistry | null;
-  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; tools?: ToolRegistry }) {
+  private readonly blobs: BlobStore | null;
+  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; tools?: ToolRegistry; blobs?: BlobStore }) {
     this.tools = deps.tools ?? null;
+    this.blobs = deps.blobs ?? null;
     this.secrets = deps.secrets ?? null;
     this.startEngine = deps.startEngine ?? (async () => undefined);
     this.store = deps.store;
@@ -176,11 +182,25 @@ export class RunService {
 
   /** The plan's monthly usage limit: a message when the billing account has reached it. */
   /** What blocks of a run in this workspace may use: its skills (and, as they arrive, tools). */
-  private resourcesFor(workspaceId: string, userId: string | null): RunResources {
+  private resourcesFor(run: RunRecord): RunResources {
+    const { workspaceId, triggeredBy: userId } = run;
     const tools = this.tools;
+    const blobs = this.blobs;
     return {
       skills: (refs) => resolveSkills(this.store, workspaceId, refs),
       ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs }) } : {}),
+      ...(blobs
+        ? {
+            storeFile: async (file: { name: string; contentType: string; data: Buffer; blockId: string }) => {
+              const blob = await blobs.write(Readable.from([file.data]));
+              const id = `rf_${randomUUID()}`;
+              await this.store.transaction((tx) =>
+                tx.runFiles.insert({ id, runId: run.id, workflowId: run.workflowId, workspaceId, blockId: file.blockId, name: file.name, contentType: file.contentType, size: blob.size, blobKey: blob.key, createdAt: now() }),
+              );
+              return { id, name: file.name, size: blob.size, type: file.contentType, downloadPath: runFilePath(run.workflowId, run.id, id) };
+            },
+          }
+        : {}),
     };
   }
 
@@ -219,7 +239,7 @@ export class RunService {
         // {{NAME}}: the triggering user's personal secret, else the workspace's.
         secrets: (name) => this.secrets?.resolveEntry(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
-        resources: this.resourcesFor(run.workspaceId, run.triggeredBy),
+        resources: this.resourcesFor(run),
       };
       if (!definition) {
         result = failedResult(run, { code: 'EXECUTION_FAILED', message: 'The workflow version this run was started from no longer exists.' }, startedAt);

@@ -24,6 +24,7 @@ import { UsageRepository } from './usage.ts';
 import { SkillRepository } from './skills.ts';
 import { CustomToolRepository } from './custom-tools.ts';
 import { BillingLogRepository } from './billing-logs.ts';
+import { RunFileRepository } from './run-files.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -48,6 +49,7 @@ export interface Repositories {
   skills: SkillRepository;
   customTools: CustomToolRepository;
   billingLogs: BillingLogRepository;
+  runFiles: RunFileRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -74,6 +76,7 @@ function repositories(db: SqlExecutor): Repositories {
     skills: new SkillRepository(db),
     customTools: new CustomToolRepository(db),
     billingLogs: new BillingLogRepository(db),
+    runFiles: new RunFileRepository(db),
   };
 }
 

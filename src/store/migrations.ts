@@ -475,6 +475,25 @@ export const MIGRATIONS: Migration[] = [
       CREATE UNIQUE INDEX custom_tools_by_title ON custom_tools (workspace_id, title);
     `,
   },
+  {
+    version: 73,
+    name: 'files produced by runs',
+    sql: `
+      CREATE TABLE run_files (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES workflow_runs(id) ON DELETE CASCADE,
+        workflow_id TEXT NOT NULL,
+        workspace_id TEXT NOT NULL,
+        block_id TEXT,
+        name TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        blob_key TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX run_files_by_run ON run_files (run_id, created_at);
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<number[]> {
