@@ -35,6 +35,7 @@ export const LIST_PATHS = [
   '/api/v2/files/{fileId}/versions',
   '/api/v2/files',
   '/api/v2/logs',
+  '/api/v2/sandboxes',
   '/api/v2/secrets',
   '/api/v2/skills/{skillId}/editors',
   '/api/v2/skills',

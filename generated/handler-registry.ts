@@ -9,6 +9,7 @@ import * as filesHandlers from '../src/handlers/files.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as sandboxesHandlers from '../src/handlers/sandboxes.ts';
 import * as secretsHandlers from '../src/handlers/secrets.ts';
 import * as skillsHandlers from '../src/handlers/skills.ts';
 import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
@@ -29,6 +30,7 @@ export const handlers = {
   createFileFolder: filesHandlers.createFileFolder,
   createFileUpload: filesHandlers.createFileUpload,
   createFileUploadPartUrls: filesHandlers.createFileUploadPartUrls,
+  createSandbox: sandboxesHandlers.createSandbox,
   createSkill: skillsHandlers.createSkill,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
@@ -36,6 +38,7 @@ export const handlers = {
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
+  deleteSandbox: sandboxesHandlers.deleteSandbox,
   deleteSecret: secretsHandlers.deleteSecret,
   deleteSkill: skillsHandlers.deleteSkill,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
@@ -60,6 +63,7 @@ export const handlers = {
   getLog: logsHandlers.getLog,
   getLogStats: logsHandlers.getLogStats,
   getMeta: metaHandlers.getMeta,
+  getSandbox: sandboxesHandlers.getSandbox,
   getSharedFile: filesHandlers.getSharedFile,
   getSkill: skillsHandlers.getSkill,
   getTool: catalogHandlers.getTool,
@@ -84,6 +88,7 @@ export const handlers = {
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
   listLogs: logsHandlers.listLogs,
+  listSandboxes: sandboxesHandlers.listSandboxes,
   listSecrets: secretsHandlers.listSecrets,
   listSkillEditors: skillsHandlers.listSkillEditors,
   listSkills: skillsHandlers.listSkills,
@@ -118,6 +123,7 @@ export const handlers = {
   unzipFile: filesHandlers.unzipFile,
   updateCustomTool: customToolsHandlers.updateCustomTool,
   updateFileContent: filesHandlers.updateFileContent,
+  updateSandbox: sandboxesHandlers.updateSandbox,
   updateSkill: skillsHandlers.updateSkill,
   updateWorkflow: workflowsHandlers.updateWorkflow,
   updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,

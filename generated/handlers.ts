@@ -146,6 +146,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createSandbox: {
+    params: Params<operations['createSandbox'], 'path'>;
+    query: Params<operations['createSandbox'], 'query'>;
+    headers: Params<operations['createSandbox'], 'header'>;
+    body: Body<operations['createSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createSkill: {
     params: Params<operations['createSkill'], 'path'>;
     query: Params<operations['createSkill'], 'query'>;
@@ -205,6 +214,15 @@ export interface OperationInputs {
     query: Params<operations['deleteFileVersion'], 'query'>;
     headers: Params<operations['deleteFileVersion'], 'header'>;
     body: Body<operations['deleteFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSandbox: {
+    params: Params<operations['deleteSandbox'], 'path'>;
+    query: Params<operations['deleteSandbox'], 'query'>;
+    headers: Params<operations['deleteSandbox'], 'header'>;
+    body: Body<operations['deleteSandbox']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -425,6 +443,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getSandbox: {
+    params: Params<operations['getSandbox'], 'path'>;
+    query: Params<operations['getSandbox'], 'query'>;
+    headers: Params<operations['getSandbox'], 'header'>;
+    body: Body<operations['getSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getSharedFile: {
     params: Params<operations['getSharedFile'], 'path'>;
     query: Params<operations['getSharedFile'], 'query'>;
@@ -637,6 +664,15 @@ export interface OperationInputs {
     query: Params<operations['listLogs'], 'query'>;
     headers: Params<operations['listLogs'], 'header'>;
     body: Body<operations['listLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSandboxes: {
+    params: Params<operations['listSandboxes'], 'path'>;
+    query: Params<operations['listSandboxes'], 'query'>;
+    headers: Params<operations['listSandboxes'], 'header'>;
+    body: Body<operations['listSandboxes']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -947,6 +983,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateSandbox: {
+    params: Params<operations['updateSandbox'], 'path'>;
+    query: Params<operations['updateSandbox'], 'query'>;
+    headers: Params<operations['updateSandbox'], 'header'>;
+    body: Body<operations['updateSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateSkill: {
     params: Params<operations['updateSkill'], 'path'>;
     query: Params<operations['updateSkill'], 'query'>;
@@ -1061,6 +1106,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createSandbox: {
+    status: 200;
+    body: Json<operations['createSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createSkill: {
     status: 200;
     body: Json<operations['createSkill']['responses'][200]>;
@@ -1094,6 +1144,11 @@ export interface OperationResults {
   deleteFileVersion: {
     status: 200;
     body: Json<operations['deleteFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSandbox: {
+    status: 200;
+    body: Json<operations['deleteSandbox']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteSecret: {
@@ -1240,6 +1295,11 @@ export interface OperationResults {
     body: Json<operations['getMeta']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getSandbox: {
+    status: 200;
+    body: Json<operations['getSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getSharedFile:
     | {
         status: 200;
@@ -1370,6 +1430,11 @@ export interface OperationResults {
   listLogs: {
     status: 200;
     body: Json<operations['listLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSandboxes: {
+    status: 200;
+    body: Json<operations['listSandboxes']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listSecrets: {
@@ -1548,6 +1613,11 @@ export interface OperationResults {
     body: Json<operations['updateFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateSandbox: {
+    status: 200;
+    body: Json<operations['updateSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateSkill: {
     status: 200;
     body: Json<operations['updateSkill']['responses'][200]>;
@@ -1610,6 +1680,8 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/sandboxes — Create a sandbox */
+  createSandbox: Handler<'createSandbox'>;
   /** POST /api/v2/skills — Create a skill */
   createSkill: Handler<'createSkill'>;
   /** POST /api/v2/workflows — Create a workflow */
@@ -1624,6 +1696,8 @@ export interface Handlers {
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/v2/sandboxes/{sandboxId} — Delete a sandbox */
+  deleteSandbox: Handler<'deleteSandbox'>;
   /** DELETE /api/v2/secrets/{name} — Delete a secret */
   deleteSecret: Handler<'deleteSecret'>;
   /** DELETE /api/v2/skills/{skillId} — Delete a skill */
@@ -1672,6 +1746,8 @@ export interface Handlers {
   getLogStats: Handler<'getLogStats'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
+  getSandbox: Handler<'getSandbox'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/skills/{skillId} — Get a skill */
@@ -1720,6 +1796,8 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/sandboxes — List sandboxes */
+  listSandboxes: Handler<'listSandboxes'>;
   /** GET /api/v2/secrets — List secrets */
   listSecrets: Handler<'listSecrets'>;
   /** GET /api/v2/skills/{skillId}/editors — List skill editors */
@@ -1788,6 +1866,8 @@ export interface Handlers {
   updateCustomTool: Handler<'updateCustomTool'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/sandboxes/{sandboxId} — Update a sandbox */
+  updateSandbox: Handler<'updateSandbox'>;
   /** PATCH /api/v2/skills/{skillId} — Update a skill */
   updateSkill: Handler<'updateSkill'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */

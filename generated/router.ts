@@ -109,6 +109,11 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
+  router.get('/api/v2/sandboxes', ...bind(OPERATIONS.listSandboxes, handlers.listSandboxes));
+  router.post('/api/v2/sandboxes', ...bind(OPERATIONS.createSandbox, handlers.createSandbox));
+  router.delete('/api/v2/sandboxes/:sandboxId', ...bind(OPERATIONS.deleteSandbox, handlers.deleteSandbox));
+  router.get('/api/v2/sandboxes/:sandboxId', ...bind(OPERATIONS.getSandbox, handlers.getSandbox));
+  router.patch('/api/v2/sandboxes/:sandboxId', ...bind(OPERATIONS.updateSandbox, handlers.updateSandbox));
   router.get('/api/v2/secrets', ...bind(OPERATIONS.listSecrets, handlers.listSecrets));
   router.delete('/api/v2/secrets/:name', ...bind(OPERATIONS.deleteSecret, handlers.deleteSecret));
   router.put('/api/v2/secrets/:name', ...bind(OPERATIONS.setSecret, handlers.setSecret));

@@ -1660,6 +1660,58 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/sandboxes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List sandboxes
+     * @description Lists the workspace's sandboxes with their build state.
+     */
+    get: operations['listSandboxes'];
+    put?: never;
+    /**
+     * Create a sandbox
+     * @description Creates a sandbox and starts building it in the background (`buildStatus` pending → building → ready or failed with `errorCode`). Builds are content-addressed: an equal dependency set is built once.
+     */
+    post: operations['createSandbox'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/sandboxes/{sandboxId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a sandbox
+     * @description Returns one sandbox with its build state.
+     */
+    get: operations['getSandbox'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a sandbox
+     * @description Deletes a sandbox; function blocks naming it fail clearly until reconfigured. Needs the admin role on a Max or Enterprise plan.
+     */
+    delete: operations['deleteSandbox'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a sandbox
+     * @description Changes the fields sent; lists are replaced whole and checked against the language. A changed dependency set is built again.
+     */
+    patch: operations['updateSandbox'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3358,6 +3410,53 @@ export interface components {
       downloadPath: string;
       /** @description The content, only with `includeFileBase64=true`. */
       base64: string | null;
+    };
+    /**
+     * @description `javascript` installs from npm, `python` from PyPI.
+     * @enum {string}
+     */
+    SandboxLanguage: 'javascript' | 'python';
+    /** @enum {string} */
+    SandboxCliTool:
+      | 'google-cloud-cli@577.0.0-r1'
+      | 'aws-cli@2.36.15-r1'
+      | 'azure-cli@2.89.0-r1'
+      | 'doctl@1.166.0-r1'
+      | 'github-cli@2.97.0-r1'
+      | 'gitlab-cli@1.111.0-r1'
+      | 'kubectl@1.36.3-r1'
+      | 'helm@4.2.3-r1'
+      | 'kustomize@5.8.1-r1'
+      | 'argocd@3.4.6-r1'
+      | 'terraform@1.15.8-r1'
+      | 'pulumi@3.255.0-r1'
+      | 'supabase-cli@2.111.0-r1'
+      | 'firebase-cli@15.25.1-r1'
+      | 'flyctl@0.4.78-r1'
+      | 'railway-cli@5.30.4-r1'
+      | 'stripe-cli@1.45.0-r1'
+      | 'duckdb@1.5.5-r1'
+      | 'rclone@1.75.0-r1'
+      | 'restic@0.19.1-r1'
+      | 'minio-mc@RELEASE.2025-08-13T08-35-41Z-r1'
+      | 'mongosh@2.9.2-r1'
+      | 'sops@3.13.3-r1'
+      | 'age@1.3.1-r1';
+    /** @description A named dependency set for function blocks and the state of its build. */
+    Sandbox: {
+      id: string;
+      name: string;
+      language: components['schemas']['SandboxLanguage'];
+      dependencies: string[];
+      cliTools: components['schemas']['SandboxCliTool'][];
+      systemPackages: string[];
+      buildStatus: ('pending' | 'building' | 'ready' | 'failed') | null;
+      errorCode: string | null;
+      errorMessage: string | null;
+      errorDetail: string | null;
+      builtAt: components['schemas']['Timestamp'] | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
     };
   };
   responses: {
@@ -8404,6 +8503,233 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSandboxes: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the sandbox. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List sandboxes. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createSandbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Display name, unique in the workspace. */
+          name: string;
+          language: components['schemas']['SandboxLanguage'];
+          /** @description Package specifiers (npm `name@range` or PyPI requirements), one per entry. */
+          dependencies?: string[];
+          /** @description Pinned managed CLI tools, at most 10. */
+          cliTools?: components['schemas']['SandboxCliTool'][];
+          /** @description Debian packages, one per entry. */
+          systemPackages?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Create a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getSandbox: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the sandbox. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Sandbox identifier. */
+        sandboxId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteSandbox: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the sandbox. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Sandbox identifier. */
+        sandboxId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateSandbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Sandbox identifier. */
+        sandboxId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Display name, unique in the workspace. */
+          name?: string;
+          language?: components['schemas']['SandboxLanguage'];
+          /** @description Package specifiers (npm `name@range` or PyPI requirements), one per entry. */
+          dependencies?: string[];
+          /** @description Pinned managed CLI tools, at most 10. */
+          cliTools?: components['schemas']['SandboxCliTool'][];
+          /** @description Debian packages, one per entry. */
+          systemPackages?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Update a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

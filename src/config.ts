@@ -40,6 +40,8 @@ export interface Config {
   secretsKey: string | null;
   /** The tool registry: default execution timeout and the recorded cost of one tool execution (USD). */
   tools: { timeoutMs: number; executionCostUsd: number };
+  /** Sandbox builds: where npm and python come from, how long an install may take, how many sandbox pools stay warm. */
+  sandboxBuilds: { npmCommand: string; python: string; timeoutMs: number; maxPools: number };
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -180,6 +182,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tools: {
       timeoutMs: integer(env, 'TOOL_TIMEOUT_MS', 30_000, 10, 300_000),
       executionCostUsd: decimal(env, 'TOOL_EXECUTION_COST_USD', 0),
+    },
+    sandboxBuilds: {
+      npmCommand: env.SANDBOX_NPM_COMMAND || 'npm',
+      python: env.SANDBOX_PYTHON || 'python3',
+      timeoutMs: integer(env, 'SANDBOX_BUILD_TIMEOUT_MS', 300_000, 1000, 3_600_000),
+      maxPools: integer(env, 'SANDBOX_MAX_POOLS', 8, 1, 256),
     },
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),

@@ -19,6 +19,7 @@ import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
 import { createToolRegistry } from './tools/index.ts';
+import { SandboxBuilder } from './sandboxes/builder.ts';
 
 export interface RunningServer {
   url: string;
@@ -38,16 +39,32 @@ export async function createServices(config: Config, logger: Logger = createLogg
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
   const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
+  const sandboxes = new SandboxBuilder(
+    opened,
+    {
+      root: path.join(config.dataDir, 'sandboxes'),
+      buildTimeoutMs: config.sandboxBuilds.timeoutMs,
+      npmCommand: config.sandboxBuilds.npmCommand,
+      python: config.sandboxBuilds.python,
+      maxPools: config.sandboxBuilds.maxPools,
+      pool: { timeoutMs: config.sandbox.timeoutMs, memoryMb: config.sandbox.memoryMb, fetch: engine.engine.options.egress.sandboxFetch(config.execution.apiTimeoutMs) },
+    },
+    logger,
+  );
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools, blobs }),
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools, blobs, sandboxes }),
+    sandboxes,
     tools,
     secrets,
-    closeEngine: engine.close,
+    closeEngine: async () => {
+      await sandboxes.close();
+      await engine.close();
+    },
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs,
@@ -75,6 +92,7 @@ export async function startServer(services: Services, options: BinderOptions = {
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
   // Runs a previous process left running are failed before the queue's workers pick up what is queued.
   await services.runs.start();
+  await services.sandboxes.resume();
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,

@@ -9,6 +9,7 @@ import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { ToolRegistry } from './tools/registry.ts';
+import type { SandboxBuilder } from './sandboxes/builder.ts';
 
 export interface Services {
   config: Config;
@@ -30,4 +31,6 @@ export interface Services {
   secrets: SecretVault;
   /** Every tool this server can run (catalog, executeTool, agent blocks); other modules add providers with registerTool. */
   tools: ToolRegistry;
+  /** Builds sandboxes (dependency sets) in the background and runs function blocks inside built ones. */
+  sandboxes: SandboxBuilder;
 }

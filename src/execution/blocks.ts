@@ -238,8 +238,19 @@ const functionBlock: BlockHandler = async (ctx) => {
   ctx.setTraceInput({ code: source });
   if (source.trim() === '') return { output: { result: null, stdout: '' } };
   const { code, refs } = ctx.resolveCode(source);
+  // A function block may name a built sandbox (a dependency set): it then runs where it can require those packages.
+  const sandboxRef = text(ctx.resolve(ctx.raw('sandboxId') ?? ctx.raw('sandbox'))).trim();
+  let pool = ctx.sandbox;
+  if (sandboxRef) {
+    if (!ctx.resources?.sandboxPool) throw fail(ctx, 'This function names a sandbox, but sandboxes are not available in this run');
+    try {
+      pool = await ctx.resources.sandboxPool(sandboxRef);
+    } catch (e) {
+      throw fail(ctx, (e as Error).message);
+    }
+  }
   try {
-    const r = await ctx.sandbox.run({ code, refs, signal: ctx.signal, timeoutMs: functionTimeout(ctx) });
+    const r = await pool.run({ code, refs, signal: ctx.signal, timeoutMs: functionTimeout(ctx) });
     return { output: { result: await storeFiles(ctx, r.value), stdout: r.stdout } };
   } catch (e) {
     if (e instanceof ExecutionError) throw e;

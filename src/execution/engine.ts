@@ -79,6 +79,8 @@ export interface RunResources {
   skills?(refs: unknown[]): Promise<{ found: { name: string; description: string; content: string }[]; missing: string[] }>;
   /** The tools an agent block lists (tool-input entries), as functions the model may call. */
   tools?(entries: unknown[], signal: AbortSignal): Promise<{ found: AgentTool[]; missing: string[] }>;
+  /** The sandbox pool of a built sandbox a function block names (id or name); throws with a clear message otherwise. */
+  sandboxPool?(ref: string): Promise<SandboxPool>;
   /** Keeps a file a block produced (a function's returned file, a binary API response) with the run. */
   storeFile?(file: { name: string; contentType: string; data: Buffer; blockId: string }): Promise<RunFileRef>;
 }

@@ -10,6 +10,7 @@ import type { BlobStore } from '../files/blob-store.ts';
 import { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { runFilePath } from './views.ts';
+import { sandboxPoolFor, type SandboxBuilder } from '../sandboxes/index.ts';
 import type { RunResources } from '../execution/index.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -93,7 +94,9 @@ export class RunService {
 
   private readonly tools: ToolRegistry | null;
   private readonly blobs: BlobStore | null;
-  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; tools?: ToolRegistry; blobs?: BlobStore }) {
+  private readonly sandboxes: SandboxBuilder | null;
+  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; tools?: ToolRegistry; blobs?: BlobStore; sandboxes?: SandboxBuilder }) {
+    this.sandboxes = deps.sandboxes ?? null;
     this.tools = deps.tools ?? null;
     this.blobs = deps.blobs ?? null;
     this.secrets = deps.secrets ?? null;
@@ -188,6 +191,7 @@ export class RunService {
     const blobs = this.blobs;
     return {
       skills: (refs) => resolveSkills(this.store, workspaceId, refs),
+      ...(this.sandboxes ? { sandboxPool: (ref: string) => sandboxPoolFor(this.store, this.sandboxes!, workspaceId, ref) } : {}),
       ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs }) } : {}),
       ...(blobs
         ? {

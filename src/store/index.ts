@@ -25,6 +25,7 @@ import { SkillRepository } from './skills.ts';
 import { CustomToolRepository } from './custom-tools.ts';
 import { BillingLogRepository } from './billing-logs.ts';
 import { RunFileRepository } from './run-files.ts';
+import { SandboxRepository } from './sandboxes.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -50,6 +51,7 @@ export interface Repositories {
   customTools: CustomToolRepository;
   billingLogs: BillingLogRepository;
   runFiles: RunFileRepository;
+  sandboxes: SandboxRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -77,6 +79,7 @@ function repositories(db: SqlExecutor): Repositories {
     customTools: new CustomToolRepository(db),
     billingLogs: new BillingLogRepository(db),
     runFiles: new RunFileRepository(db),
+    sandboxes: new SandboxRepository(db),
   };
 }
 

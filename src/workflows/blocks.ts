@@ -105,6 +105,7 @@ const DEFINITIONS: BlockDefinition[] = [
     tags: ['code'],
     inputs: [
       { id: 'code', type: 'code', title: 'Code', required: true, language: 'javascript' },
+      { id: 'sandboxId', type: 'short-input', title: 'Sandbox', description: 'A built JavaScript sandbox (id or name) whose npm packages the code may require().' },
       { id: 'timeout', type: 'short-input', title: 'Timeout (ms)', placeholder: '10000' },
     ],
     outputs: {
