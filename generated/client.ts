@@ -30,6 +30,8 @@ export const LIST_PATHS = [
   '/api/v2/audit-logs',
   '/api/v2/billing/logs',
   '/api/v2/blocks',
+  '/api/v2/credentials/providers',
+  '/api/v2/credentials',
   '/api/v2/custom-tools',
   '/api/v2/files/folders',
   '/api/v2/files/{fileId}/versions',

@@ -4,6 +4,7 @@ import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
 import * as billingHandlers from '../src/handlers/billing.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
+import * as credentialsHandlers from '../src/handlers/credentials.ts';
 import * as customToolsHandlers from '../src/handlers/custom-tools.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
@@ -24,16 +25,20 @@ export const handlers = {
   bulkDeleteFiles: filesHandlers.bulkDeleteFiles,
   bulkDownloadFiles: filesHandlers.bulkDownloadFiles,
   cancelWorkflowRun: workflowRunsHandlers.cancelWorkflowRun,
+  completeCredentialConnection: credentialsHandlers.completeCredentialConnection,
   completeFileUpload: filesHandlers.completeFileUpload,
+  createCredentialConnection: credentialsHandlers.createCredentialConnection,
   createCustomTool: customToolsHandlers.createCustomTool,
   createFile: filesHandlers.createFile,
   createFileFolder: filesHandlers.createFileFolder,
   createFileUpload: filesHandlers.createFileUpload,
   createFileUploadPartUrls: filesHandlers.createFileUploadPartUrls,
   createSandbox: sandboxesHandlers.createSandbox,
+  createServiceAccountCredential: credentialsHandlers.createServiceAccountCredential,
   createSkill: skillsHandlers.createSkill,
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
+  deleteCredential: credentialsHandlers.deleteCredential,
   deleteCustomTool: customToolsHandlers.deleteCustomTool,
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
@@ -83,6 +88,8 @@ export const handlers = {
   listAuditLogs: auditLogsHandlers.listAuditLogs,
   listBillingLogs: billingHandlers.listBillingLogs,
   listBlocks: catalogHandlers.listBlocks,
+  listCredentialProviders: credentialsHandlers.listCredentialProviders,
+  listCredentials: credentialsHandlers.listCredentials,
   listCustomTools: customToolsHandlers.listCustomTools,
   listFileFolders: filesHandlers.listFileFolders,
   listFileVersions: filesHandlers.listFileVersions,
@@ -121,6 +128,7 @@ export const handlers = {
   setSecret: secretsHandlers.setSecret,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   unzipFile: filesHandlers.unzipFile,
+  updateCredential: credentialsHandlers.updateCredential,
   updateCustomTool: customToolsHandlers.updateCustomTool,
   updateFileContent: filesHandlers.updateFileContent,
   updateSandbox: sandboxesHandlers.updateSandbox,

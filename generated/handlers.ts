@@ -92,11 +92,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  completeCredentialConnection: {
+    params: Params<operations['completeCredentialConnection'], 'path'>;
+    query: Params<operations['completeCredentialConnection'], 'query'>;
+    headers: Params<operations['completeCredentialConnection'], 'header'>;
+    body: Body<operations['completeCredentialConnection']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   completeFileUpload: {
     params: Params<operations['completeFileUpload'], 'path'>;
     query: Params<operations['completeFileUpload'], 'query'>;
     headers: Params<operations['completeFileUpload'], 'header'>;
     body: Body<operations['completeFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createCredentialConnection: {
+    params: Params<operations['createCredentialConnection'], 'path'>;
+    query: Params<operations['createCredentialConnection'], 'query'>;
+    headers: Params<operations['createCredentialConnection'], 'header'>;
+    body: Body<operations['createCredentialConnection']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -155,6 +173,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createServiceAccountCredential: {
+    params: Params<operations['createServiceAccountCredential'], 'path'>;
+    query: Params<operations['createServiceAccountCredential'], 'query'>;
+    headers: Params<operations['createServiceAccountCredential'], 'header'>;
+    body: Body<operations['createServiceAccountCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createSkill: {
     params: Params<operations['createSkill'], 'path'>;
     query: Params<operations['createSkill'], 'query'>;
@@ -178,6 +205,15 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowFolder'], 'query'>;
     headers: Params<operations['createWorkflowFolder'], 'header'>;
     body: Body<operations['createWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteCredential: {
+    params: Params<operations['deleteCredential'], 'path'>;
+    query: Params<operations['deleteCredential'], 'query'>;
+    headers: Params<operations['deleteCredential'], 'header'>;
+    body: Body<operations['deleteCredential']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -623,6 +659,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listCredentialProviders: {
+    params: Params<operations['listCredentialProviders'], 'path'>;
+    query: Params<operations['listCredentialProviders'], 'query'>;
+    headers: Params<operations['listCredentialProviders'], 'header'>;
+    body: Body<operations['listCredentialProviders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listCredentials: {
+    params: Params<operations['listCredentials'], 'path'>;
+    query: Params<operations['listCredentials'], 'query'>;
+    headers: Params<operations['listCredentials'], 'header'>;
+    body: Body<operations['listCredentials']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listCustomTools: {
     params: Params<operations['listCustomTools'], 'path'>;
     query: Params<operations['listCustomTools'], 'query'>;
@@ -965,6 +1019,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateCredential: {
+    params: Params<operations['updateCredential'], 'path'>;
+    query: Params<operations['updateCredential'], 'query'>;
+    headers: Params<operations['updateCredential'], 'header'>;
+    body: Body<operations['updateCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateCustomTool: {
     params: Params<operations['updateCustomTool'], 'path'>;
     query: Params<operations['updateCustomTool'], 'query'>;
@@ -1076,9 +1139,19 @@ export interface OperationResults {
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  completeCredentialConnection: {
+    status: 200;
+    body: Json<operations['completeCredentialConnection']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createCredentialConnection: {
+    status: 200;
+    body: Json<operations['createCredentialConnection']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createCustomTool: {
@@ -1111,6 +1184,11 @@ export interface OperationResults {
     body: Json<operations['createSandbox']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createServiceAccountCredential: {
+    status: 200;
+    body: Json<operations['createServiceAccountCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createSkill: {
     status: 200;
     body: Json<operations['createSkill']['responses'][200]>;
@@ -1124,6 +1202,11 @@ export interface OperationResults {
   createWorkflowFolder: {
     status: 201;
     body: Json<operations['createWorkflowFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  deleteCredential: {
+    status: 200;
+    body: Json<operations['deleteCredential']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteCustomTool: {
@@ -1407,6 +1490,16 @@ export interface OperationResults {
     body: Json<operations['listBlocks']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listCredentialProviders: {
+    status: 200;
+    body: Json<operations['listCredentialProviders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listCredentials: {
+    status: 200;
+    body: Json<operations['listCredentials']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listCustomTools: {
     status: 200;
     body: Json<operations['listCustomTools']['responses'][200]>;
@@ -1603,6 +1696,11 @@ export interface OperationResults {
     body: Json<operations['unzipFile']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateCredential: {
+    status: 200;
+    body: Json<operations['updateCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateCustomTool: {
     status: 200;
     body: Json<operations['updateCustomTool']['responses'][200]>;
@@ -1668,8 +1766,12 @@ export interface Handlers {
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
+  /** GET /api/v2/credentials/oauth/callback — OAuth callback for credential connections */
+  completeCredentialConnection: Handler<'completeCredentialConnection'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/credentials/connections — Create a credential connection */
+  createCredentialConnection: Handler<'createCredentialConnection'>;
   /** POST /api/v2/custom-tools — Create a custom tool */
   createCustomTool: Handler<'createCustomTool'>;
   /** POST /api/v2/files — Create a file */
@@ -1682,12 +1784,16 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/sandboxes — Create a sandbox */
   createSandbox: Handler<'createSandbox'>;
+  /** POST /api/v2/credentials — Create a service-account credential */
+  createServiceAccountCredential: Handler<'createServiceAccountCredential'>;
   /** POST /api/v2/skills — Create a skill */
   createSkill: Handler<'createSkill'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** DELETE /api/v2/credentials/{credentialId} — Delete a credential */
+  deleteCredential: Handler<'deleteCredential'>;
   /** DELETE /api/v2/custom-tools/{customToolId} — Delete a custom tool */
   deleteCustomTool: Handler<'deleteCustomTool'>;
   /** DELETE /api/v2/files/{fileId} — Delete a file */
@@ -1786,6 +1892,10 @@ export interface Handlers {
   listBillingLogs: Handler<'listBillingLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/credentials/providers — List credential providers */
+  listCredentialProviders: Handler<'listCredentialProviders'>;
+  /** GET /api/v2/credentials — List credentials */
+  listCredentials: Handler<'listCredentials'>;
   /** GET /api/v2/custom-tools — List custom tools */
   listCustomTools: Handler<'listCustomTools'>;
   /** GET /api/v2/files/folders — List file folders */
@@ -1862,6 +1972,8 @@ export interface Handlers {
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
+  /** PATCH /api/v2/credentials/{credentialId} — Update a credential */
+  updateCredential: Handler<'updateCredential'>;
   /** PATCH /api/v2/custom-tools/{customToolId} — Update a custom tool */
   updateCustomTool: Handler<'updateCustomTool'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */

@@ -22,6 +22,31 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/billing/status', ...bind(OPERATIONS.getBillingStatus, handlers.getBillingStatus));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.get('/api/v2/credentials', ...bind(OPERATIONS.listCredentials, handlers.listCredentials));
+  router.post(
+    '/api/v2/credentials',
+    ...bind(OPERATIONS.createServiceAccountCredential, handlers.createServiceAccountCredential),
+  );
+  router.post(
+    '/api/v2/credentials/connections',
+    ...bind(OPERATIONS.createCredentialConnection, handlers.createCredentialConnection),
+  );
+  router.get(
+    '/api/v2/credentials/oauth/callback',
+    ...bind(OPERATIONS.completeCredentialConnection, handlers.completeCredentialConnection),
+  );
+  router.get(
+    '/api/v2/credentials/providers',
+    ...bind(OPERATIONS.listCredentialProviders, handlers.listCredentialProviders),
+  );
+  router.delete(
+    '/api/v2/credentials/:credentialId',
+    ...bind(OPERATIONS.deleteCredential, handlers.deleteCredential),
+  );
+  router.patch(
+    '/api/v2/credentials/:credentialId',
+    ...bind(OPERATIONS.updateCredential, handlers.updateCredential),
+  );
   router.get('/api/v2/custom-tools', ...bind(OPERATIONS.listCustomTools, handlers.listCustomTools));
   router.post('/api/v2/custom-tools', ...bind(OPERATIONS.createCustomTool, handlers.createCustomTool));
   router.delete(

@@ -1712,6 +1712,114 @@ export interface paths {
     patch: operations['updateSandbox'];
     trace?: never;
   };
+  '/api/v2/credentials': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List credentials
+     * @description Lists the workspace's credentials (no secrets).
+     */
+    get: operations['listCredentials'];
+    put?: never;
+    /**
+     * Create a service-account credential
+     * @description Stores a service-account key, checked against the fields its provider declares and sealed at rest.
+     */
+    post: operations['createServiceAccountCredential'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/providers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List credential providers
+     * @description The OAuth providers (available when configured on this server) and service-account providers with their fields.
+     */
+    get: operations['listCredentialProviders'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/connections': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a credential connection
+     * @description Starts an OAuth connection (or a reconnect with `credentialId`): answers the provider's authorization URL with PKCE and a single-use state. The provider redirects back to this server, which stores the tokens.
+     */
+    post: operations['createCredentialConnection'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/oauth/callback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * OAuth callback for credential connections
+     * @description Where providers redirect after authorization. The state must be one this server issued, unused and unexpired; the code is exchanged with the PKCE verifier and the tokens are stored sealed.
+     */
+    get: operations['completeCredentialConnection'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/{credentialId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete a credential
+     * @description Disconnects and deletes a credential (its creator or a workspace admin).
+     */
+    delete: operations['deleteCredential'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a credential
+     * @description Changes the display name or description, or replaces fields of a service-account key (re-checked and re-sealed).
+     */
+    patch: operations['updateCredential'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3457,6 +3565,80 @@ export interface components {
       builtAt: components['schemas']['Timestamp'] | null;
       createdAt: components['schemas']['Timestamp'];
       updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A credential: an OAuth connection or a service-account key. Secrets are never returned. */
+    Credential: {
+      id: string;
+      /** @enum {string} */
+      type: 'oauth' | 'service_account';
+      displayName: string;
+      description: string | null;
+      providerId: string | null;
+      accountId: string | null;
+      hasServiceAccountKey: boolean;
+      /** @enum {string} */
+      role: 'admin' | 'member';
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    CredentialProviderField: {
+      id: string;
+      label: string;
+      placeholder: string;
+      required: boolean;
+      secret: boolean;
+      multiline: boolean;
+      requiredForAuthMethods?: string[];
+      options?: {
+        value: string;
+        label: string;
+      }[];
+      hint?: string;
+    };
+    /** @description An OAuth provider or a service-account provider. */
+    CredentialProvider:
+      | {
+          /** @enum {string} */
+          type: 'oauth';
+          serviceId: string;
+          name: string;
+          description: string;
+          providerFamily: string;
+          /** @description False when the server has no client id and secret for it. */
+          available: boolean;
+          supportsReconnect: boolean;
+          authorizationOptions: {
+            providerId: string;
+            label: string;
+          }[];
+          fields: components['schemas']['CredentialProviderField'][];
+        }
+      | {
+          /** @enum {string} */
+          type: 'service_account';
+          serviceId: string;
+          name: string;
+          description: string;
+          providerFamily: string;
+          available: boolean;
+          providerId: string;
+          docsUrl: string;
+          helpText?: string;
+          requiresClientGeneratedCredentialId: boolean;
+          fields: components['schemas']['CredentialProviderField'][];
+        };
+    /** @description Where to send the user to authorize, and until when the link works. */
+    CredentialConnection: {
+      authorizationUrl: string;
+      expiresAt: components['schemas']['Timestamp'];
+    };
+    /** @description The outcome of an OAuth callback. */
+    CredentialConnected: {
+      credentialId: string;
+      providerId: string;
+      displayName: string;
+      /** @enum {string} */
+      status: 'connected';
     };
   };
   responses: {
@@ -8730,6 +8912,401 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCredentials: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the credential. */
+        workspaceId: string;
+        /** @description Only one kind. */
+        type?: 'oauth' | 'service_account';
+        /** @description Only one provider. */
+        providerId?: string;
+        /** @description Case-insensitive substring of the display name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'displayName' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List credentials. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Credential'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createServiceAccountCredential: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @enum {string} */
+          type: 'service_account';
+          providerId: string;
+          displayName?: string;
+          description?: string;
+          /** @description Optional client-generated id. */
+          id?: string;
+          /** @description Write-only JSON object string with the provider's fields. */
+          credentials: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a service-account credential. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Credential'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCredentialProviders: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the provider name. */
+        search?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List credential providers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CredentialProvider'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createCredentialConnection: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          displayName?: string;
+          /** @enum {string} */
+          providerId?:
+            | 'github-repositories'
+            | 'google-email'
+            | 'google-drive'
+            | 'google-docs'
+            | 'google-sheets'
+            | 'google-forms'
+            | 'google-calendar'
+            | 'google-contacts'
+            | 'google-ads'
+            | 'google-bigquery'
+            | 'google-tasks'
+            | 'google-vault'
+            | 'google-groups'
+            | 'google-chat'
+            | 'google-meet'
+            | 'vertex-ai'
+            | 'microsoft-ad'
+            | 'microsoft-dataverse'
+            | 'microsoft-excel'
+            | 'microsoft-planner'
+            | 'microsoft-teams'
+            | 'microsoft-word'
+            | 'outlook'
+            | 'onedrive'
+            | 'sharepoint'
+            | 'x'
+            | 'tiktok'
+            | 'confluence'
+            | 'jira'
+            | 'airtable'
+            | 'bitbucket'
+            | 'notion'
+            | 'clickup'
+            | 'linear'
+            | 'manageengine-sdp'
+            | 'monday'
+            | 'box'
+            | 'dropbox'
+            | 'shopify'
+            | 'slack'
+            | 'reddit'
+            | 'wealthbox'
+            | 'webflow'
+            | 'trello'
+            | 'asana'
+            | 'attio'
+            | 'calcom'
+            | 'docusign'
+            | 'pipedrive'
+            | 'hubspot'
+            | 'linkedin'
+            | 'instagram'
+            | 'salesforce'
+            | 'salesforce-sandbox'
+            | 'zoho-desk'
+            | 'zoom'
+            | 'wordpress'
+            | 'spotify'
+            | 'quickbooks';
+          credentialId?: string;
+          /** @description Client settings supplied per connection (QuickBooks). */
+          oauthClientConfig?: {
+            clientId: string;
+            clientSecret: string;
+            /** @enum {string} */
+            environment: 'sandbox' | 'production';
+            webhookVerifierToken: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Create a credential connection. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CredentialConnection'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  completeCredentialConnection: {
+    parameters: {
+      query?: {
+        /** @description The state issued with the authorization URL. */
+        state?: string;
+        /** @description The authorization code. */
+        code?: string;
+        /** @description Set by the provider when authorization failed. */
+        error?: string;
+        /** @description The provider's explanation. */
+        error_description?: string;
+        /** @description Scopes granted (some providers send them). */
+        scope?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OAuth callback for credential connections. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CredentialConnected'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteCredential: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the credential. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Credential identifier. */
+        credentialId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a credential. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateCredential: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the credential. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Credential identifier. */
+        credentialId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          displayName?: string;
+          description?: string | null;
+          /** @description Service-account key JSON. */
+          serviceAccountJson?: string;
+          /** @description API token. */
+          apiToken?: string;
+          domain?: string;
+          /** @enum {string} */
+          atlassianProduct?: 'jira' | 'confluence';
+          /** @description Signing secret. */
+          signingSecret?: string;
+          /** @description Bot token. */
+          botToken?: string;
+          clientId?: string;
+          /** @description Client secret. */
+          clientSecret?: string;
+          certificateId?: string;
+          orgId?: string;
+          dataCenter?: string;
+          authMethod?: string;
+          /** @description Private key. */
+          privateKey?: string;
+          username?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a credential. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Credential'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

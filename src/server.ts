@@ -20,6 +20,7 @@ import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { SandboxBuilder } from './sandboxes/builder.ts';
+import { WorkspaceCredentials } from './credentials/service.ts';
 
 export interface RunningServer {
   url: string;
@@ -39,6 +40,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
   const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
+  const workspaceCredentials = new WorkspaceCredentials(opened, secrets, config);
   const sandboxes = new SandboxBuilder(
     opened,
     {
@@ -57,8 +59,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools, blobs, sandboxes }),
+    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools, blobs, sandboxes, workspaceCredentials }),
     sandboxes,
+    workspaceCredentials,
     tools,
     secrets,
     closeEngine: async () => {

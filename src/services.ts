@@ -10,6 +10,7 @@ import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import type { SandboxBuilder } from './sandboxes/builder.ts';
+import type { WorkspaceCredentials } from './credentials/service.ts';
 
 export interface Services {
   config: Config;
@@ -33,4 +34,6 @@ export interface Services {
   tools: ToolRegistry;
   /** Builds sandboxes (dependency sets) in the background and runs function blocks inside built ones. */
   sandboxes: SandboxBuilder;
+  /** Workspace credentials (OAuth connections, service-account keys): sealing, the OAuth flow, fresh access tokens. */
+  workspaceCredentials: WorkspaceCredentials;
 }

@@ -52,6 +52,7 @@ export const executeTool: Handler<'executeTool'> = async ({ params, body, ctx })
       userId: ctx.principal.userId,
       timeoutMs: body.timeoutSeconds ? body.timeoutSeconds * 1000 : ctx.services.config.tools.timeoutMs,
       credentialId: body.credentialId,
+      accessToken: (id) => ctx.services.workspaceCredentials.accessToken(body.workspaceId, id),
       source: 'api',
     });
     return { status: 200, body: { data: execution } };

@@ -11,6 +11,7 @@ import { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { runFilePath } from './views.ts';
 import { sandboxPoolFor, type SandboxBuilder } from '../sandboxes/index.ts';
+import type { WorkspaceCredentials } from '../credentials/service.ts';
 import type { RunResources } from '../execution/index.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -95,7 +96,20 @@ export class RunService {
   private readonly tools: ToolRegistry | null;
   private readonly blobs: BlobStore | null;
   private readonly sandboxes: SandboxBuilder | null;
-  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; tools?: ToolRegistry; blobs?: BlobStore; sandboxes?: SandboxBuilder }) {
+  private readonly workspaceCredentials: WorkspaceCredentials | null;
+  constructor(deps: {
+    store: Store;
+    engine: Engine;
+    config: Config;
+    logger: Logger;
+    startEngine?: () => Promise<void>;
+    secrets?: SecretVault;
+    tools?: ToolRegistry;
+    blobs?: BlobStore;
+    sandboxes?: SandboxBuilder;
+    workspaceCredentials?: WorkspaceCredentials;
+  }) {
+    this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
     this.tools = deps.tools ?? null;
     this.blobs = deps.blobs ?? null;
@@ -192,7 +206,7 @@ export class RunService {
     return {
       skills: (refs) => resolveSkills(this.store, workspaceId, refs),
       ...(this.sandboxes ? { sandboxPool: (ref: string) => sandboxPoolFor(this.store, this.sandboxes!, workspaceId, ref) } : {}),
-      ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs }) } : {}),
+      ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs, accessToken: this.workspaceCredentials ? (id: string) => this.workspaceCredentials!.accessToken(workspaceId, id) : undefined }) } : {}),
       ...(blobs
         ? {
             storeFile: async (file: { name: string; contentType: string; data: Buffer; blockId: string }) => {

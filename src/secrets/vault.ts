@@ -79,6 +79,15 @@ export class SecretVault {
     return { ...record, created: !existing };
   }
 
+  /** Seals any other server-side secret (credential keys, OAuth tokens) under the same key, bound to `context`. */
+  seal(plaintext: string, context: string): string {
+    return this.cipher.encrypt(plaintext, `sealed:${context}`);
+  }
+
+  unseal(sealed: string, context: string): string {
+    return this.cipher.decrypt(sealed, `sealed:${context}`);
+  }
+
   /** Opens a stored value (server side only). */
   open(record: SecretRecord): string {
     return this.cipher.decrypt(record.ciphertext, contextOf(record));

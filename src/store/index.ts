@@ -26,6 +26,7 @@ import { CustomToolRepository } from './custom-tools.ts';
 import { BillingLogRepository } from './billing-logs.ts';
 import { RunFileRepository } from './run-files.ts';
 import { SandboxRepository } from './sandboxes.ts';
+import { CredentialRepository } from './credentials.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -52,6 +53,7 @@ export interface Repositories {
   billingLogs: BillingLogRepository;
   runFiles: RunFileRepository;
   sandboxes: SandboxRepository;
+  credentials: CredentialRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -80,6 +82,7 @@ function repositories(db: SqlExecutor): Repositories {
     billingLogs: new BillingLogRepository(db),
     runFiles: new RunFileRepository(db),
     sandboxes: new SandboxRepository(db),
+    credentials: new CredentialRepository(db),
   };
 }
 

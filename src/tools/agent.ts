@@ -10,11 +10,12 @@ import { ToolInputError, type ToolRegistry } from './registry.ts';
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The registry id an entry names, and its preset parameters. */
-export function toolEntry(entry: unknown): { toolId: string; preset: Record<string, unknown> } | null {
+export function toolEntry(entry: unknown): { toolId: string; preset: Record<string, unknown>; credentialId?: string } | null {
   if (typeof entry === 'string') return entry.trim() ? { toolId: entry.trim(), preset: {} } : null;
   if (!isRecord(entry) || entry.usageControl === 'none') return null;
   const preset = isRecord(entry.params) ? Object.fromEntries(Object.entries(entry.params).filter(([, v]) => v !== undefined && v !== null && v !== '')) : {};
-  if (typeof entry.toolId === 'string' && entry.toolId) return { toolId: entry.toolId, preset };
+  const credentialId = typeof entry.credentialId === 'string' && entry.credentialId ? entry.credentialId : undefined;
+  if (typeof entry.toolId === 'string' && entry.toolId) return { toolId: entry.toolId, preset, credentialId };
   const customId = entry.customToolId ?? (entry.type === 'custom-tool' ? entry.id : undefined);
   if (typeof customId === 'string' && customId) return { toolId: customId.startsWith(CUSTOM_TOOL_PREFIX) ? customId : CUSTOM_TOOL_PREFIX + customId, preset };
   if (typeof entry.type === 'string' && entry.type) return { toolId: entry.type, preset };
@@ -36,7 +37,7 @@ function withoutPresets(schema: Record<string, unknown>, preset: Record<string, 
 export async function agentTools(
   registry: ToolRegistry,
   entries: unknown[],
-  call: { workspaceId: string; userId: string | null; signal: AbortSignal; timeoutMs: number },
+  call: { workspaceId: string; userId: string | null; signal: AbortSignal; timeoutMs: number; accessToken?: (credentialId: string) => Promise<string> },
 ): Promise<{ found: AgentTool[]; missing: string[] }> {
   const found: AgentTool[] = [];
   const missing: string[] = [];
@@ -63,6 +64,8 @@ export async function agentTools(
             userId: call.userId,
             timeoutMs: call.timeoutMs,
             signal: call.signal,
+            credentialId: entry.credentialId,
+            accessToken: call.accessToken,
             source: 'agent',
           });
           return result;

@@ -36,6 +36,10 @@ export function httpRequestTool(egress: EgressPolicy, defaultTimeoutMs: number):
       for (const [k, v] of Object.entries((input.params ?? {}) as Record<string, unknown>)) url.searchParams.append(k, String(v));
       const method = String(input.method ?? 'GET').toUpperCase();
       const headers = { ...((input.headers ?? {}) as Record<string, string>) };
+      // A credential named with the call (executeTool's credentialId) authenticates the request with a fresh token.
+      if (call.credentialId && call.accessToken && !Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
+        headers.Authorization = `Bearer ${await call.accessToken(call.credentialId)}`;
+      }
       let body: string | null = null;
       if (input.body !== undefined && input.body !== null && method !== 'GET' && method !== 'HEAD') {
         body = typeof input.body === 'string' ? input.body : JSON.stringify(input.body);
