@@ -8,6 +8,7 @@ import { executor } from './suites/executor.ts';
 import { files } from './suites/files.ts';
 import { workflowOperations } from './suites/workflow-operations.ts';
 import { runs } from './suites/runs.ts';
+import { resources } from './suites/resources.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -17,6 +18,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   executor,
   runs,
   files,
+  resources,
 };
 
 export async function main(argv: string[]): Promise<void> {
