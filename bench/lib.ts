@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { PLANS } from '../src/store/billing-accounts.ts';
 
 export const root = path.resolve(import.meta.dirname, '..');
 
@@ -13,10 +14,18 @@ export interface Proc {
   stop(): Promise<void>;
 }
 
-/** Starts `node <script>` and waits for its "Listening on http://127.0.0.1:port" line. */
+/** Benchmarks measure the server, not its rate limits: every bucket of every plan is raised out of the way. */
+export const UNLIMITED_RATE_LIMITS: Record<string, string> = Object.fromEntries(
+  PLANS.flatMap((plan) => ['API', 'SYNC', 'ASYNC'].map((bucket) => [`RATE_LIMIT_${plan.toUpperCase()}_${bucket}`, '100000000'])),
+);
+
+/**
+ * Starts `node <script>` and waits for its "Listening on http://127.0.0.1:port" line. Every server a suite
+ * starts gets UNLIMITED_RATE_LIMITS (a suite may still set its own limits in `env`).
+ */
 export function startProcess(script: string, env: Record<string, string>): Promise<Proc> {
   const child = spawn(process.execPath, [script], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', ...UNLIMITED_RATE_LIMITS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -1837,7 +1837,10 @@ export interface components {
       | 'RATE_LIMITED'
       | 'INTERNAL_ERROR'
       | 'SERVICE_UNAVAILABLE'
-      | 'USAGE_LIMIT_EXCEEDED';
+      | 'USAGE_LIMIT_EXCEEDED'
+      | 'METHOD_NOT_ALLOWED'
+      | 'REQUEST_TIMEOUT'
+      | 'HEADERS_TOO_LARGE';
     ErrorBody: {
       error: {
         code: components['schemas']['ErrorCode'];

@@ -2,25 +2,55 @@
 import express, { type Express } from 'express';
 import spec from '../generated/openapi.json' with { type: 'json' };
 import { mountOperations } from '../generated/router.ts';
-import { handlers } from '../generated/handler-registry.ts';
+import { handlers as registeredHandlers } from '../generated/handler-registry.ts';
+import { OPERATIONS } from '../generated/operations.ts';
+import type { Handlers } from '../generated/handlers.ts';
 import type { Services } from './services.ts';
 import { createBinder, type BinderOptions } from './http/pipeline.ts';
 import { createValidatorFactory } from './http/validator.ts';
-import { requestLogging } from './http/logging.ts';
-import { ApiError, errorHandler } from './http/errors.ts';
+import { clientGoneHandler, requestLogging } from './http/logging.ts';
+import { errorHandler } from './http/errors.ts';
+import { bodyTimeout, noRoute, privateNoStore } from './http/request-limits.ts';
 
-export function createApp(services: Services, options: BinderOptions = {}): Express {
+export interface AppOptions extends BinderOptions {
+  /** The handlers to mount (tests replace some); the generated registry by default. */
+  handlers?: Handlers;
+}
+
+/** Operations of the spec without a handler function (a module that lost an export still type-checks at run time). */
+export function missingHandlers(handlers: Record<string, unknown>): string[] {
+  return Object.keys(OPERATIONS)
+    .filter((operationId) => typeof handlers[operationId] !== 'function')
+    .sort();
+}
+
+/** Refuses to build an app with an operation that has no handler: a start fails at once, naming it. */
+export class MissingHandlerError extends Error {
+  readonly operationIds: string[];
+  constructor(operationIds: string[]) {
+    super(`No handler for operation ${operationIds.join(', ')}`);
+    this.name = 'MissingHandlerError';
+    this.operationIds = operationIds;
+  }
+}
+
+export function createApp(services: Services, options: AppOptions = {}): Express {
+  const { handlers = registeredHandlers, ...binderOptions } = options;
+  const missing = missingHandlers(handlers as unknown as Record<string, unknown>);
+  if (missing.length > 0) throw new MissingHandlerError(missing);
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.use(requestLogging(services.logger));
+  app.use(privateNoStore, bodyTimeout(services.config.http.bodyTimeoutMs));
 
   const router = express.Router({ strict: false });
   const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });
-  mountOperations(router, handlers, createBinder(services, validatorFor, options));
+  mountOperations(router, handlers, createBinder(services, validatorFor, binderOptions));
   app.use(router);
 
-  app.use((req, _res, next) => next(new ApiError('NOT_FOUND', `No route for ${req.method} ${req.path}.`)));
+  app.use(noRoute);
+  app.use(clientGoneHandler);
   app.use(errorHandler);
   return app;
 }

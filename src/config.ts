@@ -47,6 +47,19 @@ export interface Config {
    * OAUTH_<ID>_CLIENT_ID / _CLIENT_SECRET and optional _AUTHORIZATION_URL, _TOKEN_URL, _SCOPES.
    */
   oauthProviders: Record<string, { clientId: string; clientSecret: string; authorizationUrl?: string; tokenUrl?: string; scopes?: string[] }>;
+  /** Limits of the HTTP layer itself: how long a request may take to arrive, how deep a JSON body may nest. */
+  http: HttpLimits;
+}
+
+export interface HttpLimits {
+  /** Longest time to receive a whole request, headers and body (Node's requestTimeout; 0 = none). */
+  requestTimeoutMs: number;
+  /** Longest time to receive the request line and headers (Node's headersTimeout). */
+  headersTimeoutMs: number;
+  /** Longest a request body may stall (no bytes arriving) before the request is answered 408 (0 = none). */
+  bodyTimeoutMs: number;
+  /** Deepest nesting of objects and arrays in a JSON request body. */
+  bodyMaxDepth: number;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -149,7 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseFile: env.DATABASE_FILE || path.join(dataDir, 'workspace.sqlite'),
     baseUrl,
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: logLevel(env),
     bodyLimitBytes: byteSize(env, 'BODY_LIMIT', 10 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', !production),
     bootstrapApiKey: env.BOOTSTRAP_API_KEY || null,
@@ -183,7 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiTimeoutMs: integer(env, 'API_BLOCK_TIMEOUT_MS', 30_000, 10, 600_000),
     },
     agent: agentConfig(env),
-    secretsKey: env.SECRETS_KEY || null,
+    secretsKey: secretsKey(env),
     tools: {
       timeoutMs: integer(env, 'TOOL_TIMEOUT_MS', 30_000, 10, 300_000),
       executionCostUsd: decimal(env, 'TOOL_EXECUTION_COST_USD', 0),
@@ -220,6 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ]),
       ) as Record<Plan, ExecutionPolicy>,
     },
+    http: httpLimits(env),
   };
 }
 
@@ -252,6 +266,41 @@ function oauthProviders(env: NodeJS.ProcessEnv): Config['oauthProviders'] {
     };
   }
   return out;
+}
+
+function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 300_000, 0, 3_600_000);
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 30_000, 100, 600_000);
+  if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return {
+    requestTimeoutMs,
+    headersTimeoutMs,
+    bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    bodyMaxDepth: integer(env, 'BODY_MAX_DEPTH', 100, 8, 10_000),
+  };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: NodeJS.ProcessEnv): string {
+  const raw = env.LOG_LEVEL;
+  if (raw === undefined || raw === '') return 'info';
+  if (!LOG_LEVELS.includes(raw)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return raw;
+}
+
+/** Checked here so a bad key stops the start before anything is written (the vault decodes it the same way). */
+function secretsKey(env: NodeJS.ProcessEnv): string | null {
+  const raw = env.SECRETS_KEY;
+  if (raw === undefined || raw === '') return null;
+  const hex = /^[0-9a-f]{64}$/i.test(raw);
+  const base64 = /^[A-Za-z0-9+/]{43}=?$|^[A-Za-z0-9_-]{43}$/.test(raw);
+  if (!hex && !(base64 && Buffer.from(raw, 'base64').length === 32)) {
+    throw new ConfigError('SECRETS_KEY must be 32 bytes written as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
+  }
+  return raw;
 }
 
 function agentConfig(env: NodeJS.ProcessEnv): Config['agent'] {

@@ -1,38 +1,66 @@
 // `npm start`: serve the API on the embedded SQLite store.
-import { ConfigError, loadConfig } from './config.ts';
-import { createServices, startServer } from './server.ts';
+//
+// The order matters: configuration, handlers and the port are checked before anything is written to DATA_DIR;
+// then the data directory is locked (one server per DATA_DIR), the store opened, a first start bootstrapped,
+// and only then does the server recover what a previous process left behind and take requests.
+import fs from 'node:fs';
+import path from 'node:path';
+import type http from 'node:http';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { bindListener, createServices, startServer } from './server.ts';
 import { bootstrapIfEmpty } from './identity/admin.ts';
+import { newApiKey } from './identity/keys.ts';
+import { DataDirLockedError } from './store/data-dir-lock.ts';
+import { missingHandlers } from './app.ts';
+import { handlers } from '../generated/handler-registry.ts';
+
+/** Where a first start keeps the generated key when stdout is not a terminal. */
+export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key.txt';
+
+function fail(prefix: string, message: string, code: number): never {
+  process.stderr.write(`${prefix}: ${message}\n`);
+  process.exit(code);
+}
+
+async function listen(config: Config): Promise<http.Server> {
+  try {
+    return await bindListener(config);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const where = `${config.host}:${config.port}`;
+    if (code === 'EADDRINUSE') fail('Configuration error', `PORT ${config.port} is already in use on ${config.host}; stop what listens there or choose another PORT`, 2);
+    if (code === 'EACCES') fail('Configuration error', `not allowed to listen on ${where}; choose a PORT above 1023`, 2);
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') fail('Configuration error', `HOST ${config.host} is not an address of this machine`, 2);
+    throw err;
+  }
+}
 
 export async function main(): Promise<void> {
-  let config;
+  // Everything this process creates is owner-only (the store, blob store and lock also set modes explicitly).
+  process.umask(0o077);
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`Configuration error: ${err.message}\n`);
-      process.exit(2);
-    }
+    if (err instanceof ConfigError) fail('Configuration error', err.message, 2);
     throw err;
   }
-  const services = await createServices(config);
-  const boot = await bootstrapIfEmpty(services.store, { apiKey: config.bootstrapApiKey });
-  if (boot) {
-    // Printed once, on the first start; the key is stored only as a hash.
-    process.stdout.write(
-      [
-        'First start: created an admin user, a workspace and a personal API key.',
-        `  user:      ${boot.user.email} (${boot.user.id})`,
-        `  workspace: ${boot.workspace.name} (${boot.workspace.id})`,
-        `  api key:   ${boot.key.key}`,
-        'Keep the key now: it is not shown again.',
-        '',
-      ].join('\n'),
-    );
+  const missing = missingHandlers(handlers);
+  if (missing.length > 0) {
+    fail('Cannot start', `no handler for operation ${missing.join(', ')}; export it from its src/handlers/<tag>.ts module (npm run generate -- --scaffold writes a stub)`, 1);
   }
-  const server = await startServer(services);
-  services.logger.info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, 'listening');
-  process.stdout.write(`Listening on ${server.url}\n`);
+  const listener = await listen(config);
+  let services;
+  try {
+    services = await createServices(config);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) fail('Cannot start', err.message, 1);
+    throw err;
+  }
+  await bootstrap(services, config);
+  const server = await startServer(services, { listener });
 
+  // Installed before "Listening on" is printed: whoever waits for that line may signal at once.
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -48,4 +76,38 @@ export async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  services.logger.info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, 'listening');
+  process.stdout.write(`Listening on ${server.url}\n`);
+}
+
+/**
+ * First start on an empty database: an admin user, a workspace and a personal key. The key is shown on the
+ * terminal only when stdout is one; otherwise (logs collected from stdout) it goes to an owner-only file in
+ * DATA_DIR, written before the key is stored, so it can never be lost. A key set in BOOTSTRAP_API_KEY is
+ * the operator's own and is not repeated.
+ */
+async function bootstrap(services: Awaited<ReturnType<typeof createServices>>, config: Config): Promise<void> {
+  if ((await services.store.users.count()) > 0) return;
+  const chosen = config.bootstrapApiKey;
+  const key = chosen ?? newApiKey();
+  const toTerminal = Boolean(process.stdout.isTTY);
+  const keyFile = path.join(config.dataDir, BOOTSTRAP_KEY_FILE);
+  if (!chosen && !toTerminal) {
+    fs.rmSync(keyFile, { force: true });
+    fs.writeFileSync(keyFile, key + '\n', { mode: 0o600, flag: 'wx' });
+  }
+  const boot = await bootstrapIfEmpty(services.store, { apiKey: key });
+  if (!boot) return;
+  const shown = chosen ? 'the key set in BOOTSTRAP_API_KEY' : toTerminal ? key : `written to ${keyFile} (mode 0600); move it somewhere safe and delete the file`;
+  process.stdout.write(
+    [
+      'First start: created an admin user, a workspace and a personal API key.',
+      `  user:      ${boot.user.email} (${boot.user.id})`,
+      `  workspace: ${boot.workspace.name} (${boot.workspace.id})`,
+      `  api key:   ${shown}`,
+      ...(toTerminal && !chosen ? ['Keep the key now: it is not shown again.'] : []),
+      '',
+    ].join('\n'),
+  );
+  services.logger.info({ userId: boot.user.id, workspaceId: boot.workspace.id, keyFile: !chosen && !toTerminal ? keyFile : undefined }, 'first start: bootstrap user, workspace and key created');
 }

@@ -1,15 +1,17 @@
 // Opens the store, assembles the services and serves HTTP until told to stop.
 import { SecretCipher, loadSecretsKey } from './secrets/cipher.ts';
 import { SecretVault } from './secrets/vault.ts';
+import { sealPlainShareTokens } from './files/share-tokens.ts';
+import { loadSigningKey } from './secrets/signing-key.ts';
 import http from 'node:http';
-import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { openSqliteStore, type Store } from './store/index.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
-import type { BinderOptions } from './http/pipeline.ts';
+import type { AppOptions } from './app.ts';
+import { applyServerTimeouts } from './http/request-limits.ts';
 import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
 import { MemoryRateLimitStore } from './http/rate-limit.ts';
@@ -21,6 +23,8 @@ import { RunService } from './runs/service.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { SandboxBuilder } from './sandboxes/builder.ts';
 import { WorkspaceCredentials } from './credentials/service.ts';
+import { lockDataDir } from './store/data-dir-lock.ts';
+import { recoverUploads } from './files/recovery.ts';
 
 export interface RunningServer {
   url: string;
@@ -30,12 +34,22 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * Locks DATA_DIR for this process (DataDirLockedError when another server holds it), then opens the store.
+ * The lock is released when the server closes, or when building the services fails.
+ */
 export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel), store?: Store): Promise<Services> {
+  const dataDirLock = lockDataDir(config.dataDir, { port: config.port || null });
+  try {
+    return await assemble(config, logger, dataDirLock, store);
+  } catch (err) {
+    dataDirLock.release();
+    throw err;
+  }
+}
+
+async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
   const opened = store ?? (await openSqliteStore(config.databaseFile));
-  const signingKey = Buffer.from(
-    await opened.transaction((tx) => tx.settings.getOrInit('signing_key', randomBytes(32).toString('base64'))),
-    'base64',
-  );
   const engine = createEngine(config);
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
@@ -53,6 +67,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
     },
     logger,
   );
+  const signingKey = await loadSigningKey(opened, secrets, logger);
+  // Share tokens stored in plain by an older version are sealed before anything can read them.
+  await sealPlainShareTokens(opened, secrets);
   return {
     config,
     store: opened,
@@ -71,13 +88,50 @@ export async function createServices(config: Config, logger: Logger = createLogg
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs,
+    dataDirLock,
   };
 }
 
-export async function startServer(services: Services, options: BinderOptions = {}): Promise<RunningServer> {
+/** An HTTP server with this configuration's request, header and body timeouts, not yet answering anything. */
+function createHttpServer(limits: Config['http']): http.Server {
+  // Node checks request and header timeouts on this interval; keep it well under the shorter one.
+  const server = http.createServer({ connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 3))) });
+  applyServerTimeouts(server, limits);
+  return server;
+}
+
+export interface StartOptions extends AppOptions {
+  /** A server already listening (bound early by `npm start`, before anything is written); one is bound otherwise. */
+  listener?: http.Server;
+}
+
+/**
+ * Binds HOST:PORT (a port in use rejects with EADDRINUSE, which `npm start` reports in one line). Until
+ * startServer takes it over, requests get a 503 saying the server is starting.
+ */
+export async function bindListener(config: Pick<Config, 'port' | 'host' | 'http'>): Promise<http.Server> {
+  const server = createHttpServer(config.http);
+  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
+    res.end(JSON.stringify({ error: { code: 'SERVICE_UNAVAILABLE', message: 'The server is starting; retry shortly.' } }));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
+}
+
+export async function startServer(services: Services, options: StartOptions = {}): Promise<RunningServer> {
   const { config } = services;
-  const app = createApp(services, options);
-  const server = http.createServer(app);
+  const { listener, ...binderOptions } = options;
+  const app = createApp(services, binderOptions);
+  const server = listener ?? createHttpServer(config.http);
+  server.removeAllListeners('request'); // the "starting" answer of bindListener
+  server.on('request', app);
   server.keepAliveTimeout = 65_000;
   let shuttingDown = false;
   // A keep-alive connection whose last request finishes during shutdown is closed right away.
@@ -86,14 +140,19 @@ export async function startServer(services: Services, options: BinderOptions = {
       if (shuttingDown) setImmediate(() => server.closeIdleConnections());
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  if (!server.listening) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  }
   const port = (server.address() as AddressInfo).port;
+  services.dataDirLock?.setPort(port);
   // Links the API hands out (signed upload URLs, share links) must name the port actually bound.
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
-  // Runs a previous process left running are failed before the queue's workers pick up what is queued.
+  // Recovery happens only here, under the data directory lock: uploads a previous process left completing go
+  // back to their client, and runs it left running are failed before the queue's workers pick up what is queued.
+  if (services.dataDirLock) await recoverUploads(services.store, services.blobs, services.logger);
   await services.runs.start();
   await services.sandboxes.resume();
   const stopPurge = startPurgeTimer(
@@ -124,6 +183,7 @@ export async function startServer(services: Services, options: BinderOptions = {
         await runsClosed;
         await services.closeEngine();
         await services.store.close();
+        services.dataDirLock?.release();
       })();
       return closing;
     },

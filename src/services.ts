@@ -11,6 +11,7 @@ import type { RunService } from './runs/service.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import type { SandboxBuilder } from './sandboxes/builder.ts';
 import type { WorkspaceCredentials } from './credentials/service.ts';
+import type { DataDirLock } from './store/data-dir-lock.ts';
 
 export interface Services {
   config: Config;
@@ -36,4 +37,6 @@ export interface Services {
   sandboxes: SandboxBuilder;
   /** Workspace credentials (OAuth connections, service-account keys): sealing, the OAuth flow, fresh access tokens. */
   workspaceCredentials: WorkspaceCredentials;
+  /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
+  dataDirLock?: DataDirLock;
 }

@@ -26,7 +26,11 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
+/** Percent-escapes that do not decode, sent as they are (not re-encoded): truncated, invalid hex, bad UTF-8. */
+const MALFORMED_ESCAPES = ['%E0%A4%A', '%', '%zz', 'a%2', '%C0%AF', '%ED%A0%80', '%FF', 'ok%E2%82'];
+const RAW = new Set(MALFORMED_ESCAPES);
 const segment = fc.oneof(
+  fc.constantFrom(...MALFORMED_ESCAPES),
   fc.constant('00000000-0000-4000-8000-000000000000'),
   fc.string({ minLength: 1, maxLength: 40 }),
   fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
@@ -47,7 +51,8 @@ describe('malformed input never reaches a 500', () => {
         const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
           if (name === 'workspaceId' && realWorkspace) return s.workspaceId;
           if (name === 'workflowId' && realWorkspace) return workflowId;
-          return encodeURIComponent(segments[i++ % segments.length]!);
+          const seg = segments[i++ % segments.length]!;
+          return RAW.has(seg) ? seg : encodeURIComponent(seg);
         });
         if (realWorkspace && op.workspaceIdIn === 'query') query.workspaceId = s.workspaceId;
         const qs = new URLSearchParams(query).toString();
@@ -88,10 +93,14 @@ describe('schema-shaped input reaches the handlers and never a 500', () => {
             Object.fromEntries(query.map((q) => [q.name, arbitraryFor(q.schema)])),
             { requiredKeys: query.filter((q) => q.required).map((q) => q.name) as never[] },
           );
-          return fc.tuple(fc.constant(op), body ? arbitraryFor(body) : fc.constant(undefined), queryArb);
+          // Now and then one path parameter carries a malformed escape instead of its real value.
+          const mangle = fc.option(fc.tuple(fc.nat(), fc.constantFrom(...MALFORMED_ESCAPES)), { freq: 8 });
+          return fc.tuple(fc.constant(op), body ? arbitraryFor(body) : fc.constant(undefined), queryArb, mangle);
         }),
-        async ([op, body, query]) => {
-          const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(real[name] ?? 'x'));
+        async ([op, body, query, mangle]) => {
+          const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+          const mangled = mangle && names.length ? names[mangle[0] % names.length] : undefined;
+          const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => (name === mangled ? mangle![1] : encodeURIComponent(real[name] ?? 'x')));
           const q = { ...(query as Record<string, unknown>) };
           if ('workspaceId' in q || op.workspaceIdIn === 'query') q.workspaceId = s.workspaceId;
           const qs = new URLSearchParams(Object.entries(q).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : JSON.stringify(v)])).toString();
@@ -106,6 +115,7 @@ describe('schema-shaped input reaches the handlers and never a 500', () => {
           const text = await res.text();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           expect(`${op.operationId} ${res.status} ${text.slice(0, 400)}`).not.toMatch(/^\S+ 5\d\d/);
+          if (mangled) expect(`${op.operationId} ${res.status}`).toBe(`${op.operationId} 400`);
         },
       ),
       { numRuns: Number(process.env.FUZZ_RUNS ?? 400) },

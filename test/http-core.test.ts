@@ -135,16 +135,19 @@ describe('request validation', () => {
     expectError(res.body, 'PAYLOAD_TOO_LARGE');
   });
 
-  it('answers 404 NOT_FOUND for unknown routes and methods', async () => {
+  it('answers 404 NOT_FOUND for unknown routes, 405 for a method the path lacks', async () => {
     for (const [method, path] of [
       ['GET', '/api/v2/nothing-here'],
-      ['DELETE', '/api/v2/meta'],
       ['GET', '/'],
     ]) {
       const res = await s.request(path!, { method });
       expect(res.status).toBe(404);
       expectError(await json(res), 'NOT_FOUND');
     }
+    const res = await s.request('/api/v2/meta', { method: 'DELETE' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
+    expectError(await json(res), 'METHOD_NOT_ALLOWED');
   });
 
   it('gives every response a request id', async () => {

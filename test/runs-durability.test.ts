@@ -148,7 +148,7 @@ describe('restart and shutdown', () => {
     const at = new Date().toISOString();
     await store.transaction(async (tx) => {
       for (const [id, status] of [['crashed-run', 'running'], ['waiting-run', 'queued']] as const) {
-        await tx.workflowRuns.insert({ ...base, id, status, mode: 'async', source: 'deployment', checkpoint: null, pause: null, output: null, error: null, endedAt: null, durationMs: null, queuedAt: at, startedAt: status === 'running' ? at : null });
+        await tx.workflowRuns.insert({ ...base, id, key: id, status, mode: 'async', source: 'deployment', checkpoint: null, pause: null, output: null, error: null, endedAt: null, durationMs: null, queuedAt: at, startedAt: status === 'running' ? at : null });
         await tx.executionLogs.insert({ ...baseLog, runId: id, status: status === 'running' ? 'running' : 'pending', endedAt: null });
       }
     });

@@ -1,7 +1,11 @@
 // `npm run admin -- <resource> <action> [--flags]`: manage users, workspaces, memberships and keys directly
 // in the store. Prints JSON on stdout; on failure prints {"error": ...} on stderr and exits 1.
+//
+// It may run while a server is serving the same DATA_DIR: it does not take the server's data directory lock,
+// each command is one short transaction (SQLite serializes it with the server's writes), and it never runs
+// start-up recovery (interrupted runs and uploads are recovered only by a server holding the lock).
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { openSqliteStore, type Store } from '../store/index.ts';
 import {
   IdentityError,
@@ -22,6 +26,7 @@ import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator }
 const USAGE = `Usage: npm run admin -- <command> [options]
 
   user create --email <email> [--name <name>]
+  user list                                            (ids, e-mails, names)
   workspace create --name <name> --owner <userId>
   workspace personal-keys --workspace <id> --allow <true|false>
   workspace plan --workspace <id> --plan <free|pro|team|max|enterprise>   (the plan of its billing account)
@@ -30,6 +35,7 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   key create --user <userId> [--workspace <id>] [--name <name>] [--expires <ISO date>]
              (with --workspace: a workspace key, which only that workspace's admins may create)
   key revoke --id <keyId>
+  key list [--user <userId>]                           (never the secret: id, kind, owner, suffix, dates)
   oauth app create --name <name>
   oauth token issue --app <appId> --user <userId> --scopes "api:read offline_access" [--ttl <seconds>]
   oauth token refresh --refresh-token <token> [--ttl <seconds>]
@@ -80,6 +86,17 @@ function ttl(flags: Flags): number | undefined {
 
 async function run(store: Store, command: string, flags: Flags): Promise<unknown> {
   switch (command) {
+    case 'user list':
+      return (await store.users.list()).map(({ id, email, name, createdAt }) => ({ id, email, name, createdAt }));
+    case 'key list': {
+      const user = flags.user as string | undefined;
+      const keys = user ? await store.apiKeys.listForUser(user) : await store.apiKeys.list();
+      const now = Date.now();
+      return keys.map(({ keyHash: _secret, ...k }) => ({
+        ...k,
+        active: k.revokedAt === null && (k.expiresAt === null || Date.parse(k.expiresAt) > now),
+      }));
+    }
     case 'user create':
       return createUser(store, { email: required(flags, 'email'), name: flags.name as string | undefined });
     case 'workspace create':
@@ -176,6 +193,8 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // The database (and a secrets key it creates) stay owner-only, like the server's.
+  process.umask(0o077);
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -187,7 +206,15 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(USAGE + '\n');
     return;
   }
-  const store = await openSqliteStore(loadConfig().databaseFile);
+  let databaseFile: string;
+  try {
+    databaseFile = loadConfig().databaseFile;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(JSON.stringify({ error: `Configuration error: ${err.message}` }) + '\n');
+    process.exit(2);
+  }
+  const store = await openSqliteStore(databaseFile);
   try {
     const result = await run(store, parsed.positionals.join(' '), parsed.values as Flags);
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');

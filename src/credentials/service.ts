@@ -68,11 +68,11 @@ export class WorkspaceCredentials {
   }
 
   private seal(id: string, value: unknown): string {
-    return this.vault.seal(JSON.stringify(value), `credential:${id}`);
+    return this.vault.seal(JSON.stringify(value), `sealed:credential:${id}`);
   }
 
   private open<T>(record: CredentialRecord): T {
-    return JSON.parse(this.vault.unseal(record.sealedSecret, `credential:${record.id}`)) as T;
+    return JSON.parse(this.vault.open(record.sealedSecret, `sealed:credential:${record.id}`)) as T;
   }
 
   /** Checks a service-account key against its provider's fields; answers the fields and the account it names. */
@@ -175,7 +175,7 @@ export class WorkspaceCredentials {
         providerId: input.providerId,
         displayName: input.displayName,
         credentialId: input.credentialId ?? null,
-        sealedVerifier: this.vault.seal(JSON.stringify({ verifier, client: input.client ?? null }), `oauth-state:${stateHash}`),
+        sealedVerifier: this.vault.seal(JSON.stringify({ verifier, client: input.client ?? null }), `sealed:oauth-state:${stateHash}`),
         redirectUri: this.redirectUri,
         createdAt: new Date(now).toISOString(),
         expiresAt,
@@ -249,7 +249,7 @@ export class WorkspaceCredentials {
     if (!fresh) throw new CredentialError('STATE_USED', 'This connection link was already used; start a new connection.', 'state');
     if (params.error) throw new CredentialError('AUTHORIZATION_DENIED', `The provider reported: ${params.errorDescription ?? params.error}`);
     if (!params.code) throw new CredentialError('STATE_INVALID', 'The callback has no authorization code.', 'code');
-    const { verifier, client } = JSON.parse(this.vault.unseal(pending.sealedVerifier, `oauth-state:${stateHash}`)) as { verifier: string; client: TokenSet['client'] };
+    const { verifier, client } = JSON.parse(this.vault.open(pending.sealedVerifier, `sealed:oauth-state:${stateHash}`)) as { verifier: string; client: TokenSet['client'] };
     const base = oauthProvider(pending.providerId)!;
     const provider = client ? { ...base, ...client } : configuredProvider(pending.providerId, this.config.oauthProviders);
     if (!provider) throw new CredentialError('PROVIDER_NOT_CONFIGURED', `The OAuth provider ${pending.providerId} is no longer configured on this server.`);

@@ -5,6 +5,11 @@
 // Uploads are staged per session: each part is written at its offset in one staging file, and committing
 // hashes the staged bytes, checks the size and renames the file into place, so a reader (or a crash) never
 // sees a partly written blob. Everything streams; no content is ever held whole in memory.
+//
+// Every file and directory is created owner-only (0600 / 0700). A commit keeps its bytes under a name derived
+// from the upload id (`tmp/commit-<uploadId>`, hard-linked into place) until the caller has recorded the file
+// and calls discardUpload, so a process killed mid-commit leaves bytes that restoreUpload can hand back to
+// the session; any other temporary file found at start belongs to a write that died (sweepTemporary).
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -55,12 +60,21 @@ export interface BlobStore {
   discardUpload(uploadId: string): Promise<void>;
   /** Staged uploads with their age, for the purge job. */
   listUploads(): AsyncIterable<{ uploadId: string; modifiedAt: number }>;
+  /**
+   * After a crash during commitUpload: puts the upload's bytes back in its staging area so the session can be
+   * completed again. False when they are gone. Only at start, with the data directory locked.
+   */
+  restoreUpload(uploadId: string): Promise<boolean>;
+  /** Removes every temporary file (writes that never finished). Only at start, with the data directory locked. */
+  sweepTemporary(): Promise<number>;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 /** Larger buffers than the stream default (64 KiB) cut per-chunk overhead on big files; memory stays bounded. */
 const CHUNK = 1024 * 1024;
 const UPLOAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
 
 /** Counts, hashes (when given a hash) and bounds the bytes flowing through it. */
 class Meter extends Transform {
@@ -105,7 +119,7 @@ export class LocalDiskBlobStore implements BlobStore {
     this.tmpDir = path.join(root, 'tmp');
     this.uploadsDir = path.join(root, 'uploads');
     this.running = new Map();
-    for (const dir of [this.blobsDir, this.tmpDir, this.uploadsDir]) fs.mkdirSync(dir, { recursive: true });
+    for (const dir of [this.blobsDir, this.tmpDir, this.uploadsDir]) fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE });
   }
 
   private blobPath(key: string): string {
@@ -118,8 +132,16 @@ export class LocalDiskBlobStore implements BlobStore {
     return path.join(this.uploadsDir, uploadId);
   }
 
-  /** Flushes a finished temporary file and moves it under its content key (or drops it if already there). */
-  private async settle(tempPath: string, sha256: string, size: number): Promise<BlobInfo> {
+  private commitPath(uploadId: string): string {
+    if (!UPLOAD_ID.test(uploadId)) throw new Error(`Not an upload id: ${uploadId}`);
+    return path.join(this.tmpDir, `commit-${uploadId}`);
+  }
+
+  /**
+   * Flushes a finished temporary file and moves it under its content key (or drops it if already there).
+   * `keep` links it into place instead, leaving the temporary name too (a commit, until discardUpload).
+   */
+  private async settle(tempPath: string, sha256: string, size: number, keep = false): Promise<BlobInfo> {
     const handle = await fsp.open(tempPath, 'r+');
     try {
       await handle.sync();
@@ -127,8 +149,16 @@ export class LocalDiskBlobStore implements BlobStore {
       await handle.close();
     }
     const target = this.blobPath(sha256);
-    await fsp.mkdir(path.dirname(target), { recursive: true });
-    await fsp.rename(tempPath, target);
+    await fsp.mkdir(path.dirname(target), { recursive: true, mode: DIR_MODE });
+    if (!keep) await fsp.rename(tempPath, target);
+    else {
+      try {
+        await fsp.link(tempPath, target);
+      } catch (err) {
+        // The same content is already stored: blobs are immutable and named by their hash.
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+    }
     return { key: sha256, size, sha256 };
   }
 
@@ -136,7 +166,7 @@ export class LocalDiskBlobStore implements BlobStore {
     const tempPath = path.join(this.tmpDir, randomUUID());
     const meter = new Meter(limits.expectedSize ?? limits.maxSize ?? Number.MAX_SAFE_INTEGER, createHash('sha256'));
     try {
-      await pipeline(source, meter, fs.createWriteStream(tempPath, { flags: 'wx', highWaterMark: CHUNK }));
+      await pipeline(source, meter, fs.createWriteStream(tempPath, { flags: 'wx', mode: FILE_MODE, highWaterMark: CHUNK }));
       if (limits.expectedSize !== undefined && meter.bytes !== limits.expectedSize) {
         throw new BlobSizeError('too_few_bytes', limits.expectedSize, meter.bytes);
       }
@@ -181,7 +211,7 @@ export class LocalDiskBlobStore implements BlobStore {
   async writeUploadPart(uploadId: string, offset: number, length: number, source: Readable): Promise<void> {
     const file = this.stagingPath(uploadId);
     // Open without truncating: other parts may already sit in the file at their own offsets.
-    await (await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_CREAT, 0o600)).close();
+    await (await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_CREAT, FILE_MODE)).close();
     let state = this.running.get(uploadId);
     if (offset === 0 && !state) {
       state = { next: 0, hash: createHash('sha256'), busy: false };
@@ -206,11 +236,11 @@ export class LocalDiskBlobStore implements BlobStore {
 
   async commitUpload(uploadId: string, size: number): Promise<BlobInfo> {
     const staged = this.stagingPath(uploadId);
-    if (size === 0) await fsp.writeFile(staged, '', { flag: 'a' });
+    if (size === 0) await fsp.writeFile(staged, '', { flag: 'a', mode: FILE_MODE });
     const actual = (await fsp.stat(staged)).size;
     if (actual !== size) throw new BlobSizeError(actual > size ? 'too_many_bytes' : 'too_few_bytes', size, actual);
     // Move it out of the staging area first, so a racing part write cannot touch what is being committed.
-    const tempPath = path.join(this.tmpDir, randomUUID());
+    const tempPath = this.commitPath(uploadId);
     await fsp.rename(staged, tempPath);
     const state = this.running.get(uploadId);
     this.running.delete(uploadId);
@@ -224,7 +254,7 @@ export class LocalDiskBlobStore implements BlobStore {
         });
         sha256 = hash.digest('hex');
       }
-      return await this.settle(tempPath, sha256, size);
+      return await this.settle(tempPath, sha256, size, true);
     } catch (err) {
       await fsp.rm(tempPath, { force: true });
       throw err;
@@ -234,6 +264,33 @@ export class LocalDiskBlobStore implements BlobStore {
   async discardUpload(uploadId: string): Promise<void> {
     this.running.delete(uploadId);
     await fsp.rm(this.stagingPath(uploadId), { force: true });
+    await fsp.rm(this.commitPath(uploadId), { force: true });
+  }
+
+  async restoreUpload(uploadId: string): Promise<boolean> {
+    const staged = this.stagingPath(uploadId);
+    const committing = this.commitPath(uploadId);
+    const st = await fsp.stat(committing).catch(() => null);
+    if (st) {
+      // Already linked into the blob store: staging must get its own copy, or a part written again would
+      // change a stored (immutable, shared) blob in place.
+      if (st.nlink > 1) {
+        await fsp.copyFile(committing, staged);
+        await fsp.chmod(staged, FILE_MODE);
+        await fsp.rm(committing, { force: true });
+      } else await fsp.rename(committing, staged);
+    }
+    this.running.delete(uploadId);
+    return (await fsp.stat(staged).catch(() => null)) !== null;
+  }
+
+  async sweepTemporary(): Promise<number> {
+    let removed = 0;
+    for (const name of await fsp.readdir(this.tmpDir).catch(() => [] as string[])) {
+      await fsp.rm(path.join(this.tmpDir, name), { force: true, recursive: true });
+      removed++;
+    }
+    return removed;
   }
 
   async *listUploads(): AsyncIterable<{ uploadId: string; modifiedAt: number }> {

@@ -49,11 +49,12 @@ export function versionView(v: FileVersionRecord, currentVersion: number) {
 
 export const shareUrl = (baseUrl: string, token: string) => `${baseUrl}/shared/files/${token}`;
 
-export function shareView(baseUrl: string, s: FileShareRecord) {
+/** `token` is the share's plain token, opened from its sealed copy by the caller. */
+export function shareView(baseUrl: string, s: FileShareRecord, token: string) {
   return {
     id: s.id,
-    token: s.token,
-    url: shareUrl(baseUrl, s.token),
+    token,
+    url: shareUrl(baseUrl, token),
     isActive: s.isActive,
     resourceType: 'file' as const,
     resourceId: s.fileId,

@@ -14,6 +14,8 @@ import { BlobSizeError, type BlobInfo } from '../files/blob-store.ts';
 import { checkFileName, essence, folderPathOf, mediaTypeFor, NameError, vfsPath } from '../files/names.ts';
 import { checkSharePassword, checkTransfer, checkUploadToken, hashSharePassword, newShareToken, signTransfer, signUploadToken } from '../files/tokens.ts';
 import { fileRevision, fileView, folderView, sessionView, shareView, versionView } from '../files/views.ts';
+import { hashShareToken, openShareToken, sealShareToken } from '../files/share-tokens.ts';
+import type { FileShareRecord } from '../store/file-shares.ts';
 import {
   actorOf, appendVersion, assertNameFree, assertStorageFits, assertTreeSize, ensureFolderChain, insertNewFile, loadFile, newUploadId, requireFolder,
 } from '../files/service.ts';
@@ -222,8 +224,11 @@ export const completeFileUpload: Handler<'completeFileUpload'> = async ({ params
   } catch (err) {
     const message = err instanceof ApiError ? err.message : 'The file could not be registered.';
     await ctx.services.store.transaction((tx) => tx.fileUploads.setStatus(session.id, 'failed', nowIso(), { error: message }));
+    await ctx.services.blobs.discardUpload(session.id);
     throw err;
   }
+  // The file is recorded: the commit's temporary name (kept for crash recovery) can go.
+  await ctx.services.blobs.discardUpload(session.id);
   return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!) };
 };
 
@@ -277,7 +282,7 @@ export const getFile: Handler<'getFile'> = async ({ params, query, ctx }) => {
   const share = await ctx.services.store.fileShares.forFile(file.id);
   return {
     status: 200,
-    body: { data: { ...fileView(baseUrl(ctx), file), share: share ? shareView(baseUrl(ctx), share) : null, revision: fileRevision(file), currentVersion: file.currentVersion } },
+    body: { data: { ...fileView(baseUrl(ctx), file), share: share ? viewOfShare(ctx, share) : null, revision: fileRevision(file), currentVersion: file.currentVersion } },
   };
 };
 
@@ -479,10 +484,13 @@ export const unzipFile: Handler<'unzipFile'> = async ({ params, ctx }) => {
 
 // ───────────────────────────── sharing ─────────────────────────────
 
+/** The share as members see it: its link rebuilt from the sealed token (only a hash and the sealed copy are stored). */
+const viewOfShare = (ctx: RequestContext, share: FileShareRecord) => shareView(baseUrl(ctx), share, openShareToken(ctx.services.secrets, share));
+
 export const getFileShare: Handler<'getFileShare'> = async ({ params, ctx }) => {
   const file = await loadFile(ctx.services.store, workspaceOf(ctx).id, params.fileId);
   const share = await ctx.services.store.fileShares.forFile(file.id);
-  return { status: 200, body: { data: share ? shareView(baseUrl(ctx), share) : null } };
+  return { status: 200, body: { data: share ? viewOfShare(ctx, share) : null } };
 };
 
 export const upsertFileShare: Handler<'upsertFileShare'> = async ({ params, body, ctx }) => {
@@ -506,11 +514,12 @@ export const upsertFileShare: Handler<'upsertFileShare'> = async ({ params, body
         if (allowedEmails.length === 0) throw invalidField(['body', 'allowedEmails'], `An ${authType} share needs at least one allowed address.`);
       }
     }
-    const next = {
-      id: existing?.id ?? randomUUID(),
+    const id = existing?.id ?? randomUUID();
+    const next: FileShareRecord = {
+      id,
       fileId: file.id,
       workspaceId,
-      token: existing?.token ?? newShareToken(),
+      ...(existing ? { tokenHash: existing.tokenHash, tokenSealed: existing.tokenSealed } : sealShareToken(ctx.services.secrets, id, newShareToken())),
       isActive: body.isActive,
       authType,
       passwordHash,
@@ -522,7 +531,7 @@ export const upsertFileShare: Handler<'upsertFileShare'> = async ({ params, body
     audit({ action: body.isActive ? 'file.share_enabled' : 'file.share_disabled', resourceType: 'file', resourceId: file.id, resourceName: file.name, metadata: { authType } });
     return next;
   });
-  return { status: 200, body: { data: shareView(baseUrl(ctx), share) } };
+  return { status: 200, body: { data: viewOfShare(ctx, share) } };
 };
 
 // ───────────────────────────── versions ─────────────────────────────
@@ -881,7 +890,7 @@ export const putFileUploadPart: Handler<'putFileUploadPart'> = async ({ params, 
 /** GET /shared/files/{token} — a shared file's content, without a key, while its share is active. */
 export const getSharedFile: Handler<'getSharedFile'> = async ({ params, headers, ctx }) => {
   const { store, blobs } = ctx.services;
-  const share = await store.fileShares.byToken(params.token);
+  const share = await store.fileShares.byTokenHash(hashShareToken(params.token));
   // An inactive share is indistinguishable from one that never existed.
   if (!share || !share.isActive) throw notFound('Shared file');
   const file = await store.files.get(share.fileId);
@@ -889,7 +898,9 @@ export const getSharedFile: Handler<'getSharedFile'> = async ({ params, headers,
   if (share.authType === 'password') {
     const password = headers['x-share-password'];
     if (typeof password !== 'string' || !share.passwordHash || !checkSharePassword(password, share.passwordHash)) {
-      throw new ApiError('UNAUTHORIZED', 'This shared file needs its password in the X-Share-Password header.');
+      throw new ApiError('UNAUTHORIZED', 'This shared file needs its password in the X-Share-Password header.', undefined, {
+        'WWW-Authenticate': 'SharePassword realm="shared-file", header="X-Share-Password"',
+      });
     }
   } else if (share.authType !== 'public') {
     throw forbidden('This shared file is limited to signed-in addresses, which this server cannot check for a link.', { code: 'SHARE_SIGN_IN_REQUIRED' });

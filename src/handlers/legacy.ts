@@ -5,7 +5,7 @@ import { notFound } from '../http/errors.ts';
 import { personalAccountId } from '../store/billing-accounts.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
 import { executableFingerprint, type WorkflowState } from '../workflows/state.ts';
-import { createRun, loadRunnableWorkflow } from './run-support.ts';
+import { createRun, firstReachable, loadRunnableWorkflow } from './run-support.ts';
 
 /** Options the legacy body carries next to the input fields. */
 const RESERVED = new Set(['stream', 'selectedOutputs']);
@@ -35,7 +35,7 @@ export const legacyExecuteWorkflow: Handler<'legacyExecuteWorkflow'> = async ({ 
   });
   if (queued) {
     ctx.services.runs.notify();
-    const receipt = { success: true, taskId: run.id, status: 'queued' as const, createdAt: run.queuedAt, links: { status: `${config.baseUrl}/api/jobs/${encodeURIComponent(run.id)}` } };
+    const receipt = { success: true, taskId: run.key, status: 'queued' as const, createdAt: run.queuedAt, links: { status: `${config.baseUrl}/api/jobs/${encodeURIComponent(run.key)}` } };
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
     return { status: 202, body: receipt };
   }
@@ -64,16 +64,14 @@ const JOB_STATUS: Record<RunRecord['status'], 'queued' | 'processing' | 'paused'
 };
 
 export const legacyGetJobStatus: Handler<'legacyGetJobStatus'> = async ({ params, ctx }) => {
-  const run = await ctx.services.store.workflowRuns.get(params.jobId);
-  if (!run) throw notFound('Job');
-  await ctx.authorizeWorkspace(run.workspaceId, { resource: 'Job' });
+  const run = await firstReachable(ctx, await ctx.services.store.workflowRuns.findByKey(params.jobId), 'Job');
   const status = JOB_STATUS[run.status];
   const error = run.error ? (JSON.parse(run.error) as { message: string }).message : undefined;
   return {
     status: 200,
     body: {
       success: true,
-      taskId: run.id,
+      taskId: run.key,
       status,
       metadata: {
         workflowId: run.workflowId,

@@ -6,6 +6,7 @@ import { readCursor, toPage } from '../http/pagination.ts';
 import type { LogFilter } from '../store/execution-logs.ts';
 import { parseFolderPath, WorkflowError } from '../workflows/folders.ts';
 import { logDetailView, logEntryView } from '../runs/views.ts';
+import { firstReachable } from './run-support.ts';
 
 const LOG_STATUSES = new Set(['pending', 'running', 'paused', 'redacting', 'completed', 'failed', 'cancelled']);
 
@@ -88,9 +89,8 @@ export const listLogs: Handler<'listLogs'> = async ({ query, ctx }) => {
 };
 
 export const getLog: Handler<'getLog'> = async ({ params, ctx }) => {
-  const log = await ctx.services.store.executionLogs.get(params.runId);
-  if (!log) throw notFound('Log');
-  await ctx.authorizeWorkspace(log.workspaceId, { resource: 'Log' });
+  // Run ids are unique per workspace: of the logs under this id, the caller sees the one it may reach.
+  const log = await firstReachable(ctx, await ctx.services.store.executionLogs.findByKey(params.runId), 'Log');
   return { status: 200, body: { data: logDetailView(log) } };
 };
 

@@ -23,6 +23,24 @@ export async function loadRunnableWorkflow(ctx: RequestContext, workflowId: stri
   return { workflow: w, workspace: access.workspace };
 }
 
+/**
+ * Of the records found under a caller-visible run id (one per workspace at most), the first the caller may
+ * reach at the operation's role. None reachable is a 404, as if the id were unused; a refusal by role in a
+ * workspace the caller belongs to stays a 403.
+ */
+export async function firstReachable<T extends { workspaceId: string }>(ctx: RequestContext, candidates: T[], resource: string): Promise<T> {
+  let refusal: unknown = null;
+  for (const candidate of candidates) {
+    try {
+      await ctx.authorizeWorkspace(candidate.workspaceId, { resource });
+      return candidate;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 404)) refusal ??= err;
+    }
+  }
+  throw refusal ?? notFound(resource);
+}
+
 export const notDeployed = () =>
   badRequest('The workflow is not deployed. Deploy it first (POST /api/v2/workflows/{workflowId}/deploy), or run the draft with run.source "manual".', [
     { code: 'not_deployed', keys: [], path: ['params', 'workflowId'], message: 'Workflow is not deployed' },
@@ -42,11 +60,13 @@ export interface RunRequest {
 export const statusUrl = (ctx: RequestContext, workflowId: string, runId: string) =>
   `${ctx.services.config.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
 
-const runIdConflict = (id: string) => conflict(`The run id ${id} is already taken; choose another one.`, { code: 'RUN_ID_CONFLICT', runId: id });
+const runIdConflict = (id: string) => conflict(`The run id ${id} is already taken in this workspace; choose another one.`, { code: 'RUN_ID_CONFLICT', runId: id });
 
 /**
  * Accepts a run: the run (queued for async, running otherwise), its execution log, the workflow's run count and
- * one `workflow_run.started` audit event commit together. A run id already taken is a 409.
+ * one `workflow_run.started` audit event commit together. A caller-chosen run id (X-Run-Id) is the run's key,
+ * unique within its workspace: one already taken there is a 409, while another workspace's run of the same id
+ * is invisible (the internal id is always generated).
  */
 export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspace: Workspace, req: RunRequest): Promise<RunRecord> {
   let versionId: string | null = null;
@@ -54,11 +74,13 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
     if (!w.isDeployed || !w.activeVersionId) throw notDeployed();
     versionId = w.activeVersionId;
   }
-  const id = req.runId ?? randomUUID();
+  const id = randomUUID();
+  const key = req.runId ?? id;
   const at = now();
   const queued = req.mode === 'async';
   const run: RunRecord = {
     id,
+    key,
     workflowId: w.id,
     workspaceId: w.workspaceId,
     billingAccountId: workspace.billingAccountId,
@@ -88,10 +110,11 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
   };
   try {
     await ctx.mutate(async (tx, audit) => {
-      if (await tx.workflowRuns.exists(id)) throw runIdConflict(id);
+      if (await tx.workflowRuns.keyTaken(w.workspaceId, key)) throw runIdConflict(key);
       await tx.workflowRuns.insert(run);
       await tx.executionLogs.insert({
         runId: id,
+        runKey: key,
         workspaceId: w.workspaceId,
         workflowId: w.id,
         deploymentVersionId: versionId,
@@ -116,15 +139,15 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
       audit({
         action: 'workflow_run.started',
         resourceType: 'workflow_run',
-        resourceId: id,
+        resourceId: key,
         resourceName: w.name,
         workspaceId: w.workspaceId,
         metadata: { workflowId: w.id, mode: req.mode, source: req.source, trigger: req.trigger, deploymentVersionId: versionId },
       });
     });
   } catch (err) {
-    // Two requests racing for one id: the primary key decides.
-    if (!(err instanceof ApiError) && /UNIQUE|PRIMARY KEY/i.test(String((err as Error).message))) throw runIdConflict(id);
+    // Two requests racing for one id in one workspace: the unique (workspace, key) index decides.
+    if (!(err instanceof ApiError) && /UNIQUE|PRIMARY KEY/i.test(String((err as Error).message))) throw runIdConflict(key);
     throw err;
   }
   return run;
@@ -177,7 +200,7 @@ export function streamRun(ctx: RequestContext, run: RunRecord, timeoutMs: number
       'Content-Type': sse ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
       'Cache-Control': 'no-cache',
       'X-Accel-Buffering': 'no',
-      'X-Run-Id': run.id,
+      'X-Run-Id': run.key,
     },
   };
 }

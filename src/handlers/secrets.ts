@@ -49,7 +49,7 @@ export const listSecrets: Handler<'listSecrets'> = async ({ query, ctx }) => {
   const vault = ctx.services.secrets;
   const page = toPage(ctx, rows, limit, binding, (s) => [SORT[sortBy](s), s.id], (s) => ({
     ...view(ctx, s),
-    ...(s.scope === 'workspace' && s.unredacted ? { value: vault.open(s) } : {}),
+    ...(s.scope === 'workspace' && s.unredacted ? { value: vault.openRecord(s) } : {}),
   }));
   return { status: 200, body: page };
 };

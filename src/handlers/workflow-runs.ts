@@ -14,10 +14,10 @@ import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } fr
 
 const now = () => new Date().toISOString();
 
-/** A run of this workflow the caller can reach (at the operation's role); anything else is a 404. */
+/** A run of this workflow (by the id callers know it by) the caller can reach at the operation's role; anything else is a 404. */
 async function loadRun(ctx: RequestContext, workflowId: string, runId: string): Promise<RunRecord> {
-  const run = await ctx.services.store.workflowRuns.get(runId);
-  if (!run || run.workflowId !== workflowId) throw notFound('Workflow run');
+  const run = await ctx.services.store.workflowRuns.getByKey(workflowId, runId);
+  if (!run) throw notFound('Workflow run');
   await ctx.authorizeWorkspace(run.workspaceId, { resource: 'Workflow run' });
   return run;
 }
@@ -84,7 +84,7 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
     ctx.services.runs.notify();
     const queuePosition = await ctx.services.store.workflowRuns.countQueuedBefore(run.queuedAt, run.id);
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
-    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, w.id, run.id), queuePosition } } };
+    return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, w.id, run.key), queuePosition } } };
   }
   if (mode === 'stream') {
     const accept = ctx.header('accept') ?? '';
@@ -151,7 +151,7 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
   const ceiling = query.base64MaxBytes ?? 16 * 1024 * 1024;
   const tooLarge = query.includeFileBase64 ? produced.find((f) => f.size > ceiling) : undefined;
   if (tooLarge) {
-    const path = runFileView(tooLarge).downloadPath;
+    const path = runFileView(tooLarge, run.key).downloadPath;
     throw new ApiError('PAYLOAD_TOO_LARGE', `The file "${tooLarge.name}" (${tooLarge.size} bytes) is larger than the inline ceiling of ${ceiling} bytes; download it from ${path}.`, {
       code: 'FILE_TOO_LARGE_TO_INLINE',
       fileId: tooLarge.id,
@@ -159,7 +159,7 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
     });
   }
   const files = await Promise.all(
-    produced.map(async (f) => runFileView(f, query.includeFileBase64 ? (await streamToBuffer(ctx.services.blobs.read(f.blobKey))).toString('base64') : null)),
+    produced.map(async (f) => runFileView(f, run.key, query.includeFileBase64 ? (await streamToBuffer(ctx.services.blobs.read(f.blobKey))).toString('base64') : null)),
   );
   return { status: 200, body: { data: runView(run, { includeOutput: query.includeOutput === true, blockOutputs, files }) } };
 };
@@ -168,12 +168,12 @@ export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, 
   const found = await loadRun(ctx, params.workflowId, params.runId);
   const { runs } = ctx.services;
   const error = JSON.stringify({ code: 'CANCELLED', message: 'The run was cancelled.' });
-  const base = { success: false, runId: found.id, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false };
+  const base = { success: false, runId: found.key, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false };
   const at = now();
   const outcome = await ctx.mutate(async (tx, audit) => {
     const run = (await tx.workflowRuns.get(found.id))!;
     const record = (from: RunStatus) =>
-      audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.id, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
+      audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
     if (run.status === 'queued' || run.status === 'paused' || (run.status === 'running' && !runs.isLocal(run.id))) {
       // Not executing here: cancelled right away (a worker that still finishes it later cannot overwrite this).
       if (!(await tx.workflowRuns.stop(run.id, run.status, 'cancelled', error, at))) return { ...base, reason: 'cancellation_not_finalized' as const };
@@ -211,11 +211,11 @@ export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, 
     const moved = await tx.workflowRuns.transition(run.id, 'paused', queued ? 'queued' : 'running', at, queued ? { resumeInput: JSON.stringify(resume) } : {});
     if (!moved) throw conflict('The run is no longer paused.');
     await tx.executionLogs.setStatus(run.id, queued ? 'pending' : 'running');
-    audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.id, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });
+    audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });
   });
   if (queued) {
     ctx.services.runs.notify();
-    return { status: 202, body: { data: { runId: run.id, statusUrl: statusUrl(ctx, run.workflowId, run.id) } } };
+    return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, run.workflowId, run.key) } } };
   }
   const fresh = (await ctx.services.store.workflowRuns.get(run.id))!;
   const result = await ctx.services.runs.execute(fresh, { timeoutMs: ctx.services.config.runs.syncTimeoutMs, resume });

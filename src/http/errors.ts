@@ -1,6 +1,7 @@
 // The one error type handlers throw, and the mapping of every failure to the documented error body.
 import type { ErrorRequestHandler } from 'express';
 import type { components } from '../../generated/types.ts';
+import { errorFormatFor, malformedParam, rawPathOf, type ErrorFormat } from './routes.ts';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
 export type ValidationIssue = components['schemas']['ValidationIssue'];
@@ -18,7 +19,13 @@ const STATUS_OF: Record<ErrorCode, number> = {
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   USAGE_LIMIT_EXCEEDED: 402,
+  METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
+  HEADERS_TOO_LARGE: 431,
 };
+
+/** The challenge a 401 carries unless the error names its own: both credentials this API takes. */
+export const AUTH_CHALLENGE = 'Bearer realm="api", ApiKey realm="api", header="X-API-Key"';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -103,9 +110,26 @@ export function issueFromValidator(item: ValidatorErrorItem): ValidationIssue {
   return { code, keys: [], path, message };
 }
 
-/** Turns anything thrown into the documented error body; unexpected failures are logged, never shown. */
+/** The error body in the given format. */
+export const errorBody = (error: ApiError, format: ErrorFormat) => (format === 'legacy' ? error.toLegacyBody() : error.toBody());
+
+/** A path parameter whose percent-escapes do not decode (the router's URIError), named when the path is known. */
+export function malformedEscape(rawPath: string): ApiError {
+  const bad = malformedParam(rawPath);
+  const path = bad ? ['path', bad.name] : ['path'];
+  const message = bad ? `${bad.name} is not valid percent-encoding` : 'The path is not valid percent-encoding';
+  return badRequest(`Invalid request: ${message}`, [{ code: 'invalid_string', keys: [], path, message }]);
+}
+
+/**
+ * Turns anything thrown into the documented error body, in the format of the request's operation, or, when
+ * the failure came before the operation was resolved (routing, a malformed escape, a wrong method), of the
+ * operation the path and method name. Unexpected failures are logged, never shown.
+ */
 export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
-  const apiError = toApiError(err);
+  const rawPath = rawPathOf(req.originalUrl);
+  // The router's decoding of path parameters throws a URIError marked 400.
+  const apiError = err instanceof URIError && (err as { status?: number }).status === 400 ? malformedEscape(rawPath) : toApiError(err);
   if (apiError.status >= 500 && apiError.code === 'INTERNAL_ERROR') {
     req.log?.error({ err }, 'request failed');
   }
@@ -114,8 +138,9 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
     return;
   }
   for (const [k, v] of Object.entries(apiError.headers)) res.setHeader(k, v);
-  const legacy = (res.locals as { operation?: { errorFormat?: string } }).operation?.errorFormat === 'legacy';
-  res.status(apiError.status).json(legacy ? apiError.toLegacyBody() : apiError.toBody());
+  if (apiError.status === 401 && !res.hasHeader('WWW-Authenticate')) res.setHeader('WWW-Authenticate', AUTH_CHALLENGE);
+  const format = (res.locals as { operation?: { errorFormat: ErrorFormat } }).operation?.errorFormat ?? errorFormatFor(req.method, rawPath);
+  res.status(apiError.status).json(errorBody(apiError, format));
 };
 
 export function toApiError(err: unknown): ApiError {
@@ -127,6 +152,11 @@ export function toApiError(err: unknown): ApiError {
   if (e?.type === 'entity.parse.failed') {
     return badRequest('The request body is not valid JSON.', [{ code: 'invalid_json', keys: [], path: ['body'], message: 'Malformed JSON' }]);
   }
+  if (e?.type === 'entity.too.deep') {
+    return badRequest(e.message ?? 'The request body is nested too deeply.', [{ code: 'too_big', keys: [], path: ['body'], message: e.message ?? 'Nested too deeply' }]);
+  }
+  // The client went away (or was cut off) before sending the whole body; nobody reads this answer.
+  if (e?.type === 'request.aborted') return badRequest('The request body ended before its declared length.');
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The request body encoding is not supported.');
   }

@@ -1,7 +1,9 @@
 // One structured log line per request: id, method, path, status, duration. Never a key, token or body.
+// A client that goes away (closes a download early, drops the connection mid-body) is not a server error:
+// its request still gets its one access line, marked `aborted`, at info level, and nothing at error level.
 import { randomUUID } from 'node:crypto';
 import pino, { type Logger } from 'pino';
-import type { RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -28,10 +30,36 @@ export function requestLogging(logger: Logger): RequestHandler {
     req.id = id;
     req.log = logger.child({ reqId: id });
     res.setHeader('X-Request-Id', id);
-    res.on('finish', () => {
-      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      req.log.info({ method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(durationMs * 100) / 100 }, 'request');
+    // 'close' comes once per response, whether it was sent whole ('finish' first) or cut short.
+    res.once('close', () => {
+      const durationMs = Math.round((Number(process.hrtime.bigint() - started) / 1e6) * 100) / 100;
+      const line = { method: req.method, path: req.path, status: res.statusCode, durationMs };
+      if (res.writableFinished) req.log.info(line, 'request');
+      else req.log.info({ ...line, aborted: true, reason: (res.locals as { clientGone?: string }).clientGone ?? 'connection closed' }, 'request aborted by the client');
     });
     next();
   };
 }
+
+/** Errors by which a stream or parser reports that the other end went away. */
+const CLIENT_GONE_CODES = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END']);
+
+/** True when `err` only says the client disconnected: the request's connection is gone and the error is of that kind. */
+export function isClientGone(err: unknown, req: Request, res: Response): boolean {
+  const e = err as { code?: string; type?: string; message?: string } | null;
+  if (e?.type === 'request.aborted') return true; // body-parser: the client stopped sending mid-body
+  const connectionGone = res.destroyed || req.socket?.destroyed === true || req.readableAborted;
+  if (!connectionGone) return false;
+  return CLIENT_GONE_CODES.has(e?.code ?? '') || e?.message === 'aborted';
+}
+
+/**
+ * Placed before the error handler: a failure that only means the client left (a streamed download it closed,
+ * a body it stopped sending) ends the response quietly; the access line records it. Anything else goes on.
+ */
+export const clientGoneHandler: ErrorRequestHandler = (err, req, res, next) => {
+  if (!isClientGone(err, req, res)) return next(err);
+  const e = err as { code?: string; type?: string };
+  (res.locals as { clientGone?: string }).clientGone = e?.type === 'request.aborted' ? 'request body aborted' : (e?.code ?? 'connection closed');
+  if (!res.destroyed) res.destroy();
+};

@@ -15,6 +15,7 @@ import type { RequestContext } from './context.ts';
 import { ApiError, badRequest, forbidden, notFound, unauthorized } from './errors.ts';
 import type { ValidatorFactory } from './validator.ts';
 import { rateLimit } from './rate-limit.ts';
+import { assertJsonDepth } from '../domain/json-depth.ts';
 
 interface Locals {
   principal?: Principal;
@@ -122,7 +123,13 @@ export interface BinderOptions {
 }
 
 export function createBinder(services: Services, validatorFor: ValidatorFactory, options: BinderOptions = {}): BindOperation {
-  const json = express.json({ limit: services.config.bodyLimitBytes, type: ['application/json', 'application/*+json'] });
+  const maxDepth = services.config.http.bodyMaxDepth;
+  const json = express.json({
+    limit: services.config.bodyLimitBytes,
+    type: ['application/json', 'application/*+json'],
+    // Bounded before parsing, so nothing after (validation, serializing, the engine) recurses without end.
+    verify: (_req, _res, buf) => assertJsonDepth(buf, maxDepth),
+  });
   const auth = options.authenticate ?? authenticate(services);
 
   return (operation, handler) => {

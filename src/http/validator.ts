@@ -93,7 +93,9 @@ export function createValidatorFactory(spec: object, options: { validateResponse
 export function createValidator(spec: object, options: { validateResponses: boolean }): RequestHandler[] {
   return OpenApiValidator.middleware({
     apiSpec: structuredClone(spec) as never,
-    validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true, removeAdditional: false, allErrors: true },
+    // The library always coerces path, query and header strings (they are strings on the wire); this option
+    // only governs the JSON body, where a wrong type is a client error, never silently converted.
+    validateRequests: { allowUnknownQueryParameters: false, coerceTypes: false, removeAdditional: false, allErrors: true },
     validateResponses: options.validateResponses ? { removeAdditional: false, coerceTypes: false } : false,
     validateSecurity: false,
     validateFormats: true,

@@ -58,7 +58,7 @@ function hasHandledErrors(spans: TraceSpan[]): boolean {
 function failedResult(run: RunRecord, error: RunError, startedAt: string): RunResult {
   const endedAt = now();
   return {
-    runId: run.id,
+    runId: run.key,
     workflowId: run.workflowId,
     status: 'failed',
     output: null,
@@ -215,7 +215,7 @@ export class RunService {
               await this.store.transaction((tx) =>
                 tx.runFiles.insert({ id, runId: run.id, workflowId: run.workflowId, workspaceId, blockId: file.blockId, name: file.name, contentType: file.contentType, size: blob.size, blobKey: blob.key, createdAt: now() }),
               );
-              return { id, name: file.name, size: blob.size, type: file.contentType, downloadPath: runFilePath(run.workflowId, run.id, id) };
+              return { id, name: file.name, size: blob.size, type: file.contentType, downloadPath: runFilePath(run.workflowId, run.key, id) };
             },
           }
         : {}),
@@ -247,7 +247,8 @@ export class RunService {
       await this.engineStarted;
       const definition = await this.definitionFor(run);
       const runOptions: RunOptions = {
-        runId: run.id,
+        // The engine reports the run under the id callers know it by.
+        runId: run.key,
         input: JSON.parse(run.input),
         signal: controller.signal,
         timeoutMs: options.timeoutMs,

@@ -114,9 +114,9 @@ export const runStartedAt = (run: RunRecord) => run.startedAt ?? run.queuedAt;
 export const runFilePath = (workflowId: string, runId: string, fileId: string) =>
   `/api/v2/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}/files/${encodeURIComponent(fileId)}`;
 
-/** A run file as the run resource lists it; `base64` only when the caller asked for it. */
-export function runFileView(f: RunFileRecord, base64: string | null = null) {
-  return { id: f.id, name: f.name, size: f.size, type: f.contentType, downloadPath: runFilePath(f.workflowId, f.runId, f.id), base64 };
+/** A run file as the run resource lists it (`runKey`: the run id callers see); `base64` only when asked for. */
+export function runFileView(f: RunFileRecord, runKey: string, base64: string | null = null) {
+  return { id: f.id, name: f.name, size: f.size, type: f.contentType, downloadPath: runFilePath(f.workflowId, runKey, f.id), base64 };
 }
 
 export function runView(
@@ -124,7 +124,7 @@ export function runView(
   options: { includeOutput: boolean; blockOutputs: Record<string, unknown> | null; files?: ReturnType<typeof runFileView>[] | null },
 ) {
   return {
-    runId: run.id,
+    runId: run.key,
     workflowId: run.workflowId,
     status: run.status,
     trigger: run.trigger,
@@ -142,7 +142,7 @@ export function runView(
 
 export function runSummaryView(run: RunRecord) {
   return {
-    runId: run.id,
+    runId: run.key,
     workflowId: run.workflowId,
     status: run.status,
     trigger: run.trigger,

@@ -45,7 +45,7 @@ export function loadSecretsKey(configured: string | null, dataDir: string): Buff
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const key = randomBytes(32);
   try {
     fs.writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });

@@ -45,6 +45,18 @@ export class SecretVault {
     this.cipher = cipher;
   }
 
+  /**
+   * Seals another bearer secret the server must be able to show again (e.g. a share-link token) under the
+   * same key; `context` binds it to its row and must not look like a secret's (those start with a workspace id).
+   */
+  seal(plaintext: string, context: string): string {
+    return this.cipher.encrypt(plaintext, context);
+  }
+
+  open(sealed: string, context: string): string {
+    return this.cipher.decrypt(sealed, context);
+  }
+
   /** Creates or replaces a secret inside the caller's transaction. */
   async set(tx: Repositories, input: SecretInput): Promise<SecretRecord & { created: boolean }> {
     if (!SECRET_NAME.test(input.name)) throw new SecretError('A secret name starts with a letter or underscore and has only letters, digits and underscores (at most 128)');
@@ -79,17 +91,8 @@ export class SecretVault {
     return { ...record, created: !existing };
   }
 
-  /** Seals any other server-side secret (credential keys, OAuth tokens) under the same key, bound to `context`. */
-  seal(plaintext: string, context: string): string {
-    return this.cipher.encrypt(plaintext, `sealed:${context}`);
-  }
-
-  unseal(sealed: string, context: string): string {
-    return this.cipher.decrypt(sealed, `sealed:${context}`);
-  }
-
-  /** Opens a stored value (server side only). */
-  open(record: SecretRecord): string {
+  /** Opens a stored secret's value (server side only). */
+  openRecord(record: SecretRecord): string {
     return this.cipher.decrypt(record.ciphertext, contextOf(record));
   }
 
@@ -102,7 +105,7 @@ export class SecretVault {
   async resolveEntry(workspaceId: string, userId: string | null, name: string): Promise<ResolvedSecret | undefined> {
     if (!SECRET_NAME.test(name)) return undefined;
     const record = await this.store.secrets.resolve(workspaceId, userId, name);
-    return record ? { value: this.open(record), redact: !(record.scope === 'workspace' && record.unredacted) } : undefined;
+    return record ? { value: this.openRecord(record), redact: !(record.scope === 'workspace' && record.unredacted) } : undefined;
   }
 }
 

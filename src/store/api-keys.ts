@@ -69,6 +69,11 @@ export class ApiKeyRepository {
     return (await this.db.all<ApiKeyRow>('SELECT * FROM api_keys WHERE user_id = ? ORDER BY created_at, id', [userId])).map(toRecord);
   }
 
+  /** Every key, oldest first (the admin command's `key list`). */
+  async list(): Promise<ApiKeyRecord[]> {
+    return (await this.db.all<ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')).map(toRecord);
+  }
+
   async revoke(id: string, at: string): Promise<boolean> {
     return (await this.db.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [at, id])).changes > 0;
   }

@@ -9,6 +9,7 @@ export interface BillingLogRow {
   workspaceId: string;
   workflowId: string | null;
   workflowName: string | null;
+  /** The run id callers see (its key). */
   runId: string | null;
   cost: number;
 }
@@ -41,8 +42,8 @@ export class BillingLogRepository {
     const page = keyset({ column: 'u.recorded_at', idColumn: 'u.id', order: 'desc', after: q.after, limit: q.limit });
     where.push(page.where);
     const rows = await this.db.all<{ id: string; recorded_at: string; category: string; workspace_id: string; workflow_id: string | null; workflow_name: string | null; run_id: string | null; cost: number }>(
-      `SELECT u.id, u.recorded_at, u.category, u.workspace_id, u.workflow_id, w.name AS workflow_name, u.run_id, u.cost
-       FROM usage_records u LEFT JOIN workflows w ON w.id = u.workflow_id
+      `SELECT u.id, u.recorded_at, u.category, u.workspace_id, u.workflow_id, w.name AS workflow_name, COALESCE(r.run_key, u.run_id) AS run_id, u.cost
+       FROM usage_records u LEFT JOIN workflows w ON w.id = u.workflow_id LEFT JOIN workflow_runs r ON r.id = u.run_id
        WHERE ${where.join(' AND ')} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       [...args, ...page.whereParams],
     );

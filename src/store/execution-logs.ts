@@ -7,7 +7,10 @@ import { keyset, limitClause } from './keyset.ts';
 export type LogStatus = 'pending' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
 
 export interface ExecutionLogRecord {
+  /** The run's internal id (store calls take it). */
   runId: string;
+  /** The run id callers see (RunRecord.key); defaults to runId. */
+  runKey?: string;
   workspaceId: string;
   workflowId: string;
   deploymentVersionId: string | null;
@@ -168,14 +171,15 @@ function whereOf(f: LogFilter): { where: string; params: SqlValue[] } {
   cmp("instr(',' || COALESCE(l.models, '') || ',', ',' || ? || ',') > 0", f.model);
   cmp('instr(lower(w.name), lower(?)) > 0', f.workflowName);
   if (f.search !== null) {
-    clauses.push('(instr(lower(w.name), lower(?)) > 0 OR instr(lower(l.run_id), lower(?)) > 0 OR instr(lower(COALESCE(l.error_message, \'\')), lower(?)) > 0)');
+    clauses.push('(instr(lower(w.name), lower(?)) > 0 OR instr(lower(l.run_key), lower(?)) > 0 OR instr(lower(COALESCE(l.error_message, \'\')), lower(?)) > 0)');
     params.push(f.search, f.search, f.search);
   }
-  cmp('l.run_id = ?', f.runId);
+  cmp('l.run_key = ?', f.runId);
   return { where: clauses.join(' AND '), params };
 }
 
-const VIEW_COLUMNS = (full: boolean) => `l.run_id, l.workspace_id, l.workflow_id, l.deployment_version_id, l.trigger, l.level, l.status, l.started_at,
+// Views show the caller-visible run id (run_key) as the run id; list pages are per workspace, where it is unique.
+const VIEW_COLUMNS = (full: boolean) => `COALESCE(l.run_key, l.run_id) AS run_id, l.workspace_id, l.workflow_id, l.deployment_version_id, l.trigger, l.level, l.status, l.started_at,
   l.ended_at, l.duration_ms, l.cost_total, l.cost, l.has_handled_errors, l.error_message, l.models, l.executed_by,
   ${full ? 'l.workflow_input, l.final_output, l.trace_spans' : 'NULL AS workflow_input, NULL AS final_output, NULL AS trace_spans'}, l.created_at,
   w.name AS w_name, w.description AS w_description, w.folder_path AS w_folder_path, w.created_at AS w_created_at, w.updated_at AS w_updated_at,
@@ -192,11 +196,11 @@ export class ExecutionLogRepository {
 
   async insert(l: ExecutionLogRecord): Promise<void> {
     await this.db.run(
-      `INSERT INTO execution_logs (run_id, workspace_id, workflow_id, deployment_version_id, trigger, level, status, started_at, ended_at, duration_ms,
+      `INSERT INTO execution_logs (run_id, run_key, workspace_id, workflow_id, deployment_version_id, trigger, level, status, started_at, ended_at, duration_ms,
          cost_total, cost, has_handled_errors, error_message, models, executed_by, workflow_input, final_output, trace_spans, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
-        l.runId, l.workspaceId, l.workflowId, l.deploymentVersionId, l.trigger, l.level, l.status, l.startedAt, l.endedAt, l.durationMs,
+        l.runId, l.runKey ?? l.runId, l.workspaceId, l.workflowId, l.deploymentVersionId, l.trigger, l.level, l.status, l.startedAt, l.endedAt, l.durationMs,
         l.costTotal, l.cost, l.hasHandledErrors ? 1 : 0, l.errorMessage, l.models, l.executedBy, l.workflowInput, l.finalOutput, l.traceSpans,
         l.createdAt,
       ],
@@ -229,9 +233,16 @@ export class ExecutionLogRepository {
     );
   }
 
+  /** By the run's internal id. */
   async get(runId: string): Promise<ExecutionLogView | undefined> {
     const r = await this.db.get<Row>(`SELECT ${VIEW_COLUMNS(true)} FROM ${VIEW_FROM} WHERE l.run_id = ?`, [runId]);
     return r && toView(r);
+  }
+
+  /** Every log of a run callers know by `key` (one per workspace at most), newest first. */
+  async findByKey(key: string): Promise<ExecutionLogView[]> {
+    const rows = await this.db.all<Row>(`SELECT ${VIEW_COLUMNS(true)} FROM ${VIEW_FROM} WHERE l.run_key = ? ORDER BY l.started_at DESC, l.run_id`, [key]);
+    return rows.map(toView);
   }
 
   async list(
@@ -241,7 +252,7 @@ export class ExecutionLogRepository {
   ): Promise<(ExecutionLogView & { sortValue: SqlValue })[]> {
     const { where, params } = whereOf(f);
     const column = LOG_SORT_COLUMNS[sort.by];
-    const page = keyset({ column, idColumn: 'l.run_id', order: sort.order, after: sort.after, limit: sort.limit });
+    const page = keyset({ column, idColumn: 'l.run_key', order: sort.order, after: sort.after, limit: sort.limit });
     let columns = VIEW_COLUMNS(false);
     if (withDetail.traceSpans) columns = columns.replace('NULL AS trace_spans', 'l.trace_spans');
     if (withDetail.finalOutput) columns = columns.replace('NULL AS final_output', 'l.final_output');

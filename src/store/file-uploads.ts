@@ -122,6 +122,12 @@ export class FileUploadRepository {
     return rows.map(toSession);
   }
 
+  /** Sessions a process left mid-completion (only meaningful at start, before this process completes any). */
+  async completing(): Promise<UploadSessionRecord[]> {
+    const rows = await this.db.all<Row>("SELECT * FROM file_upload_sessions WHERE status = 'completing' ORDER BY id");
+    return rows.map(toSession);
+  }
+
   /** Finished sessions older than `cutoff` (their rows are no longer needed). */
   async deleteFinishedBefore(cutoff: string): Promise<number> {
     return (

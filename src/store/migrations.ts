@@ -402,6 +402,48 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 44,
+    name: 'caller-chosen run ids scoped per workspace',
+    // A run's id as callers see it (`run_key`: X-Run-Id or the generated id) is unique within its workspace
+    // only; the primary key stays an internal id, so another workspace's run id is free to reuse and reveals
+    // nothing. Existing runs keep their id as their key.
+    sql: `
+      ALTER TABLE workflow_runs ADD COLUMN run_key TEXT;
+      UPDATE workflow_runs SET run_key = id;
+      CREATE UNIQUE INDEX workflow_runs_by_key ON workflow_runs (workspace_id, run_key);
+      ALTER TABLE execution_logs ADD COLUMN run_key TEXT;
+      UPDATE execution_logs SET run_key = run_id;
+      CREATE INDEX execution_logs_by_key ON execution_logs (run_key);
+    `,
+  },
+  {
+    version: 45,
+    name: 'file share tokens stored as a hash and a sealed value',
+    // The plain token moves to plain_token only until the first start seals it (SQLite cannot hash or seal):
+    // createServices replaces it with token_hash + token_sealed before the server answers a request, so share
+    // links made before keep working.
+    sql: `
+      CREATE TABLE file_shares_v45 (
+        id TEXT PRIMARY KEY,
+        file_id TEXT NOT NULL UNIQUE REFERENCES files(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        token_hash TEXT UNIQUE,
+        token_sealed TEXT,
+        plain_token TEXT,
+        is_active INTEGER NOT NULL,
+        auth_type TEXT NOT NULL,
+        password_hash TEXT,
+        allowed_emails TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      INSERT INTO file_shares_v45 (id, file_id, workspace_id, plain_token, is_active, auth_type, password_hash, allowed_emails, created_at, updated_at)
+        SELECT id, file_id, workspace_id, token, is_active, auth_type, password_hash, allowed_emails, created_at, updated_at FROM file_shares;
+      DROP TABLE file_shares;
+      ALTER TABLE file_shares_v45 RENAME TO file_shares;
+    `,
+  },
+  {
     version: 70,
     name: 'secrets: personal secrets follow their owner across workspaces; unredacted workspace secrets',
     sql: `

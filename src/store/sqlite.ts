@@ -54,11 +54,26 @@ export class SqliteDatabase implements Database {
   private closed = false;
 
   constructor(file: string) {
-    if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+    if (file !== ':memory:') {
+      // Owner-only: SQLite creates the -wal and -shm files with the database file's mode, so creating the
+      // database 0600 first covers all three; files of an older, laxer install are tightened here too.
+      fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      fs.closeSync(fs.openSync(file, 'a', 0o600));
+      fs.chmodSync(file, 0o600);
+    }
     this.writer = new Connection(file);
     // An in-memory database exists only on its own connection, so it reads there too.
     this.reader = file === ':memory:' ? this.writer : new Connection(file);
     if (this.reader !== this.writer) this.reader.db.exec('PRAGMA query_only = ON');
+    if (file !== ':memory:') {
+      for (const extra of [`${file}-wal`, `${file}-shm`]) {
+        try {
+          fs.chmodSync(extra, 0o600);
+        } catch {
+          /* not created yet; SQLite will give it the database's mode */
+        }
+      }
+    }
   }
 
   get read(): SqlExecutor {

@@ -62,6 +62,7 @@ export class UsageRepository {
     return { cost: Number(r?.cost ?? 0), runs: Number(r?.runs ?? 0), blockExecutions: Number(r?.block_executions ?? 0) };
   }
 
+  /** By the run's internal id (RunRecord.id), not the id callers see. */
   async forRun(runId: string): Promise<UsageRecord[]> {
     const rows = await this.db.all<Record<string, unknown>>('SELECT * FROM usage_records WHERE run_id = ? ORDER BY recorded_at', [runId]);
     return rows.map((r) => ({

@@ -54,6 +54,11 @@ export class UserRepository {
     return r && toUser(r);
   }
 
+  /** Every user, oldest first (the admin command's `user list`). */
+  async list(): Promise<User[]> {
+    return (await this.db.all<UserRow>('SELECT * FROM users ORDER BY created_at, id')).map(toUser);
+  }
+
   async count(): Promise<number> {
     const r = await this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM users');
     return Number(r?.n ?? 0);

@@ -10,7 +10,10 @@ export type RunMode = 'sync' | 'async' | 'stream';
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
 
 export interface RunRecord {
+  /** Internal id (primary key): never shown; store calls take it. */
   id: string;
+  /** The id callers see and address the run by (X-Run-Id, or the generated id); unique within the workspace. */
+  key: string;
   workflowId: string;
   workspaceId: string;
   billingAccountId: string;
@@ -45,6 +48,7 @@ export interface RunRecord {
 
 interface Row {
   id: string;
+  run_key: string;
   workflow_id: string;
   workspace_id: string;
   billing_account_id: string;
@@ -75,6 +79,8 @@ interface Row {
 
 const toRecord = (r: Row): RunRecord => ({
   id: r.id,
+  // Every row has one (migration 44 filled in older rows); a query that forgets the column must not show the internal id.
+  key: r.run_key as string,
   workflowId: r.workflow_id,
   workspaceId: r.workspace_id,
   billingAccountId: r.billing_account_id,
@@ -102,6 +108,9 @@ const toRecord = (r: Row): RunRecord => ({
   durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
   updatedAt: r.updated_at,
 });
+
+/** A run to insert: `key` defaults to the internal id (a run nobody named). */
+export type NewRun = Omit<RunRecord, 'key'> & { key?: string };
 
 /** What a run's end (or pause) writes. */
 export interface RunOutcome {
@@ -135,14 +144,14 @@ export class WorkflowRunRepository {
     this.db = db;
   }
 
-  async insert(r: RunRecord): Promise<void> {
+  async insert(r: NewRun): Promise<void> {
     await this.db.run(
-      `INSERT INTO workflow_runs (id, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source,
+      `INSERT INTO workflow_runs (id, run_key, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source,
          trigger_block_id, input, timeout_ms, triggered_by, resume_input, checkpoint, pause, resumed_count, output, block_outputs, error,
          cost_total, block_executions, queued_at, started_at, ended_at, duration_ms, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
-        r.id, r.workflowId, r.workspaceId, r.billingAccountId, r.deploymentVersionId, r.status, r.mode, r.trigger, r.source,
+        r.id, r.key ?? r.id, r.workflowId, r.workspaceId, r.billingAccountId, r.deploymentVersionId, r.status, r.mode, r.trigger, r.source,
         r.triggerBlockId, r.input, r.timeoutMs, r.triggeredBy, r.resumeInput, r.checkpoint, r.pause, r.resumedCount, r.output,
         r.blockOutputs, r.error, r.costTotal, r.blockExecutions, r.queuedAt, r.startedAt, r.endedAt, r.durationMs, r.updatedAt,
       ],
@@ -156,6 +165,23 @@ export class WorkflowRunRepository {
   async get(id: string): Promise<RunRecord | undefined> {
     const r = await this.db.get<Row>('SELECT * FROM workflow_runs WHERE id = ?', [id]);
     return r && toRecord(r);
+  }
+
+  /** Whether the workspace already has a run with this caller-visible id. */
+  async keyTaken(workspaceId: string, key: string): Promise<boolean> {
+    return (await this.db.get('SELECT 1 AS x FROM workflow_runs WHERE workspace_id = ? AND run_key = ?', [workspaceId, key])) !== undefined;
+  }
+
+  /** The run of this workflow that callers know by `key`. */
+  async getByKey(workflowId: string, key: string): Promise<RunRecord | undefined> {
+    const r = await this.db.get<Row>('SELECT * FROM workflow_runs WHERE workflow_id = ? AND run_key = ?', [workflowId, key]);
+    return r && toRecord(r);
+  }
+
+  /** Every run callers know by `key`, one per workspace at most, newest first; the caller picks what it may see. */
+  async findByKey(key: string): Promise<RunRecord[]> {
+    const rows = await this.db.all<Row>('SELECT * FROM workflow_runs WHERE run_key = ? ORDER BY queued_at DESC, id', [key]);
+    return rows.map(toRecord);
   }
 
   /** queued → running for the oldest queued run; undefined when the queue is empty. */
@@ -248,7 +274,7 @@ export class WorkflowRunRepository {
     where += ` AND ${page.where}`;
     params.push(...page.whereParams);
     const rows = await this.db.all<Row>(
-      `SELECT id, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source, trigger_block_id, '' AS input,
+      `SELECT id, run_key, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source, trigger_block_id, '' AS input,
          timeout_ms, triggered_by, NULL AS resume_input, NULL AS checkpoint, NULL AS pause, resumed_count, NULL AS output, NULL AS block_outputs,
          error, cost_total, block_executions, queued_at, started_at, ended_at, duration_ms, updated_at
        FROM workflow_runs WHERE ${where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,

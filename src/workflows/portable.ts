@@ -3,6 +3,7 @@
 // with anything else.
 import { randomUUID } from 'node:crypto';
 import { checkAgainstSpec } from '../domain/spec-schemas.ts';
+import { assertJsonDepth, EMBEDDED_JSON_MAX_DEPTH } from '../domain/json-depth.ts';
 import { recomputeContainers, StateError, type Block, type Edge, type Variable, type WorkflowState } from './state.ts';
 
 export const EXPORT_FORMAT_VERSION = '1.0';
@@ -140,6 +141,11 @@ function parseState(raw: Record<string, unknown>, path: (string | number)[]): Wo
 export function parseWorkflowDocument(input: unknown): ParsedDocument {
   let doc = input;
   if (typeof doc === 'string') {
+    try {
+      assertJsonDepth(doc, EMBEDDED_JSON_MAX_DEPTH);
+    } catch (err) {
+      fail((err as Error).message, []);
+    }
     try {
       doc = JSON.parse(doc);
     } catch {

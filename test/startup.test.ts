@@ -1,0 +1,291 @@
+// `npm start` and `npm run admin` as real processes: one server per DATA_DIR, one-line configuration errors
+// before anything is written, the bootstrap key kept off stdout logs, a missing handler stopping the start,
+// and the admin command's list commands.
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const start = path.join(root, 'bin', 'start.js');
+const KEY = 'sk-owa-startup-test-key-0123456789abc';
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-startup-'));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+const baseEnv = (dataDir: string, extra: Record<string, string> = {}): Record<string, string> => ({ PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...extra });
+
+function startServer(env: Record<string, string>, args: string[] = []): Promise<{ child: ChildProcess; url: string; port: number; out: () => string }> {
+  const child = spawn(process.execPath, [...args, start], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    child.stdout!.on('data', (c) => {
+      out += c;
+      const m = /Listening on (http:\/\/127\.0\.0\.1:(\d+))/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1]!, port: Number(m[2]), out: () => out });
+      }
+    });
+    child.stderr!.on('data', (c) => (out += c));
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
+  });
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.on('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+/** A start that is expected to fail: exit code, stderr and stdout. */
+function failedStart(env: Record<string, string>, args: string[] = []) {
+  const r = spawnSync(process.execPath, [...args, start], { env, encoding: 'utf8', timeout: 20_000 });
+  return { code: r.status, stderr: r.stderr, stdout: r.stdout };
+}
+
+function expectOneLine(text: string, prefix: string): void {
+  const lines = text.trim().split('\n');
+  expect(lines, text).toHaveLength(1);
+  expect(lines[0]).toMatch(new RegExp(`^${prefix}: `));
+  expect(text).not.toMatch(/\n\s+at /);
+}
+
+describe('one server per DATA_DIR', () => {
+  it('a second server on another port refuses, naming the holder; the first one\'s running run is untouched', async () => {
+    const dataDir = tempDir();
+    const first = await startServer(baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, RATE_LIMIT_FREE_ASYNC: '1000' }));
+    try {
+      const headers = { 'X-API-Key': KEY, 'content-type': 'application/json' };
+      const call = async (method: string, p: string, body?: unknown) => {
+        const r = await fetch(first.url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+        const parsed: any = await r.json();
+        if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(parsed)}`);
+        return parsed.data;
+      };
+      const workspaceId = (await call('GET', '/api/v2/workspaces'))[0].id;
+      const wf = await call('POST', '/api/v2/workflows', { workspaceId, name: 'Long' });
+      const startId = 'b0000000-0000-4000-8000-000000000001';
+      const napId = 'b0000000-0000-4000-8000-000000000002';
+      const block = (id: string, type: string, name: string, subBlocks: Record<string, unknown>, y: number) => ({
+        id, type, name, position: { x: 0, y }, enabled: true,
+        subBlocks: Object.fromEntries(Object.entries(subBlocks).map(([k, value]) => [k, { id: k, type: 'short-input', value }])), outputs: {}, data: {},
+      });
+      await call('PUT', `/api/v2/workflows/${wf.id}/state`, {
+        blocks: { [startId]: block(startId, 'start_trigger', 'Start', {}, 0), [napId]: block(napId, 'wait', 'Nap', { timeValue: '3', timeUnit: 'seconds' }, 100) },
+        edges: [{ id: 'e0000000-0000-4000-8000-000000000001', source: startId, target: napId, sourceHandle: 'source', targetHandle: 'target' }],
+      });
+      await call('POST', `/api/v2/workflows/${wf.id}/deploy`, {});
+      const { runId } = await call('POST', `/api/v2/workflows/${wf.id}/execute`, { async: true });
+      const status = async () => (await call('GET', `/api/v2/workflows/${wf.id}/runs/${runId}`)).status as string;
+      for (let i = 0; i < 100 && (await status()) !== 'running'; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await status()).toBe('running');
+
+      const second = failedStart(baseEnv(dataDir));
+      expect(second.code).toBe(1);
+      expectOneLine(second.stderr, 'Cannot start');
+      expect(second.stderr).toContain(`pid ${first.child.pid}`);
+      expect(second.stderr).toContain(`port ${first.port}`);
+      expect(second.stdout).toBe('');
+
+      expect(await status()).toBe('running');
+      for (let i = 0; i < 200 && (await status()) === 'running'; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await status()).toBe('completed');
+    } finally {
+      expect(await stop(first.child)).toBe(0);
+    }
+    expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(false);
+    // A server killed without a chance to clean up leaves a stale lock; the next start takes it over.
+    const killed = await startServer(baseEnv(dataDir));
+    killed.child.kill('SIGKILL');
+    await new Promise((r) => killed.child.once('exit', r));
+    expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(true);
+    const next = await startServer(baseEnv(dataDir));
+    expect(await stop(next.child)).toBe(0);
+  }, 60_000);
+});
+
+describe('an upload killed with SIGKILL during complete', () => {
+  it('is completable again after the restart, with its bytes intact', async () => {
+    const dataDir = tempDir();
+    const env = baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, UPLOAD_PART_SIZE: '4mb', LOG_LEVEL: 'warn' });
+    const size = 96 * 1024 * 1024;
+    const bytes = Buffer.alloc(size);
+    for (let i = 0; i < size; i += 4096) bytes.writeUInt32LE((i * 2654435761) >>> 0, i);
+    let server = await startServer(env);
+    const api = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const r = await fetch(server.url + p, { method, headers: { 'X-API-Key': KEY, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    try {
+      const workspaceId = (await api('GET', '/api/v2/workspaces')).body.data[0].id;
+      const up = (await api('POST', '/api/v2/files/uploads', { workspaceId, name: 'big.bin', contentType: 'application/octet-stream', size })).body.data;
+      const token = { 'upload-token': up.uploadToken };
+      const partCount = up.transfer.partCount as number;
+      const numbers = Array.from({ length: partCount }, (_, i) => partCount - i); // last part first: the commit re-reads every byte
+      const parts = (await api('POST', `/api/v2/files/uploads/${up.session.id}/parts?workspaceId=${workspaceId}`, { partNumbers: numbers }, token)).body.data.parts;
+      for (const p of parts) {
+        const chunk = bytes.subarray((p.partNumber - 1) * 4 * 1024 * 1024, p.partNumber * 4 * 1024 * 1024);
+        expect((await fetch(p.url, { method: 'PUT', headers: p.headers, body: chunk })).status).toBe(200);
+      }
+      const sessionPath = `/api/v2/files/uploads/${up.session.id}?workspaceId=${workspaceId}`;
+      const completing = fetch(`${server.url}/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${workspaceId}`, { method: 'POST', headers: { 'X-API-Key': KEY, ...token } }).catch(() => null);
+      let seen = '';
+      for (let i = 0; i < 2000 && seen !== 'completing'; i++) seen = (await api('GET', sessionPath, undefined, token)).body.data.status;
+      expect(seen).toBe('completing');
+      server.child.kill('SIGKILL');
+      await new Promise((r) => server.child.once('exit', r));
+      await completing;
+
+      server = await startServer(env);
+      expect((await api('GET', sessionPath, undefined, token)).body.data.status).toBe('uploading');
+      expect(fs.readdirSync(path.join(dataDir, 'files', 'tmp'))).toEqual([]);
+      const done = await api('POST', `/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${workspaceId}`, undefined, token);
+      expect(done.status, JSON.stringify(done.body)).toBe(200);
+      const content = Buffer.from(await (await fetch(`${server.url}/api/v2/files/${done.body.data.file.id}?workspaceId=${workspaceId}`, { headers: { 'X-API-Key': KEY } })).arrayBuffer());
+      expect(content.equals(bytes)).toBe(true);
+    } finally {
+      await stop(server.child);
+    }
+  }, 90_000);
+});
+
+describe('configuration errors', () => {
+  it('a taken port on a first start: one line, exit 2, nothing written (no user, no key lost)', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as net.AddressInfo).port;
+    const dataDir = path.join(tempDir(), 'fresh');
+    try {
+      const r = failedStart(baseEnv(dataDir, { PORT: String(port) }));
+      expect(r.code).toBe(2);
+      expectOneLine(r.stderr, 'Configuration error');
+      expect(r.stderr).toContain(`PORT ${port} is already in use`);
+      expect(r.stdout).not.toContain('First start');
+      expect(fs.existsSync(dataDir)).toBe(false);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('LOG_LEVEL and SECRETS_KEY: one line, exit 2, before DATA_DIR is created', () => {
+    for (const [env, needle] of [
+      [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL must be one of'],
+      [{ SECRETS_KEY: 'too-short' }, 'SECRETS_KEY must be 32 bytes'],
+      [{ SECRETS_KEY: 'ab'.repeat(31) }, 'SECRETS_KEY must be 32 bytes'],
+    ] as const) {
+      const dataDir = path.join(tempDir(), 'fresh');
+      const r = failedStart({ ...baseEnv(dataDir), ...env });
+      expect(r.code).toBe(2);
+      expectOneLine(r.stderr, 'Configuration error');
+      expect(r.stderr).toContain(needle);
+      expect(fs.existsSync(dataDir)).toBe(false);
+    }
+  });
+});
+
+describe('the bootstrap key', () => {
+  it('goes to an owner-only file in DATA_DIR when stdout is not a terminal, never to stdout', async () => {
+    const dataDir = tempDir();
+    const server = await startServer(baseEnv(dataDir));
+    try {
+      const file = path.join(dataDir, 'bootstrap-api-key.txt');
+      expect(server.out()).toContain(`api key:   written to ${file}`);
+      expect(server.out()).not.toMatch(/sk-owa-/);
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      const key = fs.readFileSync(file, 'utf8').trim();
+      expect((await fetch(`${server.url}/api/v2/meta`, { headers: { 'X-API-Key': key } })).status).toBe(200);
+    } finally {
+      await stop(server.child);
+    }
+  });
+});
+
+const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
+
+describe('the bootstrap key on a terminal', () => {
+  it.skipIf(!hasScript)('is printed once when stdout is a TTY, and no key file is written', async () => {
+    const dataDir = tempDir();
+    // util-linux `script` gives the server a pseudo-terminal as stdout.
+    const child = spawn('script', ['-qec', `${process.execPath} ${start}`, '/dev/null'], { env: baseEnv(dataDir), stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (c) => (out += c));
+    try {
+      for (let i = 0; i < 400 && !/Listening on/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(out).toMatch(/api key: {3}sk-owa-\S+/);
+      expect(out).toContain('Keep the key now');
+      expect(fs.existsSync(path.join(dataDir, 'bootstrap-api-key.txt'))).toBe(false);
+    } finally {
+      // Stop the server itself (its pid is in the lock), then the terminal wrapper ends with it.
+      const holder = JSON.parse(fs.readFileSync(path.join(dataDir, 'server.lock'), 'utf8'));
+      process.kill(holder.pid, 'SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    }
+  });
+});
+
+describe('a missing handler', () => {
+  it('stops npm start at once, naming the operation', () => {
+    const dataDir = path.join(tempDir(), 'fresh');
+    // Loads the real server with getMeta's export removed from its handler module.
+    const hook = path.join(tempDir(), 'drop-handler.mjs');
+    fs.writeFileSync(
+      hook,
+      `import { registerHooks } from 'node:module';
+registerHooks({
+  load(url, context, next) {
+    const loaded = next(url, context);
+    if (url.endsWith('/src/handlers/meta.ts')) return { ...loaded, source: String(loaded.source).replace('export const getMeta', 'const getMeta') };
+    return loaded;
+  },
+});
+`,
+    );
+    const r = failedStart(baseEnv(dataDir), ['--import', hook]);
+    expect(r.code).toBe(1);
+    expectOneLine(r.stderr, 'Cannot start');
+    expect(r.stderr).toContain('no handler for operation getMeta');
+    expect(fs.existsSync(dataDir)).toBe(false);
+  });
+});
+
+describe('admin command', () => {
+  it('lists users and keys without any secret, next to a running server', async () => {
+    const dataDir = tempDir();
+    const server = await startServer(baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY }));
+    const admin = (args: string[]) => {
+      const r = spawnSync(process.execPath, [path.join(root, 'bin', 'admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: dataDir }, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      return { json: JSON.parse(r.stdout), raw: r.stdout };
+    };
+    try {
+      const users = admin(['user', 'list']).json;
+      expect(users).toHaveLength(1);
+      expect(users[0]).toMatchObject({ email: 'admin@localhost.localdomain', name: 'Admin' });
+      const created = admin(['key', 'create', '--user', users[0].id, '--name', 'ci']).json;
+      admin(['key', 'revoke', '--id', created.id]);
+      const keys = admin(['key', 'list']);
+      expect(keys.json.map((k: any) => [k.name, k.active])).toEqual([['Bootstrap key', true], ['ci', false]]);
+      expect(keys.raw).not.toContain(KEY);
+      expect(keys.raw).not.toContain(created.key);
+      expect(keys.raw).not.toMatch(/keyHash|sk-owa-/);
+      expect(admin(['key', 'list', '--user', users[0].id]).json).toHaveLength(2);
+      // The running server still serves (the admin command ran beside it).
+      expect((await fetch(`${server.url}/api/v2/meta`, { headers: { 'X-API-Key': KEY } })).status).toBe(200);
+    } finally {
+      await stop(server.child);
+    }
+  });
+});
