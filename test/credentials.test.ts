@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { runCli } from './support/cli.ts';
 import { createApiKey } from '../src/identity/admin.ts';
+import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 
 let s: TestServer;
 let provider: http.Server;
@@ -168,6 +169,23 @@ describe('OAuth connections', () => {
     const unknown = await s.call('POST', '/api/v2/tools/http_request/execute', { workspaceId: ws(), input: { url: `${providerUrl}/api/me` }, credentialId: 'nope' });
     expect(unknown.body.data.status).toBe('failed');
     expect(unknown.body.data.error.message).toContain('No credential nope');
+  });
+
+  it('an API block naming the credential sends its fresh token, never traced', async () => {
+    const start = apiBlock('start_trigger', 'Start');
+    const api = apiBlock('api', 'Call', { url: `${providerUrl}/api/me`, method: 'GET', credentialId: oauthId });
+    const wf = await buildWorkflow(s, 'Uses a credential', [start, api], [link(start, api)]);
+    const r = await s.call('POST', `/api/v2/workflows/${wf.id}/execute`, {});
+    expect(r.body.data.status, r.text).toBe('completed');
+    expect(r.body.data.output.data.auth).toMatch(/^Bearer access-\d+$/);
+    const log = await s.call('GET', `/api/v2/logs/${r.body.data.runId}`);
+    expect(JSON.stringify(log.body.data.traceSpans ?? [])).not.toContain('"Authorization"');
+    const start2 = apiBlock('start_trigger', 'Start');
+    const missing = apiBlock('api', 'Call', { url: `${providerUrl}/api/me`, method: 'GET', credentialId: 'nope' });
+    const wf2 = await buildWorkflow(s, 'Missing credential', [start2, missing], [link(start2, missing)]);
+    const failed = await s.call('POST', `/api/v2/workflows/${wf2.id}/execute`, {});
+    expect(failed.body.data.status).toBe('failed');
+    expect(failed.body.data.error.message).toContain('No credential nope');
   });
 
   it('reconnect replaces the tokens of the same credential', async () => {

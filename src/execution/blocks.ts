@@ -399,7 +399,17 @@ const api: BlockHandler = async (ctx) => {
   }
   const requested = Number(ctx.resolve(ctx.raw('timeout')));
   const timeoutMs = Number.isFinite(requested) && requested > 0 ? requested : ctx.limits.apiTimeoutMs;
-  ctx.setTraceInput({ url: url.href, method, headers, body });
+  ctx.setTraceInput({ url: url.href, method, headers: { ...headers }, body });
+  // A named OAuth credential authenticates the request with a fresh token (added after the trace input: never traced).
+  const credentialId = text(ctx.resolve(ctx.raw('credentialId'))).trim();
+  if (credentialId && !Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
+    if (!ctx.resources?.accessToken) throw fail(ctx, 'This API block names a credential, but credentials are not available in this run');
+    try {
+      headers.Authorization = `Bearer ${await ctx.resources.accessToken(credentialId)}`;
+    } catch (e) {
+      throw fail(ctx, (e as Error).message);
+    }
+  }
   let res;
   try {
     res = await ctx.egress.request({ url: url.href, method, headers, body, timeoutMs, signal: ctx.signal });

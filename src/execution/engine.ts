@@ -81,6 +81,8 @@ export interface RunResources {
   tools?(entries: unknown[], signal: AbortSignal): Promise<{ found: AgentTool[]; missing: string[] }>;
   /** The sandbox pool of a built sandbox a function block names (id or name); throws with a clear message otherwise. */
   sandboxPool?(ref: string): Promise<SandboxPool>;
+  /** A fresh access token of an OAuth credential of the run's workspace (API blocks naming a credential). */
+  accessToken?(credentialId: string): Promise<string>;
   /** Keeps a file a block produced (a function's returned file, a binary API response) with the run. */
   storeFile?(file: { name: string; contentType: string; data: Buffer; blockId: string }): Promise<RunFileRef>;
 }

@@ -205,6 +205,7 @@ export class RunService {
     const blobs = this.blobs;
     return {
       skills: (refs) => resolveSkills(this.store, workspaceId, refs),
+      ...(this.workspaceCredentials ? { accessToken: (id: string) => this.workspaceCredentials!.accessToken(workspaceId, id) } : {}),
       ...(this.sandboxes ? { sandboxPool: (ref: string) => sandboxPoolFor(this.store, this.sandboxes!, workspaceId, ref) } : {}),
       ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs, accessToken: this.workspaceCredentials ? (id: string) => this.workspaceCredentials!.accessToken(workspaceId, id) : undefined }) } : {}),
       ...(blobs

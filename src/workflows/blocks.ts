@@ -233,6 +233,7 @@ const DEFINITIONS: BlockDefinition[] = [
       { id: 'params', type: 'table', title: 'Query parameters' },
       { id: 'headers', type: 'table', title: 'Headers' },
       { id: 'body', type: 'code', title: 'Body', language: 'json' },
+      { id: 'credentialId', type: 'short-input', title: 'Credential', description: 'An OAuth credential of the workspace; its fresh access token is sent as Authorization: Bearer.' },
     ],
     outputs: {
       data: { type: 'any', description: 'The response body (parsed when it is JSON).' },
