@@ -9,6 +9,8 @@ import { files } from './suites/files.ts';
 import { workflowOperations } from './suites/workflow-operations.ts';
 import { runs } from './suites/runs.ts';
 import { resources } from './suites/resources.ts';
+import { mcp } from './suites/mcp.ts';
+import { tables } from './suites/tables.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -19,6 +21,8 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   runs,
   files,
   resources,
+  mcp,
+  tables,
 };
 
 export async function main(argv: string[]): Promise<void> {

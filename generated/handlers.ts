@@ -47,6 +47,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  addTableColumn: {
+    params: Params<operations['addTableColumn'], 'path'>;
+    query: Params<operations['addTableColumn'], 'query'>;
+    headers: Params<operations['addTableColumn'], 'header'>;
+    body: Body<operations['addTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  addWorkflowGroup: {
+    params: Params<operations['addWorkflowGroup'], 'path'>;
+    query: Params<operations['addWorkflowGroup'], 'query'>;
+    headers: Params<operations['addWorkflowGroup'], 'header'>;
+    body: Body<operations['addWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   applyWorkflowOperations: {
     params: Params<operations['applyWorkflowOperations'], 'path'>;
     query: Params<operations['applyWorkflowOperations'], 'query'>;
@@ -74,11 +92,65 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  bulkDeleteTables: {
+    params: Params<operations['bulkDeleteTables'], 'path'>;
+    query: Params<operations['bulkDeleteTables'], 'query'>;
+    headers: Params<operations['bulkDeleteTables'], 'header'>;
+    body: Body<operations['bulkDeleteTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   bulkDownloadFiles: {
     params: Params<operations['bulkDownloadFiles'], 'path'>;
     query: Params<operations['bulkDownloadFiles'], 'query'>;
     headers: Params<operations['bulkDownloadFiles'], 'header'>;
     body: Body<operations['bulkDownloadFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkUpdateTableRows: {
+    params: Params<operations['bulkUpdateTableRows'], 'path'>;
+    query: Params<operations['bulkUpdateTableRows'], 'query'>;
+    headers: Params<operations['bulkUpdateTableRows'], 'header'>;
+    body: Body<operations['bulkUpdateTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableDispatch: {
+    params: Params<operations['cancelTableDispatch'], 'path'>;
+    query: Params<operations['cancelTableDispatch'], 'query'>;
+    headers: Params<operations['cancelTableDispatch'], 'header'>;
+    body: Body<operations['cancelTableDispatch']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableExport: {
+    params: Params<operations['cancelTableExport'], 'path'>;
+    query: Params<operations['cancelTableExport'], 'query'>;
+    headers: Params<operations['cancelTableExport'], 'header'>;
+    body: Body<operations['cancelTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableImport: {
+    params: Params<operations['cancelTableImport'], 'path'>;
+    query: Params<operations['cancelTableImport'], 'query'>;
+    headers: Params<operations['cancelTableImport'], 'header'>;
+    body: Body<operations['cancelTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelTableRuns: {
+    params: Params<operations['cancelTableRuns'], 'path'>;
+    query: Params<operations['cancelTableRuns'], 'query'>;
+    headers: Params<operations['cancelTableRuns'], 'header'>;
+    body: Body<operations['cancelTableRuns']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -106,6 +178,15 @@ export interface OperationInputs {
     query: Params<operations['completeFileUpload'], 'query'>;
     headers: Params<operations['completeFileUpload'], 'header'>;
     body: Body<operations['completeFileUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  completeTableImport: {
+    params: Params<operations['completeTableImport'], 'path'>;
+    query: Params<operations['completeTableImport'], 'query'>;
+    headers: Params<operations['completeTableImport'], 'header'>;
+    body: Body<operations['completeTableImport']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -164,6 +245,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createMcpServer: {
+    params: Params<operations['createMcpServer'], 'path'>;
+    query: Params<operations['createMcpServer'], 'query'>;
+    headers: Params<operations['createMcpServer'], 'header'>;
+    body: Body<operations['createMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createSandbox: {
     params: Params<operations['createSandbox'], 'path'>;
     query: Params<operations['createSandbox'], 'query'>;
@@ -191,6 +281,78 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createTable: {
+    params: Params<operations['createTable'], 'path'>;
+    query: Params<operations['createTable'], 'query'>;
+    headers: Params<operations['createTable'], 'header'>;
+    body: Body<operations['createTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableDispatch: {
+    params: Params<operations['createTableDispatch'], 'path'>;
+    query: Params<operations['createTableDispatch'], 'query'>;
+    headers: Params<operations['createTableDispatch'], 'header'>;
+    body: Body<operations['createTableDispatch']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableExport: {
+    params: Params<operations['createTableExport'], 'path'>;
+    query: Params<operations['createTableExport'], 'query'>;
+    headers: Params<operations['createTableExport'], 'header'>;
+    body: Body<operations['createTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableFolder: {
+    params: Params<operations['createTableFolder'], 'path'>;
+    query: Params<operations['createTableFolder'], 'query'>;
+    headers: Params<operations['createTableFolder'], 'header'>;
+    body: Body<operations['createTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableImport: {
+    params: Params<operations['createTableImport'], 'path'>;
+    query: Params<operations['createTableImport'], 'query'>;
+    headers: Params<operations['createTableImport'], 'header'>;
+    body: Body<operations['createTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableImportPartUrls: {
+    params: Params<operations['createTableImportPartUrls'], 'path'>;
+    query: Params<operations['createTableImportPartUrls'], 'query'>;
+    headers: Params<operations['createTableImportPartUrls'], 'header'>;
+    body: Body<operations['createTableImportPartUrls']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableRows: {
+    params: Params<operations['createTableRows'], 'path'>;
+    query: Params<operations['createTableRows'], 'query'>;
+    headers: Params<operations['createTableRows'], 'header'>;
+    body: Body<operations['createTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createTableView: {
+    params: Params<operations['createTableView'], 'path'>;
+    query: Params<operations['createTableView'], 'query'>;
+    headers: Params<operations['createTableView'], 'header'>;
+    body: Body<operations['createTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createWorkflow: {
     params: Params<operations['createWorkflow'], 'path'>;
     query: Params<operations['createWorkflow'], 'query'>;
@@ -205,6 +367,15 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowFolder'], 'query'>;
     headers: Params<operations['createWorkflowFolder'], 'header'>;
     body: Body<operations['createWorkflowFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createWorkflowMcpServer: {
+    params: Params<operations['createWorkflowMcpServer'], 'path'>;
+    query: Params<operations['createWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['createWorkflowMcpServer'], 'header'>;
+    body: Body<operations['createWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -254,6 +425,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteMcpServeSession: {
+    params: Params<operations['deleteMcpServeSession'], 'path'>;
+    query: Params<operations['deleteMcpServeSession'], 'query'>;
+    headers: Params<operations['deleteMcpServeSession'], 'header'>;
+    body: Body<operations['deleteMcpServeSession']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  deleteMcpServer: {
+    params: Params<operations['deleteMcpServer'], 'path'>;
+    query: Params<operations['deleteMcpServer'], 'query'>;
+    headers: Params<operations['deleteMcpServer'], 'header'>;
+    body: Body<operations['deleteMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteSandbox: {
     params: Params<operations['deleteSandbox'], 'path'>;
     query: Params<operations['deleteSandbox'], 'query'>;
@@ -281,11 +470,74 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteTable: {
+    params: Params<operations['deleteTable'], 'path'>;
+    query: Params<operations['deleteTable'], 'query'>;
+    headers: Params<operations['deleteTable'], 'header'>;
+    body: Body<operations['deleteTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableColumn: {
+    params: Params<operations['deleteTableColumn'], 'path'>;
+    query: Params<operations['deleteTableColumn'], 'query'>;
+    headers: Params<operations['deleteTableColumn'], 'header'>;
+    body: Body<operations['deleteTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableFolder: {
+    params: Params<operations['deleteTableFolder'], 'path'>;
+    query: Params<operations['deleteTableFolder'], 'query'>;
+    headers: Params<operations['deleteTableFolder'], 'header'>;
+    body: Body<operations['deleteTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableRow: {
+    params: Params<operations['deleteTableRow'], 'path'>;
+    query: Params<operations['deleteTableRow'], 'query'>;
+    headers: Params<operations['deleteTableRow'], 'header'>;
+    body: Body<operations['deleteTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableRows: {
+    params: Params<operations['deleteTableRows'], 'path'>;
+    query: Params<operations['deleteTableRows'], 'query'>;
+    headers: Params<operations['deleteTableRows'], 'header'>;
+    body: Body<operations['deleteTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteTableView: {
+    params: Params<operations['deleteTableView'], 'path'>;
+    query: Params<operations['deleteTableView'], 'query'>;
+    headers: Params<operations['deleteTableView'], 'header'>;
+    body: Body<operations['deleteTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteWorkflow: {
     params: Params<operations['deleteWorkflow'], 'path'>;
     query: Params<operations['deleteWorkflow'], 'query'>;
     headers: Params<operations['deleteWorkflow'], 'header'>;
     body: Body<operations['deleteWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteWorkflowChatDeployment: {
+    params: Params<operations['deleteWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['deleteWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['deleteWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['deleteWorkflowChatDeployment']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -299,11 +551,38 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowGroup: {
+    params: Params<operations['deleteWorkflowGroup'], 'path'>;
+    query: Params<operations['deleteWorkflowGroup'], 'query'>;
+    headers: Params<operations['deleteWorkflowGroup'], 'header'>;
+    body: Body<operations['deleteWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteWorkflowMcpServer: {
+    params: Params<operations['deleteWorkflowMcpServer'], 'path'>;
+    query: Params<operations['deleteWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['deleteWorkflowMcpServer'], 'header'>;
+    body: Body<operations['deleteWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deployWorkflow: {
     params: Params<operations['deployWorkflow'], 'path'>;
     query: Params<operations['deployWorkflow'], 'query'>;
     headers: Params<operations['deployWorkflow'], 'header'>;
     body: Body<operations['deployWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deployWorkflowMcpTool: {
+    params: Params<operations['deployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['deployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['deployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['deployWorkflowMcpTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -334,6 +613,15 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
+  };
+  downloadTableExportFile: {
+    params: Params<operations['downloadTableExportFile'], 'path'>;
+    query: Params<operations['downloadTableExportFile'], 'query'>;
+    headers: Params<operations['downloadTableExportFile'], 'header'>;
+    body: Body<operations['downloadTableExportFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
   };
   duplicateWorkflow: {
     params: Params<operations['duplicateWorkflow'], 'path'>;
@@ -470,11 +758,38 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getMcpServeInfo: {
+    params: Params<operations['getMcpServeInfo'], 'path'>;
+    query: Params<operations['getMcpServeInfo'], 'query'>;
+    headers: Params<operations['getMcpServeInfo'], 'header'>;
+    body: Body<operations['getMcpServeInfo']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  getMcpServer: {
+    params: Params<operations['getMcpServer'], 'path'>;
+    query: Params<operations['getMcpServer'], 'query'>;
+    headers: Params<operations['getMcpServer'], 'header'>;
+    body: Body<operations['getMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
     headers: Params<operations['getMeta'], 'header'>;
     body: Body<operations['getMeta']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getRowEnrichment: {
+    params: Params<operations['getRowEnrichment'], 'path'>;
+    query: Params<operations['getRowEnrichment'], 'query'>;
+    headers: Params<operations['getRowEnrichment'], 'header'>;
+    body: Body<operations['getRowEnrichment']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -506,6 +821,60 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getTable: {
+    params: Params<operations['getTable'], 'path'>;
+    query: Params<operations['getTable'], 'query'>;
+    headers: Params<operations['getTable'], 'header'>;
+    body: Body<operations['getTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableDispatch: {
+    params: Params<operations['getTableDispatch'], 'path'>;
+    query: Params<operations['getTableDispatch'], 'query'>;
+    headers: Params<operations['getTableDispatch'], 'header'>;
+    body: Body<operations['getTableDispatch']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableExport: {
+    params: Params<operations['getTableExport'], 'path'>;
+    query: Params<operations['getTableExport'], 'query'>;
+    headers: Params<operations['getTableExport'], 'header'>;
+    body: Body<operations['getTableExport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableImport: {
+    params: Params<operations['getTableImport'], 'path'>;
+    query: Params<operations['getTableImport'], 'query'>;
+    headers: Params<operations['getTableImport'], 'header'>;
+    body: Body<operations['getTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableRow: {
+    params: Params<operations['getTableRow'], 'path'>;
+    query: Params<operations['getTableRow'], 'query'>;
+    headers: Params<operations['getTableRow'], 'header'>;
+    body: Body<operations['getTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTableView: {
+    params: Params<operations['getTableView'], 'path'>;
+    query: Params<operations['getTableView'], 'query'>;
+    headers: Params<operations['getTableView'], 'header'>;
+    body: Body<operations['getTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getTool: {
     params: Params<operations['getTool'], 'path'>;
     query: Params<operations['getTool'], 'query'>;
@@ -524,11 +893,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getWorkflowChatDeployment: {
+    params: Params<operations['getWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['getWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['getWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['getWorkflowChatDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflowDeployment: {
     params: Params<operations['getWorkflowDeployment'], 'path'>;
     query: Params<operations['getWorkflowDeployment'], 'query'>;
     headers: Params<operations['getWorkflowDeployment'], 'header'>;
     body: Body<operations['getWorkflowDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkflowMcpServer: {
+    params: Params<operations['getWorkflowMcpServer'], 'path'>;
+    query: Params<operations['getWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['getWorkflowMcpServer'], 'header'>;
+    body: Body<operations['getWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -659,6 +1046,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listChatDeployments: {
+    params: Params<operations['listChatDeployments'], 'path'>;
+    query: Params<operations['listChatDeployments'], 'query'>;
+    headers: Params<operations['listChatDeployments'], 'header'>;
+    body: Body<operations['listChatDeployments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listCredentialProviders: {
     params: Params<operations['listCredentialProviders'], 'path'>;
     query: Params<operations['listCredentialProviders'], 'query'>;
@@ -722,6 +1118,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listMcpServerTools: {
+    params: Params<operations['listMcpServerTools'], 'path'>;
+    query: Params<operations['listMcpServerTools'], 'query'>;
+    headers: Params<operations['listMcpServerTools'], 'header'>;
+    body: Body<operations['listMcpServerTools']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMcpServers: {
+    params: Params<operations['listMcpServers'], 'path'>;
+    query: Params<operations['listMcpServers'], 'query'>;
+    headers: Params<operations['listMcpServers'], 'header'>;
+    body: Body<operations['listMcpServers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listSandboxes: {
     params: Params<operations['listSandboxes'], 'path'>;
     query: Params<operations['listSandboxes'], 'query'>;
@@ -758,6 +1172,51 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listTableDispatches: {
+    params: Params<operations['listTableDispatches'], 'path'>;
+    query: Params<operations['listTableDispatches'], 'query'>;
+    headers: Params<operations['listTableDispatches'], 'header'>;
+    body: Body<operations['listTableDispatches']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTableFolders: {
+    params: Params<operations['listTableFolders'], 'path'>;
+    query: Params<operations['listTableFolders'], 'query'>;
+    headers: Params<operations['listTableFolders'], 'header'>;
+    body: Body<operations['listTableFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTableRows: {
+    params: Params<operations['listTableRows'], 'path'>;
+    query: Params<operations['listTableRows'], 'query'>;
+    headers: Params<operations['listTableRows'], 'header'>;
+    body: Body<operations['listTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTableViews: {
+    params: Params<operations['listTableViews'], 'path'>;
+    query: Params<operations['listTableViews'], 'query'>;
+    headers: Params<operations['listTableViews'], 'header'>;
+    body: Body<operations['listTableViews']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTables: {
+    params: Params<operations['listTables'], 'path'>;
+    query: Params<operations['listTables'], 'query'>;
+    headers: Params<operations['listTables'], 'header'>;
+    body: Body<operations['listTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listTools: {
     params: Params<operations['listTools'], 'path'>;
     query: Params<operations['listTools'], 'query'>;
@@ -772,6 +1231,33 @@ export interface OperationInputs {
     query: Params<operations['listWorkflowFolders'], 'query'>;
     headers: Params<operations['listWorkflowFolders'], 'header'>;
     body: Body<operations['listWorkflowFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowGroups: {
+    params: Params<operations['listWorkflowGroups'], 'path'>;
+    query: Params<operations['listWorkflowGroups'], 'query'>;
+    headers: Params<operations['listWorkflowGroups'], 'header'>;
+    body: Body<operations['listWorkflowGroups']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowMcpServers: {
+    params: Params<operations['listWorkflowMcpServers'], 'path'>;
+    query: Params<operations['listWorkflowMcpServers'], 'query'>;
+    headers: Params<operations['listWorkflowMcpServers'], 'header'>;
+    body: Body<operations['listWorkflowMcpServers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowMcpTools: {
+    params: Params<operations['listWorkflowMcpTools'], 'path'>;
+    query: Params<operations['listWorkflowMcpTools'], 'query'>;
+    headers: Params<operations['listWorkflowMcpTools'], 'header'>;
+    body: Body<operations['listWorkflowMcpTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -830,6 +1316,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  moveTables: {
+    params: Params<operations['moveTables'], 'path'>;
+    query: Params<operations['moveTables'], 'query'>;
+    headers: Params<operations['moveTables'], 'header'>;
+    body: Body<operations['moveTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   moveWorkflows: {
     params: Params<operations['moveWorkflows'], 'path'>;
     query: Params<operations['moveWorkflows'], 'query'>;
@@ -838,6 +1333,24 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
+  };
+  pollCliAuth: {
+    params: Params<operations['pollCliAuth'], 'path'>;
+    query: Params<operations['pollCliAuth'], 'query'>;
+    headers: Params<operations['pollCliAuth'], 'header'>;
+    body: Body<operations['pollCliAuth']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  postMcpServeMessage: {
+    params: Params<operations['postMcpServeMessage'], 'path'>;
+    query: Params<operations['postMcpServeMessage'], 'query'>;
+    headers: Params<operations['postMcpServeMessage'], 'header'>;
+    body: Body<operations['postMcpServeMessage']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
   };
   previewWorkflowImport: {
     params: Params<operations['previewWorkflowImport'], 'path'>;
@@ -856,6 +1369,24 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
+  };
+  queryRows: {
+    params: Params<operations['queryRows'], 'path'>;
+    query: Params<operations['queryRows'], 'query'>;
+    headers: Params<operations['queryRows'], 'header'>;
+    body: Body<operations['queryRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  queryRowsCount: {
+    params: Params<operations['queryRowsCount'], 'path'>;
+    query: Params<operations['queryRowsCount'], 'query'>;
+    headers: Params<operations['queryRowsCount'], 'header'>;
+    body: Body<operations['queryRowsCount']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   readFileText: {
     params: Params<operations['readFileText'], 'path'>;
@@ -884,6 +1415,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  relocateTableFolder: {
+    params: Params<operations['relocateTableFolder'], 'path'>;
+    query: Params<operations['relocateTableFolder'], 'query'>;
+    headers: Params<operations['relocateTableFolder'], 'header'>;
+    body: Body<operations['relocateTableFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   relocateWorkflowFolder: {
     params: Params<operations['relocateWorkflowFolder'], 'path'>;
     query: Params<operations['relocateWorkflowFolder'], 'query'>;
@@ -898,6 +1438,15 @@ export interface OperationInputs {
     query: Params<operations['renameFile'], 'query'>;
     headers: Params<operations['renameFile'], 'header'>;
     body: Body<operations['renameFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  replaceWorkflowChatDeployment: {
+    params: Params<operations['replaceWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['replaceWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['replaceWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['replaceWorkflowChatDeployment']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -925,6 +1474,24 @@ export interface OperationInputs {
     query: Params<operations['restoreFileFolder'], 'query'>;
     headers: Params<operations['restoreFileFolder'], 'header'>;
     body: Body<operations['restoreFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  restoreTable: {
+    params: Params<operations['restoreTable'], 'path'>;
+    query: Params<operations['restoreTable'], 'query'>;
+    headers: Params<operations['restoreTable'], 'header'>;
+    body: Body<operations['restoreTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  restoreTableFolder: {
+    params: Params<operations['restoreTableFolder'], 'path'>;
+    query: Params<operations['restoreTableFolder'], 'query'>;
+    headers: Params<operations['restoreTableFolder'], 'header'>;
+    body: Body<operations['restoreTableFolder']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -983,11 +1550,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  runRowEnrichment: {
+    params: Params<operations['runRowEnrichment'], 'path'>;
+    query: Params<operations['runRowEnrichment'], 'query'>;
+    headers: Params<operations['runRowEnrichment'], 'header'>;
+    body: Body<operations['runRowEnrichment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   searchFileContent: {
     params: Params<operations['searchFileContent'], 'path'>;
     query: Params<operations['searchFileContent'], 'query'>;
     headers: Params<operations['searchFileContent'], 'header'>;
     body: Body<operations['searchFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  searchTableRows: {
+    params: Params<operations['searchTableRows'], 'path'>;
+    query: Params<operations['searchTableRows'], 'query'>;
+    headers: Params<operations['searchTableRows'], 'header'>;
+    body: Body<operations['searchTableRows']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1001,11 +1586,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  tableExportDownload: {
+    params: Params<operations['tableExportDownload'], 'path'>;
+    query: Params<operations['tableExportDownload'], 'query'>;
+    headers: Params<operations['tableExportDownload'], 'header'>;
+    body: Body<operations['tableExportDownload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   undeployWorkflow: {
     params: Params<operations['undeployWorkflow'], 'path'>;
     query: Params<operations['undeployWorkflow'], 'query'>;
     headers: Params<operations['undeployWorkflow'], 'header'>;
     body: Body<operations['undeployWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  undeployWorkflowMcpTool: {
+    params: Params<operations['undeployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['undeployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['undeployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['undeployWorkflowMcpTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1046,6 +1649,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateMcpServer: {
+    params: Params<operations['updateMcpServer'], 'path'>;
+    query: Params<operations['updateMcpServer'], 'query'>;
+    headers: Params<operations['updateMcpServer'], 'header'>;
+    body: Body<operations['updateMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateRowsByFilter: {
+    params: Params<operations['updateRowsByFilter'], 'path'>;
+    query: Params<operations['updateRowsByFilter'], 'query'>;
+    headers: Params<operations['updateRowsByFilter'], 'header'>;
+    body: Body<operations['updateRowsByFilter']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateSandbox: {
     params: Params<operations['updateSandbox'], 'path'>;
     query: Params<operations['updateSandbox'], 'query'>;
@@ -1064,11 +1685,65 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateTable: {
+    params: Params<operations['updateTable'], 'path'>;
+    query: Params<operations['updateTable'], 'query'>;
+    headers: Params<operations['updateTable'], 'header'>;
+    body: Body<operations['updateTable']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableColumn: {
+    params: Params<operations['updateTableColumn'], 'path'>;
+    query: Params<operations['updateTableColumn'], 'query'>;
+    headers: Params<operations['updateTableColumn'], 'header'>;
+    body: Body<operations['updateTableColumn']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableRow: {
+    params: Params<operations['updateTableRow'], 'path'>;
+    query: Params<operations['updateTableRow'], 'query'>;
+    headers: Params<operations['updateTableRow'], 'header'>;
+    body: Body<operations['updateTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateTableView: {
+    params: Params<operations['updateTableView'], 'path'>;
+    query: Params<operations['updateTableView'], 'query'>;
+    headers: Params<operations['updateTableView'], 'header'>;
+    body: Body<operations['updateTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateWorkflow: {
     params: Params<operations['updateWorkflow'], 'path'>;
     query: Params<operations['updateWorkflow'], 'query'>;
     headers: Params<operations['updateWorkflow'], 'header'>;
     body: Body<operations['updateWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkflowGroup: {
+    params: Params<operations['updateWorkflowGroup'], 'path'>;
+    query: Params<operations['updateWorkflowGroup'], 'query'>;
+    headers: Params<operations['updateWorkflowGroup'], 'header'>;
+    body: Body<operations['updateWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkflowMcpServer: {
+    params: Params<operations['updateWorkflowMcpServer'], 'path'>;
+    query: Params<operations['updateWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['updateWorkflowMcpServer'], 'header'>;
+    body: Body<operations['updateWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1100,6 +1775,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  upsertTableRow: {
+    params: Params<operations['upsertTableRow'], 'path'>;
+    query: Params<operations['upsertTableRow'], 'query'>;
+    headers: Params<operations['upsertTableRow'], 'header'>;
+    body: Body<operations['upsertTableRow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
 }
 
 /** One member per success status; a status whose response has a non-JSON media type may carry a stream. */
@@ -1112,6 +1796,16 @@ export interface OperationResults {
   activateWorkflowVersion: {
     status: 200;
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  addTableColumn: {
+    status: 200;
+    body: Json<operations['addTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  addWorkflowGroup: {
+    status: 200;
+    body: Json<operations['addWorkflowGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   applyWorkflowOperations: {
@@ -1129,9 +1823,39 @@ export interface OperationResults {
     body: Json<operations['bulkDeleteFiles']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  bulkDeleteTables: {
+    status: 200;
+    body: Json<operations['bulkDeleteTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   bulkDownloadFiles: {
     status: 200;
     body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  bulkUpdateTableRows: {
+    status: 200;
+    body: Json<operations['bulkUpdateTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableDispatch: {
+    status: 200;
+    body: Json<operations['cancelTableDispatch']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableExport: {
+    status: 200;
+    body: Json<operations['cancelTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableImport: {
+    status: 200;
+    body: Json<operations['cancelTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelTableRuns: {
+    status: 200;
+    body: Json<operations['cancelTableRuns']['responses'][200]>;
     headers?: Record<string, string>;
   };
   cancelWorkflowRun: {
@@ -1147,6 +1871,11 @@ export interface OperationResults {
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  completeTableImport: {
+    status: 200;
+    body: Json<operations['completeTableImport']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createCredentialConnection: {
@@ -1179,6 +1908,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createMcpServer: {
+    status: 201;
+    body: Json<operations['createMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createSandbox: {
     status: 200;
     body: Json<operations['createSandbox']['responses'][200]>;
@@ -1194,6 +1928,46 @@ export interface OperationResults {
     body: Json<operations['createSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createTable: {
+    status: 201;
+    body: Json<operations['createTable']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableDispatch: {
+    status: 200;
+    body: Json<operations['createTableDispatch']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableExport: {
+    status: 200;
+    body: Json<operations['createTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableFolder: {
+    status: 201;
+    body: Json<operations['createTableFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableImport: {
+    status: 200;
+    body: Json<operations['createTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableImportPartUrls: {
+    status: 200;
+    body: Json<operations['createTableImportPartUrls']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createTableRows: {
+    status: 201;
+    body: Json<operations['createTableRows']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createTableView: {
+    status: 201;
+    body: Json<operations['createTableView']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createWorkflow: {
     status: 201;
     body: Json<operations['createWorkflow']['responses'][201]>;
@@ -1202,6 +1976,11 @@ export interface OperationResults {
   createWorkflowFolder: {
     status: 201;
     body: Json<operations['createWorkflowFolder']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createWorkflowMcpServer: {
+    status: 201;
+    body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
     headers?: Record<string, string>;
   };
   deleteCredential: {
@@ -1229,6 +2008,16 @@ export interface OperationResults {
     body: Json<operations['deleteFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteMcpServeSession: {
+    status: 204;
+    body: undefined;
+    headers?: Record<string, string>;
+  };
+  deleteMcpServer: {
+    status: 200;
+    body: Json<operations['deleteMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteSandbox: {
     status: 200;
     body: Json<operations['deleteSandbox']['responses'][200]>;
@@ -1244,9 +2033,44 @@ export interface OperationResults {
     body: Json<operations['deleteSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteTable: {
+    status: 200;
+    body: Json<operations['deleteTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableColumn: {
+    status: 200;
+    body: Json<operations['deleteTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableFolder: {
+    status: 200;
+    body: Json<operations['deleteTableFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableRow: {
+    status: 200;
+    body: Json<operations['deleteTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableRows: {
+    status: 200;
+    body: Json<operations['deleteTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteTableView: {
+    status: 200;
+    body: Json<operations['deleteTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteWorkflow: {
     status: 200;
     body: Json<operations['deleteWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['deleteWorkflowChatDeployment']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteWorkflowFolder: {
@@ -1254,9 +2078,24 @@ export interface OperationResults {
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteWorkflowGroup: {
+    status: 200;
+    body: Json<operations['deleteWorkflowGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['deleteWorkflowMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deployWorkflow: {
     status: 200;
     body: Json<operations['deployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['deployWorkflowMcpTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   downloadFile:
@@ -1292,6 +2131,11 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  downloadTableExportFile: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
   duplicateWorkflow: {
     status: 201;
     body: Json<operations['duplicateWorkflow']['responses'][201]>;
@@ -1373,9 +2217,24 @@ export interface OperationResults {
     body: Json<operations['getLogStats']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getMcpServeInfo: {
+    status: 200;
+    body: Json<operations['getMcpServeInfo']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getMcpServer: {
+    status: 200;
+    body: Json<operations['getMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getRowEnrichment: {
+    status: 200;
+    body: Json<operations['getRowEnrichment']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getSandbox: {
@@ -1399,6 +2258,36 @@ export interface OperationResults {
     body: Json<operations['getSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getTable: {
+    status: 200;
+    body: Json<operations['getTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableDispatch: {
+    status: 200;
+    body: Json<operations['getTableDispatch']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableExport: {
+    status: 200;
+    body: Json<operations['getTableExport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableImport: {
+    status: 200;
+    body: Json<operations['getTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableRow: {
+    status: 200;
+    body: Json<operations['getTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTableView: {
+    status: 200;
+    body: Json<operations['getTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getTool: {
     status: 200;
     body: Json<operations['getTool']['responses'][200]>;
@@ -1409,9 +2298,19 @@ export interface OperationResults {
     body: Json<operations['getWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['getWorkflowChatDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflowDeployment: {
     status: 200;
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['getWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflowRun: {
@@ -1490,6 +2389,11 @@ export interface OperationResults {
     body: Json<operations['listBlocks']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listChatDeployments: {
+    status: 200;
+    body: Json<operations['listChatDeployments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listCredentialProviders: {
     status: 200;
     body: Json<operations['listCredentialProviders']['responses'][200]>;
@@ -1525,6 +2429,16 @@ export interface OperationResults {
     body: Json<operations['listLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listMcpServerTools: {
+    status: 200;
+    body: Json<operations['listMcpServerTools']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMcpServers: {
+    status: 200;
+    body: Json<operations['listMcpServers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listSandboxes: {
     status: 200;
     body: Json<operations['listSandboxes']['responses'][200]>;
@@ -1545,6 +2459,31 @@ export interface OperationResults {
     body: Json<operations['listSkills']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listTableDispatches: {
+    status: 200;
+    body: Json<operations['listTableDispatches']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTableFolders: {
+    status: 200;
+    body: Json<operations['listTableFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTableRows: {
+    status: 200;
+    body: Json<operations['listTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTableViews: {
+    status: 200;
+    body: Json<operations['listTableViews']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTables: {
+    status: 200;
+    body: Json<operations['listTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listTools: {
     status: 200;
     body: Json<operations['listTools']['responses'][200]>;
@@ -1553,6 +2492,21 @@ export interface OperationResults {
   listWorkflowFolders: {
     status: 200;
     body: Json<operations['listWorkflowFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowGroups: {
+    status: 200;
+    body: Json<operations['listWorkflowGroups']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowMcpServers: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpServers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowMcpTools: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowRuns: {
@@ -1585,11 +2539,32 @@ export interface OperationResults {
     body: Json<operations['moveFileItems']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  moveTables: {
+    status: 200;
+    body: Json<operations['moveTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   moveWorkflows: {
     status: 200;
     body: Json<operations['moveWorkflows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  pollCliAuth: {
+    status: 200;
+    body: Json<operations['pollCliAuth']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  postMcpServeMessage:
+    | {
+        status: 200;
+        body: Json<operations['postMcpServeMessage']['responses'][200]>;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: undefined;
+        headers?: Record<string, string>;
+      };
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
@@ -1598,6 +2573,16 @@ export interface OperationResults {
   putFileUploadPart: {
     status: 200;
     body: undefined;
+    headers?: Record<string, string>;
+  };
+  queryRows: {
+    status: 200;
+    body: Json<operations['queryRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  queryRowsCount: {
+    status: 200;
+    body: Json<operations['queryRowsCount']['responses'][200]>;
     headers?: Record<string, string>;
   };
   readFileText: {
@@ -1615,6 +2600,11 @@ export interface OperationResults {
     body: Json<operations['relocateFileFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  relocateTableFolder: {
+    status: 200;
+    body: Json<operations['relocateTableFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   relocateWorkflowFolder: {
     status: 200;
     body: Json<operations['relocateWorkflowFolder']['responses'][200]>;
@@ -1623,6 +2613,11 @@ export interface OperationResults {
   renameFile: {
     status: 200;
     body: Json<operations['renameFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  replaceWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['replaceWorkflowChatDeployment']['responses'][200]>;
     headers?: Record<string, string>;
   };
   replaceWorkflowState: {
@@ -1638,6 +2633,16 @@ export interface OperationResults {
   restoreFileFolder: {
     status: 200;
     body: Json<operations['restoreFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreTable: {
+    status: 200;
+    body: Json<operations['restoreTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreTableFolder: {
+    status: 200;
+    body: Json<operations['restoreTableFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
   restoreWorkflow: {
@@ -1676,9 +2681,19 @@ export interface OperationResults {
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  runRowEnrichment: {
+    status: 200;
+    body: Json<operations['runRowEnrichment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   searchFileContent: {
     status: 200;
     body: Json<operations['searchFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  searchTableRows: {
+    status: 200;
+    body: Json<operations['searchTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
   setSecret: {
@@ -1686,9 +2701,19 @@ export interface OperationResults {
     body: Json<operations['setSecret']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  tableExportDownload: {
+    status: 200;
+    body: Json<operations['tableExportDownload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   undeployWorkflow: {
     status: 200;
     body: Json<operations['undeployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  undeployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['undeployWorkflowMcpTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   unzipFile: {
@@ -1711,6 +2736,16 @@ export interface OperationResults {
     body: Json<operations['updateFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateMcpServer: {
+    status: 200;
+    body: Json<operations['updateMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateRowsByFilter: {
+    status: 200;
+    body: Json<operations['updateRowsByFilter']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateSandbox: {
     status: 200;
     body: Json<operations['updateSandbox']['responses'][200]>;
@@ -1721,9 +2756,39 @@ export interface OperationResults {
     body: Json<operations['updateSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateTable: {
+    status: 200;
+    body: Json<operations['updateTable']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableColumn: {
+    status: 200;
+    body: Json<operations['updateTableColumn']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableRow: {
+    status: 200;
+    body: Json<operations['updateTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateTableView: {
+    status: 200;
+    body: Json<operations['updateTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateWorkflow: {
     status: 200;
     body: Json<operations['updateWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowGroup: {
+    status: 200;
+    body: Json<operations['updateWorkflowGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['updateWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflowPublicApi: {
@@ -1741,6 +2806,11 @@ export interface OperationResults {
     body: Json<operations['upsertFileShare']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  upsertTableRow: {
+    status: 200;
+    body: Json<operations['upsertTableRow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
 }
 
 /** The validated request, the authenticated caller (also at ctx.principal) and the request context. */
@@ -1756,20 +2826,38 @@ export interface Handlers {
   abortFileUpload: Handler<'abortFileUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** POST /api/v2/tables/{tableId}/columns — Add a column */
+  addTableColumn: Handler<'addTableColumn'>;
+  /** POST /api/v2/tables/{tableId}/groups — Add a workflow group */
+  addWorkflowGroup: Handler<'addWorkflowGroup'>;
   /** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
   applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
   /** POST /api/v2/files/bulk-delete — Delete several files */
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
+  /** POST /api/v2/tables/bulk-delete — Delete tables and folders */
+  bulkDeleteTables: Handler<'bulkDeleteTables'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
+  bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
+  /** DELETE /api/v2/tables/{tableId}/dispatches/{dispatchId} — Cancel a dispatch */
+  cancelTableDispatch: Handler<'cancelTableDispatch'>;
+  /** DELETE /api/v2/tables/{tableId}/exports/{exportId} — Cancel a table export */
+  cancelTableExport: Handler<'cancelTableExport'>;
+  /** DELETE /api/v2/tables/imports/{importId} — Cancel a table import */
+  cancelTableImport: Handler<'cancelTableImport'>;
+  /** POST /api/v2/tables/{tableId}/cancel-runs — Cancel table runs */
+  cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
   /** GET /api/v2/credentials/oauth/callback — OAuth callback for credential connections */
   completeCredentialConnection: Handler<'completeCredentialConnection'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/tables/imports/{importId}/complete — Complete a table import upload */
+  completeTableImport: Handler<'completeTableImport'>;
   /** POST /api/v2/credentials/connections — Create a credential connection */
   createCredentialConnection: Handler<'createCredentialConnection'>;
   /** POST /api/v2/custom-tools — Create a custom tool */
@@ -1782,16 +2870,36 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/mcp-servers — Register an MCP server */
+  createMcpServer: Handler<'createMcpServer'>;
   /** POST /api/v2/sandboxes — Create a sandbox */
   createSandbox: Handler<'createSandbox'>;
   /** POST /api/v2/credentials — Create a service-account credential */
   createServiceAccountCredential: Handler<'createServiceAccountCredential'>;
   /** POST /api/v2/skills — Create a skill */
   createSkill: Handler<'createSkill'>;
+  /** POST /api/v2/tables — Create a table */
+  createTable: Handler<'createTable'>;
+  /** POST /api/v2/tables/{tableId}/dispatches — Run workflow groups */
+  createTableDispatch: Handler<'createTableDispatch'>;
+  /** POST /api/v2/tables/{tableId}/exports — Export a table */
+  createTableExport: Handler<'createTableExport'>;
+  /** POST /api/v2/tables/folders — Create a table folder */
+  createTableFolder: Handler<'createTableFolder'>;
+  /** POST /api/v2/tables/imports — Start a table import */
+  createTableImport: Handler<'createTableImport'>;
+  /** POST /api/v2/tables/imports/{importId}/parts — Get signed part URLs of a table import */
+  createTableImportPartUrls: Handler<'createTableImportPartUrls'>;
+  /** POST /api/v2/tables/{tableId}/rows — Create rows */
+  createTableRows: Handler<'createTableRows'>;
+  /** POST /api/v2/tables/{tableId}/views — Create a view */
+  createTableView: Handler<'createTableView'>;
   /** POST /api/v2/workflows — Create a workflow */
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
+  createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
   /** DELETE /api/v2/credentials/{credentialId} — Delete a credential */
   deleteCredential: Handler<'deleteCredential'>;
   /** DELETE /api/v2/custom-tools/{customToolId} — Delete a custom tool */
@@ -1802,24 +2910,50 @@ export interface Handlers {
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/mcp/serve/{serverId} — End an MCP session */
+  deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
+  /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
+  deleteMcpServer: Handler<'deleteMcpServer'>;
   /** DELETE /api/v2/sandboxes/{sandboxId} — Delete a sandbox */
   deleteSandbox: Handler<'deleteSandbox'>;
   /** DELETE /api/v2/secrets/{name} — Delete a secret */
   deleteSecret: Handler<'deleteSecret'>;
   /** DELETE /api/v2/skills/{skillId} — Delete a skill */
   deleteSkill: Handler<'deleteSkill'>;
+  /** DELETE /api/v2/tables/{tableId} — Delete (archive) a table */
+  deleteTable: Handler<'deleteTable'>;
+  /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
+  deleteTableColumn: Handler<'deleteTableColumn'>;
+  /** DELETE /api/v2/tables/folders — Delete a table folder */
+  deleteTableFolder: Handler<'deleteTableFolder'>;
+  /** DELETE /api/v2/tables/{tableId}/rows/{rowId} — Delete a row */
+  deleteTableRow: Handler<'deleteTableRow'>;
+  /** DELETE /api/v2/tables/{tableId}/rows — Delete rows */
+  deleteTableRows: Handler<'deleteTableRows'>;
+  /** DELETE /api/v2/tables/{tableId}/views/{viewId} — Delete a view */
+  deleteTableView: Handler<'deleteTableView'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
+  /** DELETE /api/v2/workflows/{workflowId}/deployments/chat — Delete the workflow's hosted chat */
+  deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
+  /** DELETE /api/v2/tables/{tableId}/groups — Delete a workflow group */
+  deleteWorkflowGroup: Handler<'deleteWorkflowGroup'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId} — Delete a workflow MCP server */
+  deleteWorkflowMcpServer: Handler<'deleteWorkflowMcpServer'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
   deployWorkflow: Handler<'deployWorkflow'>;
+  /** POST /api/v2/workflow-mcp-servers/{serverId}/tools — Publish a workflow as an MCP tool */
+  deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'>;
   /** GET /api/v2/files/{fileId} — Download a file */
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
   downloadFileVersion: Handler<'downloadFileVersion'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId}/files/{fileId} — Download a workflow run file */
   downloadRunFile: Handler<'downloadRunFile'>;
+  /** GET /transfers/tables/exports/{exportId} — Download a table export file */
+  downloadTableExportFile: Handler<'downloadTableExportFile'>;
   /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */
@@ -1850,20 +2984,42 @@ export interface Handlers {
   getLog: Handler<'getLog'>;
   /** GET /api/v2/logs/stats — Get execution statistics */
   getLogStats: Handler<'getLogStats'>;
+  /** GET /api/mcp/serve/{serverId} — Describe a workflow MCP server */
+  getMcpServeInfo: Handler<'getMcpServeInfo'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId} — Get an MCP server */
+  getMcpServer: Handler<'getMcpServer'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
+  getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
   getSandbox: Handler<'getSandbox'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/skills/{skillId} — Get a skill */
   getSkill: Handler<'getSkill'>;
+  /** GET /api/v2/tables/{tableId} — Get a table */
+  getTable: Handler<'getTable'>;
+  /** GET /api/v2/tables/{tableId}/dispatches/{dispatchId} — Get a dispatch */
+  getTableDispatch: Handler<'getTableDispatch'>;
+  /** GET /api/v2/tables/{tableId}/exports/{exportId} — Get a table export */
+  getTableExport: Handler<'getTableExport'>;
+  /** GET /api/v2/tables/imports/{importId} — Get a table import */
+  getTableImport: Handler<'getTableImport'>;
+  /** GET /api/v2/tables/{tableId}/rows/{rowId} — Get a row */
+  getTableRow: Handler<'getTableRow'>;
+  /** GET /api/v2/tables/{tableId}/views/{viewId} — Get a view */
+  getTableView: Handler<'getTableView'>;
   /** GET /api/v2/tools/{toolId} — Get a tool */
   getTool: Handler<'getTool'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
+  getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId} — Get a workflow MCP server */
+  getWorkflowMcpServer: Handler<'getWorkflowMcpServer'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId} — Get a workflow run */
   getWorkflowRun: Handler<'getWorkflowRun'>;
   /** GET /api/v2/workflows/{workflowId}/state — Get the draft state */
@@ -1892,6 +3048,8 @@ export interface Handlers {
   listBillingLogs: Handler<'listBillingLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/chat-deployments — List hosted chats */
+  listChatDeployments: Handler<'listChatDeployments'>;
   /** GET /api/v2/credentials/providers — List credential providers */
   listCredentialProviders: Handler<'listCredentialProviders'>;
   /** GET /api/v2/credentials — List credentials */
@@ -1906,6 +3064,10 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId}/tools — List the tools of an MCP server */
+  listMcpServerTools: Handler<'listMcpServerTools'>;
+  /** GET /api/v2/mcp-servers — List MCP servers */
+  listMcpServers: Handler<'listMcpServers'>;
   /** GET /api/v2/sandboxes — List sandboxes */
   listSandboxes: Handler<'listSandboxes'>;
   /** GET /api/v2/secrets — List secrets */
@@ -1914,10 +3076,26 @@ export interface Handlers {
   listSkillEditors: Handler<'listSkillEditors'>;
   /** GET /api/v2/skills — List skills */
   listSkills: Handler<'listSkills'>;
+  /** GET /api/v2/tables/{tableId}/dispatches — List dispatches */
+  listTableDispatches: Handler<'listTableDispatches'>;
+  /** GET /api/v2/tables/folders — List table folders */
+  listTableFolders: Handler<'listTableFolders'>;
+  /** GET /api/v2/tables/{tableId}/rows — List rows */
+  listTableRows: Handler<'listTableRows'>;
+  /** GET /api/v2/tables/{tableId}/views — List views */
+  listTableViews: Handler<'listTableViews'>;
+  /** GET /api/v2/tables — List tables */
+  listTables: Handler<'listTables'>;
   /** GET /api/v2/tools — List tools */
   listTools: Handler<'listTools'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
+  /** GET /api/v2/tables/{tableId}/groups — List workflow groups */
+  listWorkflowGroups: Handler<'listWorkflowGroups'>;
+  /** GET /api/v2/workflow-mcp-servers — List workflow MCP servers */
+  listWorkflowMcpServers: Handler<'listWorkflowMcpServers'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId}/tools — List the tools of a workflow MCP server */
+  listWorkflowMcpTools: Handler<'listWorkflowMcpTools'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
   listWorkflowRuns: Handler<'listWorkflowRuns'>;
   /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
@@ -1930,28 +3108,46 @@ export interface Handlers {
   listWorkspaces: Handler<'listWorkspaces'>;
   /** POST /api/v2/files/move — Move files */
   moveFileItems: Handler<'moveFileItems'>;
+  /** POST /api/v2/tables/move — Move tables and folders */
+  moveTables: Handler<'moveTables'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
+  /** POST /api/cli/auth/poll — Poll a CLI pairing request */
+  pollCliAuth: Handler<'pollCliAuth'>;
+  /** POST /api/mcp/serve/{serverId} — Send an MCP message to a workflow MCP server */
+  postMcpServeMessage: Handler<'postMcpServeMessage'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
   putFileUploadPart: Handler<'putFileUploadPart'>;
+  /** POST /api/v2/tables/{tableId}/query — Query rows */
+  queryRows: Handler<'queryRows'>;
+  /** POST /api/v2/tables/{tableId}/query/count — Count rows */
+  queryRowsCount: Handler<'queryRowsCount'>;
   /** GET /api/v2/files/{fileId}/text — Read file text */
   readFileText: Handler<'readFileText'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/text — Read file version text */
   readFileVersionText: Handler<'readFileVersionText'>;
   /** PATCH /api/v2/files/folders — Rename or move a file folder */
   relocateFileFolder: Handler<'relocateFileFolder'>;
+  /** PATCH /api/v2/tables/folders — Move or rename a table folder */
+  relocateTableFolder: Handler<'relocateTableFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
   renameFile: Handler<'renameFile'>;
+  /** PUT /api/v2/workflows/{workflowId}/deployments/chat — Create or replace the workflow's hosted chat */
+  replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'>;
   /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
   /** POST /api/v2/files/{fileId}/restore — Restore a file */
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
   restoreFileFolder: Handler<'restoreFileFolder'>;
+  /** POST /api/v2/tables/{tableId}/restore — Restore an archived table */
+  restoreTable: Handler<'restoreTable'>;
+  /** POST /api/v2/tables/folders/restore — Restore a table folder */
+  restoreTableFolder: Handler<'restoreTableFolder'>;
   /** POST /api/v2/workflows/{workflowId}/restore — Restore an archived workflow */
   restoreWorkflow: Handler<'restoreWorkflow'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/resume — Resume a paused workflow run */
@@ -1964,12 +3160,20 @@ export interface Handlers {
   revokeSkillEditor: Handler<'revokeSkillEditor'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
+  /** POST /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Run one row's group */
+  runRowEnrichment: Handler<'runRowEnrichment'>;
   /** GET /api/v2/files/search — Search file content */
   searchFileContent: Handler<'searchFileContent'>;
+  /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
+  searchTableRows: Handler<'searchTableRows'>;
   /** PUT /api/v2/secrets/{name} — Set a secret */
   setSecret: Handler<'setSecret'>;
+  /** GET /api/v2/tables/{tableId}/exports/{exportId}/download — Get the download link of a table export */
+  tableExportDownload: Handler<'tableExportDownload'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId} — Unpublish a workflow MCP tool */
+  undeployWorkflowMcpTool: Handler<'undeployWorkflowMcpTool'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
   /** PATCH /api/v2/credentials/{credentialId} — Update a credential */
@@ -1978,16 +3182,34 @@ export interface Handlers {
   updateCustomTool: Handler<'updateCustomTool'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
+  updateMcpServer: Handler<'updateMcpServer'>;
+  /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
+  updateRowsByFilter: Handler<'updateRowsByFilter'>;
   /** PATCH /api/v2/sandboxes/{sandboxId} — Update a sandbox */
   updateSandbox: Handler<'updateSandbox'>;
   /** PATCH /api/v2/skills/{skillId} — Update a skill */
   updateSkill: Handler<'updateSkill'>;
+  /** PATCH /api/v2/tables/{tableId} — Update a table */
+  updateTable: Handler<'updateTable'>;
+  /** PATCH /api/v2/tables/{tableId}/columns — Update a column */
+  updateTableColumn: Handler<'updateTableColumn'>;
+  /** PATCH /api/v2/tables/{tableId}/rows/{rowId} — Update a row */
+  updateTableRow: Handler<'updateTableRow'>;
+  /** PATCH /api/v2/tables/{tableId}/views/{viewId} — Update a view */
+  updateTableView: Handler<'updateTableView'>;
   /** PATCH /api/v2/workflows/{workflowId} — Update a workflow */
   updateWorkflow: Handler<'updateWorkflow'>;
+  /** PATCH /api/v2/tables/{tableId}/groups — Update a workflow group */
+  updateWorkflowGroup: Handler<'updateWorkflowGroup'>;
+  /** PATCH /api/v2/workflow-mcp-servers/{serverId} — Update a workflow MCP server */
+  updateWorkflowMcpServer: Handler<'updateWorkflowMcpServer'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */
   updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
   /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */
   upsertFileShare: Handler<'upsertFileShare'>;
+  /** POST /api/v2/tables/{tableId}/rows/upsert — Insert or update a row by a unique column */
+  upsertTableRow: Handler<'upsertTableRow'>;
 }

@@ -11,7 +11,17 @@ export type BindOperation = (
 ) => RequestHandler[];
 
 export function mountOperations(router: Router, handlers: Handlers, bind: BindOperation): void {
+  router.post('/api/cli/auth/poll', ...bind(OPERATIONS.pollCliAuth, handlers.pollCliAuth));
   router.get('/api/jobs/:jobId', ...bind(OPERATIONS.legacyGetJobStatus, handlers.legacyGetJobStatus));
+  router.delete(
+    '/api/mcp/serve/:serverId',
+    ...bind(OPERATIONS.deleteMcpServeSession, handlers.deleteMcpServeSession),
+  );
+  router.get('/api/mcp/serve/:serverId', ...bind(OPERATIONS.getMcpServeInfo, handlers.getMcpServeInfo));
+  router.post(
+    '/api/mcp/serve/:serverId',
+    ...bind(OPERATIONS.postMcpServeMessage, handlers.postMcpServeMessage),
+  );
   router.get(
     '/api/users/me/usage-limits',
     ...bind(OPERATIONS.legacyGetUsageLimits, handlers.legacyGetUsageLimits),
@@ -22,6 +32,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/billing/status', ...bind(OPERATIONS.getBillingStatus, handlers.getBillingStatus));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.get(
+    '/api/v2/chat-deployments',
+    ...bind(OPERATIONS.listChatDeployments, handlers.listChatDeployments),
+  );
   router.get('/api/v2/credentials', ...bind(OPERATIONS.listCredentials, handlers.listCredentials));
   router.post(
     '/api/v2/credentials',
@@ -133,6 +147,21 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/logs', ...bind(OPERATIONS.listLogs, handlers.listLogs));
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));
+  router.get('/api/v2/mcp-servers', ...bind(OPERATIONS.listMcpServers, handlers.listMcpServers));
+  router.post('/api/v2/mcp-servers', ...bind(OPERATIONS.createMcpServer, handlers.createMcpServer));
+  router.delete(
+    '/api/v2/mcp-servers/:mcpServerId',
+    ...bind(OPERATIONS.deleteMcpServer, handlers.deleteMcpServer),
+  );
+  router.get('/api/v2/mcp-servers/:mcpServerId', ...bind(OPERATIONS.getMcpServer, handlers.getMcpServer));
+  router.patch(
+    '/api/v2/mcp-servers/:mcpServerId',
+    ...bind(OPERATIONS.updateMcpServer, handlers.updateMcpServer),
+  );
+  router.get(
+    '/api/v2/mcp-servers/:mcpServerId/tools',
+    ...bind(OPERATIONS.listMcpServerTools, handlers.listMcpServerTools),
+  );
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
   router.get('/api/v2/sandboxes', ...bind(OPERATIONS.listSandboxes, handlers.listSandboxes));
   router.post('/api/v2/sandboxes', ...bind(OPERATIONS.createSandbox, handlers.createSandbox));
@@ -159,9 +188,193 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/skills/:skillId/editors',
     ...bind(OPERATIONS.grantSkillEditor, handlers.grantSkillEditor),
   );
+  router.get('/api/v2/tables', ...bind(OPERATIONS.listTables, handlers.listTables));
+  router.post('/api/v2/tables', ...bind(OPERATIONS.createTable, handlers.createTable));
+  router.post('/api/v2/tables/bulk-delete', ...bind(OPERATIONS.bulkDeleteTables, handlers.bulkDeleteTables));
+  router.delete('/api/v2/tables/folders', ...bind(OPERATIONS.deleteTableFolder, handlers.deleteTableFolder));
+  router.get('/api/v2/tables/folders', ...bind(OPERATIONS.listTableFolders, handlers.listTableFolders));
+  router.patch(
+    '/api/v2/tables/folders',
+    ...bind(OPERATIONS.relocateTableFolder, handlers.relocateTableFolder),
+  );
+  router.post('/api/v2/tables/folders', ...bind(OPERATIONS.createTableFolder, handlers.createTableFolder));
+  router.post(
+    '/api/v2/tables/folders/restore',
+    ...bind(OPERATIONS.restoreTableFolder, handlers.restoreTableFolder),
+  );
+  router.post('/api/v2/tables/imports', ...bind(OPERATIONS.createTableImport, handlers.createTableImport));
+  router.delete(
+    '/api/v2/tables/imports/:importId',
+    ...bind(OPERATIONS.cancelTableImport, handlers.cancelTableImport),
+  );
+  router.get('/api/v2/tables/imports/:importId', ...bind(OPERATIONS.getTableImport, handlers.getTableImport));
+  router.post(
+    '/api/v2/tables/imports/:importId/complete',
+    ...bind(OPERATIONS.completeTableImport, handlers.completeTableImport),
+  );
+  router.post(
+    '/api/v2/tables/imports/:importId/parts',
+    ...bind(OPERATIONS.createTableImportPartUrls, handlers.createTableImportPartUrls),
+  );
+  router.post('/api/v2/tables/move', ...bind(OPERATIONS.moveTables, handlers.moveTables));
+  router.delete('/api/v2/tables/:tableId', ...bind(OPERATIONS.deleteTable, handlers.deleteTable));
+  router.get('/api/v2/tables/:tableId', ...bind(OPERATIONS.getTable, handlers.getTable));
+  router.patch('/api/v2/tables/:tableId', ...bind(OPERATIONS.updateTable, handlers.updateTable));
+  router.post(
+    '/api/v2/tables/:tableId/cancel-runs',
+    ...bind(OPERATIONS.cancelTableRuns, handlers.cancelTableRuns),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/columns',
+    ...bind(OPERATIONS.deleteTableColumn, handlers.deleteTableColumn),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/columns',
+    ...bind(OPERATIONS.updateTableColumn, handlers.updateTableColumn),
+  );
+  router.post('/api/v2/tables/:tableId/columns', ...bind(OPERATIONS.addTableColumn, handlers.addTableColumn));
+  router.get(
+    '/api/v2/tables/:tableId/dispatches',
+    ...bind(OPERATIONS.listTableDispatches, handlers.listTableDispatches),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/dispatches',
+    ...bind(OPERATIONS.createTableDispatch, handlers.createTableDispatch),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/dispatches/:dispatchId',
+    ...bind(OPERATIONS.cancelTableDispatch, handlers.cancelTableDispatch),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/dispatches/:dispatchId',
+    ...bind(OPERATIONS.getTableDispatch, handlers.getTableDispatch),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/exports',
+    ...bind(OPERATIONS.createTableExport, handlers.createTableExport),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/exports/:exportId',
+    ...bind(OPERATIONS.cancelTableExport, handlers.cancelTableExport),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/exports/:exportId',
+    ...bind(OPERATIONS.getTableExport, handlers.getTableExport),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/exports/:exportId/download',
+    ...bind(OPERATIONS.tableExportDownload, handlers.tableExportDownload),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.deleteWorkflowGroup, handlers.deleteWorkflowGroup),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.listWorkflowGroups, handlers.listWorkflowGroups),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.updateWorkflowGroup, handlers.updateWorkflowGroup),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/groups',
+    ...bind(OPERATIONS.addWorkflowGroup, handlers.addWorkflowGroup),
+  );
+  router.post('/api/v2/tables/:tableId/query', ...bind(OPERATIONS.queryRows, handlers.queryRows));
+  router.post(
+    '/api/v2/tables/:tableId/query/count',
+    ...bind(OPERATIONS.queryRowsCount, handlers.queryRowsCount),
+  );
+  router.post('/api/v2/tables/:tableId/restore', ...bind(OPERATIONS.restoreTable, handlers.restoreTable));
+  router.delete(
+    '/api/v2/tables/:tableId/rows',
+    ...bind(OPERATIONS.deleteTableRows, handlers.deleteTableRows),
+  );
+  router.get('/api/v2/tables/:tableId/rows', ...bind(OPERATIONS.listTableRows, handlers.listTableRows));
+  router.patch(
+    '/api/v2/tables/:tableId/rows',
+    ...bind(OPERATIONS.updateRowsByFilter, handlers.updateRowsByFilter),
+  );
+  router.post('/api/v2/tables/:tableId/rows', ...bind(OPERATIONS.createTableRows, handlers.createTableRows));
+  router.post(
+    '/api/v2/tables/:tableId/rows/bulk-update',
+    ...bind(OPERATIONS.bulkUpdateTableRows, handlers.bulkUpdateTableRows),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/search',
+    ...bind(OPERATIONS.searchTableRows, handlers.searchTableRows),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/upsert',
+    ...bind(OPERATIONS.upsertTableRow, handlers.upsertTableRow),
+  );
+  router.delete(
+    '/api/v2/tables/:tableId/rows/:rowId',
+    ...bind(OPERATIONS.deleteTableRow, handlers.deleteTableRow),
+  );
+  router.get('/api/v2/tables/:tableId/rows/:rowId', ...bind(OPERATIONS.getTableRow, handlers.getTableRow));
+  router.patch(
+    '/api/v2/tables/:tableId/rows/:rowId',
+    ...bind(OPERATIONS.updateTableRow, handlers.updateTableRow),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/rows/:rowId/enrichment/:groupId',
+    ...bind(OPERATIONS.getRowEnrichment, handlers.getRowEnrichment),
+  );
+  router.post(
+    '/api/v2/tables/:tableId/rows/:rowId/enrichment/:groupId',
+    ...bind(OPERATIONS.runRowEnrichment, handlers.runRowEnrichment),
+  );
+  router.get('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.listTableViews, handlers.listTableViews));
+  router.post('/api/v2/tables/:tableId/views', ...bind(OPERATIONS.createTableView, handlers.createTableView));
+  router.delete(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.deleteTableView, handlers.deleteTableView),
+  );
+  router.get(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.getTableView, handlers.getTableView),
+  );
+  router.patch(
+    '/api/v2/tables/:tableId/views/:viewId',
+    ...bind(OPERATIONS.updateTableView, handlers.updateTableView),
+  );
   router.get('/api/v2/tools', ...bind(OPERATIONS.listTools, handlers.listTools));
   router.get('/api/v2/tools/:toolId', ...bind(OPERATIONS.getTool, handlers.getTool));
   router.post('/api/v2/tools/:toolId/execute', ...bind(OPERATIONS.executeTool, handlers.executeTool));
+  router.get(
+    '/api/v2/workflow-mcp-servers',
+    ...bind(OPERATIONS.listWorkflowMcpServers, handlers.listWorkflowMcpServers),
+  );
+  router.post(
+    '/api/v2/workflow-mcp-servers',
+    ...bind(OPERATIONS.createWorkflowMcpServer, handlers.createWorkflowMcpServer),
+  );
+  router.delete(
+    '/api/v2/workflow-mcp-servers/:serverId',
+    ...bind(OPERATIONS.deleteWorkflowMcpServer, handlers.deleteWorkflowMcpServer),
+  );
+  router.get(
+    '/api/v2/workflow-mcp-servers/:serverId',
+    ...bind(OPERATIONS.getWorkflowMcpServer, handlers.getWorkflowMcpServer),
+  );
+  router.patch(
+    '/api/v2/workflow-mcp-servers/:serverId',
+    ...bind(OPERATIONS.updateWorkflowMcpServer, handlers.updateWorkflowMcpServer),
+  );
+  router.get(
+    '/api/v2/workflow-mcp-servers/:serverId/tools',
+    ...bind(OPERATIONS.listWorkflowMcpTools, handlers.listWorkflowMcpTools),
+  );
+  router.post(
+    '/api/v2/workflow-mcp-servers/:serverId/tools',
+    ...bind(OPERATIONS.deployWorkflowMcpTool, handlers.deployWorkflowMcpTool),
+  );
+  router.delete(
+    '/api/v2/workflow-mcp-servers/:serverId/tools/:workflowId',
+    ...bind(OPERATIONS.undeployWorkflowMcpTool, handlers.undeployWorkflowMcpTool),
+  );
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(
@@ -204,6 +417,18 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.patch(
     '/api/v2/workflows/:workflowId/deployment',
     ...bind(OPERATIONS.updateWorkflowPublicApi, handlers.updateWorkflowPublicApi),
+  );
+  router.delete(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.deleteWorkflowChatDeployment, handlers.deleteWorkflowChatDeployment),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.getWorkflowChatDeployment, handlers.getWorkflowChatDeployment),
+  );
+  router.put(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.replaceWorkflowChatDeployment, handlers.replaceWorkflowChatDeployment),
   );
   router.post(
     '/api/v2/workflows/:workflowId/duplicate',
@@ -303,5 +528,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.put(
     '/transfers/files/:uploadId/parts/:partNumber',
     ...bind(OPERATIONS.putFileUploadPart, handlers.putFileUploadPart),
+  );
+  router.get(
+    '/transfers/tables/exports/:exportId',
+    ...bind(OPERATIONS.downloadTableExportFile, handlers.downloadTableExportFile),
   );
 }

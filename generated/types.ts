@@ -1095,7 +1095,7 @@ export interface paths {
     put?: never;
     /**
      * Execute a workflow
-     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, otherwise NDJSON (`application/x-ndjson`), ending with a `final` event carrying the result. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
      */
     post: operations['executeWorkflow'];
     delete?: never;
@@ -1133,7 +1133,7 @@ export interface paths {
     };
     /**
      * Get a workflow run
-     * @description The run's status, timings, cost, pause point and error. `includeOutput=true` adds the final output of a completed run; `selectedOutputs` (comma-separated `blockId` or `blockId.path`, ids only) adds block outputs. Poll until the status is completed, failed or cancelled.
+     * @description The run's status, timings, cost, pause point and error. `includeOutput=true` adds the final output of a completed run; `selectedOutputs` (comma-separated `blockName.path` or `blockId.path`, as on execute) adds block outputs keyed by the selector as sent; a selector naming no block of the run's workflow answers 400. Poll until the status is completed, failed or cancelled.
      */
     get: operations['getWorkflowRun'];
     put?: never;
@@ -1358,6 +1358,966 @@ export interface paths {
     get: operations['getSharedFile'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/deployments/chat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the workflow's hosted chat
+     * @description The workflow's chat settings. Needs workspace admin access; workspace API keys get 403. The password is never returned, only `hasPassword`. A workflow without a chat is a 404. The chat is managed separately from the workflow's API deployment.
+     */
+    get: operations['getWorkflowChatDeployment'];
+    /**
+     * Create or replace the workflow's hosted chat
+     * @description Creates the workflow's chat, or replaces every setting of the existing one (omitted optional fields take their defaults; an omitted `outputConfigs` shows no block output). `password` is required whenever `authType` is `password` and refused otherwise (15 to 1024 characters, not only whitespace); it is stored only as a scrypt hash. Output configs must name blocks of the workflow. `allowedEmails` needs at least one address or `@domain` for `email` and `sso`. An identifier another chat uses is a 409. Needs workspace admin access; workspace API keys get 403.
+     */
+    put: operations['replaceWorkflowChatDeployment'];
+    post?: never;
+    /**
+     * Delete the workflow's hosted chat
+     * @description Deletes the chat; its page answers that the chat is gone and its identifier is free again. The workflow's API deployment is not touched. Needs workspace admin access; workspace API keys get 403.
+     */
+    delete: operations['deleteWorkflowChatDeployment'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/chat-deployments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List hosted chats
+     * @description The chats of a workspace's workflows. Needs workspace admin access (so workspace API keys get 403).
+     */
+    get: operations['listChatDeployments'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/cli/auth/poll': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Poll a CLI pairing request
+     * @description The CLI polls with its request id and poll secret (`verifier`) while the user approves the pairing in the browser. Until then the answer is `{status: "pending"}` (also for a request whose page was not opened yet). After approval the first poll with the right secret gets a new personal API key named `CLI (YYYY-MM-DD HH:MM:SSZ)`, exactly once. A wrong secret, a declined, expired or already completed request is a 403 whose `details.reason` says which. The poll secret, not an API key, authorizes it; polls are rate-limited per client address.
+     */
+    post: operations['pollCliAuth'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflow MCP servers
+     * @description The workspace's workflow MCP servers, each with its tool count and up to 20 tool names (`toolNamesTruncated` says whether any list was cut). Workspace API keys get 403.
+     */
+    get: operations['listWorkflowMcpServers'];
+    put?: never;
+    /**
+     * Create a workflow MCP server
+     * @description Creates a server, optionally publishing workflows as its tools at once. Every listed workflow must be in the workspace and deployed (400 otherwise); two tools with the same name are refused with 409 (`details.code: duplicate_tool_name`), and nothing is created. With `isPublic: true` anyone holding the server URL can run its tools without an API key, as the server's creator. Workspace API keys get 403.
+     */
+    post: operations['createWorkflowMcpServer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workflow MCP server
+     * @description One workflow MCP server. Workspace API keys get 403.
+     */
+    get: operations['getWorkflowMcpServer'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a workflow MCP server
+     * @description Deletes the server and unpublishes its tools; the workflows and their API deployments stay as they are. Workspace API keys get 403.
+     */
+    delete: operations['deleteWorkflowMcpServer'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a workflow MCP server
+     * @description Changes the name, the description (null clears it) or whether the server is public. Workspace API keys get 403.
+     */
+    patch: operations['updateWorkflowMcpServer'];
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the tools of a workflow MCP server
+     * @description Every tool published on the server (at most 100), in publication order, with whether it is active (its workflow has an active deployment). Workspace API keys get 403.
+     */
+    get: operations['listWorkflowMcpTools'];
+    put?: never;
+    /**
+     * Publish a workflow as an MCP tool
+     * @description Publishes a deployed workflow of the server's workspace as a tool, or updates its tool when it is already published (`updated: true`). The tool name is normalized (lowercase letters, digits, `_` and `-`, at most 64 characters) and derived from the workflow name when omitted; a name another tool of the server uses is a 409 (`details.code: duplicate_tool_name`). Its input schema comes from the active deployment's Start-block fields; `parameterDescriptions` override field descriptions (unknown names are ignored). A workflow that is not deployed is a 400; a server already holding 100 tools is a 409. Workspace API keys get 403.
+     */
+    post: operations['deployWorkflowMcpTool'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Unpublish a workflow MCP tool
+     * @description Removes the workflow's tool from the server. The workflow's API deployment stays active. Workspace API keys get 403.
+     */
+    delete: operations['undeployWorkflowMcpTool'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/mcp/serve/{serverId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Describe a workflow MCP server
+     * @description Server information (`name`, `version`, `protocolVersion`, `capabilities`) for a plain GET. This server offers no server-to-client SSE stream: a GET that accepts `text/event-stream` is a 405 with `X-MCP-Supported-Transport: streamable-http`. Authentication as for POST.
+     */
+    get: operations['getMcpServeInfo'];
+    put?: never;
+    /**
+     * Send an MCP message to a workflow MCP server
+     * @description The Model Context Protocol over Streamable HTTP, stateless and JSON-only (no session ids, no SSE): one JSON-RPC 2.0 message per POST, answered as `application/json`; a notification gets 202 with no body. Methods: `initialize`, `ping`, `tools/list` (pages of 100 tools, `nextCursor` in the result) and `tools/call`, which runs the workflow's active deployment as a run with trigger `mcp` (rate-limited on the caller's synchronous execution bucket and billed like any run) and answers its output as text content, with `isError: true` when the run failed. Another method is a JSON-RPC `MethodNotFound` with HTTP 404. A private server needs an API key (a workspace key only of the server's own workspace) or an OAuth access token of a workspace member; calling a tool needs the write role. A public server needs none and runs its tools as its creator. Clients send `Accept: application/json, text/event-stream`, as the protocol requires.
+     */
+    post: operations['postMcpServeMessage'];
+    /**
+     * End an MCP session
+     * @description Accepted for clients that end their session; the server keeps no sessions, so nothing changes. A credential is required even for a public server.
+     */
+    delete: operations['deleteMcpServeSession'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/mcp-servers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List MCP servers
+     * @description The external MCP servers registered in the workspace, with their connection status and tool count.
+     */
+    get: operations['listMcpServers'];
+    put?: never;
+    /**
+     * Register an MCP server
+     * @description Registers an external MCP server reached over Streamable HTTP, then connects once to discover its tools (the outcome is in `connectionStatus`, `lastError` and `toolCount`; an unreachable server is still registered). Headers and the OAuth client secret are sealed at rest and never returned. A URL that is not absolute http(s), holds `{{ENV}}` references, or points at a private address the egress policy does not allow is a 400, and nothing is stored.
+     */
+    post: operations['createMcpServer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/mcp-servers/{mcpServerId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an MCP server
+     * @description One registered MCP server.
+     */
+    get: operations['getMcpServer'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete an MCP server
+     * @description Removes the server and its sealed headers; workflow blocks that use it fail until reconfigured.
+     */
+    delete: operations['deleteMcpServer'];
+    options?: never;
+    head?: never;
+    /**
+     * Update an MCP server
+     * @description Changes a registered server. `headers` replace the stored ones wholesale; `url` may only repeat the current URL (400 otherwise). A change to how it connects (headers, authentication, enabling it) reconnects once to refresh its tools and status.
+     */
+    patch: operations['updateMcpServer'];
+    trace?: never;
+  };
+  '/api/v2/mcp-servers/{mcpServerId}/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the tools of an MCP server
+     * @description The server's tools. Without `refresh` a discovery made in the last five minutes (by any member) is reused; with `refresh=true`, or when there is none, the server is asked again and its status, last error and tool count are updated. A server that cannot be reached is a 503 with `details.code: MCP_SERVER_UNREACHABLE` (or `EGRESS_BLOCKED`). Needs the api:write scope (it reaches out to the server). Workspace API keys get 403.
+     */
+    get: operations['listMcpServerTools'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List tables
+     * @description Lists the tables of a workspace one page at a time. `folderPath` resolves against active folders only (an unknown folder matches nothing). `limit` outside 1–1000 is clamped into that range. Sorting by name is case-sensitive.
+     */
+    get: operations['listTables'];
+    put?: never;
+    /**
+     * Create a table
+     * @description Creates a table with its columns (at most 1000) and a view named "Default", at the root or in a folder (missing folders are created). A name used by an active table of the workspace is a 409; more tables than the plan allows is a 403.
+     */
+    post: operations['createTable'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a table
+     * @description Reads one table: schema, row count, plan row limit, locks and the running job.
+     */
+    get: operations['getTable'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete (archive) a table
+     * @description Archives the table with its rows and views; `POST .../restore` brings it back. 423 when the table is delete-locked.
+     */
+    delete: operations['deleteTable'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a table
+     * @description Renames a table, changes its description (null clears it) or moves it to a folder. Lock flags cannot be changed here (see the admin command). 409 when the name is taken; 423 when the schema is locked (renames).
+     */
+    patch: operations['updateTable'];
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore an archived table
+     * @description Brings an archived table back with its rows and views. A restored table whose folder is gone returns to the root. When an active table took its name meanwhile the call is a 409. Restoring an active table changes nothing.
+     */
+    post: operations['restoreTable'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/bulk-delete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Delete tables and folders
+     * @description Archives up to 100 tables and up to 100 folders (each folder with every table and folder inside it). Ids that are not active tables are reported in `notFound`; delete-locked tables in `failed`.
+     */
+    post: operations['bulkDeleteTables'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/move': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Move tables and folders
+     * @description Moves up to 100 tables and folders into `targetFolderPath` (the root when omitted), creating it when missing. Folders move with everything inside.
+     */
+    post: operations['moveTables'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/columns': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Add a column
+     * @description Adds a column at `position` (zero-based; the end when omitted). Existing rows get no value. 409 when the name is taken; 423 when the schema is locked.
+     */
+    post: operations['addTableColumn'];
+    /**
+     * Delete a column
+     * @description Removes a column and its values from every row. 423 when the schema is locked.
+     */
+    delete: operations['deleteTableColumn'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a column
+     * @description Renames a column (rows are keyed by stable column ids, so nothing is rewritten) or changes its type, options or flags. A type change converts every existing value; when some cannot convert the change is refused with 400 and each issue in `details` names a row (its id in `keys`). Making a column unique with duplicates present, or required with empty cells, is refused the same way.
+     */
+    patch: operations['updateTableColumn'];
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/rows': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List rows
+     * @description Lists rows in table order (their position), one page at a time.
+     */
+    get: operations['listTableRows'];
+    put?: never;
+    /**
+     * Create rows
+     * @description Inserts a batch (`rows`, at most 1000) or one row (`data`) at a position given by `afterRowId` or `beforeRowId`. Cells are keyed by column name and checked against the column types; the whole batch is refused when one row is wrong. 423 when the table is insert-locked.
+     */
+    post: operations['createTableRows'];
+    /**
+     * Delete rows
+     * @description Deletes the rows a (non-empty) filter matches (at most `limit`, 1–1000, when given), or the rows named in `rowIds` (at most 1000); not both. 423 when the table is delete-locked.
+     */
+    delete: operations['deleteTableRows'];
+    options?: never;
+    head?: never;
+    /**
+     * Update rows matching a filter
+     * @description Applies one merge patch to every row the (non-empty) filter matches, at most `limit` (1–1000) rows, every match when omitted. 423 when the table is update-locked.
+     */
+    patch: operations['updateRowsByFilter'];
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/rows/{rowId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a row
+     * @description Reads one row.
+     */
+    get: operations['getTableRow'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a row
+     * @description Deletes one row. 423 when the table is delete-locked.
+     */
+    delete: operations['deleteTableRow'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a row
+     * @description Merges `data` into the row: named cells change, others stay; null clears a cell. 423 when the table is update-locked.
+     */
+    patch: operations['updateTableRow'];
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/rows/bulk-update': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Update rows one patch each
+     * @description Applies a distinct merge patch to each listed row (1–1000, no row twice), all or nothing. 423 when the table is update-locked.
+     */
+    post: operations['bulkUpdateTableRows'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/rows/upsert': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Insert or update a row by a unique column
+     * @description Finds the row whose `conflictTarget` (a unique column, by name or id; optional when the table has exactly one) equals the value in `data`. Found: the row is replaced by `data` (omitted cells are cleared). Not found: `data` is inserted. Concurrent upserts of one value never create two rows.
+     */
+    post: operations['upsertTableRow'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/rows/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Find cells containing text
+     * @description Case-insensitive substring search over the cell text of the rows a predicate selects (select cells match on their option names), in the given order. At most 1000 matches, `truncated` when there were more.
+     */
+    post: operations['searchTableRows'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/query': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Query rows
+     * @description Rows matching `predicate` in `sort` order (table order when omitted), one page of `limit` (1–1000, default 100; 0 for every row, refused past 5 MB). A page ends early at 5 MB with `nextCursor` set.
+     */
+    post: operations['queryRows'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/query/count': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Count rows
+     * @description How many rows match `predicate` (every row when omitted).
+     */
+    post: operations['queryRowsCount'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/views': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List views
+     * @description Every saved view of the table (`nextCursor` is always null).
+     */
+    get: operations['listTableViews'];
+    put?: never;
+    /**
+     * Create a view
+     * @description Saves a named view (filter, sort, column layout). At most 100 per table; the filter and sort are checked against the columns.
+     */
+    post: operations['createTableView'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/views/{viewId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a view
+     * @description Reads one view.
+     */
+    get: operations['getTableView'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a view
+     * @description Deletes a view.
+     */
+    delete: operations['deleteTableView'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a view
+     * @description Renames a view, replaces its `config`, or merges `configPatch` into it (top-level keys), or makes it the default (the previous default stops being one). `config` and `configPatch` together are a 400.
+     */
+    patch: operations['updateTableView'];
+    trace?: never;
+  };
+  '/api/v2/tables/folders': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List table folders
+     * @description Active table folders: the children of `parentPath` (every folder when omitted), filtered by name. The whole list in one page.
+     */
+    get: operations['listTableFolders'];
+    put?: never;
+    /**
+     * Create a table folder
+     * @description Creates a folder (and missing parents). 409 when it exists.
+     */
+    post: operations['createTableFolder'];
+    /**
+     * Delete a table folder
+     * @description Archives the folder; a folder with tables or folders inside needs `recursive` true and archives them too. Keep the path: restore takes it.
+     */
+    delete: operations['deleteTableFolder'];
+    options?: never;
+    head?: never;
+    /**
+     * Move or rename a table folder
+     * @description `mv` semantics: an existing destination folder (or `/`) receives the folder under its name; any other destination is the new path. Tables inside move along.
+     */
+    patch: operations['relocateTableFolder'];
+    trace?: never;
+  };
+  '/api/v2/tables/folders/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore a table folder
+     * @description Brings back the folder last archived at `path` with the folders and tables archived with it. An archived parent moves it to the root; a taken name gets a suffix. A path that is not archived is a 404.
+     */
+    post: operations['restoreTableFolder'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/imports': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start a table import
+     * @description Starts importing a CSV or TSV file (delimiter sniffed from `,` `;` tab `|`; quoted fields, BOM and CRLF handled) into a new table (column types inferred from the first 100 rows: string, number, boolean or date) or an existing one (`append` or `replace`; `mapping` renames or skips headers, `createColumns` adds columns; both only for an existing target). An `upload` source answers an upload token and a signed transfer (one PUT, or parts from `.../parts`); then `.../complete`. A `workspace_file` source starts at once. Rows that do not fit are rejected and counted (`rejectedSamples`), never changed; the import becomes visible whole or not at all. 423 when the target table is insert-locked; 409 when it is already running a write job.
+     */
+    post: operations['createTableImport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/imports/{importId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a table import
+     * @description Reads an import and its progress: `rowsProcessed` moves while it runs.
+     */
+    get: operations['getTableImport'];
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a table import
+     * @description Cancels an import that is uploading or processing; nothing of it becomes visible. A finished import is a 409.
+     */
+    delete: operations['cancelTableImport'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/imports/{importId}/parts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Get signed part URLs of a table import
+     * @description Signed PUT URLs for parts of a multipart import upload. Needs the import's `upload-token`.
+     */
+    post: operations['createTableImportPartUrls'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/imports/{importId}/complete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Complete a table import upload
+     * @description Checks every byte arrived and starts processing under the same import id. 409 unless the import awaits its upload (or when bytes are missing); 404 if unknown; 423 when the target table is insert-locked.
+     */
+    post: operations['completeTableImport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/exports': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Export a table
+     * @description Writes the table to a CSV (RFC 4180, header of column names) or JSON file, streamed from the database. Tables up to 10,000 rows finish within the request; larger ones queue and run in the background. Reads are never blocked by locks.
+     */
+    post: operations['createTableExport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/exports/{exportId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a table export
+     * @description Reads an export and its progress.
+     */
+    get: operations['getTableExport'];
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a table export
+     * @description Cancels a queued or running export. A finished export is a 409.
+     */
+    delete: operations['cancelTableExport'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/exports/{exportId}/download': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the download link of a table export
+     * @description A signed URL of the finished export file, valid for an hour. 409 until the export has completed.
+     */
+    get: operations['tableExportDownload'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/transfers/tables/exports/{exportId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a table export file
+     * @description The file of a completed table export, through the signed URL `tableExportDownload` hands out; no API key. A wrong or expired signature is a 403.
+     */
+    get: operations['downloadTableExportFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/groups': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflow groups
+     * @description The workflow groups of a table (`nextCursor` is always null).
+     */
+    get: operations['listWorkflowGroups'];
+    put?: never;
+    /**
+     * Add a workflow group
+     * @description Adds a group whose workflow fills output columns row by row: `outputs` map block output paths to columns (named in `outputColumns` to create them, or existing ones of the same type, which the group then fills); `inputMappings` feed Start-block inputs from columns; `dependencies.columns` must be filled before a row runs. `deploymentMode` live runs the draft, deployed the active deployment. Sent with `autoRun`, the group runs at once on the rows whose dependencies are filled. Enrichment groups are not available (400). 423 when the schema is locked.
+     */
+    post: operations['addWorkflowGroup'];
+    /**
+     * Delete a workflow group
+     * @description Deletes the group and every column it fills. 423 when the schema is locked.
+     */
+    delete: operations['deleteWorkflowGroup'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a workflow group
+     * @description Changes a group: its workflow, name, dependencies, inputs, deployment mode and autoRun; `outputs` replaces the output mappings, `newOutputColumns` adds columns, `mappingUpdates` points a column at another block output. The type is fixed. 423 when the schema is locked.
+     */
+    patch: operations['updateWorkflowGroup'];
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/dispatches': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List dispatches
+     * @description The latest 100 dispatches of the table, newest first.
+     */
+    get: operations['listTableDispatches'];
+    put?: never;
+    /**
+     * Run workflow groups
+     * @description Queues one run per (row, group) on the durable run queue, for every row, the `rowIds`, or the rows a `filter` matches (not both), minus `excludeRowIds`, up to `limit.max` rows. `runMode` incomplete skips cells that completed. Rows whose dependency columns are empty are skipped; a manual run ignores autoRun false.
+     */
+    post: operations['createTableDispatch'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/dispatches/{dispatchId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a dispatch
+     * @description Reads a dispatch and how many cells it has queued.
+     */
+    get: operations['getTableDispatch'];
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a dispatch
+     * @description Stops a dispatch and cancels the cell runs it queued that have not finished.
+     */
+    delete: operations['cancelTableDispatch'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/cancel-runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel table runs
+     * @description Cancels queued and running cell runs of the table (`scope` all, which also stops open dispatches) or of one row (`scope` row with `rowId`), optionally only rows a `filter` matches, minus `excludeRowIds`.
+     */
+    post: operations['cancelTableRuns'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get one row's group run
+     * @description One row's run of a group: its run state, the values of the group's output columns, and `cascade` (null: workflow groups run one workflow, not a cascade of providers).
+     */
+    get: operations['getRowEnrichment'];
+    put?: never;
+    /**
+     * Run one row's group
+     * @description Queues the group's run for one row (a dispatch of that row) and answers its dispatch id.
+     */
+    post: operations['runRowEnrichment'];
     delete?: never;
     options?: never;
     head?: never;
@@ -3298,6 +4258,557 @@ export interface components {
         plan: string;
       };
     };
+    /** @description URL slug the chat answers on (lowercase letters, digits and hyphens), unique among live chats. */
+    ChatIdentifier: string;
+    /**
+     * @description How visitors are gated: `public` (anyone with the URL), `password`, `email` (a one-time code sent to an allowed address) or `sso` (a signed-in user of this server on the allowed list).
+     * @enum {string}
+     */
+    ChatAuthType: 'public' | 'password' | 'email' | 'sso';
+    /** @description Presentation of the chat page. */
+    ChatCustomizations: {
+      /** @description Accent colour as a hex colour, e.g. `#802FFF`. */
+      primaryColor?: string;
+      /** @description First message the page shows. */
+      welcomeMessage?: string;
+      /** @description Logo shown in the page header (an http or https URL). */
+      imageUrl?: string;
+    };
+    /** @description One block output streamed to visitors (`path` is a dot path into the block's output, e.g. `content`). */
+    ChatOutputConfig: {
+      workflowId?: string;
+      blockId: string;
+      path: string;
+    };
+    ChatDeploymentSummary: {
+      id: string;
+      workflowId: string;
+      workspaceId: string;
+      identifier: string;
+      /** @description The chat page, `{CHAT_URL}/{identifier}`. */
+      url: string;
+      title: string;
+      description: string;
+      isActive: boolean;
+      authType: components['schemas']['ChatAuthType'];
+      outputConfigs: components['schemas']['ChatOutputConfig'][];
+      includeThinking: boolean;
+      includeToolCalls: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A workflow's hosted chat. The password is never returned; `hasPassword` says whether one is set. */
+    ChatDeployment: {
+      id: string;
+      workflowId: string;
+      workspaceId: string;
+      identifier: string;
+      /** @description The chat page, `{CHAT_URL}/{identifier}`. */
+      url: string;
+      title: string;
+      description: string;
+      isActive: boolean;
+      authType: components['schemas']['ChatAuthType'];
+      hasPassword: boolean;
+      allowedEmails: string[];
+      customizations: components['schemas']['ChatCustomizations'];
+      outputConfigs: components['schemas']['ChatOutputConfig'][];
+      includeThinking: boolean;
+      includeToolCalls: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    ChatDeploymentDeletion: {
+      id: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    /** @description A pairing poll's answer (not wrapped in `data`; this is the shape the CLI reads). */
+    CliAuthPoll:
+      | {
+          /** @enum {string} */
+          status: 'pending';
+        }
+      | {
+          /** @enum {string} */
+          status: 'complete';
+          key: {
+            id: string;
+            /** @description The new personal API key, shown this once. */
+            apiKey: string;
+          };
+          /** @enum {string} */
+          scope: 'platform';
+          /** @description The workspace the approval URL named, when the user belongs to it. */
+          workspaceId: string | null;
+          /** @description Always false; the key is personal. */
+          workspaceBound: boolean;
+        };
+    WorkflowMcpServer: {
+      id: string;
+      name: string;
+      description: string | null;
+      /** @description Whether MCP clients may connect without an API key (calls then run as the server's creator). */
+      isPublic: boolean;
+      /** @description Where MCP clients connect, `{BASE_URL}/api/mcp/serve/{serverId}` (Streamable HTTP). */
+      mcpServerUrl: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    WorkflowMcpServerListItem: {
+      id: string;
+      name: string;
+      description: string | null;
+      isPublic: boolean;
+      mcpServerUrl: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      toolCount: number;
+      /** @description Names of the server's tools, at most 20 (see `toolNamesTruncated`). */
+      toolNames: string[];
+    };
+    WorkflowMcpTool: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      toolName: string;
+      toolDescription: string | null;
+      mcpServerUrl: string;
+      /** @description The workflow's execute URL, for calling it over the REST API instead. */
+      apiEndpoint: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /**
+       * @description `inactive` while the workflow has no active deployment (or is archived): MCP clients do not see it.
+       * @enum {string}
+       */
+      status: 'active' | 'inactive';
+    };
+    WorkflowMcpToolPublished: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      toolName: string;
+      toolDescription: string | null;
+      mcpServerUrl: string;
+      apiEndpoint: string;
+      /** @description True when the workflow was already published on this server and its tool was updated. */
+      updated: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    WorkflowMcpToolDeletion: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    McpServerDeletion: {
+      id: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    /** @description One JSON-RPC 2.0 message (a request, a notification or a response). */
+    JsonRpcMessage: {
+      /** @enum {string} */
+      jsonrpc: '2.0';
+      id?: string | number;
+      method?: string;
+      params?: {
+        [key: string]: unknown;
+      };
+      result?: {
+        [key: string]: unknown;
+      };
+      error?: {
+        [key: string]: unknown;
+      };
+    };
+    /** @description The JSON-RPC 2.0 response to a request; `error` carries a JSON-RPC error code. */
+    JsonRpcReply: {
+      /** @enum {string} */
+      jsonrpc: '2.0';
+      id?: string | number | null;
+      result?: {
+        [key: string]: unknown;
+      };
+      error?: {
+        code: number;
+        message: string;
+        data?: unknown;
+      };
+    };
+    McpServeInfo: {
+      name: string;
+      version: string;
+      protocolVersion: string;
+      capabilities: {
+        [key: string]: unknown;
+      };
+    };
+    /** @description A registered external MCP server. Headers and the OAuth client secret are write-only. */
+    McpServer: {
+      id: string;
+      name: string;
+      description?: string;
+      /** @enum {string} */
+      transport: 'streamable-http';
+      /** @enum {string} */
+      authType: 'none' | 'headers' | 'oauth';
+      url: string;
+      /** @description Per-request timeout in milliseconds. */
+      timeout: number;
+      /** @description Extra connection attempts after a failed one. */
+      retries: number;
+      enabled: boolean;
+      /** @enum {string} */
+      connectionStatus: 'connected' | 'disconnected' | 'error';
+      lastError: string | null;
+      toolCount: number;
+      lastToolsRefresh?: components['schemas']['Timestamp'];
+      lastConnected?: components['schemas']['Timestamp'];
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      oauthClientId?: string;
+      hasHeaders: boolean;
+      headerNames: string[];
+      hasOauthClientSecret: boolean;
+    };
+    McpServerTool: {
+      name: string;
+      description?: string;
+      inputSchema: {
+        /** @enum {string} */
+        type: 'object';
+        properties?: {
+          [key: string]: unknown;
+        };
+        required?: string[];
+      };
+      serverId: string;
+      serverName: string;
+    };
+    /** @description Letters, digits and underscores; not starting with a digit. Unique among the active tables of a workspace. */
+    TableName: string;
+    /** @description Letters, digits and underscores; not starting with a digit. */
+    TableColumnName: string;
+    /**
+     * @description string (text), number, currency (a number with a display currency), boolean, date (ISO 8601, stored in UTC), ttl (a duration in whole seconds), json (any JSON value), select (option ids; one, or an array with `multiple`).
+     * @enum {string}
+     */
+    TableColumnType: 'string' | 'number' | 'currency' | 'boolean' | 'date' | 'ttl' | 'json' | 'select';
+    TableSelectOption: {
+      id: string;
+      name: string;
+    };
+    TableColumnInput: {
+      /** @description Ignored if taken; the server assigns stable ids. */
+      id?: string;
+      name: components['schemas']['TableColumnName'];
+      type: components['schemas']['TableColumnType'];
+      required?: boolean;
+      /** @description Values must be distinct (not allowed on select columns). */
+      unique?: boolean;
+      options?: components['schemas']['TableSelectOption'][];
+      multiple?: boolean;
+      /** @description ISO 4217 code for currency columns. */
+      currencyCode?: string;
+    };
+    TableColumn: {
+      id?: string;
+      name: string;
+      type: components['schemas']['TableColumnType'];
+      required: boolean;
+      unique: boolean;
+      workflowGroupId?: string;
+      options?: components['schemas']['TableSelectOption'][];
+      multiple?: boolean;
+      currencyCode?: string;
+    };
+    TableLocks: {
+      schemaLocked: boolean;
+      insertLocked: boolean;
+      updateLocked: boolean;
+      deleteLocked: boolean;
+    };
+    TableJob: {
+      id: string | null;
+      type: ('import' | 'delete' | 'export' | 'backfill' | 'update') | null;
+      /** @enum {string} */
+      status: 'running' | 'ready' | 'failed' | 'canceled';
+      rowsProcessed: number;
+      error: string | null;
+    };
+    Table: {
+      id: string;
+      webUrl: string;
+      name: string;
+      description: string | null;
+      ownerEmail: string;
+      schema: {
+        columns: components['schemas']['TableColumn'][];
+      };
+      rowCount: number;
+      maxRows: number;
+      folderPath: string;
+      locks: components['schemas']['TableLocks'];
+      job: components['schemas']['TableJob'] | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    TableColumns: {
+      columns: components['schemas']['TableColumn'][];
+    };
+    TableColumnUpdateResult: {
+      columns: components['schemas']['TableColumn'][];
+      unmigrated: {
+        workflowId: string;
+        workflowName: string;
+        blockId: string;
+        blockName: string;
+        fields: ('filter' | 'order' | 'data')[];
+      }[];
+    };
+    TableDeletion: {
+      id: string;
+      /** @constant */
+      deleted: true;
+    };
+    TableBatchItem: {
+      /** @enum {string} */
+      kind: 'table' | 'folder';
+      id: string;
+      name: string;
+    };
+    TableBatchMissing: {
+      /** @enum {string} */
+      kind: 'table' | 'folder';
+      id: string;
+    };
+    TableBatchFailure: {
+      /** @enum {string} */
+      kind: 'table' | 'folder';
+      id: string;
+      name: string;
+      reason: string;
+    };
+    TableRunState: {
+      status: string;
+      executionId: string | null;
+      workflowId: string;
+      error: string | null;
+      runningBlockIds: string[];
+      blockErrors: {
+        [key: string]: string;
+      };
+      canceledAt: string | null;
+    };
+    TableRow: {
+      id: string;
+      /** @description Cells keyed by column name. */
+      data: {
+        [key: string]: unknown;
+      };
+      runState?: {
+        [key: string]: components['schemas']['TableRunState'];
+      };
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    TablePredicateLeaf: {
+      /** @description A column name, or one of the system fields id, createdAt, updatedAt. */
+      field: string;
+      /** @enum {string} */
+      op:
+        | 'eq'
+        | 'ne'
+        | 'gt'
+        | 'gte'
+        | 'lt'
+        | 'lte'
+        | 'in'
+        | 'nin'
+        | 'contains'
+        | 'ncontains'
+        | 'startsWith'
+        | 'endsWith'
+        | 'like'
+        | 'ilike'
+        | 'nlike'
+        | 'nilike'
+        | 'isEmpty'
+        | 'isNotEmpty'
+        | 'isNull'
+        | 'isNotNull';
+      /** @description The operand (none for the emptiness operators; an array for in and nin). */
+      value?: unknown;
+    };
+    /** @description A leaf `{field, op, value}` or a group `{all: [...]}` (AND) / `{any: [...]}` (OR) of nodes. At most 100 members per group, 10 levels, 500 nodes, 1000 entries in an in/nin list. `*` is the only wildcard of like patterns. */
+    TablePredicate:
+      | components['schemas']['TablePredicateLeaf']
+      | {
+          all: components['schemas']['TablePredicate'][];
+        }
+      | {
+          any: components['schemas']['TablePredicate'][];
+        };
+    /** @description Sort keys in order, at most 16; system fields allowed. */
+    TableSort: {
+      field: string;
+      /** @enum {string} */
+      direction: 'asc' | 'desc';
+    }[];
+    TableViewConfig: {
+      columnWidths?: {
+        [key: string]: number;
+      };
+      columnOrder?: string[];
+      pinnedColumns?: string[];
+      hiddenColumns?: string[];
+      filter?: components['schemas']['TablePredicate'] | null;
+      sort?: components['schemas']['TableSort'] | null;
+    };
+    TableViewConfigOut: {
+      columnWidths?: {
+        [key: string]: number;
+      };
+      columnOrder?: string[];
+      pinnedColumns?: string[];
+      hiddenColumns?: string[];
+      filter?: unknown;
+      sort?: components['schemas']['TableSort'] | null;
+    };
+    TableView: {
+      id: string;
+      tableId: string;
+      name: string;
+      config: components['schemas']['TableViewConfigOut'];
+      isDefault: boolean;
+      createdByEmail: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    TableFolder: {
+      name: string;
+      /** @description Canonical path, each segment percent-encoded. */
+      path: string;
+      parentPath: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    TableImportSource:
+      | {
+          /** @enum {string} */
+          type: 'upload';
+          name: string;
+          contentType: string;
+          size: number;
+        }
+      | {
+          /** @enum {string} */
+          type: 'workspace_file';
+          fileId: string;
+        };
+    TableImportTarget:
+      | {
+          /** @enum {string} */
+          type: 'new';
+          name: components['schemas']['TableName'];
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          folderPath?: string;
+        }
+      | {
+          /** @enum {string} */
+          type: 'existing';
+          tableId: string;
+          /** @enum {string} */
+          mode: 'append' | 'replace';
+        };
+    TableImport: {
+      id: string;
+      workspaceId: string;
+      /** @enum {string} */
+      status: 'uploading' | 'processing' | 'completed' | 'failed' | 'canceled' | 'expired';
+      source: components['schemas']['TableImportSource'];
+      target: components['schemas']['TableImportTarget'];
+      tableId: string | null;
+      rowsProcessed: number;
+      rowsRejected: number;
+      cellsRejected: number;
+      rejectedSamples: {
+        code: string;
+        line: number | null;
+        message: string;
+      }[];
+      error: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      completedAt: components['schemas']['Timestamp'] | null;
+    };
+    TableExport: {
+      id: string;
+      tableId: string;
+      workspaceId: string;
+      /** @enum {string} */
+      format: 'csv' | 'json';
+      /** @enum {string} */
+      status: 'queued' | 'processing' | 'completed' | 'failed' | 'canceled';
+      rowsProcessed: number;
+      error: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      completedAt: components['schemas']['Timestamp'] | null;
+    };
+    TableWorkflowGroup: {
+      id: string;
+      workflowId: string;
+      enrichmentId?: string;
+      name?: string;
+      /** @enum {string} */
+      type?: 'manual' | 'enrichment';
+      dependencies?: {
+        columns?: string[];
+      };
+      outputs: {
+        blockId: string;
+        path: string;
+        outputId?: string;
+        columnName: string;
+      }[];
+      inputMappings?: {
+        inputName: string;
+        columnName: string;
+      }[];
+      /** @enum {string} */
+      deploymentMode: 'live' | 'deployed';
+      autoRun?: boolean;
+    };
+    TableDispatch: {
+      id: string;
+      tableId: string;
+      workspaceId: string;
+      /** @enum {string} */
+      status: 'pending' | 'dispatching' | 'complete' | 'canceled';
+      /** @enum {string} */
+      mode: 'all' | 'incomplete' | 'new';
+      scope: {
+        groupIds: string[];
+        rowIds?: string[];
+        filtered?: boolean;
+        excludeRowIds?: string[];
+      };
+      limit: {
+        /** @enum {string} */
+        type: 'rows';
+        max: number;
+      } | null;
+      processedCount: number;
+      isManualRun: boolean;
+      requestedAt: components['schemas']['Timestamp'];
+      completedAt: components['schemas']['Timestamp'] | null;
+      canceledAt: components['schemas']['Timestamp'] | null;
+    };
     /**
      * @description workspace: belongs to the workspace; personal: belongs to the caller in every workspace.
      * @enum {string}
@@ -3770,6 +5281,12 @@ export interface components {
     WorkflowVersionPath: number;
     /** @description Workflow run identifier. */
     RunIdPath: string;
+    /** @description Table identifier. */
+    TableIdPath: string;
+    /** @description Row identifier. */
+    TableRowIdPath: string;
+    /** @description View identifier. */
+    TableViewIdPath: string;
   };
   requestBodies: never;
   headers: {
@@ -4787,9 +6304,13 @@ export interface operations {
           /** @description Directed connections between blocks. */
           edges: components['schemas']['WorkflowEdge'][];
           /** @description Ignored: loop containers are recomputed from the blocks. */
-          loops?: Record<string, never>;
+          loops?: {
+            [key: string]: unknown;
+          };
           /** @description Ignored: parallel containers are recomputed from the blocks. */
-          parallels?: Record<string, never>;
+          parallels?: {
+            [key: string]: unknown;
+          };
           /** @description Replacement variable set keyed by variable id; omit to keep the stored one. */
           variables?: {
             [key: string]: components['schemas']['WorkflowVariable'];
@@ -6720,7 +8241,7 @@ export interface operations {
       query: {
         /** @description Workspace to search. */
         workspaceId: string;
-        /** @description Regular expression, or exact text when mode is exact. */
+        /** @description Regular expression, or exact text when mode is exact. Patterns run on a linear-time engine (RE2 syntax, which accepts JavaScript's usual syntax less lookaround and backreferences); an invalid or unsupported pattern answers 400 with `details[0].code` `invalid_pattern` or `unsupported_pattern`. */
         query: string;
         /** @description How query is read. */
         mode?: 'exact' | 'regex';
@@ -6999,8 +8520,10 @@ export interface operations {
     requestBody?: {
       content: {
         'application/json': {
-          /** @description The run's input, keyed by the start block's input field names. */
-          input?: Record<string, never>;
+          /** @description The run's input, keyed by the start block's input field names (any JSON values). */
+          input?: {
+            [key: string]: unknown;
+          };
           /** @description What to run. Omit it (or send `source: deployment`) for the active deployment. */
           run?:
             | {
@@ -7147,7 +8670,7 @@ export interface operations {
       query?: {
         /** @description Include the final output. */
         includeOutput?: boolean;
-        /** @description Comma-separated `blockId` or `blockId.path` selectors. */
+        /** @description Comma-separated `blockName.path` or `blockId.path` selectors (block names or ids). */
         selectedOutputs?: string;
         /** @description Inline produced files as base64; requires `includeOutput`. A file over the ceiling is a 413 naming its download path. */
         includeFileBase64?: boolean;
@@ -7693,6 +9216,3653 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The chat settings. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeployment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  replaceWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          identifier: components['schemas']['ChatIdentifier'];
+          /** @description Title shown to visitors. */
+          title: string;
+          /** @description Description shown to visitors; omitted clears it. */
+          description?: string;
+          customizations?: components['schemas']['ChatCustomizations'];
+          authType?: components['schemas']['ChatAuthType'];
+          /** @description Write-only password (15 to 1024 characters); only with `authType` `password`. */
+          password?: string;
+          /** @description E-mail addresses or `@domain` entries admitted under `email` and `sso`. */
+          allowedEmails?: string[];
+          /** @description Block outputs streamed to visitors; omitted shows none. */
+          outputConfigs?: components['schemas']['ChatOutputConfig'][];
+          /** @description Allow visitors to receive thinking events (default false). */
+          includeThinking?: boolean;
+          /** @description Allow visitors to receive tool events (default false). */
+          includeToolCalls?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The chat as stored. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeployment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deleted chat. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeploymentDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listChatDeployments: {
+    parameters: {
+      query: {
+        /** @description Workspace whose chat deployments to list. */
+        workspaceId: string;
+        /** @description Restrict to the chat of one workflow. */
+        workflowId?: string;
+        /** @description Restrict to active (`true`) or inactive (`false`) chats. */
+        isActive?: 'true' | 'false';
+        /** @description Sort field (default `createdAt`). */
+        sortBy?: 'identifier' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of chats. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeploymentSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  pollCliAuth: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The request id from the approval URL (32 random bytes, base64url). */
+          request: string;
+          /** @description The poll secret whose SHA-256 (base64url) is the approval URL's `challenge`. */
+          verifier: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Still pending, or complete with the new key. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CliAuthPoll'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowMcpServers: {
+    parameters: {
+      query: {
+        /** @description Workspace whose published MCP servers to list. */
+        workspaceId: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of servers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServerListItem'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @description True when the toolNames of a server on this page were cut to 20. */
+            toolNamesTruncated: boolean;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to publish the server. */
+          workspaceId: string;
+          /** @description Server display name, shown to connecting MCP clients. */
+          name: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Whether MCP clients may connect without an API key.
+           * @default false
+           */
+          isPublic?: boolean;
+          /** @description Deployed workflows to publish as tools on the new server. */
+          workflowIds?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description The created server. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Server display name. */
+          name?: string;
+          /** @description New description, or null to clear it. */
+          description?: string | null;
+          /** @description Whether MCP clients may connect without an API key. */
+          isPublic?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowMcpTools: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @description Always false; a server holds at most 100 tools, all returned. */
+            truncated: boolean;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deployWorkflowMcpTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Deployed workflow to publish. */
+          workflowId: string;
+          /** @description Name MCP clients call; normalized, and derived from the workflow name when omitted. */
+          toolName?: string;
+          /** @description Description shown to MCP clients. */
+          toolDescription?: string;
+          /** @description Per-field description overrides for the generated input schema. */
+          parameterDescriptions?: {
+            name: string;
+            description: string;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description The published tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpToolPublished'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  undeployWorkflowMcpTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+        /** @description Workflow published as a tool on this server. */
+        workflowId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpToolDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMcpServeInfo: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server information. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['McpServeInfo'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description An SSE stream was asked for; this server answers every message in its POST response. */
+      405: {
+        headers: {
+          /** @description Always `streamable-http`. */
+          'X-MCP-Supported-Transport'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  postMcpServeMessage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['JsonRpcMessage'];
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description A notification or response was accepted; no body. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body is not valid JSON or not a JSON-RPC message this endpoint takes (an error body), or the protocol layer refused it, e.g. an unsupported `MCP-Protocol-Version` (a JSON-RPC error). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description The server does not exist or the caller cannot reach it (error body), or the JSON-RPC method is unknown (a JSON-RPC error). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description The request does not accept both `application/json` and `text/event-stream` (a JSON-RPC error). */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteMcpServeSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Nothing to end. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMcpServers: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the server name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of servers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to register the server. */
+          workspaceId: string;
+          /** @description Server display name. */
+          name: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Transport protocol; `streamable-http` is the only one.
+           * @enum {string}
+           */
+          transport?: 'streamable-http';
+          /** @description Absolute http(s) endpoint without `{{ENV}}` references; immutable (delete and recreate to change it). A private, loopback or link-local address is refused unless the egress policy allows it. */
+          url: string;
+          /**
+           * @description How to authenticate. When omitted without headers, registration probes the server once: one that publishes OAuth protected-resource metadata (RFC 9728) is stored as `oauth`, any other as `headers`.
+           * @enum {string}
+           */
+          authType?: 'none' | 'headers' | 'oauth';
+          /** @description Write-only request headers, replaced wholesale on update. */
+          headers?: {
+            [key: string]: string;
+          };
+          /** @description Per-request timeout in milliseconds (default 30000). */
+          timeout?: number;
+          /** @description Extra connection attempts after a failed one (default 3). */
+          retries?: number;
+          /** @description Whether workflows may use the server's tools (default true). */
+          enabled?: boolean;
+          /** @description Pre-registered OAuth client id. */
+          oauthClientId?: string | null;
+          /** @description Write-only pre-registered OAuth client secret; null clears it. */
+          oauthClientSecret?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The registered server. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMcpServer: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteMcpServer: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the server. */
+          workspaceId: string;
+          /** @description Server display name. */
+          name?: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Transport protocol; `streamable-http` is the only one.
+           * @enum {string}
+           */
+          transport?: 'streamable-http';
+          /** @description When sent, it must equal the current URL: the URL is immutable. */
+          url?: string;
+          /**
+           * @description How to authenticate. When omitted without headers, registration probes the server once: one that publishes OAuth protected-resource metadata (RFC 9728) is stored as `oauth`, any other as `headers`.
+           * @enum {string}
+           */
+          authType?: 'none' | 'headers' | 'oauth';
+          /** @description Write-only request headers, replaced wholesale on update. */
+          headers?: {
+            [key: string]: string;
+          };
+          /** @description Per-request timeout in milliseconds (default 30000). */
+          timeout?: number;
+          /** @description Extra connection attempts after a failed one (default 3). */
+          retries?: number;
+          /** @description Whether workflows may use the server's tools (default true). */
+          enabled?: boolean;
+          /** @description Pre-registered OAuth client id. */
+          oauthClientId?: string | null;
+          /** @description Write-only pre-registered OAuth client secret; null clears it. */
+          oauthClientSecret?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMcpServerTools: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+        /** @description Ask the server again instead of reusing a recent discovery. */
+        refresh?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTables: {
+    parameters: {
+      query: {
+        /** @description Workspace whose tables are listed. */
+        workspaceId: string;
+        /** @description `active` (default) or `archived`. */
+        scope?: 'active' | 'archived';
+        /** @description Only tables directly in this folder. */
+        folderPath?: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+        /** @description Page size; values outside 1–1000 are truncated and clamped. Default 100. */
+        limit?: number;
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List tables. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name: components['schemas']['TableName'];
+          description?: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          folderPath?: string;
+          schema: {
+            columns: components['schemas']['TableColumnInput'][];
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Create a table. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTable: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTable: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete (archive) a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name?: components['schemas']['TableName'];
+          description?: string | null;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          folderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreTable: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Restore an archived table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Table'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkDeleteTables: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          tableIds?: string[];
+          folderPaths?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Delete tables and folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              deleted: components['schemas']['TableBatchItem'][];
+              skipped: components['schemas']['TableBatchItem'][];
+              notFound: components['schemas']['TableBatchMissing'][];
+              failed: components['schemas']['TableBatchFailure'][];
+              deletedItems: {
+                tables: number;
+                folders: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  moveTables: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          tableIds?: string[];
+          folderPaths?: string[];
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          targetFolderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Move tables and folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              moved: components['schemas']['TableBatchItem'][];
+              skipped: components['schemas']['TableBatchItem'][];
+              notFound: components['schemas']['TableBatchMissing'][];
+              failed: components['schemas']['TableBatchFailure'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  addTableColumn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          column: {
+            /** @description Ignored if taken; the server assigns stable ids. */
+            id?: string;
+            name: components['schemas']['TableColumnName'];
+            type: components['schemas']['TableColumnType'];
+            required?: boolean;
+            /** @description Values must be distinct (not allowed on select columns). */
+            unique?: boolean;
+            options?: components['schemas']['TableSelectOption'][];
+            multiple?: boolean;
+            /** @description ISO 4217 code for currency columns. */
+            currencyCode?: string;
+            position?: number;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Add a column. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableColumns'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableColumn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          columnName: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Delete a column. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableColumns'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTableColumn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          columnName: string;
+          updates: {
+            name?: components['schemas']['TableColumnName'];
+            type?: components['schemas']['TableColumnType'];
+            required?: boolean;
+            unique?: boolean;
+            options?: components['schemas']['TableSelectOption'][];
+            multiple?: boolean;
+            currencyCode?: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Update a column. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableColumnUpdateResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTableRows: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+        /** @description Page size, 1–1000 (200 with includeRunState). Default 100. */
+        limit?: number;
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Include the workflow-group run state of each row. */
+        includeRunState?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List rows. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableRow'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableRows: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          rows?: {
+            [key: string]: unknown;
+          }[];
+          /** @description Cells keyed by column name. */
+          data?: {
+            [key: string]: unknown;
+          };
+          afterRowId?: string;
+          beforeRowId?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create rows. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data:
+              | components['schemas']['TableRow']
+              | {
+                  rows: components['schemas']['TableRow'][];
+                  insertedCount: number;
+                };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableRows: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          filter?: components['schemas']['TablePredicate'];
+          rowIds?: string[];
+          limit?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Delete rows. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              deletedCount: number;
+              deletedRowIds: string[];
+              requestedCount?: number;
+              missingRowIds?: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateRowsByFilter: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          filter: components['schemas']['TablePredicate'];
+          /** @description Cells keyed by column name. */
+          data: {
+            [key: string]: unknown;
+          };
+          limit?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Update rows matching a filter. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              updatedCount: number;
+              updatedRowIds: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableRow: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+        /** @description Include the workflow-group run state. */
+        includeRunState?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Row identifier. */
+        rowId: components['parameters']['TableRowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a row. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableRow'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableRow: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Row identifier. */
+        rowId: components['parameters']['TableRowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a row. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTableRow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Row identifier. */
+        rowId: components['parameters']['TableRowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Cells keyed by column name. */
+          data: {
+            [key: string]: unknown;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Update a row. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableRow'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkUpdateTableRows: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          updates: {
+            rowId: string;
+            /** @description Cells keyed by column name. */
+            data: {
+              [key: string]: unknown;
+            };
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description Update rows one patch each. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              updatedCount: number;
+              updatedRowIds: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  upsertTableRow: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Cells keyed by column name. */
+          data: {
+            [key: string]: unknown;
+          };
+          conflictTarget?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Insert or update a row by a unique column. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              row: components['schemas']['TableRow'];
+              /** @enum {string} */
+              operation: 'insert' | 'update';
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  searchTableRows: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          q: string;
+          predicate?: components['schemas']['TablePredicate'];
+          sort?: components['schemas']['TableSort'];
+        };
+      };
+    };
+    responses: {
+      /** @description Find cells containing text. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              matches: {
+                ordinal: number;
+                rowId: string;
+                column: string;
+              }[];
+              truncated: boolean;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  queryRows: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          predicate?: components['schemas']['TablePredicate'];
+          sort?: components['schemas']['TableSort'];
+          limit?: number;
+          cursor?: string;
+          includeRunState?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Query rows. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableRow'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  queryRowsCount: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          predicate?: components['schemas']['TablePredicate'];
+        };
+      };
+    };
+    responses: {
+      /** @description Count rows. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              totalCount: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTableViews: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List views. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableView: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name: string;
+          config: components['schemas']['TableViewConfig'];
+        };
+      };
+    };
+    responses: {
+      /** @description Create a view. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableView: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description View identifier. */
+        viewId: components['parameters']['TableViewIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a view. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableView: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description View identifier. */
+        viewId: components['parameters']['TableViewIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a view. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateTableView: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description View identifier. */
+        viewId: components['parameters']['TableViewIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          name?: string;
+          config?: components['schemas']['TableViewConfig'];
+          configPatch?: components['schemas']['TableViewConfig'];
+          isDefault?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a view. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableView'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTableFolders: {
+    parameters: {
+      query: {
+        /** @description Workspace whose table folders these are. */
+        workspaceId: string;
+        /** @description Only folders directly in this one. */
+        parentPath?: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List table folders. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableFolder'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          path: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a table folder. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteTableFolder: {
+    parameters: {
+      query: {
+        /** @description Workspace whose table folders these are. */
+        workspaceId: string;
+        /** @description Folder to delete. */
+        path: string;
+        /** @description Archive what is inside too (exactly these case-sensitive spellings). */
+        recursive?:
+          'true' | '1' | 'yes' | 'on' | 'y' | 'enabled' | 'false' | '0' | 'no' | 'off' | 'n' | 'disabled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a table folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              path: string;
+              /** @constant */
+              deleted: true;
+              deletedItems: {
+                folders: number;
+                tables: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  relocateTableFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          path: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          destinationPath: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Move or rename a table folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreTableFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it; `/` is the root. */
+          path: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Restore a table folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              folder: components['schemas']['TableFolder'];
+              restoredItems: {
+                folders: number;
+                tables: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableImport: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          source: components['schemas']['TableImportSource'];
+          target: components['schemas']['TableImportTarget'];
+          mapping?: {
+            [key: string]: string | null;
+          };
+          createColumns?: string[];
+          timezone?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Start a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              session: components['schemas']['TableImport'];
+              uploadToken: string | null;
+              transfer:
+                | {
+                    /** @enum {string} */
+                    method: 'put';
+                    url: string;
+                    headers: {
+                      [key: string]: string;
+                    };
+                    expiresAt: components['schemas']['Timestamp'];
+                  }
+                | {
+                    /** @enum {string} */
+                    method: 'multipart';
+                    partSize: number;
+                    partCount: number;
+                  }
+                | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableImport: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header?: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token'?: string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableImport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableImport: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header?: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token'?: string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableImport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableImportPartUrls: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          partNumbers: number[];
+        };
+      };
+    };
+    responses: {
+      /** @description Get signed part URLs of a table import. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              parts: {
+                partNumber: number;
+                url: string;
+                headers: {
+                  [key: string]: string;
+                };
+                expiresAt: components['schemas']['Timestamp'];
+              }[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  completeTableImport: {
+    parameters: {
+      query: {
+        /** @description Workspace of the import. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the import was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Import identifier. */
+        importId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Complete a table import upload. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableImport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableExport: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /**
+           * @default csv
+           * @enum {string}
+           */
+          format?: 'csv' | 'json';
+        };
+      };
+    };
+    responses: {
+      /** @description Export a table. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableExport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableExport: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a table export. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableExport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableExport: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel a table export. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableExport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  tableExportDownload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get the download link of a table export. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              url: string;
+              fileName: string;
+              expiresAt: components['schemas']['Timestamp'];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  downloadTableExportFile: {
+    parameters: {
+      query: {
+        /** @description Expiry of the link (Unix milliseconds). */
+        expires: number;
+        /** @description Signature of the link. */
+        signature: string;
+      };
+      header?: never;
+      path: {
+        /** @description Export identifier. */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The export file. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowGroups: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List workflow groups. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableWorkflowGroup'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  addWorkflowGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          group: {
+            id?: string;
+            workflowId?: string;
+            enrichmentId?: string;
+            name?: string;
+            /** @enum {string} */
+            type?: 'manual' | 'enrichment';
+            dependencies?: {
+              columns?: string[];
+            };
+            outputs: {
+              blockId?: string;
+              path?: string;
+              outputId?: string;
+              columnName: string;
+            }[];
+            inputMappings?: {
+              inputName: string;
+              columnName: string;
+            }[];
+            /** @enum {string} */
+            deploymentMode?: 'live' | 'deployed';
+            autoRun?: boolean;
+          };
+          outputColumns?: {
+            name: components['schemas']['TableColumnName'];
+            type: components['schemas']['TableColumnType'];
+            required?: boolean;
+            unique?: boolean;
+          }[];
+          autoRun?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Add a workflow group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              group: components['schemas']['TableWorkflowGroup'];
+              columns: components['schemas']['TableColumn'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          groupId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Delete a workflow group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+              columns: components['schemas']['TableColumn'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflowGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          groupId: string;
+          workflowId?: string;
+          name?: string;
+          dependencies?: {
+            columns?: string[];
+          };
+          outputs?: {
+            blockId?: string;
+            path?: string;
+            outputId?: string;
+            columnName: string;
+          }[];
+          newOutputColumns?: {
+            name: components['schemas']['TableColumnName'];
+            type: components['schemas']['TableColumnType'];
+            required?: boolean;
+            unique?: boolean;
+          }[];
+          mappingUpdates?: {
+            columnName: string;
+            blockId: string;
+            path: string;
+          }[];
+          inputMappings?: {
+            inputName: string;
+            columnName: string;
+          }[];
+          /** @enum {string} */
+          deploymentMode?: 'live' | 'deployed';
+          /** @enum {string} */
+          type?: 'manual' | 'enrichment';
+          autoRun?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a workflow group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              group: components['schemas']['TableWorkflowGroup'];
+              columns: components['schemas']['TableColumn'][];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      423: components['responses']['Locked'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTableDispatches: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List dispatches. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDispatch'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createTableDispatch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          groupIds: string[];
+          /** @enum {string} */
+          runMode?: 'all' | 'incomplete';
+          rowIds?: string[];
+          filter?: components['schemas']['TablePredicate'];
+          excludeRowIds?: string[];
+          limit?: {
+            /** @enum {string} */
+            type: 'rows';
+            max: number;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Run workflow groups. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              dispatchId: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTableDispatch: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Dispatch identifier. */
+        dispatchId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a dispatch. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDispatch'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableDispatch: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Dispatch identifier. */
+        dispatchId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel a dispatch. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['TableDispatch'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelTableRuns: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+          /** @enum {string} */
+          scope: 'all' | 'row';
+          rowId?: string;
+          filter?: components['schemas']['TablePredicate'];
+          excludeRowIds?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Cancel table runs. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              cancelled: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getRowEnrichment: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the table. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Row identifier. */
+        rowId: components['parameters']['TableRowIdPath'];
+        /** @description Workflow group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get one row's group run. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              groupId: string;
+              runState: components['schemas']['TableRunState'] | null;
+              outputs: {
+                [key: string]: unknown;
+              };
+              cascade: null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  runRowEnrichment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Table identifier. */
+        tableId: components['parameters']['TableIdPath'];
+        /** @description Row identifier. */
+        rowId: components['parameters']['TableRowIdPath'];
+        /** @description Workflow group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the table. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Run one row's group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              dispatchId: string | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

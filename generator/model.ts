@@ -155,6 +155,10 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         }
       } else if (workspaceIdIn === 'body') fail('x-workspace-id is body but there is no request body');
 
+      for (const where of emptyObjects(doc, [op.requestBody, ...Object.values(op.responses ?? {})])) {
+        fail(`${where}: an object schema with neither properties nor additionalProperties types as an empty object in clients; declare additionalProperties: true for a free-form object`);
+      }
+
       const statuses = Object.keys(op.responses ?? {});
       const success = statuses.filter((s) => /^2\d\d$/.test(s)).sort();
       if (success.length === 0) fail('needs a 2xx response');
@@ -206,6 +210,32 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
   }
   operations.sort((a, b) => (a.operationId < b.operationId ? -1 : a.operationId > b.operationId ? 1 : 0));
   return { operations, problems };
+}
+
+/**
+ * Where the schemas under `roots` declare `type: object` with no properties, additionalProperties or
+ * patternProperties: openapi-typescript renders those as `Record<string, never>`, so no client could send a value.
+ */
+function emptyObjects(doc: Doc, roots: unknown[]): string[] {
+  const found: string[] = [];
+  const seen = new Set<unknown>();
+  const visit = (node: any, where: string) => {
+    if (!node || typeof node !== 'object') return;
+    const target = deref(doc, node);
+    if (!target || typeof target !== 'object' || seen.has(target)) return;
+    seen.add(target);
+    if (Array.isArray(target)) return target.forEach((n, i) => visit(n, `${where}[${i}]`));
+    const isObject = target.type === 'object' || (Array.isArray(target.type) && target.type.includes('object'));
+    if (isObject && !target.properties && target.additionalProperties === undefined && !target.patternProperties && !target.allOf && !target.anyOf && !target.oneOf) {
+      found.push(where);
+    }
+    for (const [key, child] of Object.entries<any>(target)) {
+      if (key === 'example' || key === 'examples' || key === 'default' || key === 'enum' || key === 'const') continue;
+      visit(child, key === 'properties' ? where : `${where}${where ? '.' : ''}${key}`);
+    }
+  };
+  roots.forEach((r) => visit(r, ''));
+  return found;
 }
 
 function isClosed(schema: any): boolean {

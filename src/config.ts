@@ -1,7 +1,7 @@
 // Configuration comes from environment variables only; see the table in README.md.
 import { isIP } from 'node:net';
 import path from 'node:path';
-import { DEFAULT_EXECUTION_POLICIES, DEFAULT_RATE_LIMITS, type ExecutionPolicy, type RateBucket, type RateLimits } from './billing/plans.ts';
+import { DEFAULT_EXECUTION_POLICIES, DEFAULT_RATE_LIMITS, DEFAULT_TABLE_LIMITS, type ExecutionPolicy, type RateBucket, type RateLimits } from './billing/plans.ts';
 import { PLANS, type Plan } from './store/billing-accounts.ts';
 
 export interface Config {
@@ -47,8 +47,11 @@ export interface Config {
    * OAUTH_<ID>_CLIENT_ID / _CLIENT_SECRET and optional _AUTHORIZATION_URL, _TOKEN_URL, _SCOPES.
    */
   oauthProviders: Record<string, { clientId: string; clientSecret: string; authorizationUrl?: string; tokenUrl?: string; scopes?: string[] }>;
+  tables: TableSettings;
   /** Limits of the HTTP layer itself: how long a request may take to arrive, how deep a JSON body may nest. */
   http: HttpLimits;
+  /** Hosted chat pages and browser sign-in (sessions, the CLI's OAuth server and pairing handoff). */
+  web: WebSettings;
 }
 
 export interface HttpLimits {
@@ -60,6 +63,25 @@ export interface HttpLimits {
   bodyTimeoutMs: number;
   /** Deepest nesting of objects and arrays in a JSON request body. */
   bodyMaxDepth: number;
+}
+
+export interface WebSettings {
+  /** Origin and path prefix of chat pages; null means `{BASE_URL}/chat` (read after the port is bound). */
+  chatUrl: string | null;
+  /** Password, code and sign-in attempts per minute per client address (and per chat or account). */
+  authAttemptsPerMinute: number;
+  /** Lifetime of a signed-in browser session and of a chat's auth cookie. */
+  sessionTtlMs: number;
+  /** Whether `/.well-known/oauth-authorization-server` and the OAuth endpoints answer (off: the CLI pairs instead). */
+  oauthEnabled: boolean;
+  /** Where mail goes: `smtp` (SMTP_URL) or `outbox` (one JSON file per message in `outboxDir`, for local use and tests). */
+  mail: { transport: 'smtp' | 'outbox'; smtpUrl: string | null; from: string; outboxDir: string };
+}
+
+/** User tables: per-plan limits (TABLES_LIMIT_<PLAN>, TABLE_ROWS_LIMIT_<PLAN>) and the row size cap. */
+export interface TableSettings {
+  perPlan: Record<Plan, { tables: number; rowsPerTable: number }>;
+  maxRowBytes: number;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -208,6 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: integer(env, 'SANDBOX_BUILD_TIMEOUT_MS', 300_000, 1000, 3_600_000),
       maxPools: integer(env, 'SANDBOX_MAX_POOLS', 8, 1, 256),
     },
+    web: webSettings(env, dataDir),
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
       uploadSessionTtlMs: integer(env, 'UPLOAD_SESSION_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,
@@ -232,6 +255,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           },
         ]),
       ) as Record<Plan, ExecutionPolicy>,
+    },
+    tables: {
+      perPlan: Object.fromEntries(
+        PLANS.map((plan) => [
+          plan,
+          {
+            tables: integer(env, `TABLES_LIMIT_${plan.toUpperCase()}`, DEFAULT_TABLE_LIMITS[plan].tables, 0, 10_000_000),
+            rowsPerTable: integer(env, `TABLE_ROWS_LIMIT_${plan.toUpperCase()}`, DEFAULT_TABLE_LIMITS[plan].rowsPerTable, 0, 1_000_000_000),
+          },
+        ]),
+      ) as Record<Plan, { tables: number; rowsPerTable: number }>,
+      maxRowBytes: byteSize(env, 'TABLE_MAX_ROW_SIZE_BYTES', 400 * 1024),
     },
     http: httpLimits(env),
   };
@@ -319,5 +354,33 @@ function agentConfig(env: NodeJS.ProcessEnv): Config['agent'] {
     timeoutMs: integer(env, 'AGENT_TIMEOUT_MS', 120_000, 100, 3_600_000),
     inputCostPerMTok: decimal(env, 'AGENT_INPUT_COST_PER_MTOK', 0),
     outputCostPerMTok: decimal(env, 'AGENT_OUTPUT_COST_PER_MTOK', 0),
+  };
+}
+
+function webSettings(env: NodeJS.ProcessEnv, dataDir: string): WebSettings {
+  const chatUrl = env.CHAT_URL?.trim() ? env.CHAT_URL.trim().replace(/\/+$/, '') : null;
+  if (chatUrl) {
+    try {
+      const u = new URL(chatUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`CHAT_URL must be an http(s) URL, got "${env.CHAT_URL}"`);
+    }
+  }
+  const smtpUrl = env.SMTP_URL?.trim() || null;
+  const transport = (env.MAIL_TRANSPORT?.trim() || (smtpUrl ? 'smtp' : 'outbox')) as 'smtp' | 'outbox';
+  if (transport !== 'smtp' && transport !== 'outbox') throw new ConfigError(`MAIL_TRANSPORT must be smtp or outbox, got "${env.MAIL_TRANSPORT}"`);
+  if (transport === 'smtp' && !smtpUrl) throw new ConfigError('MAIL_TRANSPORT=smtp needs SMTP_URL, e.g. smtps://user:pass@mail.example.com');
+  return {
+    chatUrl,
+    authAttemptsPerMinute: integer(env, 'AUTH_ATTEMPTS_PER_MINUTE', 10, 1, 100_000),
+    sessionTtlMs: integer(env, 'SESSION_TTL_SECONDS', 24 * 3600, 60, 90 * 24 * 3600) * 1000,
+    oauthEnabled: bool(env, 'OAUTH_ENABLED', true),
+    mail: {
+      transport,
+      smtpUrl,
+      from: env.MAIL_FROM?.trim() || 'no-reply@localhost',
+      outboxDir: path.resolve(env.MAIL_OUTBOX_DIR?.trim() || path.join(dataDir, 'outbox')),
+    },
   };
 }

@@ -10,6 +10,8 @@ import type { Config } from './config.ts';
 import { openSqliteStore, type Store } from './store/index.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
+import { TableJobRunner } from './tables/jobs.ts';
+import { GroupRunner } from './tables/group-runs.ts';
 import type { AppOptions } from './app.ts';
 import { applyServerTimeouts } from './http/request-limits.ts';
 import { createLogger } from './http/logging.ts';
@@ -25,6 +27,8 @@ import { SandboxBuilder } from './sandboxes/builder.ts';
 import { WorkspaceCredentials } from './credentials/service.ts';
 import { lockDataDir } from './store/data-dir-lock.ts';
 import { recoverUploads } from './files/recovery.ts';
+import { createMailer } from './mail/mailer.ts';
+import { McpRegistry } from './mcp/registry.ts';
 
 export interface RunningServer {
   url: string;
@@ -51,9 +55,9 @@ export async function createServices(config: Config, logger: Logger = createLogg
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
   const opened = store ?? (await openSqliteStore(config.databaseFile));
   const engine = createEngine(config);
+  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
-  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   const workspaceCredentials = new WorkspaceCredentials(opened, secrets, config);
   const sandboxes = new SandboxBuilder(
     opened,
@@ -70,17 +74,20 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const signingKey = await loadSigningKey(opened, secrets, logger);
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);
+  const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
   return {
     config,
     store: opened,
     logger,
     signingKey,
     engine: engine.engine,
-    runs: new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, tools, blobs, sandboxes, workspaceCredentials }),
+    runs,
+    secrets,
+    mcp,
     sandboxes,
     workspaceCredentials,
     tools,
-    secrets,
     closeEngine: async () => {
       await sandboxes.close();
       await engine.close();
@@ -88,7 +95,10 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs,
+    tableJobs: new TableJobRunner({ store: opened, blobs, config, logger }),
+    tableGroups: new GroupRunner({ store: opened, runs, config, logger }),
     dataDirLock,
+    mailer: createMailer(config.web.mail),
   };
 }
 
@@ -155,6 +165,8 @@ export async function startServer(services: Services, options: StartOptions = {}
   if (services.dataDirLock) await recoverUploads(services.store, services.blobs, services.logger);
   await services.runs.start();
   await services.sandboxes.resume();
+  await services.tableJobs.start();
+  services.tableGroups.start();
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -181,6 +193,8 @@ export async function startServer(services: Services, options: StartOptions = {}
           server.closeIdleConnections();
         });
         await runsClosed;
+        await services.tableJobs.close();
+        await services.tableGroups.close();
         await services.closeEngine();
         await services.store.close();
         services.dataDirLock?.release();

@@ -11,7 +11,11 @@ import type { RunService } from './runs/service.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import type { SandboxBuilder } from './sandboxes/builder.ts';
 import type { WorkspaceCredentials } from './credentials/service.ts';
+import type { McpRegistry } from './mcp/registry.ts';
+import type { TableJobRunner } from './tables/jobs.ts';
+import type { GroupRunner } from './tables/group-runs.ts';
 import type { DataDirLock } from './store/data-dir-lock.ts';
+import type { Mailer } from './mail/mailer.ts';
 
 export interface Services {
   config: Config;
@@ -37,6 +41,14 @@ export interface Services {
   sandboxes: SandboxBuilder;
   /** Workspace credentials (OAuth connections, service-account keys): sealing, the OAuth flow, fresh access tokens. */
   workspaceCredentials: WorkspaceCredentials;
+  /** Registered external MCP servers: their tools (for MCP tool blocks and agents) and calling them. */
+  mcp: McpRegistry;
+  /** Table imports and exports running in the background. */
+  tableJobs: TableJobRunner;
+  /** Workflow groups of tables: dispatches and the runs they queue. */
+  tableGroups: GroupRunner;
   /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
   dataDirLock?: DataDirLock;
+  /** Outgoing mail (chat one-time codes): SMTP, or the local outbox directory. */
+  mailer: Mailer;
 }

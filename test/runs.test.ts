@@ -220,7 +220,7 @@ describe('runs', () => {
     expect((await call('GET', `/api/v2/workflows/${wf.id}/runs?sortBy=startedAt`)).status).toBe(400);
   });
 
-  it('gets a run with includeOutput and id selectors; names are refused; other workflows 404', async () => {
+  it('gets a run with includeOutput and id selectors; unknown blocks are refused; other workflows 404', async () => {
     const runId = (await execute(double.id, { input: { n: 3 } })).body.data.runId;
     const plain = await getRun(double.id, runId);
     expect(plain.body.data).toMatchObject({ runId, status: 'completed', output: null, blockOutputs: null, paused: null, files: null });
@@ -230,9 +230,22 @@ describe('runs', () => {
     expect(full.body.data.output).toEqual({ v: 6 });
     expect(full.body.data.blockOutputs).toEqual({ [`${double.ids.Double}.result`]: 6, [double.ids.Out!]: { data: { v: 6 }, status: 200, headers: {} } });
     expect(auditCount()).toBe(before);
-    expect((await getRun(double.id, runId, '?selectedOutputs=double.result')).status).toBe(400);
+    const ghost = await getRun(double.id, runId, '?selectedOutputs=ghost.result');
+    expect(ghost.status).toBe(400);
+    expect(ghost.body.error.message).toContain('ghost.result');
     expect((await getRun(failing.id, runId)).status).toBe(404);
     expect((await getRun(double.id, 'nope')).status).toBe(404);
+  });
+
+  it('selectedOutputs on a run read takes block names as execute does, and ids, keyed as sent', async () => {
+    const runId = (await execute(double.id, { input: { n: 5 } })).body.data.runId;
+    const selectors = ['double.result', `${double.ids.Out}.data.v`, 'Out.status', 'start.missing'];
+    const byName = await getRun(double.id, runId, `?selectedOutputs=${encodeURIComponent(selectors.join(','))}`);
+    expect(byName.status, byName.text).toBe(200);
+    expect(byName.body.data.blockOutputs).toEqual({ 'double.result': 10, [`${double.ids.Out}.data.v`]: 10, 'Out.status': 200 });
+    // The same selectors give the same values on execute and on the recorded run.
+    const executed = await execute(double.id, { input: { n: 5 }, selectedOutputs: selectors });
+    expect(executed.body.data.blockOutputs).toEqual(byName.body.data.blockOutputs);
   });
 
   it('pauses at a human step, shows the pause context, resumes with checked input, and records one audit each', async () => {

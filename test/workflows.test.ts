@@ -297,7 +297,7 @@ describe('folders', () => {
 
   it('answers 413 when the folder tree has more than 10,000 folders', async () => {
     const big = await s.newWorkspace('Big tree');
-    const insert = db.prepare('INSERT INTO workflow_folders (id, workspace_id, path, parent_path, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    const insert = db.prepare("INSERT INTO folders (id, workspace_id, kind, path, parent_path, name, created_at, updated_at) VALUES (?, ?, 'workflow', ?, ?, ?, ?, ?)");
     db.exec('BEGIN');
     for (let i = 0; i < 10_001; i++) insert.run(uuid(), big, `/f${i}`, '/', `f${i}`, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');
     db.exec('COMMIT');

@@ -29,7 +29,7 @@ async function seed(dataDir: string): Promise<string> {
     await store.transaction(async (tx) => {
       for (let f = 0; f < FOLDERS; f++) {
         const at = new Date(base + f * 1000).toISOString();
-        await tx.workflowFolders.insert({ id: randomUUID(), workspaceId: ws, path: `/folder-${f}`, parentPath: '/', name: `folder-${f}`, locked: false, createdAt: at, updatedAt: at, archivedAt: null });
+        await tx.workflowFolders.insert({ id: randomUUID(), workspaceId: ws, path: `/folder-${f}`, parentPath: '/', name: `folder-${f}`, locked: false, createdAt: at, updatedAt: at, archivedAt: null, archiveBatch: null });
       }
       for (let i = 0; i < WORKFLOWS; i++) {
         const at = new Date(base + i * 60_000).toISOString();

@@ -56,3 +56,12 @@ export const DEFAULT_EXECUTION_POLICIES: Record<Plan, ExecutionPolicy> = {
   max: { maxAsyncSeconds: 24 * 3600, usageLimitUsd: 1000 },
   enterprise: { maxAsyncSeconds: 7 * 24 * 3600, usageLimitUsd: 100_000 },
 };
+
+/** Tables per workspace and rows per table on each plan (TABLES_LIMIT_<PLAN> / TABLE_ROWS_LIMIT_<PLAN> override). */
+export const DEFAULT_TABLE_LIMITS: Record<Plan, { tables: number; rowsPerTable: number }> = {
+  free: { tables: 5, rowsPerTable: 50_000 },
+  pro: { tables: 100, rowsPerTable: 100_000 },
+  team: { tables: 1000, rowsPerTable: 500_000 },
+  max: { tables: 1000, rowsPerTable: 500_000 },
+  enterprise: { tables: 10_000, rowsPerTable: 1_000_000 },
+};

@@ -20,13 +20,18 @@ import {
 } from '../identity/admin.ts';
 import { createOAuthClient, issueTokens, parseScopes, refreshTokens, revokeApplication, revokeOAuthGrant, revokeOAuthToken } from '../identity/oauth.ts';
 import { PLANS, type Plan } from '../store/billing-accounts.ts';
+import { setUserPassword } from '../identity/web-session.ts';
 import { SecretCipher, loadSecretsKey } from '../secrets/cipher.ts';
+import { setTableLocks, TableLockError } from '../tables/locks.ts';
+import type { TableLocks } from '../store/user-tables.ts';
 import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
   user create --email <email> [--name <name>]
   user list                                            (ids, e-mails, names)
+  user password (--user <userId> | --email <email>) (--password <password> | --password-stdin)
+             (sets or resets the sign-in password, 12 to 1024 characters; ends the user's browser sessions)
   workspace create --name <name> --owner <userId>
   workspace personal-keys --workspace <id> --allow <true|false>
   workspace plan --workspace <id> --plan <free|pro|team|max|enterprise>   (the plan of its billing account)
@@ -45,6 +50,8 @@ const USAGE = `Usage: npm run admin -- <command> [options]
   secret set --workspace <id> --name <NAME> --value <value> [--user <userId>] [--description <text>]
              (with --user: that member's personal secret; runs resolve {{NAME}} personal first, then workspace)
   secret delete --workspace <id> --name <NAME> [--user <userId>]
+  table lock --table <tableId> [--preset none|append-only|read-only] [--schema true|false] [--insert true|false]
+             [--update true|false] [--delete true|false]   (423 LOCKED for the verbs a lock guards; reads never)
 
 The database is the one the server uses: DATA_DIR (default ./data) or DATABASE_FILE.`;
 
@@ -65,6 +72,14 @@ const OPTIONS = {
   'refresh-token': { type: 'string' },
   value: { type: 'string' },
   description: { type: 'string' },
+  password: { type: 'string' },
+  'password-stdin': { type: 'boolean' },
+  table: { type: 'string' },
+  preset: { type: 'string' },
+  schema: { type: 'string' },
+  insert: { type: 'string' },
+  update: { type: 'string' },
+  delete: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -84,6 +99,12 @@ function ttl(flags: Flags): number | undefined {
   return n;
 }
 
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function run(store: Store, command: string, flags: Flags): Promise<unknown> {
   switch (command) {
     case 'user list':
@@ -99,6 +120,14 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
     }
     case 'user create':
       return createUser(store, { email: required(flags, 'email'), name: flags.name as string | undefined });
+    case 'user password': {
+      const user = flags.user ? await store.users.get(flags.user as string) : flags.email ? await store.users.getByEmail(flags.email as string) : undefined;
+      if (!flags.user && !flags.email) throw new IdentityError('--user or --email is required');
+      if (!user) throw new IdentityError(`No user ${String(flags.user ?? flags.email)}`);
+      const password = flags['password-stdin'] ? (await readStdin()).replace(/\r?\n$/, '') : required(flags, 'password');
+      await setUserPassword(store, user.id, password);
+      return { userId: user.id, email: user.email, passwordSet: true };
+    }
     case 'workspace create':
       return createWorkspace(store, { name: required(flags, 'name'), ownerId: required(flags, 'owner') });
     case 'workspace personal-keys': {
@@ -187,6 +216,16 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
       await revokeApiKey(store, id);
       return { id, revoked: true };
     }
+    case 'table lock': {
+      const flags_: Partial<TableLocks> = {};
+      for (const [flag, field] of [['schema', 'schemaLocked'], ['insert', 'insertLocked'], ['update', 'updateLocked'], ['delete', 'deleteLocked']] as const) {
+        const v = flags[flag];
+        if (v === undefined) continue;
+        if (v !== 'true' && v !== 'false') throw new TableLockError(`--${flag} must be true or false`);
+        flags_[field] = v === 'true';
+      }
+      return setTableLocks(store, required(flags, 'table'), { preset: flags.preset as string | undefined, flags: flags_ });
+    }
     default:
       throw new IdentityError(`Unknown command "${command}".\n${USAGE}`);
   }
@@ -219,7 +258,7 @@ export async function main(argv: string[]): Promise<void> {
     const result = await run(store, parsed.positionals.join(' '), parsed.values as Flags);
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } catch (err) {
-    const message = err instanceof IdentityError || err instanceof SecretError ? err.message : `Unexpected failure: ${(err as Error).message}`;
+    const message = err instanceof IdentityError || err instanceof SecretError || err instanceof TableLockError ? err.message : `Unexpected failure: ${(err as Error).message}`;
     process.stderr.write(JSON.stringify({ error: message }) + '\n');
     process.exitCode = 1;
   } finally {

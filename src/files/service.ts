@@ -1,15 +1,16 @@
 // The rules of workspace files that several operations share: folders that must exist, names that must be
 // free, the storage quota, and how a file and its versions are recorded. Works on repositories inside the
 // caller's transaction; no HTTP here beyond the shared error type.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Repositories } from '../store/index.ts';
 import type { StoredFile, VersionSource } from '../store/files.ts';
 import type { Workspace } from '../store/workspaces.ts';
 import type { FileLimits } from '../config.ts';
 import type { BlobInfo } from './blob-store.ts';
 import { planLimits } from '../billing/plans.ts';
-import { ApiError, conflict, notFound } from '../http/errors.ts';
-import { MAX_FOLDERS_PER_TREE, parentFolderPath } from '../domain/folder-paths.ts';
+import { ApiError, conflict, invalidField, notFound } from '../http/errors.ts';
+import { MAX_FOLDERS_PER_TREE } from '../domain/folder-paths.ts';
+import { FolderTree, FolderTreeError } from '../domain/folder-tree.ts';
 import { folderDisplayName } from './names.ts';
 
 export const newFileId = () => `wf_${randomBytes(18).toString('base64url')}`;
@@ -25,41 +26,49 @@ export async function actorOf(repos: Repositories, userId: string): Promise<Acto
   return { id: userId, email: user?.email ?? '' };
 }
 
+/** The file folder tree of a workspace (the shared folder-tree rules on the file kind; segments stay encoded). */
+export const fileTree = (repos: Repositories) => new FolderTree(repos.fileFolders, folderDisplayName);
+
+/** Maps a folder-tree failure to the answer file operations give. */
+export function fileFolderError(err: FolderTreeError): ApiError {
+  const path = String(err.details.path ?? '');
+  switch (err.reason) {
+    case 'TOO_LARGE':
+      return new ApiError('PAYLOAD_TOO_LARGE', `A workspace file tree may hold at most ${MAX_FOLDERS_PER_TREE} folders.`);
+    case 'NOT_FOUND':
+      return notFound('Folder');
+    case 'NOT_ARCHIVED':
+      return notFound('Archived folder');
+    case 'EXISTS':
+      return conflict(`A folder already exists at ${path}.`, { code: 'NAME_CONFLICT', path });
+    case 'INTO_ITSELF':
+      return invalidField(['body', 'destinationPath'], 'A folder cannot be moved inside itself.');
+    case 'NOT_EMPTY':
+      return conflict(err.message, { code: 'FOLDER_NOT_EMPTY', ...err.details });
+  }
+}
+
+/** Runs folder-tree work, turning its failures into the file operations' errors. */
+export async function withFileTree<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw err instanceof FolderTreeError ? fileFolderError(err) : err;
+  }
+}
+
 /** The folder must exist (the root always does). */
 export async function requireFolder(repos: Repositories, workspaceId: string, path: string): Promise<void> {
-  if (path === '/') return;
-  if (!(await repos.fileFolders.active(workspaceId, path))) throw notFound('Folder');
+  await withFileTree(() => fileTree(repos).require(workspaceId, path));
 }
 
 export async function assertTreeSize(repos: Repositories, workspaceId: string, adding = 0): Promise<void> {
-  if ((await repos.fileFolders.countActive(workspaceId)) + adding > MAX_FOLDERS_PER_TREE) {
-    throw new ApiError('PAYLOAD_TOO_LARGE', `A workspace file tree may hold at most ${MAX_FOLDERS_PER_TREE} folders.`);
-  }
+  await withFileTree(() => fileTree(repos).assertSize(workspaceId, adding));
 }
 
 /** Creates `path` and any missing ancestors; returns how many folders were created. */
 export async function ensureFolderChain(repos: Repositories, workspaceId: string, path: string, now: string): Promise<number> {
-  if (path === '/') return 0;
-  const chain: string[] = [];
-  for (let p = path; p !== '/'; p = parentFolderPath(p)) chain.unshift(p);
-  let created = 0;
-  for (const p of chain) {
-    if (await repos.fileFolders.active(workspaceId, p)) continue;
-    await repos.fileFolders.insert({
-      id: randomUUID(),
-      workspaceId,
-      path: p,
-      parentPath: parentFolderPath(p),
-      name: folderDisplayName(p),
-      createdAt: now,
-      updatedAt: now,
-      deletedAt: null,
-      archiveBatch: null,
-    });
-    created++;
-  }
-  if (created > 0) await assertTreeSize(repos, workspaceId);
-  return created;
+  return (await withFileTree(() => fileTree(repos).ensure(workspaceId, path, now))).length;
 }
 
 export async function assertNameFree(repos: Repositories, workspaceId: string, folderPath: string, name: string, exceptFileId?: string): Promise<void> {

@@ -66,3 +66,8 @@ export function checkSharePassword(password: string, stored: string): boolean {
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   return same(scryptSync(password, Buffer.from(salt, 'base64url'), 32).toString('base64url'), hash);
 }
+
+/** The signed URL of one part of an upload session (PUT /transfers/files/{uploadId}/parts/{n}). */
+export function transferUrl(baseUrl: string, key: Buffer, uploadId: string, partNumber: number, expiresAt: number): string {
+  return `${baseUrl}/transfers/files/${uploadId}/parts/${partNumber}?expires=${expiresAt}&signature=${signTransfer(key, uploadId, partNumber, expiresAt)}`;
+}

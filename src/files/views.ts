@@ -1,6 +1,6 @@
 // The wire shapes of files, folders, versions, shares and upload sessions.
 import type { StoredFile, FileVersionRecord } from '../store/files.ts';
-import type { FileFolderRecord } from '../store/file-folders.ts';
+import type { FolderRecord as FileFolderRecord } from '../store/folders.ts';
 import type { FileShareRecord } from '../store/file-shares.ts';
 import type { UploadSessionRecord } from '../store/file-uploads.ts';
 import { folderDisplayName } from './names.ts';

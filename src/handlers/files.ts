@@ -1,5 +1,6 @@
 // Handlers for the Files operations: upload sessions, files, versions, shares and folders. The rules shared
 // by several of them live in src/files/. The signed transfer URL and share links are public operations here too.
+import { compileUserPattern, UserPatternError, type UserPattern } from '../domain/safe-regex.ts';
 import { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Handler } from '../../generated/handlers.ts';
@@ -17,7 +18,7 @@ import { fileRevision, fileView, folderView, sessionView, shareView, versionView
 import { hashShareToken, openShareToken, sealShareToken } from '../files/share-tokens.ts';
 import type { FileShareRecord } from '../store/file-shares.ts';
 import {
-  actorOf, appendVersion, assertNameFree, assertStorageFits, assertTreeSize, ensureFolderChain, insertNewFile, loadFile, newUploadId, requireFolder,
+  actorOf, appendVersion, assertNameFree, assertStorageFits, assertTreeSize, ensureFolderChain, fileTree, insertNewFile, loadFile, newUploadId, requireFolder, withFileTree,
 } from '../files/service.ts';
 import { serveContent } from '../files/download.ts';
 import { extractText, readPrefix, selectLines, textKind } from '../files/text.ts';
@@ -321,7 +322,7 @@ export const restoreFile: Handler<'restoreFile'> = async ({ params, ctx }) => {
     const current = await loadFile(tx, workspaceId, params.fileId, { archived: 'also' });
     if (!current.deletedAt) return current;
     // A file whose folder is gone comes back at the root rather than recreating the folder.
-    const folderPath = current.folderPath === '/' || (await tx.fileFolders.active(workspaceId, current.folderPath)) ? current.folderPath : '/';
+    const folderPath = current.folderPath === '/' || (await tx.fileFolders.getActive(workspaceId, current.folderPath)) ? current.folderPath : '/';
     await assertNameFree(tx, workspaceId, folderPath, current.name);
     const updatedAt = nowIso();
     await tx.files.update(current.id, { deletedAt: null, archiveBatch: null, folderPath, updatedAt });
@@ -434,7 +435,7 @@ export const unzipFile: Handler<'unzipFile'> = async ({ params, ctx }) => {
   const archive = await loadFile(ctx.services.store, workspace.id, params.fileId);
   const stem = archive.name.replace(/\.zip$/i, '') || archive.name;
   const target = archive.folderPath === '/' ? `/${encodeURIComponent(stem)}` : `${archive.folderPath}/${encodeURIComponent(stem)}`;
-  if (await ctx.services.store.fileFolders.active(workspace.id, target)) {
+  if (await ctx.services.store.fileFolders.getActive(workspace.id, target)) {
     throw conflict(`A folder named "${stem}" already exists beside the archive.`, { code: 'NAME_CONFLICT', path: target });
   }
   let plan;
@@ -692,11 +693,13 @@ export const bulkDownloadFiles: Handler<'bulkDownloadFiles'> = async ({ query, c
 export const searchFileContent: Handler<'searchFileContent'> = async ({ query, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
   const store = ctx.services.store;
-  let pattern: RegExp;
+  let pattern: UserPattern;
   try {
-    pattern = new RegExp(query.mode === 'exact' ? query.query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : query.query);
+    // A linear-time engine: a user's pattern cannot make the search backtrack for ever.
+    pattern = compileUserPattern(query.query, { literal: query.mode === 'exact' });
   } catch (err) {
-    throw invalidField(['query', 'query'], `Not a valid regular expression: ${(err as Error).message}`);
+    if (err instanceof UserPatternError) throw invalidField(['query', 'query'], err.message, err.problem === 'unsupported' ? 'unsupported_pattern' : 'invalid_pattern');
+    throw err;
   }
   const deep = flag(query.includeSubfolders, true);
   const scopes = query.folderPaths ? query.folderPaths.split(',').map((s) => checked('query', () => folderPathOf(s.trim(), 'folderPaths'))) : ['/'];
@@ -739,7 +742,7 @@ export const listFileFolders: Handler<'listFileFolders'> = async ({ query, ctx }
   const workspaceId = workspaceOf(ctx).id;
   const parent = query.parentPath === undefined ? '/' : checked('query', () => folderPathOf(query.parentPath, 'parentPath'));
   const archived = query.scope === 'archived';
-  const all = await ctx.services.store.fileFolders.list(workspaceId, archived);
+  const all = await ctx.services.store.fileFolders.all(workspaceId, archived);
   if (!archived && all.length > MAX_FOLDERS_PER_TREE) throw new ApiError('PAYLOAD_TOO_LARGE', `The folder tree has more than ${MAX_FOLDERS_PER_TREE} folders.`);
   const recursive = flag(query.recursive, false);
   const baseDepth = parent === '/' ? 0 : parent.split('/').length - 1;
@@ -763,11 +766,13 @@ export const createFileFolder: Handler<'createFileFolder'> = async ({ body, ctx 
   const path = checked('body', () => folderPathOf(body.path, 'path'));
   if (path === '/') throw invalidField(['body', 'path'], 'The root folder always exists; name a folder below it.');
   const folder = await ctx.mutate(async (tx, audit) => {
-    if (await tx.fileFolders.active(workspaceId, path)) throw conflict(`A folder already exists at ${path}.`, { code: 'NAME_CONFLICT', path });
-    await assertTreeSize(tx, workspaceId);
-    const created = await ensureFolderChain(tx, workspaceId, path, nowIso());
-    audit({ action: 'file_folder.created', resourceType: 'file_folder', resourceName: path, metadata: { path, created } });
-    return (await tx.fileFolders.active(workspaceId, path))!;
+    const tree = fileTree(tx);
+    const { folder: leaf, created } = await withFileTree(async () => {
+      await tree.assertSize(workspaceId);
+      return tree.create(workspaceId, path, nowIso());
+    });
+    audit({ action: 'file_folder.created', resourceType: 'file_folder', resourceName: path, metadata: { path, created: created.length } });
+    return leaf;
   });
   return { status: 200, body: { data: folderView(folder) } };
 };
@@ -778,26 +783,15 @@ export const relocateFileFolder: Handler<'relocateFileFolder'> = async ({ body, 
   const dest = checked('body', () => folderPathOf(body.destinationPath, 'destinationPath'));
   if (from === '/') throw invalidField(['body', 'path'], 'The root folder cannot be moved.');
   const folder = await ctx.mutate(async (tx, audit) => {
-    const source = await tx.fileFolders.active(workspaceId, from);
-    if (!source) throw notFound('Folder');
-    const leaf = from.slice(from.lastIndexOf('/') + 1);
-    let to: string;
-    if (dest === '/') to = `/${leaf}`;
-    else if (dest !== from && (await tx.fileFolders.active(workspaceId, dest))) to = `${dest}/${leaf}`;
-    else to = dest;
+    const tree = fileTree(tx);
+    const { source, to } = await withFileTree(() => tree.planMove(workspaceId, from, dest));
     if (to === from) return source;
-    if (isWithin(to, from)) throw invalidField(['body', 'destinationPath'], 'A folder cannot be moved inside itself.');
-    if (await tx.fileFolders.active(workspaceId, to)) throw conflict(`A folder already exists at ${to}.`, { code: 'NAME_CONFLICT', path: to });
     const now = nowIso();
-    await ensureFolderChain(tx, workspaceId, parentFolderPath(to), now);
-    const moved = [source, ...(await tx.fileFolders.under(workspaceId, from, false))];
-    for (const f of moved) {
-      const path = to + f.path.slice(from.length);
-      await tx.fileFolders.update(f.id, { path, parentPath: parentFolderPath(path), name: folderDisplayName(path), updatedAt: now });
-    }
+    const foldersMoved = 1 + (await tx.fileFolders.countBelow(workspaceId, from));
+    const moved = await withFileTree(() => tree.move(workspaceId, from, to, now));
     const files = await tx.files.moveFolderPrefix(workspaceId, from, to, now);
-    audit({ action: 'file_folder.moved', resourceType: 'file_folder', resourceName: to, metadata: { from, to, folders: moved.length, files } });
-    return (await tx.fileFolders.active(workspaceId, to))!;
+    audit({ action: 'file_folder.moved', resourceType: 'file_folder', resourceName: to, metadata: { from, to, folders: foldersMoved, files } });
+    return moved;
   });
   return { status: 200, body: { data: folderView(folder) } };
 };
@@ -807,19 +801,17 @@ export const deleteFileFolder: Handler<'deleteFileFolder'> = async ({ query, ctx
   const path = checked('query', () => folderPathOf(query.path, 'path'));
   if (path === '/') throw invalidField(['query', 'path'], 'The root folder cannot be deleted.');
   const counts = await ctx.mutate(async (tx, audit) => {
-    const folder = await tx.fileFolders.active(workspaceId, path);
-    if (!folder) throw notFound('Folder');
-    const folders = await tx.fileFolders.under(workspaceId, path, false);
+    const tree = fileTree(tx);
+    const { below } = await withFileTree(() => tree.inspect(workspaceId, path));
     const files = await tx.files.activeUnder(workspaceId, path);
-    if ((folders.length > 0 || files.length > 0) && !flag(query.recursive, false)) {
-      throw conflict('The folder is not empty; delete it with recursive=true to archive what is inside.', { code: 'FOLDER_NOT_EMPTY', folders: folders.length, files: files.length });
+    if ((below > 0 || files.length > 0) && !flag(query.recursive, false)) {
+      throw conflict('The folder is not empty; delete it with recursive=true to archive what is inside.', { code: 'FOLDER_NOT_EMPTY', folders: below, files: files.length });
     }
     const now = nowIso();
-    const batch = randomUUID();
-    for (const f of [folder, ...folders]) await tx.fileFolders.update(f.id, { deletedAt: now, archiveBatch: batch, updatedAt: now });
+    const { batch, folders } = await withFileTree(() => tree.archive(workspaceId, path, now));
     await archiveFiles(tx, files, now, batch);
-    audit({ action: 'file_folder.deleted', resourceType: 'file_folder', resourceName: path, metadata: { path, folders: folders.length + 1, files: files.length } });
-    return { folders: folders.length + 1, files: files.length };
+    audit({ action: 'file_folder.deleted', resourceType: 'file_folder', resourceName: path, metadata: { path, folders, files: files.length } });
+    return { folders, files: files.length };
   });
   return { status: 200, body: { data: { path, deleted: true as const, deletedItems: counts } } };
 };
@@ -828,26 +820,16 @@ export const restoreFileFolder: Handler<'restoreFileFolder'> = async ({ body, ct
   const workspaceId = workspaceOf(ctx).id;
   const path = checked('body', () => folderPathOf(body.path, 'path'));
   const result = await ctx.mutate(async (tx, audit) => {
-    const archived = await tx.fileFolders.latestArchived(workspaceId, path);
-    if (!archived) throw notFound('Archived folder');
-    if (await tx.fileFolders.active(workspaceId, path)) throw conflict(`A folder already exists at ${path}.`, { code: 'NAME_CONFLICT', path });
     const now = nowIso();
     // Everything archived in the same delete comes back, under recreated parents if those are gone too.
-    await ensureFolderChain(tx, workspaceId, parentFolderPath(path), now);
-    const folders = archived.archiveBatch ? await tx.fileFolders.inBatch(workspaceId, archived.archiveBatch) : [archived];
-    let restoredFolders = 0;
-    for (const f of folders.sort((a, b) => a.path.length - b.path.length)) {
-      if (await tx.fileFolders.active(workspaceId, f.path)) continue;
-      await tx.fileFolders.update(f.id, { deletedAt: null, archiveBatch: null, updatedAt: now });
-      restoredFolders++;
-    }
-    const files = archived.archiveBatch ? await tx.files.archivedInBatch(workspaceId, archived.archiveBatch) : [];
+    const restored = await withFileTree(() => fileTree(tx).restore(workspaceId, path, now, { archivedParent: 'recreate', onConflict: 'refuse' }));
+    const files = restored.batch ? await tx.files.archivedInBatch(workspaceId, restored.batch) : [];
     for (const f of files) {
       await assertNameFree(tx, workspaceId, f.folderPath, f.name);
       await tx.files.update(f.id, { deletedAt: null, archiveBatch: null, updatedAt: now });
     }
-    audit({ action: 'file_folder.restored', resourceType: 'file_folder', resourceName: path, metadata: { path, folders: restoredFolders, files: files.length } });
-    return { folder: (await tx.fileFolders.active(workspaceId, path))!, restoredItems: { files: files.length, folders: restoredFolders } };
+    audit({ action: 'file_folder.restored', resourceType: 'file_folder', resourceName: path, metadata: { path, folders: restored.folders, files: files.length } });
+    return { folder: restored.folder, restoredItems: { files: files.length, folders: restored.folders } };
   });
   return { status: 200, body: { data: { folder: folderView(result.folder), restoredItems: result.restoredItems } } };
 };

@@ -7,9 +7,10 @@ import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
 import { ApiError, badRequest, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
+import { RUN_STREAM_VARY, runStreamFormat } from '../http/negotiate.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
-import { SelectorError, idSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
+import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
 import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
@@ -68,6 +69,8 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
 
   const { config } = ctx.services;
   const policy = config.runs.policies[workspace.plan];
+  // A stream request is answered in the form the client reads (SSE, NDJSON, or one JSON document like a sync run).
+  const format = body.stream ? runStreamFormat(ctx.header('accept'), ctx.header('user-agent')) : null;
   const mode = body.async ? 'async' : body.stream ? 'stream' : 'sync';
   const timeoutMs = mode === 'async' ? Math.min(body.executionTimeoutSeconds ?? policy.maxAsyncSeconds, policy.maxAsyncSeconds) * 1000 : config.runs.syncTimeoutMs;
   const run = await createRun(ctx, w, workspace, {
@@ -87,11 +90,13 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
     return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, w.id, run.key), queuePosition } } };
   }
   if (mode === 'stream') {
-    const accept = ctx.header('accept') ?? '';
-    return streamRun(ctx, run, timeoutMs, accept.includes("text/event-stream"), selectors);
+    const streamed = streamRun(ctx, run, timeoutMs, format ?? 'ndjson', selectors);
+    streamed.headers.Vary = RUN_STREAM_VARY;
+    return streamed;
   }
   const result = await ctx.services.runs.execute(run, { timeoutMs });
-  return { status: 200, body: { data: runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null) } };
+  const data = runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null);
+  return { status: 200, body: { data } };
 };
 
 const RUN_STATUS_FILTER: Record<string, RunStatus> = {
@@ -140,9 +145,8 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
   if (query.selectedOutputs !== undefined) {
     const recorded = (run.blockOutputs ? JSON.parse(run.blockOutputs) : {}) as Record<string, unknown>;
     const definition = await ctx.services.runs.definitionFor(run);
-    const ids = new Set(Object.keys(definition?.state.blocks ?? {}));
     try {
-      blockOutputs = pickOutputs(idSelectors(query.selectedOutputs, recorded, ids), recorded);
+      blockOutputs = pickOutputs(recordedSelectors(query.selectedOutputs, definition?.state ?? null, recorded), recorded);
     } catch (err) {
       throw selectorError(err, ['query', 'selectedOutputs']);
     }

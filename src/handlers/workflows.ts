@@ -7,11 +7,11 @@ import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import type { Repositories } from '../store/index.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
-import type { WorkflowFolderRecord } from '../store/workflow-folders.ts';
+import type { FolderRecord as WorkflowFolderRecord } from '../store/folders.ts';
 import type { DeploymentAttemptRecord, WorkflowVersionRecord } from '../store/workflow-versions.ts';
 import { folderName, parentFolderPath, isWithin } from '../domain/folder-paths.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
-import { WorkflowError, assertTreeSize, ensureFolder, parseFolderPath, resolveExistingFolder } from '../workflows/folders.ts';
+import { WorkflowError, assertTreeSize, ensureFolder, parseFolderPath, resolveExistingFolder, withWorkflowTree, workflowTree } from '../workflows/folders.ts';
 import {
   StateError,
   blockRefs,
@@ -475,9 +475,8 @@ export const createWorkflowFolder: Handler<'createWorkflowFolder'> = handle<'cre
   const path = parseFolderPath(body.path, ['body', 'path']);
   if (path === '/') throw conflict('The root folder always exists.');
   const folder = await ctx.mutate(async (tx, audit) => {
-    if (await tx.workflowFolders.getActive(body.workspaceId, path)) throw conflict(`The folder ${folderPathToWire(path)} already exists.`, { path: folderPathToWire(path) });
-    const created = await ensureFolder(tx, body.workspaceId, path, now());
-    const leaf = created.at(-1)!;
+    await assertTreeSize(tx, body.workspaceId);
+    const { folder: leaf, created } = await withWorkflowTree(() => workflowTree(tx).create(body.workspaceId, path, now()));
     audit({ action: 'workflow_folder.created', resourceType: 'workflow_folder', resourceId: leaf.id, resourceName: leaf.name, metadata: { path: folderPathToWire(path), created: created.length } });
     return leaf;
   });
@@ -491,20 +490,15 @@ export const relocateWorkflowFolder: Handler<'relocateWorkflowFolder'> = handle<
   const folder = await ctx.mutate(async (tx, audit) => {
     const ws = body.workspaceId;
     await assertTreeSize(tx, ws);
-    const source = await tx.workflowFolders.getActive(ws, from);
-    if (!source) throw notFound('Folder');
+    const tree = workflowTree(tx);
     // `mv` semantics: an existing folder (or the root) receives the source under its current name.
-    const into = destination === '/' || (destination !== from && (await tx.workflowFolders.getActive(ws, destination)));
-    const to = into ? (destination === '/' ? `/${source.name}` : `${destination}/${source.name}`) : destination;
+    const { source, to } = await withWorkflowTree(() => tree.planMove(ws, from, destination));
     if (to === from) return source;
-    if (isWithin(to, from)) throw conflict('A folder cannot be moved into itself.', { path: folderPathToWire(from), destinationPath: folderPathToWire(to) });
-    if (await tx.workflowFolders.getActive(ws, to)) throw conflict(`The folder ${folderPathToWire(to)} already exists.`, { path: folderPathToWire(to) });
     const at = now();
-    await ensureFolder(tx, ws, parentFolderPath(to), at);
-    await tx.workflowFolders.relocateSubtree(ws, from, to, folderName(to), parentFolderPath(to), at);
+    const moved = await withWorkflowTree(() => tree.move(ws, from, to, at));
     await tx.workflows.relocateSubtree(ws, from, to, at);
     audit({ action: 'workflow_folder.moved', resourceType: 'workflow_folder', resourceId: source.id, resourceName: folderName(to), metadata: { from: folderPathToWire(from), to: folderPathToWire(to) } });
-    return (await tx.workflowFolders.getActive(ws, to))!;
+    return moved;
   });
   return { status: 200, body: { data: folderView(folder) } };
 });
@@ -518,15 +512,13 @@ export const deleteWorkflowFolder: Handler<'deleteWorkflowFolder'> = handle<'del
   const result = await ctx.mutate(async (tx, audit) => {
     const ws = query.workspaceId;
     await assertTreeSize(tx, ws);
-    const folder = await tx.workflowFolders.getActive(ws, path);
-    if (!folder) throw notFound('Folder');
-    const subfolders = await tx.workflowFolders.countBelow(ws, path);
+    const { folder, below: subfolders } = await withWorkflowTree(() => workflowTree(tx).inspect(ws, path));
     const workflows = await tx.workflows.countInSubtree(ws, path);
     if (!recursive && subfolders + workflows > 0) {
       throw conflict('The folder is not empty; send recursive=true to archive it with everything inside.', { folders: subfolders, workflows });
     }
     const at = now();
-    const folders = await tx.workflowFolders.archiveSubtree(ws, path, at);
+    const { folders } = await withWorkflowTree(() => workflowTree(tx).archive(ws, path, at));
     const archived = await tx.workflows.archiveSubtree(ws, path, at);
     audit({ action: 'workflow_folder.deleted', resourceType: 'workflow_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, workflows: archived } });
     return { folders, workflows: archived };
@@ -732,17 +724,19 @@ export const deployWorkflow: Handler<'deployWorkflow'> = handle<'deployWorkflow'
 export const undeployWorkflow: Handler<'undeployWorkflow'> = handle<'undeployWorkflow'>(async ({ params, ctx }) => {
   const first = await loadWorkflow(ctx, params.workflowId);
   assertUnlocked(first);
-  await ctx.mutate(async (tx, audit) => {
+  const archivedMcpTools = await ctx.mutate(async (tx, audit) => {
     const w = await reload(tx, first.id);
     assertUnlocked(w);
-    if (!w.isDeployed) return;
+    if (!w.isDeployed) return [];
     await tx.workflows.update(w.id, { isDeployed: false, deployedAt: null, activeVersionId: null, updatedAt: now() });
     await tx.workflowVersions.deactivate(w.id);
     audit({ action: 'workflow.undeployed', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId });
+    // Its MCP tools stay published but inactive (hidden from MCP clients) until the workflow is deployed again.
+    return (await tx.workflowMcpServers.toolsOfWorkflow(w.id)).map((t) => ({ serverId: t.serverId, toolName: t.toolName }));
   });
   return {
     status: 200,
-    body: { data: { id: first.id, isDeployed: false, deployedAt: null, warnings: [], activeDeployment: null, latestDeploymentAttempt: null, archivedMcpTools: [] } },
+    body: { data: { id: first.id, isDeployed: false, deployedAt: null, warnings: [], activeDeployment: null, latestDeploymentAttempt: null, archivedMcpTools } },
   };
 });
 

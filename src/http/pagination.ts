@@ -67,3 +67,8 @@ export function toPage<R, T>(
     nextCursor: more && last !== undefined ? writeCursor(ctx, keyOf(last), binding) : null,
   };
 }
+
+/** A cursor for a page built by other means than toPage (e.g. one cut short by size). */
+export function cursorFor(ctx: RequestContext, key: SortKey, binding: Record<string, unknown>): string {
+  return writeCursor(ctx, key, binding);
+}

@@ -13,6 +13,7 @@ import { runFilePath } from './views.ts';
 import { sandboxPoolFor, type SandboxBuilder } from '../sandboxes/index.ts';
 import type { WorkspaceCredentials } from '../credentials/service.ts';
 import type { RunResources } from '../execution/index.ts';
+import type { McpRegistry } from '../mcp/registry.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
@@ -92,6 +93,7 @@ export class RunService {
   private engineStarted: Promise<void> | null = null;
 
   private readonly secrets: SecretVault | null;
+  private readonly mcp: McpRegistry | null;
 
   private readonly tools: ToolRegistry | null;
   private readonly blobs: BlobStore | null;
@@ -108,12 +110,14 @@ export class RunService {
     blobs?: BlobStore;
     sandboxes?: SandboxBuilder;
     workspaceCredentials?: WorkspaceCredentials;
+    mcp?: McpRegistry;
   }) {
     this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
     this.tools = deps.tools ?? null;
     this.blobs = deps.blobs ?? null;
     this.secrets = deps.secrets ?? null;
+    this.mcp = deps.mcp ?? null;
     this.startEngine = deps.startEngine ?? (async () => undefined);
     this.store = deps.store;
     this.engine = deps.engine;
@@ -260,6 +264,8 @@ export class RunService {
         secrets: (name) => this.secrets?.resolveEntry(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
         resources: this.resourcesFor(run),
+        // MCP tool blocks call the servers registered in the run's workspace.
+        mcp: this.mcp ? (serverId, toolName, args, signal) => this.mcp!.callTool(run.workspaceId, serverId, toolName, args, signal) : undefined,
       };
       if (!definition) {
         result = failedResult(run, { code: 'EXECUTION_FAILED', message: 'The workflow version this run was started from no longer exists.' }, startedAt);

@@ -45,17 +45,18 @@ export function resolveSelectors(selectors: string[], state: WorkflowState): Sel
   return out;
 }
 
-/** The recorded run's selectors: block ids only. */
-export function idSelectors(raw: string, blockOutputs: Record<string, unknown>, knownIds: Set<string>): Selector[] {
-  return raw
+/**
+ * The recorded run's selectors (comma-separated), by block name or id like execute's: resolved against the graph
+ * the run executed (`state`, null when it is gone); blocks with recorded outputs count by id in any case.
+ */
+export function recordedSelectors(raw: string, state: WorkflowState | null, blockOutputs: Record<string, unknown>): Selector[] {
+  const keys = raw
     .split(',')
     .map((s) => s.trim())
-    .filter(Boolean)
-    .map((key) => {
-      const { head, path } = split(key);
-      if (!knownIds.has(head) && !(head in blockOutputs)) throw new SelectorError(`The selector ${key} does not start with a block id of this workflow (names are not resolved here).`);
-      return { key, blockId: head, path };
-    });
+    .filter(Boolean);
+  const blocks: WorkflowState['blocks'] = { ...(state?.blocks ?? {}) };
+  for (const id of Object.keys(blockOutputs)) blocks[id] ??= { id, name: '' } as WorkflowState['blocks'][string];
+  return resolveSelectors(keys, { blocks, edges: [] });
 }
 
 /** Picks the selected values; unexecuted blocks and absent paths are left out. */

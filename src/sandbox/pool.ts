@@ -7,6 +7,7 @@
 // escaped its vm context. Here the egress policy runs where the untrusted code cannot reach it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 
 export interface SandboxFetchRequest {
   url: string;
@@ -81,6 +82,37 @@ export function sandboxNodeFlags(memoryMb: number): string[] {
 }
 
 const WORKER_SOURCE = fs.readFileSync(new URL('./worker-main.cjs', import.meta.url), 'utf8');
+/** The globals built inside each call's context (timers, TextEncoder, URL, ...); see context-globals.js. */
+const GLOBALS_SOURCE = fs.readFileSync(new URL('./context-globals.js', import.meta.url), 'utf8');
+
+/**
+ * Libraries a context evaluates on first use, as one script each (the worker cannot read files): `buffer` is the
+ * pure-JS `buffer` package with its two dependencies, wired by a minimal CommonJS loader, defining `Buffer`.
+ */
+function libraries(): Record<string, string> {
+  const require = createRequire(import.meta.url);
+  // `buffer/` (with the slash) is the npm package, not Node's built-in module.
+  const read = (id: string) => fs.readFileSync(require.resolve(id), 'utf8');
+  const modules: Record<string, string> = { 'base64-js': read('base64-js'), ieee754: read('ieee754'), buffer: read('buffer/') };
+  const table = Object.entries(modules)
+    .map(([name, source]) => `${JSON.stringify(name)}: function (module, exports, require) {\n${source}\n}`)
+    .join(',\n');
+  const buffer = `(function () {
+  const modules = {${table}};
+  const cache = {};
+  function load(name) {
+    if (cache[name]) return cache[name].exports;
+    const module = { exports: {} };
+    cache[name] = module;
+    modules[name].call(module.exports, module, module.exports, load);
+    return module.exports;
+  }
+  globalThis.__bufferModule = load('buffer').Buffer;
+})();
+void 0;`;
+  return { buffer };
+}
+const LIBRARIES = libraries();
 const PAGE_SIZE = 4096;
 
 interface ActiveCall {
@@ -209,6 +241,7 @@ export class SandboxPool {
     };
     worker.ready.catch(() => undefined);
     this.workers.add(worker);
+    child.send({ type: 'init', globals: GLOBALS_SOURCE, libraries: LIBRARIES });
     child.stderr!.on('data', (chunk: Buffer) => {
       worker.stderr = (worker.stderr + chunk.toString()).slice(-4096);
     });

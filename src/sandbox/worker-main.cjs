@@ -10,6 +10,11 @@
 //   (`hostSend`) is captured in a closure by bootstrap code that runs before the user's code, and it accepts
 //   only strings and never throws; nothing the context can touch leads back to a host object.
 // - fetch is a context function that asks the parent process, which applies the egress policy.
+// - The web globals (timers, TextEncoder/Decoder, URL, atob/btoa, structuredClone, crypto, Buffer) are built inside
+//   the context by context-globals.js from the context's own intrinsics; what they need from this process goes
+//   through `hostCall`, a second host function captured like hostSend: one string in, one string out.
+// - Timers are real timers of this process, tracked per call, never scheduled past the call's deadline and all
+//   cleared when the call ends, so none fires into the next call.
 'use strict';
 
 const vm = require('node:vm');
@@ -57,6 +62,8 @@ function sandboxRequire(dir) {
     return base(id);
   };
 }
+const nodeCrypto = require('node:crypto');
+const HostURL = URL;
 
 const send = process.send.bind(process);
 // Remove the doors a vm escape would look for first; the permission model is the wall behind them.
@@ -78,7 +85,7 @@ const MAX_LOG_BYTES = 64 * 1024;
 
 // Runs inside the context before the user's code; captures every intrinsic it relies on so that the user's code
 // cannot change how results are reported.
-const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson) {
+const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson, hostCall, installGlobals) {
   'use strict';
   const stringify = JSON.stringify;
   const parse = JSON.parse;
@@ -156,8 +163,13 @@ const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson) {
       }));
     });
   }
+  let onTimer = null;
   function deliver(message) {
     const m = parse(message);
+    if (m.timer !== undefined) {
+      if (onTimer) onTimer(m.timer);
+      return;
+    }
     const entry = apply(mapGet, pending, [m.id]);
     if (!entry) return;
     apply(mapDelete, pending, [m.id]);
@@ -176,6 +188,7 @@ const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson) {
       (e) => finish(false, null, describe(e)),
     ]);
   }
+  if (installGlobals) onTimer = installGlobals(hostCall, (e) => finish(false, null, describe(e)));
   const console = freeze({ log, info: log, warn: log, error: log, debug: log });
   defineProperty(globalThis, 'console', { value: console, writable: true, configurable: true });
   if (allowFetch) defineProperty(globalThis, 'fetch', { value: fetch, writable: true, configurable: true });
@@ -186,6 +199,17 @@ const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson) {
 
 const CONTEXT_OPTIONS = { codeGeneration: { strings: true, wasm: false } };
 const BOOTSTRAP_SCRIPT = new vm.Script(BOOTSTRAP, { filename: 'sandbox-bootstrap.js' });
+// Sent by the parent in its `init` message (this process cannot read files).
+let GLOBALS_SCRIPT = null;
+const LIBRARIES = new Map(); // name -> vm.Script run in a context on first use
+const MAX_TIMERS = 10000;
+const URL_PARTS = ['href', 'origin', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash'];
+const URL_SETTABLE = new Set(['href', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash']);
+const urlParts = (u) => {
+  const out = {};
+  for (const k of URL_PARTS) out[k] = u[k];
+  return out;
+};
 
 // Creating a context is the most expensive step of a call (~0.4 ms), so a few are made ahead of time, while idle.
 // Each is still used for exactly one call.
@@ -225,10 +249,14 @@ let current = null; // { id, deliver }
 function run(call) {
   const id = call.id;
   const ctx = freshContext();
+  const deadline = Date.now() + (Number(call.timeoutMs) > 0 ? Number(call.timeoutMs) : 10000);
+  const timers = new Map(); // context timer id -> this process's timer
   let finished = false;
   const reply = (message) => {
     if (finished) return;
     finished = true;
+    for (const t of timers.values()) clearTimeout(t);
+    timers.clear();
     if (current && current.id === id) current = null;
     send({ ...message, id });
     schedulePrewarm();
@@ -247,9 +275,80 @@ function run(call) {
       /* malformed message from the context: ignore */
     }
   };
+  // The second host function: one string in, one string out (JSON), never throws, never returns an object.
+  const hostCall = (text) => {
+    try {
+      if (typeof text !== 'string' || finished) return '{"error":"The call has ended"}';
+      return JSON.stringify(hostOperation(JSON.parse(text)));
+    } catch (e) {
+      return JSON.stringify({ error: e instanceof Error ? e.message : 'failed' });
+    }
+  };
+  const hostOperation = (m) => {
+    switch (m.op) {
+      case 'setTimer': {
+        const timerId = Number(m.id);
+        const ms = Math.max(1, Math.min(2147483647, Number(m.ms) || 1));
+        const old = timers.get(timerId);
+        if (old) clearTimeout(old);
+        else if (timers.size >= MAX_TIMERS) return { error: `More than ${MAX_TIMERS} pending timers` };
+        // A timer due after the call's deadline could never fire inside the call: it is not scheduled at all.
+        if (Date.now() + ms > deadline) {
+          timers.delete(timerId);
+          return { value: null };
+        }
+        timers.set(
+          timerId,
+          setTimeout(() => {
+            timers.delete(timerId);
+            if (finished || !current || current.id !== id) return;
+            try {
+              current.deliver(JSON.stringify({ timer: timerId }));
+            } catch {
+              /* the callback's failure is reported by the context itself */
+            }
+          }, ms),
+        );
+        return { value: null };
+      }
+      case 'clearTimer': {
+        const timerId = Number(m.id);
+        clearTimeout(timers.get(timerId));
+        timers.delete(timerId);
+        return { value: null };
+      }
+      case 'random': {
+        const n = Math.max(0, Math.min(65536, Math.floor(Number(m.n) || 0)));
+        return { value: nodeCrypto.randomBytes(n).toString('base64') };
+      }
+      case 'uuid':
+        return { value: nodeCrypto.randomUUID() };
+      case 'url': {
+        const input = String(m.input);
+        const u = m.base === null || m.base === undefined ? new HostURL(input) : new HostURL(input, String(m.base));
+        return { value: urlParts(u) };
+      }
+      case 'urlSet': {
+        const part = String(m.part);
+        if (!URL_SETTABLE.has(part)) return { error: 'Not a settable URL part' };
+        const u = new HostURL(String(m.href));
+        u[part] = String(m.value);
+        return { value: urlParts(u) };
+      }
+      case 'load': {
+        const lib = LIBRARIES.get(String(m.lib));
+        if (!lib) return { error: 'Unknown library' };
+        lib.runInContext(ctx);
+        return { value: null };
+      }
+      default:
+        return { error: 'Unknown operation' };
+    }
+  };
   try {
     const bootstrap = BOOTSTRAP_SCRIPT.runInContext(ctx);
-    const deliver = bootstrap(hostSend, call.allowFetch === true, typeof call.refs === 'string' ? call.refs : '[]');
+    const installGlobals = GLOBALS_SCRIPT ? GLOBALS_SCRIPT.runInContext(ctx) : null;
+    const deliver = bootstrap(hostSend, call.allowFetch === true, typeof call.refs === 'string' ? call.refs : '[]', hostCall, installGlobals);
     if (typeof call.modulesDir === 'string' && call.modulesDir) {
       Object.defineProperty(ctx, 'require', { value: sandboxRequire(call.modulesDir), writable: false, configurable: false });
     }
@@ -268,9 +367,18 @@ function run(call) {
   }
 }
 
+let initialized = false;
 process.on('message', (m) => {
   if (!m || typeof m !== 'object') return;
-  if (m.type === 'run') run(m);
+  if (m.type === 'init' && !initialized) {
+    initialized = true;
+    if (typeof m.globals === 'string') GLOBALS_SCRIPT = new vm.Script(m.globals, { filename: 'sandbox-globals.js' });
+    for (const [name, source] of Object.entries(m.libraries ?? {})) {
+      if (typeof source === 'string') LIBRARIES.set(name, new vm.Script(source, { filename: `${name}.js` }));
+    }
+    schedulePrewarm();
+    send({ type: 'ready' });
+  } else if (m.type === 'run') run(m);
   else if (m.type === 'fetchResult' && current && current.id === m.id) {
     try {
       current.deliver(JSON.stringify({ id: m.fetchId, response: m.response ?? null, error: m.error ?? null }));
@@ -281,5 +389,4 @@ process.on('message', (m) => {
 });
 process.on('disconnect', () => process.exit(0));
 
-schedulePrewarm();
-send({ type: 'ready' });
+// Ready once the parent's `init` arrived (see above).

@@ -12,10 +12,13 @@ import { AuditEventRepository } from './audit-events.ts';
 import { OAuthRepository } from './oauth.ts';
 import { SecretRepository } from './secrets.ts';
 import { WorkflowRepository } from './workflows.ts';
-import { WorkflowFolderRepository } from './workflow-folders.ts';
+import { FolderTreeRepository } from './folders.ts';
+import { TableViewRepository, UserTableRepository } from './user-tables.ts';
+import { TableRowsRepository } from './table-rows.ts';
+import { TableExportRepository, TableImportRepository } from './table-jobs.ts';
+import { TableGroupRunRepository } from './table-groups.ts';
 import { WorkflowVersionRepository } from './workflow-versions.ts';
 import { FileRepository } from './files.ts';
-import { FileFolderRepository } from './file-folders.ts';
 import { FileShareRepository } from './file-shares.ts';
 import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
@@ -27,6 +30,10 @@ import { BillingLogRepository } from './billing-logs.ts';
 import { RunFileRepository } from './run-files.ts';
 import { SandboxRepository } from './sandboxes.ts';
 import { CredentialRepository } from './credentials.ts';
+import { ChatDeploymentRepository } from './chat-deployments.ts';
+import { WebAuthRepository } from './web-auth.ts';
+import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
+import { McpServerRepository } from './mcp-servers.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -39,10 +46,10 @@ export interface Repositories {
   oauth: OAuthRepository;
   secrets: SecretRepository;
   workflows: WorkflowRepository;
-  workflowFolders: WorkflowFolderRepository;
+  workflowFolders: FolderTreeRepository;
   workflowVersions: WorkflowVersionRepository;
   files: FileRepository;
-  fileFolders: FileFolderRepository;
+  fileFolders: FolderTreeRepository;
   fileShares: FileShareRepository;
   fileUploads: FileUploadRepository;
   workflowRuns: WorkflowRunRepository;
@@ -54,6 +61,18 @@ export interface Repositories {
   runFiles: RunFileRepository;
   sandboxes: SandboxRepository;
   credentials: CredentialRepository;
+  chatDeployments: ChatDeploymentRepository;
+  webAuth: WebAuthRepository;
+  workflowMcpServers: WorkflowMcpServerRepository;
+  mcpServers: McpServerRepository;
+  tableFolders: FolderTreeRepository;
+  knowledgeFolders: FolderTreeRepository;
+  userTables: UserTableRepository;
+  tableRows: TableRowsRepository;
+  tableViews: TableViewRepository;
+  tableImports: TableImportRepository;
+  tableExports: TableExportRepository;
+  tableGroupRuns: TableGroupRunRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -68,10 +87,10 @@ function repositories(db: SqlExecutor): Repositories {
     oauth: new OAuthRepository(db),
     secrets: new SecretRepository(db),
     workflows: new WorkflowRepository(db),
-    workflowFolders: new WorkflowFolderRepository(db),
+    workflowFolders: new FolderTreeRepository(db, 'workflow'),
     workflowVersions: new WorkflowVersionRepository(db),
     files: new FileRepository(db),
-    fileFolders: new FileFolderRepository(db),
+    fileFolders: new FolderTreeRepository(db, 'file'),
     fileShares: new FileShareRepository(db),
     fileUploads: new FileUploadRepository(db),
     workflowRuns: new WorkflowRunRepository(db),
@@ -83,6 +102,18 @@ function repositories(db: SqlExecutor): Repositories {
     runFiles: new RunFileRepository(db),
     sandboxes: new SandboxRepository(db),
     credentials: new CredentialRepository(db),
+    chatDeployments: new ChatDeploymentRepository(db),
+    webAuth: new WebAuthRepository(db),
+    workflowMcpServers: new WorkflowMcpServerRepository(db),
+    mcpServers: new McpServerRepository(db),
+    tableFolders: new FolderTreeRepository(db, 'table'),
+    knowledgeFolders: new FolderTreeRepository(db, 'knowledge_base'),
+    userTables: new UserTableRepository(db),
+    tableRows: new TableRowsRepository(db),
+    tableViews: new TableViewRepository(db),
+    tableImports: new TableImportRepository(db),
+    tableExports: new TableExportRepository(db),
+    tableGroupRuns: new TableGroupRunRepository(db),
   };
 }
 

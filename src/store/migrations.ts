@@ -444,6 +444,292 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 85,
+    name: 'hosted chat deployments and their one-time codes',
+    sql: `
+      CREATE TABLE chat_deployments (
+        id TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL UNIQUE REFERENCES workflows(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        identifier TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        customizations TEXT NOT NULL DEFAULT '{}',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('public', 'password', 'email', 'sso')),
+        password_hash TEXT,
+        allowed_emails TEXT NOT NULL DEFAULT '[]',
+        output_configs TEXT NOT NULL DEFAULT '[]',
+        include_thinking INTEGER NOT NULL DEFAULT 0,
+        include_tool_calls INTEGER NOT NULL DEFAULT 0,
+        is_active INTEGER NOT NULL DEFAULT 1,
+        created_by TEXT NOT NULL REFERENCES users(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX chat_deployments_by_workspace ON chat_deployments (workspace_id, created_at, id);
+      CREATE TABLE chat_codes (
+        chat_id TEXT NOT NULL REFERENCES chat_deployments(id) ON DELETE CASCADE,
+        email TEXT NOT NULL COLLATE NOCASE,
+        code_hash TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (chat_id, email)
+      );
+    `,
+  },
+  {
+    version: 86,
+    name: 'web sign-in: user passwords, OAuth authorization codes, the CLI client and CLI pairing requests',
+    sql: `
+      CREATE TABLE user_passwords (
+        user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+        hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE oauth_codes (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        redirect_uri TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT,
+        grant_id TEXT
+      );
+      INSERT INTO oauth_clients (id, name, created_at) VALUES ('sim-cli', 'Sim CLI', '2026-11-23T00:00:00.000Z');
+      CREATE TABLE cli_auth_requests (
+        request_hash TEXT PRIMARY KEY,
+        challenge TEXT NOT NULL,
+        pairing TEXT NOT NULL,
+        workspace_id TEXT,
+        approved_by TEXT REFERENCES users(id) ON DELETE CASCADE,
+        approved_at TEXT,
+        completed_at TEXT,
+        key_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 80,
+    name: 'mcp servers',
+    sql: `
+      CREATE TABLE workflow_mcp_servers (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        is_public INTEGER NOT NULL DEFAULT 0,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX workflow_mcp_servers_by_workspace ON workflow_mcp_servers (workspace_id, created_at, id);
+      CREATE TABLE workflow_mcp_tools (
+        id TEXT PRIMARY KEY,
+        server_id TEXT NOT NULL REFERENCES workflow_mcp_servers(id) ON DELETE CASCADE,
+        workflow_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_description TEXT,
+        parameter_descriptions TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (server_id, workflow_id),
+        UNIQUE (server_id, tool_name)
+      );
+      CREATE INDEX workflow_mcp_tools_by_workflow ON workflow_mcp_tools (workflow_id);
+      CREATE TABLE mcp_servers (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        transport TEXT NOT NULL DEFAULT 'streamable-http',
+        url TEXT NOT NULL,
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('none', 'headers', 'oauth')),
+        headers_sealed TEXT,
+        header_names TEXT NOT NULL DEFAULT '[]',
+        timeout_ms INTEGER NOT NULL,
+        retries INTEGER NOT NULL,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        oauth_client_id TEXT,
+        oauth_client_secret_sealed TEXT,
+        connection_status TEXT NOT NULL DEFAULT 'disconnected' CHECK (connection_status IN ('connected', 'disconnected', 'error')),
+        last_error TEXT,
+        tool_count INTEGER NOT NULL DEFAULT 0,
+        tools TEXT,
+        last_tools_refresh TEXT,
+        last_connected TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX mcp_servers_by_workspace ON mcp_servers (workspace_id, created_at, id);
+    `,
+  },
+  {
+    version: 50,
+    name: 'one folder tree for every kind: workflow and file folders move into folders',
+    sql: `
+      CREATE TABLE folders (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        parent_path TEXT NOT NULL,
+        name TEXT NOT NULL,
+        locked INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        archived_at TEXT,
+        archive_batch TEXT
+      );
+      CREATE UNIQUE INDEX folders_active_path ON folders (workspace_id, kind, path) WHERE archived_at IS NULL;
+      CREATE INDEX folders_by_parent ON folders (workspace_id, kind, parent_path, name, id) WHERE archived_at IS NULL;
+      CREATE INDEX folders_archived ON folders (workspace_id, kind, path, archived_at) WHERE archived_at IS NOT NULL;
+      CREATE INDEX folders_by_batch ON folders (archive_batch) WHERE archive_batch IS NOT NULL;
+      INSERT INTO folders (id, workspace_id, kind, path, parent_path, name, locked, created_at, updated_at, archived_at, archive_batch)
+        SELECT id, workspace_id, 'workflow', path, parent_path, name, locked, created_at, updated_at, archived_at, NULL FROM workflow_folders;
+      INSERT INTO folders (id, workspace_id, kind, path, parent_path, name, locked, created_at, updated_at, archived_at, archive_batch)
+        SELECT id, workspace_id, 'file', path, parent_path, name, 0, created_at, updated_at, deleted_at, archive_batch FROM file_folders;
+      DROP TABLE workflow_folders;
+      DROP TABLE file_folders;
+    `,
+  },
+  {
+    version: 51,
+    name: 'tables: definitions and views (rows live in one SQL table per user table, trows_<id>)',
+    sql: `
+      CREATE TABLE user_tables (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        folder_path TEXT NOT NULL DEFAULT '/',
+        columns TEXT NOT NULL,
+        owner_id TEXT,
+        owner_email TEXT NOT NULL,
+        row_count INTEGER NOT NULL DEFAULT 0,
+        max_rows INTEGER NOT NULL,
+        schema_locked INTEGER NOT NULL DEFAULT 0,
+        insert_locked INTEGER NOT NULL DEFAULT 0,
+        update_locked INTEGER NOT NULL DEFAULT 0,
+        delete_locked INTEGER NOT NULL DEFAULT 0,
+        job TEXT,
+        archived_at TEXT,
+        archive_batch TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX user_tables_active_name ON user_tables (workspace_id, name) WHERE archived_at IS NULL;
+      CREATE INDEX user_tables_by_created ON user_tables (workspace_id, created_at, id);
+      CREATE INDEX user_tables_by_name ON user_tables (workspace_id, name, id);
+      CREATE INDEX user_tables_by_updated ON user_tables (workspace_id, updated_at, id);
+      CREATE INDEX user_tables_by_folder ON user_tables (workspace_id, folder_path);
+      CREATE INDEX user_tables_by_batch ON user_tables (archive_batch) WHERE archive_batch IS NOT NULL;
+      CREATE TABLE table_views (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        config TEXT NOT NULL,
+        is_default INTEGER NOT NULL DEFAULT 0,
+        created_by_email TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX table_views_one_default ON table_views (table_id) WHERE is_default = 1;
+      CREATE INDEX table_views_by_table ON table_views (table_id, created_at, id);
+    `,
+  },
+  {
+    version: 52,
+    name: 'tables: CSV imports and exports',
+    sql: `
+      CREATE TABLE table_imports (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
+        upload_id TEXT,
+        source TEXT NOT NULL,
+        target TEXT NOT NULL,
+        options TEXT NOT NULL,
+        status TEXT NOT NULL,
+        table_id TEXT,
+        staging_id TEXT,
+        rows_processed INTEGER NOT NULL DEFAULT 0,
+        rows_rejected INTEGER NOT NULL DEFAULT 0,
+        cells_rejected INTEGER NOT NULL DEFAULT 0,
+        rejected_samples TEXT NOT NULL DEFAULT '[]',
+        error TEXT,
+        expires_at TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX table_imports_by_status ON table_imports (status);
+      CREATE TABLE table_exports (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        format TEXT NOT NULL,
+        status TEXT NOT NULL,
+        rows_processed INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        file_name TEXT NOT NULL,
+        size INTEGER,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT
+      );
+      CREATE INDEX table_exports_by_status ON table_exports (status);
+    `,
+  },
+  {
+    version: 53,
+    name: 'tables: workflow groups, their per-row runs and dispatches',
+    sql: `
+      ALTER TABLE user_tables ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';
+      CREATE TABLE table_row_runs (
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        row_id TEXT NOT NULL,
+        group_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        run_id TEXT,
+        workflow_id TEXT NOT NULL,
+        dispatch_id TEXT,
+        error TEXT,
+        running_block_ids TEXT NOT NULL DEFAULT '[]',
+        block_errors TEXT NOT NULL DEFAULT '{}',
+        canceled_at TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (table_id, row_id, group_id)
+      );
+      CREATE INDEX table_row_runs_active ON table_row_runs (status, updated_at) WHERE status IN ('queued', 'running');
+      CREATE INDEX table_row_runs_by_run ON table_row_runs (run_id);
+      CREATE TABLE table_dispatches (
+        id TEXT PRIMARY KEY,
+        table_id TEXT NOT NULL REFERENCES user_tables(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL,
+        user_id TEXT,
+        status TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        filter TEXT,
+        row_limit TEXT,
+        processed_count INTEGER NOT NULL DEFAULT 0,
+        is_manual INTEGER NOT NULL,
+        requested_at TEXT NOT NULL,
+        completed_at TEXT,
+        canceled_at TEXT
+      );
+      CREATE INDEX table_dispatches_by_table ON table_dispatches (table_id, requested_at);
+      CREATE INDEX table_dispatches_open ON table_dispatches (status) WHERE status IN ('pending', 'dispatching');
+    `,
+  },
+  {
     version: 70,
     name: 'secrets: personal secrets follow their owner across workspaces; unredacted workspace secrets',
     sql: `
@@ -604,7 +890,8 @@ export async function migrate(db: Database): Promise<number[]> {
   );
   const applied = new Set((await db.read.all<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));
   const done: number[] = [];
-  for (const m of MIGRATIONS) {
+  // Branches append versions from their own ranges; apply them in version order whatever the array order.
+  for (const m of [...MIGRATIONS].sort((a, b) => a.version - b.version)) {
     if (applied.has(m.version)) continue;
     await db.transaction(async (tx) => {
       // node:sqlite runs one statement per prepare; split the script on statement boundaries.

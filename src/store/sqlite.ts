@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Database, Row, SqlExecutor, SqlValue } from './database.ts';
 
+const STATEMENT_CACHE_SIZE = 2000;
+
 class Connection implements SqlExecutor {
   readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
@@ -17,6 +19,8 @@ class Connection implements SqlExecutor {
     this.db.exec('PRAGMA synchronous = NORMAL');
     this.db.exec('PRAGMA temp_store = MEMORY');
     this.db.exec('PRAGMA mmap_size = 268435456');
+    // Unicode case folding for case-insensitive matching (SQLite's lower() folds ASCII only); used by tables.
+    this.db.function('owa_fold', { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
   }
   private prepare(sql: string): StatementSync {
     let stmt = this.statements.get(sql);
@@ -24,6 +28,8 @@ class Connection implements SqlExecutor {
       // SQLite re-prepares a statement with a bound LIMIT on every execution; see limitClause() in keyset.ts.
       if (/\bLIMIT\s+\?/i.test(sql)) throw new Error('Write LIMIT with limitClause(n), not as a bound parameter');
       stmt = this.db.prepare(sql);
+      // Generated SQL (table queries) varies with its input, so the cache is bounded: the oldest entry goes.
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.delete(this.statements.keys().next().value!);
       this.statements.set(sql, stmt);
     }
     return stmt;

@@ -1,10 +1,10 @@
 // Folder resolution for workflows: wire paths become canonical stored paths, writes create missing folders
 // (like `mkdir -p`), reads resolve against active folders only, and an oversized tree is refused.
-import { randomUUID } from 'node:crypto';
 import type { Repositories } from '../store/index.ts';
-import { FolderPathError, MAX_FOLDERS_PER_TREE, folderName, parentFolderPath } from '../domain/folder-paths.ts';
-import type { WorkflowFolderRecord } from '../store/workflow-folders.ts';
-import { folderPathFromWire } from './folder-wire.ts';
+import { FolderPathError, MAX_FOLDERS_PER_TREE } from '../domain/folder-paths.ts';
+import { FolderTree, FolderTreeError } from '../domain/folder-tree.ts';
+import type { FolderRecord } from '../store/folders.ts';
+import { folderPathFromWire, folderPathToWire } from './folder-wire.ts';
 
 export type WorkflowErrorCode = 'BAD_REQUEST' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'LOCKED';
 
@@ -31,49 +31,53 @@ export function parseFolderPath(wire: string, field: (string | number)[]): strin
   }
 }
 
+/** The workflow folder tree of a workspace (the shared folder-tree rules on the workflow kind). */
+export const workflowTree = (repos: Repositories) => new FolderTree(repos.workflowFolders);
+
+/** Maps a folder-tree failure to the workflow domain's error. */
+export function workflowFolderError(err: FolderTreeError): WorkflowError {
+  switch (err.reason) {
+    case 'TOO_LARGE':
+      return new WorkflowError('PAYLOAD_TOO_LARGE', `The workflow folder tree of this workspace has more than ${MAX_FOLDERS_PER_TREE} folders.`, err.details);
+    case 'NOT_FOUND':
+    case 'NOT_ARCHIVED':
+      return new WorkflowError('NOT_FOUND', 'Folder not found.');
+    case 'EXISTS':
+      return new WorkflowError('CONFLICT', `The folder ${folderPathToWire(String(err.details.path))} already exists.`, { path: folderPathToWire(String(err.details.path)) });
+    case 'INTO_ITSELF':
+      return new WorkflowError('CONFLICT', 'A folder cannot be moved into itself.', {
+        path: folderPathToWire(String(err.details.path)),
+        destinationPath: folderPathToWire(String(err.details.destinationPath)),
+      });
+    case 'NOT_EMPTY':
+      return new WorkflowError('CONFLICT', err.message, err.details);
+  }
+}
+
+async function inTree<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw err instanceof FolderTreeError ? workflowFolderError(err) : err;
+  }
+}
+
 /** Refuses to work on a folder tree larger than the limit (413). */
 export async function assertTreeSize(repos: Repositories, workspaceId: string, adding = 0): Promise<void> {
-  const count = await repos.workflowFolders.countActive(workspaceId);
-  if (count + adding > MAX_FOLDERS_PER_TREE) {
-    throw new WorkflowError('PAYLOAD_TOO_LARGE', `The workflow folder tree of this workspace has more than ${MAX_FOLDERS_PER_TREE} folders.`, {
-      folderCount: count,
-      limit: MAX_FOLDERS_PER_TREE,
-    });
-  }
+  await inTree(() => workflowTree(repos).assertSize(workspaceId, adding));
 }
 
 /** For reads: the canonical path if it is the root or an active folder, else null (matches nothing). */
 export async function resolveExistingFolder(repos: Repositories, workspaceId: string, canonical: string): Promise<string | null> {
   await assertTreeSize(repos, workspaceId);
-  if (canonical === '/') return '/';
-  return (await repos.workflowFolders.getActive(workspaceId, canonical)) ? canonical : null;
+  return workflowTree(repos).resolveExisting(workspaceId, canonical);
 }
 
 /** For writes: makes sure the folder and every folder above it exist; returns the folders it created. */
-export async function ensureFolder(tx: Repositories, workspaceId: string, canonical: string, now: string): Promise<WorkflowFolderRecord[]> {
+export async function ensureFolder(tx: Repositories, workspaceId: string, canonical: string, now: string): Promise<FolderRecord[]> {
   await assertTreeSize(tx, workspaceId);
-  if (canonical === '/') return [];
-  const missing: string[] = [];
-  for (let p = canonical; p !== '/'; p = parentFolderPath(p)) {
-    if (await tx.workflowFolders.getActive(workspaceId, p)) break;
-    missing.unshift(p);
-  }
-  if (missing.length > 0) await assertTreeSize(tx, workspaceId, missing.length);
-  const created: WorkflowFolderRecord[] = [];
-  for (const path of missing) {
-    const folder: WorkflowFolderRecord = {
-      id: randomUUID(),
-      workspaceId,
-      path,
-      parentPath: parentFolderPath(path),
-      name: folderName(path),
-      locked: false,
-      createdAt: now,
-      updatedAt: now,
-      archivedAt: null,
-    };
-    await tx.workflowFolders.insert(folder);
-    created.push(folder);
-  }
-  return created;
+  return inTree(() => workflowTree(tx).ensure(workspaceId, canonical, now));
 }
+
+/** Runs folder-tree work, turning its failures into workflow errors. */
+export const withWorkflowTree = inTree;

@@ -1,0 +1,208 @@
+// Table imports (CSV/TSV into a new or existing table) and exports (CSV/JSON files), with their progress.
+import type { SqlExecutor, SqlValue } from './database.ts';
+
+export type ImportStatus = 'uploading' | 'processing' | 'completed' | 'failed' | 'canceled' | 'expired';
+export type ImportSource = { type: 'upload'; name: string; contentType: string; size: number } | { type: 'workspace_file'; fileId: string };
+export type ImportTarget = { type: 'new'; name: string; folderPath?: string } | { type: 'existing'; tableId: string; mode: 'append' | 'replace' };
+export interface RejectedSample {
+  code: string;
+  line: number | null;
+  message: string;
+}
+
+export interface TableImportRecord {
+  id: string;
+  workspaceId: string;
+  userId: string;
+  /** The file upload session carrying the bytes (upload sources). */
+  uploadId: string | null;
+  source: ImportSource;
+  target: ImportTarget;
+  options: { mapping?: Record<string, string | null>; createColumns?: string[]; timezone?: string };
+  status: ImportStatus;
+  tableId: string | null;
+  /** The table the rows are staged in until the import commits. */
+  stagingId: string | null;
+  rowsProcessed: number;
+  rowsRejected: number;
+  cellsRejected: number;
+  rejectedSamples: RejectedSample[];
+  error: string | null;
+  expiresAt: string;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+}
+
+interface ImportRow {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  upload_id: string | null;
+  source: string;
+  target: string;
+  options: string;
+  status: ImportStatus;
+  table_id: string | null;
+  staging_id: string | null;
+  rows_processed: number;
+  rows_rejected: number;
+  cells_rejected: number;
+  rejected_samples: string;
+  error: string | null;
+  expires_at: string;
+  created_at: string;
+  updated_at: string;
+  completed_at: string | null;
+}
+
+const toImport = (r: ImportRow): TableImportRecord => ({
+  id: r.id,
+  workspaceId: r.workspace_id,
+  userId: r.user_id,
+  uploadId: r.upload_id,
+  source: JSON.parse(r.source),
+  target: JSON.parse(r.target),
+  options: JSON.parse(r.options),
+  status: r.status,
+  tableId: r.table_id,
+  stagingId: r.staging_id,
+  rowsProcessed: Number(r.rows_processed),
+  rowsRejected: Number(r.rows_rejected),
+  cellsRejected: Number(r.cells_rejected),
+  rejectedSamples: JSON.parse(r.rejected_samples),
+  error: r.error,
+  expiresAt: r.expires_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  completedAt: r.completed_at,
+});
+
+const IMPORT_FIELDS: Record<string, string> = {
+  status: 'status', tableId: 'table_id', stagingId: 'staging_id', rowsProcessed: 'rows_processed', rowsRejected: 'rows_rejected',
+  cellsRejected: 'cells_rejected', rejectedSamples: 'rejected_samples', error: 'error', updatedAt: 'updated_at', completedAt: 'completed_at',
+};
+
+export class TableImportRepository {
+  private readonly db: SqlExecutor;
+  constructor(db: SqlExecutor) {
+    this.db = db;
+  }
+
+  async insert(i: TableImportRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO table_imports (id, workspace_id, user_id, upload_id, source, target, options, status, table_id, staging_id, rows_processed,
+         rows_rejected, cells_rejected, rejected_samples, error, expires_at, created_at, updated_at, completed_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [i.id, i.workspaceId, i.userId, i.uploadId, JSON.stringify(i.source), JSON.stringify(i.target), JSON.stringify(i.options), i.status, i.tableId,
+        i.stagingId, i.rowsProcessed, i.rowsRejected, i.cellsRejected, JSON.stringify(i.rejectedSamples), i.error, i.expiresAt, i.createdAt, i.updatedAt, i.completedAt],
+    );
+  }
+
+  async get(id: string): Promise<TableImportRecord | undefined> {
+    const r = await this.db.get<ImportRow>('SELECT * FROM table_imports WHERE id = ?', [id]);
+    return r && toImport(r);
+  }
+
+  async update(id: string, fields: Partial<Pick<TableImportRecord, 'status' | 'tableId' | 'stagingId' | 'rowsProcessed' | 'rowsRejected' | 'cellsRejected' | 'rejectedSamples' | 'error' | 'updatedAt' | 'completedAt'>>, expected?: ImportStatus): Promise<boolean> {
+    const entries = Object.entries(fields).filter(([, v]) => v !== undefined);
+    const params: SqlValue[] = entries.map(([k, v]) => (k === 'rejectedSamples' ? JSON.stringify(v) : (v as SqlValue)));
+    const guard = expected ? ' AND status = ?' : '';
+    if (expected) params.push(id, expected);
+    else params.push(id);
+    const r = await this.db.run(`UPDATE table_imports SET ${entries.map(([k]) => `${IMPORT_FIELDS[k]} = ?`).join(', ')} WHERE id = ?${guard}`, params);
+    return r.changes > 0;
+  }
+
+  async withStatus(status: ImportStatus): Promise<TableImportRecord[]> {
+    return (await this.db.all<ImportRow>('SELECT * FROM table_imports WHERE status = ?', [status])).map(toImport);
+  }
+}
+
+export type ExportStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'canceled';
+
+export interface TableExportRecord {
+  id: string;
+  tableId: string;
+  workspaceId: string;
+  userId: string;
+  format: 'csv' | 'json';
+  status: ExportStatus;
+  rowsProcessed: number;
+  error: string | null;
+  fileName: string;
+  size: number | null;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+}
+
+interface ExportRow {
+  id: string;
+  table_id: string;
+  workspace_id: string;
+  user_id: string;
+  format: 'csv' | 'json';
+  status: ExportStatus;
+  rows_processed: number;
+  error: string | null;
+  file_name: string;
+  size: number | null;
+  created_at: string;
+  updated_at: string;
+  completed_at: string | null;
+}
+
+const toExport = (r: ExportRow): TableExportRecord => ({
+  id: r.id,
+  tableId: r.table_id,
+  workspaceId: r.workspace_id,
+  userId: r.user_id,
+  format: r.format,
+  status: r.status,
+  rowsProcessed: Number(r.rows_processed),
+  error: r.error,
+  fileName: r.file_name,
+  size: r.size === null ? null : Number(r.size),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  completedAt: r.completed_at,
+});
+
+export class TableExportRepository {
+  private readonly db: SqlExecutor;
+  constructor(db: SqlExecutor) {
+    this.db = db;
+  }
+
+  async insert(e: TableExportRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO table_exports (id, table_id, workspace_id, user_id, format, status, rows_processed, error, file_name, size, created_at, updated_at, completed_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [e.id, e.tableId, e.workspaceId, e.userId, e.format, e.status, e.rowsProcessed, e.error, e.fileName, e.size, e.createdAt, e.updatedAt, e.completedAt],
+    );
+  }
+
+  async get(id: string): Promise<TableExportRecord | undefined> {
+    const r = await this.db.get<ExportRow>('SELECT * FROM table_exports WHERE id = ?', [id]);
+    return r && toExport(r);
+  }
+
+  /** Moves an export between states only from the expected one (a finished or canceled export never changes). */
+  async transition(id: string, from: ExportStatus[], to: ExportStatus, fields: { rowsProcessed?: number; error?: string | null; size?: number | null; completedAt?: string | null }, now: string): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE table_exports SET status = ?, updated_at = ?, rows_processed = COALESCE(?, rows_processed), error = COALESCE(?, error),
+         size = COALESCE(?, size), completed_at = COALESCE(?, completed_at) WHERE id = ? AND status IN (${from.map(() => '?').join(', ')})`,
+      [to, now, fields.rowsProcessed ?? null, fields.error ?? null, fields.size ?? null, fields.completedAt ?? null, id, ...from],
+    );
+    return r.changes > 0;
+  }
+
+  async progress(id: string, rowsProcessed: number, now: string): Promise<void> {
+    await this.db.run("UPDATE table_exports SET rows_processed = ?, updated_at = ? WHERE id = ? AND status = 'processing'", [rowsProcessed, now, id]);
+  }
+
+  async withStatus(statuses: ExportStatus[]): Promise<TableExportRecord[]> {
+    return (await this.db.all<ExportRow>(`SELECT * FROM table_exports WHERE status IN (${statuses.map(() => '?').join(', ')})`, statuses)).map(toExport);
+  }
+}

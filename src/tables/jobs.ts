@@ -1,0 +1,469 @@
+// Background table jobs: CSV/TSV imports and CSV/JSON exports. An import stages its rows in a table of its own,
+// in short batches (so other writes go on), and becomes visible in one final transaction: a crash or restart
+// before that leaves nothing of it in the target, and start-up marks it failed and drops the staging rows.
+// An export streams the table in batches into a file under $DATA_DIR/table-exports without holding it in memory.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { once } from 'node:events';
+import type { Readable } from 'node:stream';
+import { parse } from 'csv-parse';
+import { stringify } from 'csv-stringify/sync';
+import { generateNKeysBetween } from 'fractional-indexing';
+import type { Logger } from 'pino';
+import type { Store, Repositories } from '../store/index.ts';
+import type { BlobStore } from '../files/blob-store.ts';
+import type { Config } from '../config.ts';
+import type { RejectedSample, TableImportRecord } from '../store/table-jobs.ts';
+import type { StoredRow } from '../store/table-rows.ts';
+import type { UserTableRecord } from '../store/user-tables.ts';
+import { type Column, ColumnError, defineColumn, fromStored, type StoredValue } from './columns.ts';
+import { cellFromText, columnNamesFor, INFER_ROWS, inferType, MAX_RECORD_BYTES, sniffDelimiter } from './csv.ts';
+import { DEFAULT_VIEW_NAME, newRowId, newTableId, newViewId } from './service.ts';
+import { FolderTree } from '../domain/folder-tree.ts';
+import type { FieldRef } from './predicate.ts';
+import { newDispatchId } from './group-runs.ts';
+
+/** Rows staged per transaction. */
+export const IMPORT_BATCH = 10_000;
+const MAX_SAMPLES = 20;
+/** Tables up to this many rows export within the request; larger ones queue. */
+export const INLINE_EXPORT_ROWS = 10_000;
+const EXPORT_BATCH = 2000;
+
+export interface TableJobDeps {
+  store: Store;
+  blobs: BlobStore;
+  config: Config;
+  logger: Logger;
+}
+
+class ImportFailure extends Error {}
+
+export class TableJobRunner {
+  private readonly deps: TableJobDeps;
+  private readonly running = new Set<Promise<void>>();
+  private closed = false;
+  readonly exportDir: string;
+
+  constructor(deps: TableJobDeps) {
+    this.deps = deps;
+    this.exportDir = path.join(deps.config.dataDir, 'table-exports');
+  }
+
+  /** After a restart: imports and exports that were running are failed, and their staging rows dropped. */
+  async start(): Promise<void> {
+    const { store } = this.deps;
+    const now = new Date().toISOString();
+    for (const imp of await store.tableImports.withStatus('processing')) {
+      await store.transaction(async (tx) => {
+        await tx.tableImports.update(imp.id, { status: 'failed', error: 'The import was interrupted by a server restart; nothing of it was written. Start it again.', updatedAt: now, completedAt: now });
+        if (imp.stagingId && imp.stagingId !== imp.tableId) await tx.tableRows.dropTable(imp.stagingId);
+        else if (imp.stagingId && !(await tx.userTables.get(imp.stagingId))) await tx.tableRows.dropTable(imp.stagingId);
+        if (imp.target.type === 'existing') await clearJob(tx, imp.target.tableId, imp.id);
+      });
+    }
+    for (const e of await store.tableExports.withStatus(['queued', 'processing'])) {
+      await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued', 'processing'], 'failed', { error: 'The export was interrupted by a server restart. Start it again.', completedAt: now }, now));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.running]);
+  }
+
+  private track(p: Promise<void>): void {
+    this.running.add(p);
+    void p.finally(() => this.running.delete(p));
+  }
+
+  startImport(importId: string, blobKey: string): void {
+    this.track(this.runImport(importId, blobKey).catch((err) => this.deps.logger.error({ err, importId }, 'table import crashed')));
+  }
+
+  startExport(exportId: string): void {
+    this.track(this.runExport(exportId).catch((err) => this.deps.logger.error({ err, exportId }, 'table export crashed')));
+  }
+
+  // ───────────── indexes on first use
+
+  private readonly building = new Set<string>();
+  private readonly indexed = new Set<string>();
+
+  /**
+   * Columns (and system fields) that filters and sorts use get their index when first used: a bulk import does
+   * not build indexes nobody queries, and the first query on a column starts its build in the background (each
+   * index in its own short transaction); the queries after it search the index.
+   */
+  ensureIndexes(tableId: string, fields: FieldRef[]): void {
+    if (fields.length === 0 || this.closed) return;
+    const key = `${tableId}:${fields.map((f) => (f.kind === 'system' ? f.name : f.column.id)).sort().join(',')}`;
+    if (this.building.has(key) || this.indexed.has(key)) return;
+    this.building.add(key);
+    this.track(
+      (async () => {
+        try {
+          for (const f of await this.deps.store.tableRows.missingIndexes(tableId, fields)) {
+            if (this.closed) return;
+            await this.deps.store.transaction((tx) => tx.tableRows.ensureFieldIndex(tableId, f));
+          }
+          this.indexed.add(key);
+        } catch (err) {
+          this.deps.logger.warn({ err, tableId }, 'building a table index failed');
+        } finally {
+          this.building.delete(key);
+        }
+      })(),
+    );
+  }
+
+  // ───────────── imports
+
+  async runImport(importId: string, blobKey: string): Promise<void> {
+    const { store } = this.deps;
+    const imp = (await store.tableImports.get(importId))!;
+    let stagingId: string | null = null;
+    try {
+      await this.importRows(imp, blobKey, (id) => (stagingId = id));
+    } catch (err) {
+      const message = err instanceof ImportFailure ? err.message : `The import failed: ${err instanceof Error ? err.message : String(err)}`;
+      if (!(err instanceof ImportFailure)) this.deps.logger.warn({ err, importId }, 'table import failed');
+      const now = new Date().toISOString();
+      await store.transaction(async (tx) => {
+        const current = await tx.tableImports.get(importId);
+        if (current?.status === 'processing') await tx.tableImports.update(importId, { status: 'failed', error: message, updatedAt: now, completedAt: now });
+        if (stagingId && !(await tx.userTables.get(stagingId))) await tx.tableRows.dropTable(stagingId);
+        else if (stagingId && imp.target.type === 'existing') await tx.tableRows.dropTable(stagingId);
+        if (imp.target.type === 'existing') await clearJob(tx, imp.target.tableId, importId);
+      });
+    }
+  }
+
+  private async importRows(imp: TableImportRecord, blobKey: string, onStaging: (id: string) => void): Promise<void> {
+    const { store, blobs, config } = this.deps;
+    const head = await readHead(blobs.read(blobKey, { start: 0, end: 64 * 1024 - 1 }));
+    const delimiter = sniffDelimiter(head);
+    const parser = blobs.read(blobKey).pipe(
+      parse({ delimiter, bom: true, relax_column_count: true, skip_empty_lines: false, raw: true, max_record_size: MAX_RECORD_BYTES, relax_quotes: false }),
+    );
+    const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string }>;
+    // Line numbers are counted from the raw text (\n only), so CRLF and quoted line breaks count once.
+    let newlines = 0;
+    const next = async (): Promise<{ record: string[]; info: { lines: number } } | null> => {
+      try {
+        for (;;) {
+          const r = await records.next();
+          if (r.done) return null;
+          const line = newlines + 1;
+          // The raw text of a record holds its inner line breaks but not the one that ends it.
+          newlines++;
+          for (const ch of r.value.raw) if (ch === '\n') newlines++;
+          if (r.value.record.length === 1 && r.value.record[0]!.trim() === '') continue; // a blank line
+          return { record: r.value.record, info: { lines: line } };
+        }
+      } catch (err) {
+        const e = err as { code?: string; message?: string; lines?: number };
+        throw new ImportFailure(`The file is not valid CSV${e.lines ? ` (line ${e.lines})` : ''}: ${e.message ?? e.code ?? 'unreadable'}.`);
+      }
+    };
+    const first = await next();
+    if (!first) throw new ImportFailure('The file is empty: a header row is needed.');
+    const headers = first.record;
+    const buffered: { record: string[]; info: { lines: number } }[] = [];
+    while (buffered.length < INFER_ROWS) {
+      const r = await next();
+      if (!r) break;
+      buffered.push(r);
+    }
+    const infer = (i: number) => inferType(buffered.map((r) => r.record[i] ?? ''));
+
+    // Which column each header fills (null: skipped), and the columns of the staging table.
+    let target: UserTableRecord | null = null;
+    let columns: Column[];
+    let added: Column[] = [];
+    let byHeader: (Column | null)[];
+    if (imp.target.type === 'new') {
+      const names = columnNamesFor(headers);
+      columns = names.map((name, i) => defineColumn({ name, type: infer(i) }, []));
+      byHeader = columns;
+    } else {
+      target = (await store.userTables.get(imp.target.tableId)) ?? null;
+      if (!target || target.archivedAt) throw new ImportFailure('The target table no longer exists.');
+      const mapping = imp.options.mapping ?? {};
+      const create = new Set(imp.options.createColumns ?? []);
+      const taken = new Set(target.columns.map((c) => c.name));
+      const createdNames = columnNamesFor(headers.map((h) => h)).map((n) => n);
+      byHeader = headers.map((h, i) => {
+        if (create.has(h)) {
+          let name = createdNames[i]!;
+          for (let n = 2; taken.has(name); n++) name = `${createdNames[i]!.slice(0, 45)}_${n}`;
+          taken.add(name);
+          const c = defineColumn({ name, type: infer(i) }, []);
+          added.push(c);
+          return c;
+        }
+        const name = h in mapping ? mapping[h] : h;
+        if (name === null || name === undefined) return null;
+        const c = target!.columns.find((x) => x.name === name) ?? target!.columns.find((x) => x.name === createdNames[i]);
+        if (!c && h in mapping) throw new ImportFailure(`The mapping names column "${name}", which the table does not have.`);
+        return c ?? null;
+      });
+      columns = [...target.columns, ...added];
+    }
+    if (columns.length > 1000) throw new ImportFailure('A table has at most 1000 columns.');
+
+    const stagingId = newTableId();
+    onStaging(stagingId);
+    await store.transaction(async (tx) => {
+      // The order index from the start: rows arrive in key order, so it grows by appending and never needs the
+      // large in-memory sort that building it over a million rows at the end would.
+      await tx.tableRows.createTable(stagingId, columns, { indexes: false });
+      await tx.tableRows.createIndexes(stagingId, [], { lazy: true });
+      await tx.tableImports.update(imp.id, { stagingId, updatedAt: new Date().toISOString() });
+    });
+
+    const uniques = columns.filter((c) => c.unique);
+    const seen = new Map(uniques.map((c) => [c.id, new Set<StoredValue>()]));
+    const append = imp.target.type === 'existing' && imp.target.mode === 'append';
+    let lastKey = append ? await store.tableRows.lastOrderKey(target!.id) : null;
+    const firstKeyBase = lastKey;
+    const samples: RejectedSample[] = [];
+    let accepted = 0;
+    let rejected = 0;
+    let cellsRejected = 0;
+    let processed = 0;
+    let batch: StoredRow[] = [];
+    const now = new Date().toISOString();
+    const timeZone = imp.options.timezone;
+
+    const reject = (line: number, code: string, message: string, cells = 0) => {
+      rejected++;
+      cellsRejected += cells;
+      if (samples.length < MAX_SAMPLES) samples.push({ code, line, message });
+    };
+    const flush = async () => {
+      const keys = generateNKeysBetween(lastKey, null, batch.length);
+      batch.forEach((r, i) => (r.orderKey = keys[i]!));
+      if (batch.length > 0) lastKey = keys.at(-1)!;
+      const rows = batch;
+      batch = [];
+      const canceled = await store.transaction(async (tx) => {
+        const current = await tx.tableImports.get(imp.id);
+        if (current?.status !== 'processing') return true;
+        await tx.tableRows.insert(stagingId, columns, rows);
+        const t = new Date().toISOString();
+        await tx.tableImports.update(imp.id, { rowsProcessed: processed, rowsRejected: rejected, cellsRejected, rejectedSamples: samples, updatedAt: t });
+        if (target) await setJobProgress(tx, target.id, imp.id, processed);
+        return false;
+      });
+      if (canceled || this.closed) throw new ImportFailure(canceled ? 'The import was canceled.' : 'The server is shutting down.');
+    };
+
+    const handle = async (rec: { record: string[]; info: { lines: number } }) => {
+      processed++;
+      const line = rec.info.lines;
+      if (rec.record.length !== headers.length) return reject(line, 'FIELD_COUNT', `The row has ${rec.record.length} fields; the header has ${headers.length}.`);
+      const cells: Record<string, StoredValue> = {};
+      const problems: string[] = [];
+      for (const [i, text] of rec.record.entries()) {
+        const c = byHeader[i];
+        if (!c) continue;
+        try {
+          cells[c.id] = cellFromText(c, text, timeZone);
+        } catch (err) {
+          if (!(err instanceof ColumnError)) throw err;
+          problems.push(`${c.name}: ${err.message}`);
+        }
+      }
+      if (problems.length > 0) return reject(line, 'INVALID_VALUE', problems.join('; '), problems.length);
+      for (const c of columns) {
+        if (c.required && (cells[c.id] === undefined || cells[c.id] === null)) return reject(line, 'REQUIRED', `Column "${c.name}" is required.`, 1);
+      }
+      for (const c of uniques) {
+        const v = cells[c.id];
+        if (v === undefined || v === null) continue;
+        if (seen.get(c.id)!.has(v) || (append && (await store.tableRows.findUnique(target!.id, target!.columns, c, v)))) {
+          return reject(line, 'UNIQUE', `Column "${c.name}" is unique and ${JSON.stringify(fromStored(c, v))} is already used.`, 1);
+        }
+      }
+      // A UTF-8 character takes at most 3 bytes per UTF-16 unit: only rows that could be too large are measured.
+      let chars = 0;
+      for (const f of rec.record) chars += f.length + 3;
+      if (chars * 3 > config.tables.maxRowBytes && Buffer.byteLength(JSON.stringify(rec.record)) > config.tables.maxRowBytes) {
+        return reject(line, 'ROW_TOO_LARGE', 'The row is larger than a row may be.');
+      }
+      for (const c of uniques) if (cells[c.id] !== undefined && cells[c.id] !== null) seen.get(c.id)!.add(cells[c.id]!);
+      accepted++;
+      batch.push({ id: newRowId(), orderKey: '', createdAt: now, updatedAt: now, cells });
+      if (batch.length >= IMPORT_BATCH) await flush();
+    };
+
+    for (const r of buffered) await handle(r);
+    for (let r = await next(); r; r = await next()) await handle(r);
+    await flush();
+
+    // The one transaction that makes the import visible.
+    await store.transaction(async (tx) => {
+      const current = await tx.tableImports.get(imp.id);
+      if (current?.status !== 'processing') throw new ImportFailure('The import was canceled.');
+      const at = new Date().toISOString();
+      let tableId: string;
+      if (imp.target.type === 'new') {
+        const ws = await tx.workspaces.get(imp.workspaceId);
+        const limits = config.tables.perPlan[ws?.plan ?? 'free'] ?? config.tables.perPlan.free;
+        if (accepted > limits.rowsPerTable) throw new ImportFailure(`The file has ${accepted} rows; a table may hold ${limits.rowsPerTable} on this plan.`);
+        if ((await tx.userTables.countActive(imp.workspaceId)) >= limits.tables) throw new ImportFailure(`This workspace's plan allows ${limits.tables} tables.`);
+        if (await tx.userTables.activeByName(imp.workspaceId, imp.target.name)) throw new ImportFailure(`A table named "${imp.target.name}" already exists.`);
+        const folderPath = imp.target.folderPath ?? '/';
+        await new FolderTree(tx.tableFolders).ensure(imp.workspaceId, folderPath, at);
+        await tx.tableRows.createIndexes(stagingId, columns, { lazy: true });
+        const owner = await tx.users.get(imp.userId);
+        await tx.userTables.insert({
+          id: stagingId, workspaceId: imp.workspaceId, name: imp.target.name, description: null, folderPath, columns, ownerId: imp.userId, ownerEmail: owner?.email ?? '',
+          rowCount: accepted, maxRows: limits.rowsPerTable, locks: { schemaLocked: false, insertLocked: false, updateLocked: false, deleteLocked: false },
+          job: null, archivedAt: null, archiveBatch: null, createdAt: at, updatedAt: at,
+        });
+        await tx.tableViews.insert({ id: newViewId(), tableId: stagingId, name: DEFAULT_VIEW_NAME, config: {}, isDefault: true, createdByEmail: owner?.email ?? '', createdAt: at, updatedAt: at });
+        tableId = stagingId;
+      } else {
+        const t = await tx.userTables.get(imp.target.tableId);
+        if (!t || t.archivedAt) throw new ImportFailure('The target table no longer exists.');
+        if (t.locks.insertLocked) throw new ImportFailure('The target table is insert-locked.');
+        const replace = imp.target.mode === 'replace';
+        if (replace && t.locks.deleteLocked) throw new ImportFailure('The target table is delete-locked; replace needs to delete its rows.');
+        const total = (replace ? 0 : t.rowCount) + accepted;
+        if (total > t.maxRows) throw new ImportFailure(`The table would hold ${total} rows; it may hold ${t.maxRows}.`);
+        for (const c of added) {
+          if (t.columns.some((x) => x.name === c.name)) throw new ImportFailure(`The table already has a column "${c.name}".`);
+          await tx.tableRows.addColumn(t.id, c);
+        }
+        if (replace) await tx.tableRows.deleteAll(t.id);
+        else {
+          // Rows appended to the table meanwhile sort after the staged keys: give the staged rows new ones.
+          const last = await tx.tableRows.lastOrderKey(t.id);
+          const first = await tx.tableRows.firstOrderKey(stagingId);
+          if (first !== null && last !== null && last !== firstKeyBase && last >= first) await rekey(tx, stagingId, columns, last);
+        }
+        await tx.tableRows.copyRows(stagingId, t.id, columns);
+        await tx.tableRows.dropTable(stagingId);
+        await tx.userTables.update(t.id, { columns: [...t.columns, ...added], rowCount: total, job: null, updatedAt: at });
+        // Groups with autoRun run on the imported rows whose dependencies are filled (a dispatch in mode new,
+        // which the group runner picks up and which skips rows that already ran).
+        const auto = (t.groups ?? []).filter((g) => g.autoRun).map((g) => g.id);
+        if (auto.length > 0 && accepted > 0) {
+          await tx.tableGroupRuns.insertDispatch({
+            id: newDispatchId(), tableId: t.id, workspaceId: t.workspaceId, userId: imp.userId, status: 'pending', mode: 'new', scope: { groupIds: auto },
+            filter: null, limit: null, processedCount: 0, isManualRun: false, requestedAt: at, completedAt: null, canceledAt: null,
+          });
+        }
+        tableId = t.id;
+      }
+      await tx.tableImports.update(imp.id, {
+        status: 'completed', tableId, rowsProcessed: processed, rowsRejected: rejected, cellsRejected, rejectedSamples: samples, updatedAt: at, completedAt: at,
+      });
+    });
+  }
+
+  // ───────────── exports
+
+  exportPath(exportId: string, format: 'csv' | 'json'): string {
+    return path.join(this.exportDir, `${exportId}.${format}`);
+  }
+
+  async runExport(exportId: string): Promise<void> {
+    const { store } = this.deps;
+    const e = (await store.tableExports.get(exportId))!;
+    const now = () => new Date().toISOString();
+    if (!(await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued'], 'processing', {}, now())))) return;
+    const file = this.exportPath(e.id, e.format);
+    const temp = `${file}.part`;
+    try {
+      const t = await store.userTables.get(e.tableId);
+      if (!t) throw new Error('The table no longer exists.');
+      await fsp.mkdir(this.exportDir, { recursive: true });
+      const out = fs.createWriteStream(temp);
+      const write = async (s: string) => {
+        if (!out.write(s)) await once(out, 'drain');
+      };
+      const columns = t.columns;
+      if (e.format === 'csv') await write(stringify([columns.map((c) => c.name)], { bom: false }));
+      else await write('[');
+      let after: [string, string] | null = null;
+      let count = 0;
+      for (;;) {
+        const rows = await store.tableRows.batchAfter(t.id, columns, after, EXPORT_BATCH);
+        if (rows.length === 0) break;
+        if (e.format === 'csv') {
+          await write(stringify(rows.map((r) => columns.map((c) => csvCell(c, r.cells[c.id] ?? null)))));
+        } else {
+          const parts = rows.map((r) => {
+            const data: Record<string, unknown> = {};
+            for (const c of columns) data[c.name] = fromStored(c, r.cells[c.id] ?? null);
+            return JSON.stringify({ id: r.id, ...data, createdAt: r.createdAt, updatedAt: r.updatedAt });
+          });
+          await write((count === 0 ? '\n' : ',\n') + parts.join(',\n'));
+        }
+        count += rows.length;
+        after = [rows.at(-1)!.orderKey, rows.at(-1)!.id];
+        const status = await store.tableExports.get(e.id);
+        if (status?.status !== 'processing') throw new Error('canceled');
+        await store.transaction((tx) => tx.tableExports.progress(e.id, count, now()));
+      }
+      if (e.format === 'json') await write(count === 0 ? ']\n' : '\n]\n');
+      out.end();
+      await once(out, 'finish');
+      await fsp.rename(temp, file);
+      const size = (await fsp.stat(file)).size;
+      await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'completed', { rowsProcessed: count, size, completedAt: now() }, now()));
+    } catch (err) {
+      await fsp.rm(temp, { force: true });
+      const message = err instanceof Error ? err.message : String(err);
+      if (message !== 'canceled') {
+        await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'failed', { error: message, completedAt: now() }, now()));
+      }
+    }
+  }
+}
+
+/** RFC 4180 cell text: select cells by option name, json as JSON, empty cells empty. */
+function csvCell(c: Column, v: StoredValue): string {
+  if (v === null) return '';
+  const value = fromStored(c, v);
+  if (c.type === 'select') {
+    const name = (id: string) => c.options?.find((o) => o.id === id)?.name ?? id;
+    return c.multiple ? (value as string[]).map(name).join(', ') : name(value as string);
+  }
+  if (c.type === 'json') return JSON.stringify(value);
+  return String(value);
+}
+
+async function readHead(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function rekey(tx: Repositories, stagingId: string, columns: Column[], after: string): Promise<void> {
+  // Read every id in table order first, then give each a key after `after`, in that order.
+  const ids: string[] = [];
+  let cursor: [string, string] | null = null;
+  for (;;) {
+    const rows = await tx.tableRows.batchAfter(stagingId, columns.slice(0, 0), cursor, 5000);
+    if (rows.length === 0) break;
+    ids.push(...rows.map((r) => r.id));
+    cursor = [rows.at(-1)!.orderKey, rows.at(-1)!.id];
+  }
+  const keys = generateNKeysBetween(after, null, ids.length);
+  for (const [i, id] of ids.entries()) await tx.tableRows.setOrderKey(stagingId, id, keys[i]!);
+}
+
+async function setJobProgress(tx: Repositories, tableId: string, jobId: string, rowsProcessed: number): Promise<void> {
+  const t = await tx.userTables.get(tableId);
+  if (t?.job?.id === jobId) await tx.userTables.update(tableId, { job: { ...t.job, rowsProcessed } });
+}
+
+export async function clearJob(tx: Repositories, tableId: string, jobId: string): Promise<void> {
+  const t = await tx.userTables.get(tableId);
+  if (t?.job?.id === jobId) await tx.userTables.update(tableId, { job: null });
+}

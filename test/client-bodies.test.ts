@@ -1,0 +1,217 @@
+// The generated client must accept a realistic call of every operation that takes a request body, without casts.
+// The samples are checked by `npm run typecheck` (a body the generated types refuse, e.g. a free-form object typed
+// as `Record<string, never>`, fails it); at run time every operation with a body in generated/operations.ts must
+// have a sample, and each sample must reach that operation's method and path with its body.
+import { describe, expect, it } from 'vitest';
+import { createApiClient, type ApiClient } from '../generated/client.ts';
+import { OPERATIONS } from '../generated/operations.ts';
+
+const WS = '7b0c5f0e-1d0a-4d7e-9a55-0a3c2b1d4e5f';
+const WF = '3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+const FILE = 'file_01';
+const wf = { params: { path: { workflowId: WF } } };
+const file = { params: { path: { fileId: FILE } } };
+const TBL = 'tbl_0123456789abcdef0123456789abcdef';
+const tbl = { params: { path: { tableId: TBL } } };
+
+const block = {
+  id: 'start',
+  type: 'start_trigger',
+  name: 'Start',
+  position: { x: 0, y: 0 },
+  subBlocks: { inputFormat: { id: 'inputFormat', type: 'input-format', value: [{ name: 'city', type: 'string' }] } },
+  outputs: { city: 'string', meta: { nested: true } },
+  enabled: true,
+};
+
+/** One realistic call per operation with a body, keyed by operationId. */
+type Sample = (api: ApiClient) => Promise<unknown>;
+const samples = {
+  createWorkflow: (api) => api.POST('/api/v2/workflows', { body: { workspaceId: WS, name: 'Weather', description: null, folderPath: '/Ops/Daily' } }),
+  moveWorkflows: (api) => api.POST('/api/v2/workflows/move', { body: { workspaceId: WS, workflowIds: [WF], folderPath: '/Archive' } }),
+  importWorkflow: (api) =>
+    api.POST('/api/v2/workflows/import', {
+      body: { workspaceId: WS, workflow: { version: '1.0', state: { blocks: {}, edges: [] } }, name: 'Imported', mappings: [{ from: 'a', to: 'b' }] },
+    }),
+  previewWorkflowImport: (api) => api.POST('/api/v2/workflows/import/preview', { body: { workspaceId: WS, workflow: '{"version":"1.0"}', folderPath: '/Imports' } }),
+  createWorkflowFolder: (api) => api.POST('/api/v2/workflows/folders', { body: { workspaceId: WS, path: '/Ops/Daily' } }),
+  relocateWorkflowFolder: (api) => api.PATCH('/api/v2/workflows/folders', { body: { workspaceId: WS, path: '/Ops', destinationPath: '/Team/Ops' } }),
+  updateWorkflow: (api) => api.PATCH('/api/v2/workflows/{workflowId}', { ...wf, body: { name: 'Weather v2', description: 'Daily forecast' } }),
+  duplicateWorkflow: (api) => api.POST('/api/v2/workflows/{workflowId}/duplicate', { ...wf, body: { name: 'Weather (copy)' } }),
+  replaceWorkflowState: (api) =>
+    api.PUT('/api/v2/workflows/{workflowId}/state', {
+      ...wf,
+      body: { blocks: { start: block }, edges: [], loops: { legacy: { id: 'legacy', nodes: [] } }, parallels: {} },
+    }),
+  applyWorkflowVariables: (api) =>
+    api.PATCH('/api/v2/workflows/{workflowId}/variables', {
+      ...wf,
+      body: { operations: [{ operation: 'add', name: 'limits', type: 'object', value: { max: 3, tags: ['a'] } }, { operation: 'delete', name: 'old' }] },
+    }),
+  applyWorkflowOperations: (api) =>
+    api.POST('/api/v2/workflows/{workflowId}/operations', {
+      ...wf,
+      body: {
+        operations: [{ operation_type: 'add', block_id: 'fn1', params: { type: 'function', name: 'Shape', inputs: { code: 'return { ok: true }' } } }],
+        atomic: true,
+        setBlockEnabled: [{ block_id: 'fn1', enabled: false }],
+      },
+    }),
+  deployWorkflow: (api) => api.POST('/api/v2/workflows/{workflowId}/deploy', { ...wf, body: { name: 'v3', description: 'Adds retries' } }),
+  updateWorkflowPublicApi: (api) => api.PATCH('/api/v2/workflows/{workflowId}/deployment', { ...wf, body: { isPublicApi: true } }),
+  rollbackWorkflow: (api) => api.POST('/api/v2/workflows/{workflowId}/rollback', { ...wf, body: { version: 2 } }),
+  updateWorkflowVersion: (api) => api.PATCH('/api/v2/workflows/{workflowId}/versions/{version}', { params: { path: { workflowId: WF, version: 2 } }, body: { name: 'stable' } }),
+  executeWorkflow: (api) =>
+    api.POST('/api/v2/workflows/{workflowId}/execute', {
+      ...wf,
+      body: { input: { city: 'Lyon', days: 3, units: { temp: 'C' }, tags: ['a', 'b'], when: null }, selectedOutputs: ['forecast.summary'] },
+    }),
+  resumeWorkflow: (api) =>
+    api.POST('/api/v2/workflows/{workflowId}/runs/{runId}/resume', { params: { path: { workflowId: WF, runId: 'run-1' } }, body: { contextId: 'approval', input: { approved: true, note: 'ok' } } }),
+  legacyExecuteWorkflow: (api) => api.POST('/api/workflows/{workflowId}/execute', { ...wf, body: { city: 'Lyon', options: { days: 3 } } }),
+  createFileUpload: (api) => api.POST('/api/v2/files/uploads', { body: { workspaceId: WS, name: 'report.pdf', contentType: 'application/pdf', size: 52_000, folderPath: '/Reports' } }),
+  createFileUploadPartUrls: (api) => api.POST('/api/v2/files/uploads/{uploadId}/parts', { params: { path: { uploadId: 'up_1' }, query: { workspaceId: WS }, header: { 'upload-token': 'tok' } }, body: { partNumbers: [1, 2, 3] } }),
+  putFileUploadPart: (api) =>
+    api.PUT('/transfers/files/{uploadId}/parts/{partNumber}', {
+      params: { path: { uploadId: 'up_1', partNumber: 1 }, query: { expires: 1_900_000_000, signature: 'sig' } },
+      body: 'raw bytes of the part',
+      bodySerializer: (b: unknown) => b as string,
+    }),
+  createFile: (api) => api.POST('/api/v2/files', { body: { workspaceId: WS, name: 'notes.md', content: '# Notes', encoding: 'utf-8' } }),
+  renameFile: (api) => api.PATCH('/api/v2/files/{fileId}', { ...file, body: { workspaceId: WS, name: 'notes-2024.md' } }),
+  updateFileContent: (api) => api.PUT('/api/v2/files/{fileId}/content', { ...file, body: { workspaceId: WS, content: 'aGVsbG8=', encoding: 'base64' } }),
+  editFileContent: (api) =>
+    api.PATCH('/api/v2/files/{fileId}/content', { ...file, body: { workspaceId: WS, edit: { mode: 'search_replace', search: 'draft', content: 'final', replaceAll: true } } }),
+  restoreFile: (api) => api.POST('/api/v2/files/{fileId}/restore', { ...file, body: { workspaceId: WS } }),
+  unzipFile: (api) => api.POST('/api/v2/files/{fileId}/unzip', { ...file, body: { workspaceId: WS } }),
+  upsertFileShare: (api) => api.PATCH('/api/v2/files/{fileId}/share', { ...file, body: { workspaceId: WS, isActive: true, authType: 'public' } }),
+  revertFileVersion: (api) =>
+    api.POST('/api/v2/files/{fileId}/versions/{version}/revert', { params: { path: { fileId: FILE, version: 1 } }, body: { workspaceId: WS, expectedCurrentVersion: 3 } }),
+  bulkDeleteFiles: (api) => api.POST('/api/v2/files/bulk-delete', { body: { workspaceId: WS, fileIds: [FILE] } }),
+  moveFileItems: (api) => api.POST('/api/v2/files/move', { body: { workspaceId: WS, fileIds: [FILE], targetFolderPath: '/Archive' } }),
+  createFileFolder: (api) => api.POST('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports/2024' } }),
+  relocateFileFolder: (api) => api.PATCH('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports', destinationPath: '/Archive/Reports' } }),
+  restoreFileFolder: (api) => api.POST('/api/v2/files/folders/restore', { body: { workspaceId: WS, path: '/Reports' } }),
+  replaceWorkflowChatDeployment: (api) =>
+    api.PUT('/api/v2/workflows/{workflowId}/deployments/chat', {
+      ...wf,
+      body: {
+        identifier: 'support-bot',
+        title: 'Support',
+        customizations: { primaryColor: '#802FFF', welcomeMessage: 'Hi!' },
+        authType: 'email',
+        allowedEmails: ['@example.com'],
+        outputConfigs: [{ blockId: 'agent1', path: 'content' }],
+      },
+    }),
+  pollCliAuth: (api) => api.POST('/api/cli/auth/poll', { body: { request: 'r'.repeat(43), verifier: 'v'.repeat(43) } }),
+  createWorkflowMcpServer: (api) => api.POST('/api/v2/workflow-mcp-servers', { body: { workspaceId: WS, name: 'Team tools', isPublic: false, workflowIds: [WF] } }),
+  updateWorkflowMcpServer: (api) => api.PATCH('/api/v2/workflow-mcp-servers/{serverId}', { params: { path: { serverId: 'srv_1' } }, body: { description: null, isPublic: true } }),
+  deployWorkflowMcpTool: (api) =>
+    api.POST('/api/v2/workflow-mcp-servers/{serverId}/tools', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { workflowId: WF, toolName: 'weather', parameterDescriptions: [{ name: 'city', description: 'Where' }] },
+    }),
+  postMcpServeMessage: (api) =>
+    api.POST('/api/mcp/serve/{serverId}', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather', arguments: { city: 'Lyon', days: 3 } } },
+    }),
+  createMcpServer: (api) =>
+    api.POST('/api/v2/mcp-servers', { body: { workspaceId: WS, name: 'Search', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' }, timeout: 10_000 } }),
+  updateMcpServer: (api) => api.PATCH('/api/v2/mcp-servers/{mcpServerId}', { params: { path: { mcpServerId: 'mcp_1' } }, body: { workspaceId: WS, enabled: false, oauthClientSecret: null } }),
+  createTable: (api) =>
+    api.POST('/api/v2/tables', { body: { workspaceId: WS, name: 'leads', description: 'Inbound', folderPath: '/Sales', schema: { columns: [{ name: 'email', type: 'string', unique: true }, { name: 'tier', type: 'select', options: [{ id: 'o1', name: 'Gold' }] }] } } }),
+  updateTable: (api) => api.PATCH('/api/v2/tables/{tableId}', { ...tbl, body: { workspaceId: WS, name: 'leads_2024', description: null } }),
+  restoreTable: (api) => api.POST('/api/v2/tables/{tableId}/restore', { ...tbl, body: { workspaceId: WS } }),
+  bulkDeleteTables: (api) => api.POST('/api/v2/tables/bulk-delete', { body: { workspaceId: WS, tableIds: [TBL], folderPaths: ['/Old'] } }),
+  moveTables: (api) => api.POST('/api/v2/tables/move', { body: { workspaceId: WS, tableIds: [TBL], targetFolderPath: '/Archive' } }),
+  addTableColumn: (api) => api.POST('/api/v2/tables/{tableId}/columns', { ...tbl, body: { workspaceId: WS, column: { name: 'score', type: 'number', position: 1 } } }),
+  updateTableColumn: (api) => api.PATCH('/api/v2/tables/{tableId}/columns', { ...tbl, body: { workspaceId: WS, columnName: 'score', updates: { name: 'points', type: 'currency', currencyCode: 'EUR' } } }),
+  deleteTableColumn: (api) => api.DELETE('/api/v2/tables/{tableId}/columns', { ...tbl, body: { workspaceId: WS, columnName: 'points' } }),
+  createTableRows: (api) => api.POST('/api/v2/tables/{tableId}/rows', { ...tbl, body: { workspaceId: WS, rows: [{ email: 'a@x.io', meta: { source: 'web' } }] } }),
+  updateTableRow: (api) => api.PATCH('/api/v2/tables/{tableId}/rows/{rowId}', { params: { path: { tableId: TBL, rowId: 'row_1' } }, body: { workspaceId: WS, data: { tier: 'Gold' } } }),
+  updateRowsByFilter: (api) => api.PATCH('/api/v2/tables/{tableId}/rows', { ...tbl, body: { workspaceId: WS, filter: { field: 'tier', op: 'isEmpty' }, data: { tier: 'Gold' }, limit: 100 } }),
+  deleteTableRows: (api) => api.DELETE('/api/v2/tables/{tableId}/rows', { ...tbl, body: { workspaceId: WS, filter: { any: [{ field: 'email', op: 'endsWith', value: '@spam.io' }] } } }),
+  bulkUpdateTableRows: (api) => api.POST('/api/v2/tables/{tableId}/rows/bulk-update', { ...tbl, body: { workspaceId: WS, updates: [{ rowId: 'row_1', data: { score: 3 } }] } }),
+  upsertTableRow: (api) => api.POST('/api/v2/tables/{tableId}/rows/upsert', { ...tbl, body: { workspaceId: WS, data: { email: 'a@x.io', score: 4 }, conflictTarget: 'email' } }),
+  searchTableRows: (api) => api.POST('/api/v2/tables/{tableId}/rows/search', { ...tbl, body: { workspaceId: WS, q: 'gold', sort: [{ field: 'createdAt', direction: 'desc' }] } }),
+  queryRows: (api) =>
+    api.POST('/api/v2/tables/{tableId}/query', { ...tbl, body: { workspaceId: WS, predicate: { all: [{ field: 'score', op: 'gte', value: 3 }] }, sort: [{ field: 'score', direction: 'desc' }], limit: 50 } }),
+  queryRowsCount: (api) => api.POST('/api/v2/tables/{tableId}/query/count', { ...tbl, body: { workspaceId: WS, predicate: { field: 'tier', op: 'eq', value: 'Gold' } } }),
+  createTableView: (api) => api.POST('/api/v2/tables/{tableId}/views', { ...tbl, body: { workspaceId: WS, name: 'Gold', config: { filter: { field: 'tier', op: 'eq', value: 'Gold' }, columnWidths: { email: 240 } } } }),
+  updateTableView: (api) => api.PATCH('/api/v2/tables/{tableId}/views/{viewId}', { params: { path: { tableId: TBL, viewId: 'view_1' } }, body: { workspaceId: WS, configPatch: { sort: null }, isDefault: true } }),
+  createTableImport: (api) =>
+    api.POST('/api/v2/tables/imports', { body: { workspaceId: WS, source: { type: 'upload', name: 'leads.csv', contentType: 'text/csv', size: 1024 }, target: { type: 'existing', tableId: TBL, mode: 'append' }, mapping: { Email: 'email', Notes: null }, createColumns: ['City'] } }),
+  createTableImportPartUrls: (api) =>
+    api.POST('/api/v2/tables/imports/{importId}/parts', { params: { path: { importId: 'imp_1' }, query: { workspaceId: WS }, header: { 'upload-token': 'token' } }, body: { partNumbers: [1, 2] } }),
+  createTableExport: (api) => api.POST('/api/v2/tables/{tableId}/exports', { ...tbl, body: { workspaceId: WS, format: 'json' } }),
+  createTableFolder: (api) => api.POST('/api/v2/tables/folders', { body: { workspaceId: WS, path: '/Sales/2024' } }),
+  relocateTableFolder: (api) => api.PATCH('/api/v2/tables/folders', { body: { workspaceId: WS, path: '/Sales', destinationPath: '/Archive' } }),
+  restoreTableFolder: (api) => api.POST('/api/v2/tables/folders/restore', { body: { workspaceId: WS, path: '/Sales' } }),
+  addWorkflowGroup: (api) =>
+    api.POST('/api/v2/tables/{tableId}/groups', {
+      ...tbl,
+      body: { workspaceId: WS, group: { workflowId: WF, inputMappings: [{ inputName: 'email', columnName: 'email' }], outputs: [{ blockId: 'fn', path: 'result', columnName: 'company' }] }, outputColumns: [{ name: 'company', type: 'string' }], autoRun: false },
+    }),
+  updateWorkflowGroup: (api) => api.PATCH('/api/v2/tables/{tableId}/groups', { ...tbl, body: { workspaceId: WS, groupId: 'grp_1', name: 'Company', autoRun: true } }),
+  deleteWorkflowGroup: (api) => api.DELETE('/api/v2/tables/{tableId}/groups', { ...tbl, body: { workspaceId: WS, groupId: 'grp_1' } }),
+  createTableDispatch: (api) => api.POST('/api/v2/tables/{tableId}/dispatches', { ...tbl, body: { workspaceId: WS, groupIds: ['grp_1'], runMode: 'incomplete', limit: { type: 'rows', max: 10 } } }),
+  cancelTableRuns: (api) => api.POST('/api/v2/tables/{tableId}/cancel-runs', { ...tbl, body: { workspaceId: WS, scope: 'all' } }),
+  runRowEnrichment: (api) =>
+    api.POST('/api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId}', { params: { path: { tableId: TBL, rowId: 'row_1', groupId: 'grp_1' } }, body: { workspaceId: WS } }),
+  setSecret: (api) => api.PUT('/api/v2/secrets/{name}', { params: { path: { name: 'API_TOKEN' } }, body: { workspaceId: WS, scope: 'workspace', value: 's3cret', description: null, unredacted: false } }),
+  createSkill: (api) => api.POST('/api/v2/skills', { body: { workspaceId: WS, name: 'house-style', description: 'Tone of voice', content: 'Answer briefly.' } }),
+  updateSkill: (api) => api.PATCH('/api/v2/skills/{skillId}', { params: { path: { skillId: 'sk_1' } }, body: { workspaceId: WS, content: 'Answer very briefly.' } }),
+  grantSkillEditor: (api) => api.POST('/api/v2/skills/{skillId}/editors', { params: { path: { skillId: 'sk_1' } }, body: { workspaceId: WS, email: 'ada@example.com' } }),
+  createCustomTool: (api) =>
+    api.POST('/api/v2/custom-tools', {
+      body: { workspaceId: WS, title: 'Adder', schema: { type: 'function', function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] } } }, code: 'return a + 1' },
+    }),
+  updateCustomTool: (api) => api.PATCH('/api/v2/custom-tools/{customToolId}', { params: { path: { customToolId: 'ct_1' } }, body: { workspaceId: WS, code: 'return a + 2' } }),
+  executeTool: (api) => api.POST('/api/v2/tools/{toolId}/execute', { params: { path: { toolId: 'http_request' } }, body: { workspaceId: WS, input: { url: 'https://example.com', headers: { accept: 'text/html' } }, timeoutSeconds: 10 } }),
+  createSandbox: (api) => api.POST('/api/v2/sandboxes', { body: { workspaceId: WS, name: 'dates', language: 'javascript', dependencies: ['date-fns@4'], cliTools: ['kubectl@1.36.3-r1'], systemPackages: [] } }),
+  updateSandbox: (api) => api.PATCH('/api/v2/sandboxes/{sandboxId}', { params: { path: { sandboxId: 'sb_1' } }, body: { workspaceId: WS, dependencies: ['date-fns@4', 'lodash@4'] } }),
+  createServiceAccountCredential: (api) =>
+    api.POST('/api/v2/credentials', { body: { workspaceId: WS, type: 'service_account', providerId: 'slack-custom-bot', displayName: 'Bot', credentials: '{"botToken":"xoxb-1","signingSecret":"s"}' } }),
+  createCredentialConnection: (api) => api.POST('/api/v2/credentials/connections', { body: { workspaceId: WS, providerId: 'github-repositories', displayName: 'My GitHub' } }),
+  updateCredential: (api) => api.PATCH('/api/v2/credentials/{credentialId}', { params: { path: { credentialId: 'cred_1' }, query: { workspaceId: WS } }, body: { displayName: 'Renamed', description: null } }),
+} satisfies Record<string, Sample>;
+
+/** Operation ids whose request has a body, read from the generated types: a missing sample fails the type check. */
+type WithBody = {
+  [K in keyof import('../generated/types.ts').operations]: import('../generated/types.ts').operations[K] extends { requestBody?: infer B } ? ([B] extends [never | undefined] ? never : K) : never;
+}[keyof import('../generated/types.ts').operations];
+const complete: Record<WithBody, Sample> = samples;
+void complete;
+
+describe('generated client accepts a realistic body for every operation that takes one', () => {
+  const withBody = Object.values(OPERATIONS).filter((o) => o.bodyContentTypes !== null);
+
+  it('has a sample for each operation with a body in generated/operations.ts, and no stale ones', () => {
+    const missing = withBody.map((o) => o.operationId).filter((id) => !(id in samples));
+    expect(missing, 'add a compile sample to test/client-bodies.test.ts for these operations').toEqual([]);
+    const stale = Object.keys(samples).filter((id) => !withBody.some((o) => o.operationId === id));
+    expect(stale).toEqual([]);
+  });
+
+  it.each(withBody.map((o) => [o.operationId, o] as const))('%s sends its body to its own method and path', async (id, op) => {
+    const seen: { method: string; path: string; body: string }[] = [];
+    const api = createApiClient({
+      baseUrl: 'http://client.test',
+      apiKey: 'sk-owa-sample',
+      maxRetries: 0,
+      fetch: async (input, init) => {
+        const req = input instanceof Request ? input : new Request(input, init);
+        seen.push({ method: req.method, path: new URL(req.url).pathname, body: await req.text() });
+        return new Response('{}', { status: 200, headers: { 'content-type': 'application/json' } });
+      },
+    });
+    await (samples as Record<string, Sample>)[id]!(api);
+    expect(seen).toHaveLength(1);
+    const pattern = new RegExp(`^${op.path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    expect(seen[0]!.method).toBe(op.method.toUpperCase());
+    expect(seen[0]!.path).toMatch(pattern);
+    expect(seen[0]!.body.length).toBeGreaterThan(1);
+  });
+});
