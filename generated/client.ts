@@ -29,6 +29,7 @@ export interface ApiClientOptions {
 export const LIST_PATHS = [
   '/api/v2/audit-logs',
   '/api/v2/blocks',
+  '/api/v2/chat-deployments',
   '/api/v2/files/folders',
   '/api/v2/files/{fileId}/versions',
   '/api/v2/files',

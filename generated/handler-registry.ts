@@ -3,7 +3,9 @@
 import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
+import * as cliSignInHandlers from '../src/handlers/cli-sign-in.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
+import * as hostedChatHandlers from '../src/handlers/hosted-chat.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as mcpServersHandlers from '../src/handlers/mcp-servers.ts';
@@ -35,6 +37,7 @@ export const handlers = {
   deleteMcpServeSession: mcpServersHandlers.deleteMcpServeSession,
   deleteMcpServer: mcpServersHandlers.deleteMcpServer,
   deleteWorkflow: workflowsHandlers.deleteWorkflow,
+  deleteWorkflowChatDeployment: hostedChatHandlers.deleteWorkflowChatDeployment,
   deleteWorkflowFolder: workflowsHandlers.deleteWorkflowFolder,
   deleteWorkflowMcpServer: mcpServersHandlers.deleteWorkflowMcpServer,
   deployWorkflow: workflowsHandlers.deployWorkflow,
@@ -58,6 +61,7 @@ export const handlers = {
   getMeta: metaHandlers.getMeta,
   getSharedFile: filesHandlers.getSharedFile,
   getWorkflow: workflowsHandlers.getWorkflow,
+  getWorkflowChatDeployment: hostedChatHandlers.getWorkflowChatDeployment,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
   getWorkflowMcpServer: mcpServersHandlers.getWorkflowMcpServer,
   getWorkflowRun: workflowRunsHandlers.getWorkflowRun,
@@ -72,6 +76,7 @@ export const handlers = {
   legacyGetWorkflowStatus: legacyHandlers.legacyGetWorkflowStatus,
   listAuditLogs: auditLogsHandlers.listAuditLogs,
   listBlocks: catalogHandlers.listBlocks,
+  listChatDeployments: hostedChatHandlers.listChatDeployments,
   listFileFolders: filesHandlers.listFileFolders,
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
@@ -88,6 +93,7 @@ export const handlers = {
   listWorkspaces: workspacesHandlers.listWorkspaces,
   moveFileItems: filesHandlers.moveFileItems,
   moveWorkflows: workflowsHandlers.moveWorkflows,
+  pollCliAuth: cliSignInHandlers.pollCliAuth,
   postMcpServeMessage: mcpServersHandlers.postMcpServeMessage,
   previewWorkflowImport: workflowsHandlers.previewWorkflowImport,
   putFileUploadPart: filesHandlers.putFileUploadPart,
@@ -96,6 +102,7 @@ export const handlers = {
   relocateFileFolder: filesHandlers.relocateFileFolder,
   relocateWorkflowFolder: workflowsHandlers.relocateWorkflowFolder,
   renameFile: filesHandlers.renameFile,
+  replaceWorkflowChatDeployment: hostedChatHandlers.replaceWorkflowChatDeployment,
   replaceWorkflowState: workflowsHandlers.replaceWorkflowState,
   restoreFile: filesHandlers.restoreFile,
   restoreFileFolder: filesHandlers.restoreFileFolder,

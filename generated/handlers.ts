@@ -227,6 +227,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowChatDeployment: {
+    params: Params<operations['deleteWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['deleteWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['deleteWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['deleteWorkflowChatDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteWorkflowFolder: {
     params: Params<operations['deleteWorkflowFolder'], 'path'>;
     query: Params<operations['deleteWorkflowFolder'], 'query'>;
@@ -434,6 +443,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getWorkflowChatDeployment: {
+    params: Params<operations['getWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['getWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['getWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['getWorkflowChatDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflowDeployment: {
     params: Params<operations['getWorkflowDeployment'], 'path'>;
     query: Params<operations['getWorkflowDeployment'], 'query'>;
@@ -556,6 +574,15 @@ export interface OperationInputs {
     query: Params<operations['listBlocks'], 'query'>;
     headers: Params<operations['listBlocks'], 'header'>;
     body: Body<operations['listBlocks']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listChatDeployments: {
+    params: Params<operations['listChatDeployments'], 'path'>;
+    query: Params<operations['listChatDeployments'], 'query'>;
+    headers: Params<operations['listChatDeployments'], 'header'>;
+    body: Body<operations['listChatDeployments']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -704,6 +731,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  pollCliAuth: {
+    params: Params<operations['pollCliAuth'], 'path'>;
+    query: Params<operations['pollCliAuth'], 'query'>;
+    headers: Params<operations['pollCliAuth'], 'header'>;
+    body: Body<operations['pollCliAuth']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   postMcpServeMessage: {
     params: Params<operations['postMcpServeMessage'], 'path'>;
     query: Params<operations['postMcpServeMessage'], 'query'>;
@@ -772,6 +808,15 @@ export interface OperationInputs {
     query: Params<operations['renameFile'], 'query'>;
     headers: Params<operations['renameFile'], 'header'>;
     body: Body<operations['renameFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  replaceWorkflowChatDeployment: {
+    params: Params<operations['replaceWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['replaceWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['replaceWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['replaceWorkflowChatDeployment']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1061,6 +1106,11 @@ export interface OperationResults {
     body: Json<operations['deleteWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['deleteWorkflowChatDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteWorkflowFolder: {
     status: 200;
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
@@ -1200,6 +1250,11 @@ export interface OperationResults {
     body: Json<operations['getWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['getWorkflowChatDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflowDeployment: {
     status: 200;
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
@@ -1274,6 +1329,11 @@ export interface OperationResults {
   listBlocks: {
     status: 200;
     body: Json<operations['listBlocks']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listChatDeployments: {
+    status: 200;
+    body: Json<operations['listChatDeployments']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listFileFolders: {
@@ -1356,6 +1416,11 @@ export interface OperationResults {
     body: Json<operations['moveWorkflows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  pollCliAuth: {
+    status: 200;
+    body: Json<operations['pollCliAuth']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   postMcpServeMessage:
     | {
         status: 200;
@@ -1400,6 +1465,11 @@ export interface OperationResults {
   renameFile: {
     status: 200;
     body: Json<operations['renameFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  replaceWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['replaceWorkflowChatDeployment']['responses'][200]>;
     headers?: Record<string, string>;
   };
   replaceWorkflowState: {
@@ -1558,6 +1628,8 @@ export interface Handlers {
   deleteMcpServer: Handler<'deleteMcpServer'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
+  /** DELETE /api/v2/workflows/{workflowId}/deployments/chat — Delete the workflow's hosted chat */
+  deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
   /** DELETE /api/v2/workflow-mcp-servers/{serverId} — Delete a workflow MCP server */
@@ -1604,6 +1676,8 @@ export interface Handlers {
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
+  getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
   /** GET /api/v2/workflow-mcp-servers/{serverId} — Get a workflow MCP server */
@@ -1632,6 +1706,8 @@ export interface Handlers {
   listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/chat-deployments — List hosted chats */
+  listChatDeployments: Handler<'listChatDeployments'>;
   /** GET /api/v2/files/folders — List file folders */
   listFileFolders: Handler<'listFileFolders'>;
   /** GET /api/v2/files/{fileId}/versions — List file versions */
@@ -1664,6 +1740,8 @@ export interface Handlers {
   moveFileItems: Handler<'moveFileItems'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
+  /** POST /api/cli/auth/poll — Poll a CLI pairing request */
+  pollCliAuth: Handler<'pollCliAuth'>;
   /** POST /api/mcp/serve/{serverId} — Send an MCP message to a workflow MCP server */
   postMcpServeMessage: Handler<'postMcpServeMessage'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
@@ -1680,6 +1758,8 @@ export interface Handlers {
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
   renameFile: Handler<'renameFile'>;
+  /** PUT /api/v2/workflows/{workflowId}/deployments/chat — Create or replace the workflow's hosted chat */
+  replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'>;
   /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
   /** POST /api/v2/files/{fileId}/restore — Restore a file */

@@ -11,6 +11,7 @@ export type BindOperation = (
 ) => RequestHandler[];
 
 export function mountOperations(router: Router, handlers: Handlers, bind: BindOperation): void {
+  router.post('/api/cli/auth/poll', ...bind(OPERATIONS.pollCliAuth, handlers.pollCliAuth));
   router.get('/api/jobs/:jobId', ...bind(OPERATIONS.legacyGetJobStatus, handlers.legacyGetJobStatus));
   router.delete(
     '/api/mcp/serve/:serverId',
@@ -29,6 +30,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.get(
+    '/api/v2/chat-deployments',
+    ...bind(OPERATIONS.listChatDeployments, handlers.listChatDeployments),
+  );
   router.get('/api/v2/files', ...bind(OPERATIONS.listFiles, handlers.listFiles));
   router.post('/api/v2/files', ...bind(OPERATIONS.createFile, handlers.createFile));
   router.post('/api/v2/files/bulk-delete', ...bind(OPERATIONS.bulkDeleteFiles, handlers.bulkDeleteFiles));
@@ -194,6 +199,18 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.patch(
     '/api/v2/workflows/:workflowId/deployment',
     ...bind(OPERATIONS.updateWorkflowPublicApi, handlers.updateWorkflowPublicApi),
+  );
+  router.delete(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.deleteWorkflowChatDeployment, handlers.deleteWorkflowChatDeployment),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.getWorkflowChatDeployment, handlers.getWorkflowChatDeployment),
+  );
+  router.put(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.replaceWorkflowChatDeployment, handlers.replaceWorkflowChatDeployment),
   );
   router.post(
     '/api/v2/workflows/:workflowId/duplicate',

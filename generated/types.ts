@@ -1095,7 +1095,7 @@ export interface paths {
     put?: never;
     /**
      * Execute a workflow
-     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
      */
     post: operations['executeWorkflow'];
     delete?: never;
@@ -1358,6 +1358,74 @@ export interface paths {
     get: operations['getSharedFile'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/deployments/chat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the workflow's hosted chat
+     * @description The workflow's chat settings. Needs workspace admin access; workspace API keys get 403. The password is never returned, only `hasPassword`. A workflow without a chat is a 404. The chat is managed separately from the workflow's API deployment.
+     */
+    get: operations['getWorkflowChatDeployment'];
+    /**
+     * Create or replace the workflow's hosted chat
+     * @description Creates the workflow's chat, or replaces every setting of the existing one (omitted optional fields take their defaults; an omitted `outputConfigs` shows no block output). `password` is required whenever `authType` is `password` and refused otherwise (15 to 1024 characters, not only whitespace); it is stored only as a scrypt hash. Output configs must name blocks of the workflow. `allowedEmails` needs at least one address or `@domain` for `email` and `sso`. An identifier another chat uses is a 409. Needs workspace admin access; workspace API keys get 403.
+     */
+    put: operations['replaceWorkflowChatDeployment'];
+    post?: never;
+    /**
+     * Delete the workflow's hosted chat
+     * @description Deletes the chat; its page answers that the chat is gone and its identifier is free again. The workflow's API deployment is not touched. Needs workspace admin access; workspace API keys get 403.
+     */
+    delete: operations['deleteWorkflowChatDeployment'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/chat-deployments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List hosted chats
+     * @description The chats of a workspace's workflows. Needs workspace admin access (so workspace API keys get 403).
+     */
+    get: operations['listChatDeployments'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/cli/auth/poll': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Poll a CLI pairing request
+     * @description The CLI polls with its request id and poll secret (`verifier`) while the user approves the pairing in the browser. Until then the answer is `{status: "pending"}` (also for a request whose page was not opened yet). After approval the first poll with the right secret gets a new personal API key named `CLI (YYYY-MM-DD HH:MM:SSZ)`, exactly once. A wrong secret, a declined, expired or already completed request is a 403 whose `details.reason` says which. The poll secret, not an API key, authorizes it; polls are rate-limited per client address.
+     */
+    post: operations['pollCliAuth'];
     delete?: never;
     options?: never;
     head?: never;
@@ -3038,6 +3106,92 @@ export interface components {
         plan: string;
       };
     };
+    /** @description URL slug the chat answers on (lowercase letters, digits and hyphens), unique among live chats. */
+    ChatIdentifier: string;
+    /**
+     * @description How visitors are gated: `public` (anyone with the URL), `password`, `email` (a one-time code sent to an allowed address) or `sso` (a signed-in user of this server on the allowed list).
+     * @enum {string}
+     */
+    ChatAuthType: 'public' | 'password' | 'email' | 'sso';
+    /** @description Presentation of the chat page. */
+    ChatCustomizations: {
+      /** @description Accent colour as a hex colour, e.g. `#802FFF`. */
+      primaryColor?: string;
+      /** @description First message the page shows. */
+      welcomeMessage?: string;
+      /** @description Logo shown in the page header (an http or https URL). */
+      imageUrl?: string;
+    };
+    /** @description One block output streamed to visitors (`path` is a dot path into the block's output, e.g. `content`). */
+    ChatOutputConfig: {
+      workflowId?: string;
+      blockId: string;
+      path: string;
+    };
+    ChatDeploymentSummary: {
+      id: string;
+      workflowId: string;
+      workspaceId: string;
+      identifier: string;
+      /** @description The chat page, `{CHAT_URL}/{identifier}`. */
+      url: string;
+      title: string;
+      description: string;
+      isActive: boolean;
+      authType: components['schemas']['ChatAuthType'];
+      outputConfigs: components['schemas']['ChatOutputConfig'][];
+      includeThinking: boolean;
+      includeToolCalls: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A workflow's hosted chat. The password is never returned; `hasPassword` says whether one is set. */
+    ChatDeployment: {
+      id: string;
+      workflowId: string;
+      workspaceId: string;
+      identifier: string;
+      /** @description The chat page, `{CHAT_URL}/{identifier}`. */
+      url: string;
+      title: string;
+      description: string;
+      isActive: boolean;
+      authType: components['schemas']['ChatAuthType'];
+      hasPassword: boolean;
+      allowedEmails: string[];
+      customizations: components['schemas']['ChatCustomizations'];
+      outputConfigs: components['schemas']['ChatOutputConfig'][];
+      includeThinking: boolean;
+      includeToolCalls: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    ChatDeploymentDeletion: {
+      id: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    /** @description A pairing poll's answer (not wrapped in `data`; this is the shape the CLI reads). */
+    CliAuthPoll:
+      | {
+          /** @enum {string} */
+          status: 'pending';
+        }
+      | {
+          /** @enum {string} */
+          status: 'complete';
+          key: {
+            id: string;
+            /** @description The new personal API key, shown this once. */
+            apiKey: string;
+          };
+          /** @enum {string} */
+          scope: 'platform';
+          /** @description The workspace the approval URL named, when the user belongs to it. */
+          workspaceId: string | null;
+          /** @description Always false; the key is personal. */
+          workspaceBound: boolean;
+        };
     WorkflowMcpServer: {
       id: string;
       name: string;
@@ -7238,6 +7392,219 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The chat settings. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeployment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  replaceWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          identifier: components['schemas']['ChatIdentifier'];
+          /** @description Title shown to visitors. */
+          title: string;
+          /** @description Description shown to visitors; omitted clears it. */
+          description?: string;
+          customizations?: components['schemas']['ChatCustomizations'];
+          authType?: components['schemas']['ChatAuthType'];
+          /** @description Write-only password (15 to 1024 characters); only with `authType` `password`. */
+          password?: string;
+          /** @description E-mail addresses or `@domain` entries admitted under `email` and `sso`. */
+          allowedEmails?: string[];
+          /** @description Block outputs streamed to visitors; omitted shows none. */
+          outputConfigs?: components['schemas']['ChatOutputConfig'][];
+          /** @description Allow visitors to receive thinking events (default false). */
+          includeThinking?: boolean;
+          /** @description Allow visitors to receive tool events (default false). */
+          includeToolCalls?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The chat as stored. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeployment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deleted chat. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeploymentDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listChatDeployments: {
+    parameters: {
+      query: {
+        /** @description Workspace whose chat deployments to list. */
+        workspaceId: string;
+        /** @description Restrict to the chat of one workflow. */
+        workflowId?: string;
+        /** @description Restrict to active (`true`) or inactive (`false`) chats. */
+        isActive?: 'true' | 'false';
+        /** @description Sort field (default `createdAt`). */
+        sortBy?: 'identifier' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of chats. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeploymentSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  pollCliAuth: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The request id from the approval URL (32 random bytes, base64url). */
+          request: string;
+          /** @description The poll secret whose SHA-256 (base64url) is the approval URL's `challenge`. */
+          verifier: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Still pending, or complete with the new key. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CliAuthPoll'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      403: components['responses']['Forbidden'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -22,6 +22,7 @@ import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
 import { lockDataDir } from './store/data-dir-lock.ts';
 import { recoverUploads } from './files/recovery.ts';
+import { createMailer } from './mail/mailer.ts';
 import { McpRegistry } from './mcp/registry.ts';
 
 export interface RunningServer {
@@ -68,6 +69,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     rateLimits: new MemoryRateLimitStore(),
     blobs: new LocalDiskBlobStore(path.join(config.dataDir, 'files')),
     dataDirLock,
+    mailer: createMailer(config.web.mail),
   };
 }
 

@@ -10,6 +10,7 @@ import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
 import type { McpRegistry } from './mcp/registry.ts';
 import type { DataDirLock } from './store/data-dir-lock.ts';
+import type { Mailer } from './mail/mailer.ts';
 
 export interface Services {
   config: Config;
@@ -33,4 +34,6 @@ export interface Services {
   mcp: McpRegistry;
   /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
   dataDirLock?: DataDirLock;
+  /** Outgoing mail (chat one-time codes): SMTP, or the local outbox directory. */
+  mailer: Mailer;
 }

@@ -90,6 +90,19 @@ const samples = {
   createFileFolder: (api) => api.POST('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports/2024' } }),
   relocateFileFolder: (api) => api.PATCH('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports', destinationPath: '/Archive/Reports' } }),
   restoreFileFolder: (api) => api.POST('/api/v2/files/folders/restore', { body: { workspaceId: WS, path: '/Reports' } }),
+  replaceWorkflowChatDeployment: (api) =>
+    api.PUT('/api/v2/workflows/{workflowId}/deployments/chat', {
+      ...wf,
+      body: {
+        identifier: 'support-bot',
+        title: 'Support',
+        customizations: { primaryColor: '#802FFF', welcomeMessage: 'Hi!' },
+        authType: 'email',
+        allowedEmails: ['@example.com'],
+        outputConfigs: [{ blockId: 'agent1', path: 'content' }],
+      },
+    }),
+  pollCliAuth: (api) => api.POST('/api/cli/auth/poll', { body: { request: 'r'.repeat(43), verifier: 'v'.repeat(43) } }),
   createWorkflowMcpServer: (api) => api.POST('/api/v2/workflow-mcp-servers', { body: { workspaceId: WS, name: 'Team tools', isPublic: false, workflowIds: [WF] } }),
   updateWorkflowMcpServer: (api) => api.PATCH('/api/v2/workflow-mcp-servers/{serverId}', { params: { path: { serverId: 'srv_1' } }, body: { description: null, isPublic: true } }),
   deployWorkflowMcpTool: (api) =>

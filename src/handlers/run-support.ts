@@ -154,24 +154,29 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
 }
 
 /**
- * Streams a run that is already accepted. `sse`: Server-Sent Events as `sim workflows run --follow` reads them
- * (`data: {"event": …}` frames, then `final` and `"[DONE]"`); otherwise NDJSON, one `{"type": …}` object per
- * line, ending with `{"type": "final", "data": <result>}`.
+ * Streams a run that is already accepted, in one of three forms:
+ * - `sse`: Server-Sent Events as `sim workflows run --follow` reads them (`data: {"event": …}` frames, then `final`
+ *   and `"[DONE]"`);
+ * - `ndjson`: one `{"type": …}` object per line, ending with `{"type": "final", "data": <result>}`;
+ * - `json`: one JSON document, `{"data": <result>}` like a synchronous answer, for clients that read the whole body
+ *   (the Python SDK's `stream=True`). While the run goes on, whitespace (which JSON allows before a value) keeps
+ *   the connection and the client's read timeout alive.
  */
-export function streamRun(ctx: RequestContext, run: RunRecord, timeoutMs: number, sse: boolean, selectors: Selector[] | null): { status: 200; body: StreamBody; headers: Record<string, string> } {
+export function streamRun(ctx: RequestContext, run: RunRecord, timeoutMs: number, format: 'sse' | 'ndjson' | 'json', selectors: Selector[] | null): { status: 200; body: StreamBody; headers: Record<string, string> } {
   const out = new PassThrough();
-  const send = (frame: unknown) => {
-    if (out.destroyed || out.writableEnded) return;
-    out.write(sse ? `data: ${JSON.stringify(frame)}\n\n` : `${JSON.stringify(frame)}\n`);
+  const sse = format === 'sse';
+  const write = (text: string) => {
+    if (!out.destroyed && !out.writableEnded) out.write(text);
   };
+  const send = (frame: unknown) => write(sse ? `data: ${JSON.stringify(frame)}\n\n` : `${JSON.stringify(frame)}\n`);
   const heartbeat = setInterval(() => {
-    if (sse) {
-      if (!out.destroyed && !out.writableEnded) out.write(': keep-alive\n\n');
-    } else send({ type: 'heartbeat' });
+    if (format === 'sse') write(': keep-alive\n\n');
+    else if (format === 'json') write('\n');
+    else send({ type: 'heartbeat' });
   }, 15_000);
   heartbeat.unref();
   const onEvent = (event: RunEvent) => {
-    if (event.type === 'run_finished') return;
+    if (event.type === 'run_finished' || format === 'json') return;
     if (!sse) return send(event);
     const { type, ...rest } = event;
     send({ event: type, ...rest });
@@ -180,14 +185,16 @@ export function streamRun(ctx: RequestContext, run: RunRecord, timeoutMs: number
     .execute(run, { timeoutMs, onEvent })
     .then((result: RunResult) => {
       const view = runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null);
-      if (sse) {
+      if (format === 'json') send({ data: view });
+      else if (sse) {
         send({ event: 'final', data: { success: result.status === 'completed', ...view, error: result.error?.message ?? null, errorCode: result.error?.code ?? null } });
         send('[DONE]');
       } else send({ type: 'final', data: { success: result.status === 'completed', ...view } });
     })
     .catch((err: unknown) => {
       ctx.log.error({ err, runId: run.id }, 'streaming a run failed');
-      send(sse ? { event: 'error', error: 'The run failed on the server.' } : { type: 'error', error: 'The run failed on the server.', status: 500, code: 'INTERNAL_ERROR' });
+      if (format === 'json') send({ error: { code: 'INTERNAL_ERROR', message: 'The run failed on the server.' } });
+      else send(sse ? { event: 'error', error: 'The run failed on the server.' } : { type: 'error', error: 'The run failed on the server.', status: 500, code: 'INTERNAL_ERROR' });
     })
     .finally(() => {
       clearInterval(heartbeat);
@@ -197,7 +204,7 @@ export function streamRun(ctx: RequestContext, run: RunRecord, timeoutMs: number
     status: 200,
     body: new StreamBody(out),
     headers: {
-      'Content-Type': sse ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+      'Content-Type': sse ? 'text/event-stream; charset=utf-8' : format === 'json' ? 'application/json; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
       'Cache-Control': 'no-cache',
       'X-Accel-Buffering': 'no',
       'X-Run-Id': run.key,

@@ -68,7 +68,7 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   const policy = config.runs.policies[workspace.plan];
   // A stream request is answered in the form the client reads (SSE, NDJSON, or one JSON document like a sync run).
   const format = body.stream ? runStreamFormat(ctx.header('accept'), ctx.header('user-agent')) : null;
-  const mode = body.async ? 'async' : format === 'sse' || format === 'ndjson' ? 'stream' : 'sync';
+  const mode = body.async ? 'async' : body.stream ? 'stream' : 'sync';
   const timeoutMs = mode === 'async' ? Math.min(body.executionTimeoutSeconds ?? policy.maxAsyncSeconds, policy.maxAsyncSeconds) * 1000 : config.runs.syncTimeoutMs;
   const run = await createRun(ctx, w, workspace, {
     mode,
@@ -87,14 +87,13 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
     return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, w.id, run.key), queuePosition } } };
   }
   if (mode === 'stream') {
-    const streamed = streamRun(ctx, run, timeoutMs, format === 'sse', selectors);
+    const streamed = streamRun(ctx, run, timeoutMs, format ?? 'ndjson', selectors);
     streamed.headers.Vary = RUN_STREAM_VARY;
     return streamed;
   }
   const result = await ctx.services.runs.execute(run, { timeoutMs });
   const data = runResultView(result, selectors ? pickOutputs(selectors, result.blockOutputs) : null);
-  const answerHeaders: Record<string, string> = format ? { Vary: RUN_STREAM_VARY, 'X-Run-Id': run.id } : {};
-  return { status: 200, body: { data }, headers: answerHeaders };
+  return { status: 200, body: { data } };
 };
 
 const RUN_STATUS_FILTER: Record<string, RunStatus> = {

@@ -50,7 +50,8 @@ export async function principalFromHeaders(services: Services, apiKey: unknown, 
   }
   if (typeof authorization === 'string' && /^bearer\s+\S+/i.test(authorization)) {
     const principal = await services.credentials.resolveAccessToken(authorization.replace(/^bearer\s+/i, '').trim());
-    if (!principal) throw unauthorized('The access token is unknown, expired or revoked.');
+    // RFC 6750: the challenge tells OAuth clients (the sim CLI) to refresh and retry once.
+    if (!principal) throw new ApiError('UNAUTHORIZED', 'The access token is unknown, expired or revoked.', undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
     return principal;
   }
   return null;

@@ -21,6 +21,8 @@ import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
+import { ChatDeploymentRepository } from './chat-deployments.ts';
+import { WebAuthRepository } from './web-auth.ts';
 import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
 import { McpServerRepository } from './mcp-servers.ts';
 
@@ -44,6 +46,8 @@ export interface Repositories {
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  chatDeployments: ChatDeploymentRepository;
+  webAuth: WebAuthRepository;
   workflowMcpServers: WorkflowMcpServerRepository;
   mcpServers: McpServerRepository;
 }
@@ -69,6 +73,8 @@ function repositories(db: SqlExecutor): Repositories {
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    chatDeployments: new ChatDeploymentRepository(db),
+    webAuth: new WebAuthRepository(db),
     workflowMcpServers: new WorkflowMcpServerRepository(db),
     mcpServers: new McpServerRepository(db),
   };

@@ -444,6 +444,76 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 85,
+    name: 'hosted chat deployments and their one-time codes',
+    sql: `
+      CREATE TABLE chat_deployments (
+        id TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL UNIQUE REFERENCES workflows(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        identifier TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        customizations TEXT NOT NULL DEFAULT '{}',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('public', 'password', 'email', 'sso')),
+        password_hash TEXT,
+        allowed_emails TEXT NOT NULL DEFAULT '[]',
+        output_configs TEXT NOT NULL DEFAULT '[]',
+        include_thinking INTEGER NOT NULL DEFAULT 0,
+        include_tool_calls INTEGER NOT NULL DEFAULT 0,
+        is_active INTEGER NOT NULL DEFAULT 1,
+        created_by TEXT NOT NULL REFERENCES users(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX chat_deployments_by_workspace ON chat_deployments (workspace_id, created_at, id);
+      CREATE TABLE chat_codes (
+        chat_id TEXT NOT NULL REFERENCES chat_deployments(id) ON DELETE CASCADE,
+        email TEXT NOT NULL COLLATE NOCASE,
+        code_hash TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (chat_id, email)
+      );
+    `,
+  },
+  {
+    version: 86,
+    name: 'web sign-in: user passwords, OAuth authorization codes, the CLI client and CLI pairing requests',
+    sql: `
+      CREATE TABLE user_passwords (
+        user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+        hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE oauth_codes (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        redirect_uri TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT,
+        grant_id TEXT
+      );
+      INSERT INTO oauth_clients (id, name, created_at) VALUES ('sim-cli', 'Sim CLI', '2026-11-23T00:00:00.000Z');
+      CREATE TABLE cli_auth_requests (
+        request_hash TEXT PRIMARY KEY,
+        challenge TEXT NOT NULL,
+        pairing TEXT NOT NULL,
+        workspace_id TEXT,
+        approved_by TEXT REFERENCES users(id) ON DELETE CASCADE,
+        approved_at TEXT,
+        completed_at TEXT,
+        key_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+    `,
+  },
+  {
     version: 80,
     name: 'mcp servers',
     sql: `
