@@ -218,6 +218,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createMcpServer: {
+    params: Params<operations['createMcpServer'], 'path'>;
+    query: Params<operations['createMcpServer'], 'query'>;
+    headers: Params<operations['createMcpServer'], 'header'>;
+    body: Body<operations['createMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createTable: {
     params: Params<operations['createTable'], 'path'>;
     query: Params<operations['createTable'], 'query'>;
@@ -308,6 +317,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createWorkflowMcpServer: {
+    params: Params<operations['createWorkflowMcpServer'], 'path'>;
+    query: Params<operations['createWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['createWorkflowMcpServer'], 'header'>;
+    body: Body<operations['createWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteFile: {
     params: Params<operations['deleteFile'], 'path'>;
     query: Params<operations['deleteFile'], 'query'>;
@@ -331,6 +349,24 @@ export interface OperationInputs {
     query: Params<operations['deleteFileVersion'], 'query'>;
     headers: Params<operations['deleteFileVersion'], 'header'>;
     body: Body<operations['deleteFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteMcpServeSession: {
+    params: Params<operations['deleteMcpServeSession'], 'path'>;
+    query: Params<operations['deleteMcpServeSession'], 'query'>;
+    headers: Params<operations['deleteMcpServeSession'], 'header'>;
+    body: Body<operations['deleteMcpServeSession']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  deleteMcpServer: {
+    params: Params<operations['deleteMcpServer'], 'path'>;
+    query: Params<operations['deleteMcpServer'], 'query'>;
+    headers: Params<operations['deleteMcpServer'], 'header'>;
+    body: Body<operations['deleteMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -398,6 +434,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowChatDeployment: {
+    params: Params<operations['deleteWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['deleteWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['deleteWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['deleteWorkflowChatDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteWorkflowFolder: {
     params: Params<operations['deleteWorkflowFolder'], 'path'>;
     query: Params<operations['deleteWorkflowFolder'], 'query'>;
@@ -416,11 +461,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteWorkflowMcpServer: {
+    params: Params<operations['deleteWorkflowMcpServer'], 'path'>;
+    query: Params<operations['deleteWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['deleteWorkflowMcpServer'], 'header'>;
+    body: Body<operations['deleteWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deployWorkflow: {
     params: Params<operations['deployWorkflow'], 'path'>;
     query: Params<operations['deployWorkflow'], 'query'>;
     headers: Params<operations['deployWorkflow'], 'header'>;
     body: Body<operations['deployWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deployWorkflowMcpTool: {
+    params: Params<operations['deployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['deployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['deployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['deployWorkflowMcpTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -560,6 +623,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getMcpServeInfo: {
+    params: Params<operations['getMcpServeInfo'], 'path'>;
+    query: Params<operations['getMcpServeInfo'], 'query'>;
+    headers: Params<operations['getMcpServeInfo'], 'header'>;
+    body: Body<operations['getMcpServeInfo']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  getMcpServer: {
+    params: Params<operations['getMcpServer'], 'path'>;
+    query: Params<operations['getMcpServer'], 'query'>;
+    headers: Params<operations['getMcpServer'], 'header'>;
+    body: Body<operations['getMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getMeta: {
     params: Params<operations['getMeta'], 'path'>;
     query: Params<operations['getMeta'], 'query'>;
@@ -650,11 +731,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getWorkflowChatDeployment: {
+    params: Params<operations['getWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['getWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['getWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['getWorkflowChatDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflowDeployment: {
     params: Params<operations['getWorkflowDeployment'], 'path'>;
     query: Params<operations['getWorkflowDeployment'], 'query'>;
     headers: Params<operations['getWorkflowDeployment'], 'header'>;
     body: Body<operations['getWorkflowDeployment']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkflowMcpServer: {
+    params: Params<operations['getWorkflowMcpServer'], 'path'>;
+    query: Params<operations['getWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['getWorkflowMcpServer'], 'header'>;
+    body: Body<operations['getWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -767,6 +866,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listChatDeployments: {
+    params: Params<operations['listChatDeployments'], 'path'>;
+    query: Params<operations['listChatDeployments'], 'query'>;
+    headers: Params<operations['listChatDeployments'], 'header'>;
+    body: Body<operations['listChatDeployments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listFileFolders: {
     params: Params<operations['listFileFolders'], 'path'>;
     query: Params<operations['listFileFolders'], 'query'>;
@@ -799,6 +907,24 @@ export interface OperationInputs {
     query: Params<operations['listLogs'], 'query'>;
     headers: Params<operations['listLogs'], 'header'>;
     body: Body<operations['listLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMcpServerTools: {
+    params: Params<operations['listMcpServerTools'], 'path'>;
+    query: Params<operations['listMcpServerTools'], 'query'>;
+    headers: Params<operations['listMcpServerTools'], 'header'>;
+    body: Body<operations['listMcpServerTools']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMcpServers: {
+    params: Params<operations['listMcpServers'], 'path'>;
+    query: Params<operations['listMcpServers'], 'query'>;
+    headers: Params<operations['listMcpServers'], 'header'>;
+    body: Body<operations['listMcpServers']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -862,6 +988,24 @@ export interface OperationInputs {
     query: Params<operations['listWorkflowGroups'], 'query'>;
     headers: Params<operations['listWorkflowGroups'], 'header'>;
     body: Body<operations['listWorkflowGroups']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowMcpServers: {
+    params: Params<operations['listWorkflowMcpServers'], 'path'>;
+    query: Params<operations['listWorkflowMcpServers'], 'query'>;
+    headers: Params<operations['listWorkflowMcpServers'], 'header'>;
+    body: Body<operations['listWorkflowMcpServers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkflowMcpTools: {
+    params: Params<operations['listWorkflowMcpTools'], 'path'>;
+    query: Params<operations['listWorkflowMcpTools'], 'query'>;
+    headers: Params<operations['listWorkflowMcpTools'], 'header'>;
+    body: Body<operations['listWorkflowMcpTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -937,6 +1081,24 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
+  };
+  pollCliAuth: {
+    params: Params<operations['pollCliAuth'], 'path'>;
+    query: Params<operations['pollCliAuth'], 'query'>;
+    headers: Params<operations['pollCliAuth'], 'header'>;
+    body: Body<operations['pollCliAuth']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  postMcpServeMessage: {
+    params: Params<operations['postMcpServeMessage'], 'path'>;
+    query: Params<operations['postMcpServeMessage'], 'query'>;
+    headers: Params<operations['postMcpServeMessage'], 'header'>;
+    body: Body<operations['postMcpServeMessage']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
   };
   previewWorkflowImport: {
     params: Params<operations['previewWorkflowImport'], 'path'>;
@@ -1024,6 +1186,15 @@ export interface OperationInputs {
     query: Params<operations['renameFile'], 'query'>;
     headers: Params<operations['renameFile'], 'header'>;
     body: Body<operations['renameFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  replaceWorkflowChatDeployment: {
+    params: Params<operations['replaceWorkflowChatDeployment'], 'path'>;
+    query: Params<operations['replaceWorkflowChatDeployment'], 'query'>;
+    headers: Params<operations['replaceWorkflowChatDeployment'], 'header'>;
+    body: Body<operations['replaceWorkflowChatDeployment']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1163,6 +1334,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  undeployWorkflowMcpTool: {
+    params: Params<operations['undeployWorkflowMcpTool'], 'path'>;
+    query: Params<operations['undeployWorkflowMcpTool'], 'query'>;
+    headers: Params<operations['undeployWorkflowMcpTool'], 'header'>;
+    body: Body<operations['undeployWorkflowMcpTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   unzipFile: {
     params: Params<operations['unzipFile'], 'path'>;
     query: Params<operations['unzipFile'], 'query'>;
@@ -1177,6 +1357,15 @@ export interface OperationInputs {
     query: Params<operations['updateFileContent'], 'query'>;
     headers: Params<operations['updateFileContent'], 'header'>;
     body: Body<operations['updateFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateMcpServer: {
+    params: Params<operations['updateMcpServer'], 'path'>;
+    query: Params<operations['updateMcpServer'], 'query'>;
+    headers: Params<operations['updateMcpServer'], 'header'>;
+    body: Body<operations['updateMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1240,6 +1429,15 @@ export interface OperationInputs {
     query: Params<operations['updateWorkflowGroup'], 'query'>;
     headers: Params<operations['updateWorkflowGroup'], 'header'>;
     body: Body<operations['updateWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkflowMcpServer: {
+    params: Params<operations['updateWorkflowMcpServer'], 'path'>;
+    query: Params<operations['updateWorkflowMcpServer'], 'query'>;
+    headers: Params<operations['updateWorkflowMcpServer'], 'header'>;
+    body: Body<operations['updateWorkflowMcpServer']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1389,6 +1587,11 @@ export interface OperationResults {
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  createMcpServer: {
+    status: 201;
+    body: Json<operations['createMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   createTable: {
     status: 201;
     body: Json<operations['createTable']['responses'][201]>;
@@ -1439,6 +1642,11 @@ export interface OperationResults {
     body: Json<operations['createWorkflowFolder']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createWorkflowMcpServer: {
+    status: 201;
+    body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
   deleteFile: {
     status: 200;
     body: Json<operations['deleteFile']['responses'][200]>;
@@ -1452,6 +1660,16 @@ export interface OperationResults {
   deleteFileVersion: {
     status: 200;
     body: Json<operations['deleteFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteMcpServeSession: {
+    status: 204;
+    body: undefined;
+    headers?: Record<string, string>;
+  };
+  deleteMcpServer: {
+    status: 200;
+    body: Json<operations['deleteMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteTable: {
@@ -1489,6 +1707,11 @@ export interface OperationResults {
     body: Json<operations['deleteWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['deleteWorkflowChatDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteWorkflowFolder: {
     status: 200;
     body: Json<operations['deleteWorkflowFolder']['responses'][200]>;
@@ -1499,9 +1722,19 @@ export interface OperationResults {
     body: Json<operations['deleteWorkflowGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deleteWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['deleteWorkflowMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deployWorkflow: {
     status: 200;
     body: Json<operations['deployWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['deployWorkflowMcpTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   downloadFile:
@@ -1597,6 +1830,16 @@ export interface OperationResults {
     body: Json<operations['getLogStats']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getMcpServeInfo: {
+    status: 200;
+    body: Json<operations['getMcpServeInfo']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getMcpServer: {
+    status: 200;
+    body: Json<operations['getMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
@@ -1653,9 +1896,19 @@ export interface OperationResults {
     body: Json<operations['getWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['getWorkflowChatDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflowDeployment: {
     status: 200;
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['getWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflowRun: {
@@ -1724,6 +1977,11 @@ export interface OperationResults {
     body: Json<operations['listBlocks']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listChatDeployments: {
+    status: 200;
+    body: Json<operations['listChatDeployments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listFileFolders: {
     status: 200;
     body: Json<operations['listFileFolders']['responses'][200]>;
@@ -1742,6 +2000,16 @@ export interface OperationResults {
   listLogs: {
     status: 200;
     body: Json<operations['listLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMcpServerTools: {
+    status: 200;
+    body: Json<operations['listMcpServerTools']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMcpServers: {
+    status: 200;
+    body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listTableDispatches: {
@@ -1777,6 +2045,16 @@ export interface OperationResults {
   listWorkflowGroups: {
     status: 200;
     body: Json<operations['listWorkflowGroups']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowMcpServers: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpServers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkflowMcpTools: {
+    status: 200;
+    body: Json<operations['listWorkflowMcpTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowRuns: {
@@ -1819,6 +2097,22 @@ export interface OperationResults {
     body: Json<operations['moveWorkflows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  pollCliAuth: {
+    status: 200;
+    body: Json<operations['pollCliAuth']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  postMcpServeMessage:
+    | {
+        status: 200;
+        body: Json<operations['postMcpServeMessage']['responses'][200]>;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: undefined;
+        headers?: Record<string, string>;
+      };
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
@@ -1867,6 +2161,11 @@ export interface OperationResults {
   renameFile: {
     status: 200;
     body: Json<operations['renameFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  replaceWorkflowChatDeployment: {
+    status: 200;
+    body: Json<operations['replaceWorkflowChatDeployment']['responses'][200]>;
     headers?: Record<string, string>;
   };
   replaceWorkflowState: {
@@ -1950,6 +2249,11 @@ export interface OperationResults {
     body: Json<operations['undeployWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  undeployWorkflowMcpTool: {
+    status: 200;
+    body: Json<operations['undeployWorkflowMcpTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   unzipFile: {
     status: 200;
     body: Json<operations['unzipFile']['responses'][200]>;
@@ -1958,6 +2262,11 @@ export interface OperationResults {
   updateFileContent: {
     status: 200;
     body: Json<operations['updateFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateMcpServer: {
+    status: 200;
+    body: Json<operations['updateMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateRowsByFilter: {
@@ -1993,6 +2302,11 @@ export interface OperationResults {
   updateWorkflowGroup: {
     status: 200;
     body: Json<operations['updateWorkflowGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkflowMcpServer: {
+    status: 200;
+    body: Json<operations['updateWorkflowMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateWorkflowPublicApi: {
@@ -2068,6 +2382,8 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/mcp-servers — Register an MCP server */
+  createMcpServer: Handler<'createMcpServer'>;
   /** POST /api/v2/tables — Create a table */
   createTable: Handler<'createTable'>;
   /** POST /api/v2/tables/{tableId}/dispatches — Run workflow groups */
@@ -2088,12 +2404,18 @@ export interface Handlers {
   createWorkflow: Handler<'createWorkflow'>;
   /** POST /api/v2/workflows/folders — Create a workflow folder */
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
+  /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
+  createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
   /** DELETE /api/v2/files/{fileId} — Delete a file */
   deleteFile: Handler<'deleteFile'>;
   /** DELETE /api/v2/files/folders — Delete a file folder */
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/mcp/serve/{serverId} — End an MCP session */
+  deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
+  /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
+  deleteMcpServer: Handler<'deleteMcpServer'>;
   /** DELETE /api/v2/tables/{tableId} — Delete (archive) a table */
   deleteTable: Handler<'deleteTable'>;
   /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
@@ -2108,12 +2430,18 @@ export interface Handlers {
   deleteTableView: Handler<'deleteTableView'>;
   /** DELETE /api/v2/workflows/{workflowId} — Delete (archive) a workflow */
   deleteWorkflow: Handler<'deleteWorkflow'>;
+  /** DELETE /api/v2/workflows/{workflowId}/deployments/chat — Delete the workflow's hosted chat */
+  deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'>;
   /** DELETE /api/v2/workflows/folders — Delete a workflow folder */
   deleteWorkflowFolder: Handler<'deleteWorkflowFolder'>;
   /** DELETE /api/v2/tables/{tableId}/groups — Delete a workflow group */
   deleteWorkflowGroup: Handler<'deleteWorkflowGroup'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId} — Delete a workflow MCP server */
+  deleteWorkflowMcpServer: Handler<'deleteWorkflowMcpServer'>;
   /** POST /api/v2/workflows/{workflowId}/deploy — Deploy a workflow */
   deployWorkflow: Handler<'deployWorkflow'>;
+  /** POST /api/v2/workflow-mcp-servers/{serverId}/tools — Publish a workflow as an MCP tool */
+  deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'>;
   /** GET /api/v2/files/{fileId} — Download a file */
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
@@ -2144,6 +2472,10 @@ export interface Handlers {
   getLog: Handler<'getLog'>;
   /** GET /api/v2/logs/stats — Get execution statistics */
   getLogStats: Handler<'getLogStats'>;
+  /** GET /api/mcp/serve/{serverId} — Describe a workflow MCP server */
+  getMcpServeInfo: Handler<'getMcpServeInfo'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId} — Get an MCP server */
+  getMcpServer: Handler<'getMcpServer'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
@@ -2164,8 +2496,12 @@ export interface Handlers {
   getTableView: Handler<'getTableView'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
+  getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId} — Get a workflow MCP server */
+  getWorkflowMcpServer: Handler<'getWorkflowMcpServer'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId} — Get a workflow run */
   getWorkflowRun: Handler<'getWorkflowRun'>;
   /** GET /api/v2/workflows/{workflowId}/state — Get the draft state */
@@ -2190,6 +2526,8 @@ export interface Handlers {
   listAuditLogs: Handler<'listAuditLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
+  /** GET /api/v2/chat-deployments — List hosted chats */
+  listChatDeployments: Handler<'listChatDeployments'>;
   /** GET /api/v2/files/folders — List file folders */
   listFileFolders: Handler<'listFileFolders'>;
   /** GET /api/v2/files/{fileId}/versions — List file versions */
@@ -2198,6 +2536,10 @@ export interface Handlers {
   listFiles: Handler<'listFiles'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
+  /** GET /api/v2/mcp-servers/{mcpServerId}/tools — List the tools of an MCP server */
+  listMcpServerTools: Handler<'listMcpServerTools'>;
+  /** GET /api/v2/mcp-servers — List MCP servers */
+  listMcpServers: Handler<'listMcpServers'>;
   /** GET /api/v2/tables/{tableId}/dispatches — List dispatches */
   listTableDispatches: Handler<'listTableDispatches'>;
   /** GET /api/v2/tables/folders — List table folders */
@@ -2212,6 +2554,10 @@ export interface Handlers {
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/tables/{tableId}/groups — List workflow groups */
   listWorkflowGroups: Handler<'listWorkflowGroups'>;
+  /** GET /api/v2/workflow-mcp-servers — List workflow MCP servers */
+  listWorkflowMcpServers: Handler<'listWorkflowMcpServers'>;
+  /** GET /api/v2/workflow-mcp-servers/{serverId}/tools — List the tools of a workflow MCP server */
+  listWorkflowMcpTools: Handler<'listWorkflowMcpTools'>;
   /** GET /api/v2/workflows/{workflowId}/runs — List workflow runs */
   listWorkflowRuns: Handler<'listWorkflowRuns'>;
   /** GET /api/v2/workflows/{workflowId}/versions — List deployment versions */
@@ -2228,6 +2574,10 @@ export interface Handlers {
   moveTables: Handler<'moveTables'>;
   /** POST /api/v2/workflows/move — Move workflows to a folder */
   moveWorkflows: Handler<'moveWorkflows'>;
+  /** POST /api/cli/auth/poll — Poll a CLI pairing request */
+  pollCliAuth: Handler<'pollCliAuth'>;
+  /** POST /api/mcp/serve/{serverId} — Send an MCP message to a workflow MCP server */
+  postMcpServeMessage: Handler<'postMcpServeMessage'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
@@ -2248,6 +2598,8 @@ export interface Handlers {
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
   renameFile: Handler<'renameFile'>;
+  /** PUT /api/v2/workflows/{workflowId}/deployments/chat — Create or replace the workflow's hosted chat */
+  replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'>;
   /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
   /** POST /api/v2/files/{fileId}/restore — Restore a file */
@@ -2278,10 +2630,14 @@ export interface Handlers {
   tableExportDownload: Handler<'tableExportDownload'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
   undeployWorkflow: Handler<'undeployWorkflow'>;
+  /** DELETE /api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId} — Unpublish a workflow MCP tool */
+  undeployWorkflowMcpTool: Handler<'undeployWorkflowMcpTool'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
+  updateMcpServer: Handler<'updateMcpServer'>;
   /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
   updateRowsByFilter: Handler<'updateRowsByFilter'>;
   /** PATCH /api/v2/tables/{tableId} — Update a table */
@@ -2296,6 +2652,8 @@ export interface Handlers {
   updateWorkflow: Handler<'updateWorkflow'>;
   /** PATCH /api/v2/tables/{tableId}/groups — Update a workflow group */
   updateWorkflowGroup: Handler<'updateWorkflowGroup'>;
+  /** PATCH /api/v2/workflow-mcp-servers/{serverId} — Update a workflow MCP server */
+  updateWorkflowMcpServer: Handler<'updateWorkflowMcpServer'>;
   /** PATCH /api/v2/workflows/{workflowId}/deployment — Update public API access */
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */

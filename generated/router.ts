@@ -11,7 +11,17 @@ export type BindOperation = (
 ) => RequestHandler[];
 
 export function mountOperations(router: Router, handlers: Handlers, bind: BindOperation): void {
+  router.post('/api/cli/auth/poll', ...bind(OPERATIONS.pollCliAuth, handlers.pollCliAuth));
   router.get('/api/jobs/:jobId', ...bind(OPERATIONS.legacyGetJobStatus, handlers.legacyGetJobStatus));
+  router.delete(
+    '/api/mcp/serve/:serverId',
+    ...bind(OPERATIONS.deleteMcpServeSession, handlers.deleteMcpServeSession),
+  );
+  router.get('/api/mcp/serve/:serverId', ...bind(OPERATIONS.getMcpServeInfo, handlers.getMcpServeInfo));
+  router.post(
+    '/api/mcp/serve/:serverId',
+    ...bind(OPERATIONS.postMcpServeMessage, handlers.postMcpServeMessage),
+  );
   router.get(
     '/api/users/me/usage-limits',
     ...bind(OPERATIONS.legacyGetUsageLimits, handlers.legacyGetUsageLimits),
@@ -20,6 +30,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.get(
+    '/api/v2/chat-deployments',
+    ...bind(OPERATIONS.listChatDeployments, handlers.listChatDeployments),
+  );
   router.get('/api/v2/files', ...bind(OPERATIONS.listFiles, handlers.listFiles));
   router.post('/api/v2/files', ...bind(OPERATIONS.createFile, handlers.createFile));
   router.post('/api/v2/files/bulk-delete', ...bind(OPERATIONS.bulkDeleteFiles, handlers.bulkDeleteFiles));
@@ -95,6 +109,21 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/logs', ...bind(OPERATIONS.listLogs, handlers.listLogs));
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));
   router.get('/api/v2/logs/:runId', ...bind(OPERATIONS.getLog, handlers.getLog));
+  router.get('/api/v2/mcp-servers', ...bind(OPERATIONS.listMcpServers, handlers.listMcpServers));
+  router.post('/api/v2/mcp-servers', ...bind(OPERATIONS.createMcpServer, handlers.createMcpServer));
+  router.delete(
+    '/api/v2/mcp-servers/:mcpServerId',
+    ...bind(OPERATIONS.deleteMcpServer, handlers.deleteMcpServer),
+  );
+  router.get('/api/v2/mcp-servers/:mcpServerId', ...bind(OPERATIONS.getMcpServer, handlers.getMcpServer));
+  router.patch(
+    '/api/v2/mcp-servers/:mcpServerId',
+    ...bind(OPERATIONS.updateMcpServer, handlers.updateMcpServer),
+  );
+  router.get(
+    '/api/v2/mcp-servers/:mcpServerId/tools',
+    ...bind(OPERATIONS.listMcpServerTools, handlers.listMcpServerTools),
+  );
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
   router.get('/api/v2/tables', ...bind(OPERATIONS.listTables, handlers.listTables));
   router.post('/api/v2/tables', ...bind(OPERATIONS.createTable, handlers.createTable));
@@ -248,6 +277,38 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/tables/:tableId/views/:viewId',
     ...bind(OPERATIONS.updateTableView, handlers.updateTableView),
   );
+  router.get(
+    '/api/v2/workflow-mcp-servers',
+    ...bind(OPERATIONS.listWorkflowMcpServers, handlers.listWorkflowMcpServers),
+  );
+  router.post(
+    '/api/v2/workflow-mcp-servers',
+    ...bind(OPERATIONS.createWorkflowMcpServer, handlers.createWorkflowMcpServer),
+  );
+  router.delete(
+    '/api/v2/workflow-mcp-servers/:serverId',
+    ...bind(OPERATIONS.deleteWorkflowMcpServer, handlers.deleteWorkflowMcpServer),
+  );
+  router.get(
+    '/api/v2/workflow-mcp-servers/:serverId',
+    ...bind(OPERATIONS.getWorkflowMcpServer, handlers.getWorkflowMcpServer),
+  );
+  router.patch(
+    '/api/v2/workflow-mcp-servers/:serverId',
+    ...bind(OPERATIONS.updateWorkflowMcpServer, handlers.updateWorkflowMcpServer),
+  );
+  router.get(
+    '/api/v2/workflow-mcp-servers/:serverId/tools',
+    ...bind(OPERATIONS.listWorkflowMcpTools, handlers.listWorkflowMcpTools),
+  );
+  router.post(
+    '/api/v2/workflow-mcp-servers/:serverId/tools',
+    ...bind(OPERATIONS.deployWorkflowMcpTool, handlers.deployWorkflowMcpTool),
+  );
+  router.delete(
+    '/api/v2/workflow-mcp-servers/:serverId/tools/:workflowId',
+    ...bind(OPERATIONS.undeployWorkflowMcpTool, handlers.undeployWorkflowMcpTool),
+  );
   router.get('/api/v2/workflows', ...bind(OPERATIONS.listWorkflows, handlers.listWorkflows));
   router.post('/api/v2/workflows', ...bind(OPERATIONS.createWorkflow, handlers.createWorkflow));
   router.delete(
@@ -290,6 +351,18 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.patch(
     '/api/v2/workflows/:workflowId/deployment',
     ...bind(OPERATIONS.updateWorkflowPublicApi, handlers.updateWorkflowPublicApi),
+  );
+  router.delete(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.deleteWorkflowChatDeployment, handlers.deleteWorkflowChatDeployment),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.getWorkflowChatDeployment, handlers.getWorkflowChatDeployment),
+  );
+  router.put(
+    '/api/v2/workflows/:workflowId/deployments/chat',
+    ...bind(OPERATIONS.replaceWorkflowChatDeployment, handlers.replaceWorkflowChatDeployment),
   );
   router.post(
     '/api/v2/workflows/:workflowId/duplicate',

@@ -1364,6 +1364,270 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workflows/{workflowId}/deployments/chat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the workflow's hosted chat
+     * @description The workflow's chat settings. Needs workspace admin access; workspace API keys get 403. The password is never returned, only `hasPassword`. A workflow without a chat is a 404. The chat is managed separately from the workflow's API deployment.
+     */
+    get: operations['getWorkflowChatDeployment'];
+    /**
+     * Create or replace the workflow's hosted chat
+     * @description Creates the workflow's chat, or replaces every setting of the existing one (omitted optional fields take their defaults; an omitted `outputConfigs` shows no block output). `password` is required whenever `authType` is `password` and refused otherwise (15 to 1024 characters, not only whitespace); it is stored only as a scrypt hash. Output configs must name blocks of the workflow. `allowedEmails` needs at least one address or `@domain` for `email` and `sso`. An identifier another chat uses is a 409. Needs workspace admin access; workspace API keys get 403.
+     */
+    put: operations['replaceWorkflowChatDeployment'];
+    post?: never;
+    /**
+     * Delete the workflow's hosted chat
+     * @description Deletes the chat; its page answers that the chat is gone and its identifier is free again. The workflow's API deployment is not touched. Needs workspace admin access; workspace API keys get 403.
+     */
+    delete: operations['deleteWorkflowChatDeployment'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/chat-deployments': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List hosted chats
+     * @description The chats of a workspace's workflows. Needs workspace admin access (so workspace API keys get 403).
+     */
+    get: operations['listChatDeployments'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/cli/auth/poll': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Poll a CLI pairing request
+     * @description The CLI polls with its request id and poll secret (`verifier`) while the user approves the pairing in the browser. Until then the answer is `{status: "pending"}` (also for a request whose page was not opened yet). After approval the first poll with the right secret gets a new personal API key named `CLI (YYYY-MM-DD HH:MM:SSZ)`, exactly once. A wrong secret, a declined, expired or already completed request is a 403 whose `details.reason` says which. The poll secret, not an API key, authorizes it; polls are rate-limited per client address.
+     */
+    post: operations['pollCliAuth'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workflow MCP servers
+     * @description The workspace's workflow MCP servers, each with its tool count and up to 20 tool names (`toolNamesTruncated` says whether any list was cut). Workspace API keys get 403.
+     */
+    get: operations['listWorkflowMcpServers'];
+    put?: never;
+    /**
+     * Create a workflow MCP server
+     * @description Creates a server, optionally publishing workflows as its tools at once. Every listed workflow must be in the workspace and deployed (400 otherwise); two tools with the same name are refused with 409 (`details.code: duplicate_tool_name`), and nothing is created. With `isPublic: true` anyone holding the server URL can run its tools without an API key, as the server's creator. Workspace API keys get 403.
+     */
+    post: operations['createWorkflowMcpServer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workflow MCP server
+     * @description One workflow MCP server. Workspace API keys get 403.
+     */
+    get: operations['getWorkflowMcpServer'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a workflow MCP server
+     * @description Deletes the server and unpublishes its tools; the workflows and their API deployments stay as they are. Workspace API keys get 403.
+     */
+    delete: operations['deleteWorkflowMcpServer'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a workflow MCP server
+     * @description Changes the name, the description (null clears it) or whether the server is public. Workspace API keys get 403.
+     */
+    patch: operations['updateWorkflowMcpServer'];
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the tools of a workflow MCP server
+     * @description Every tool published on the server (at most 100), in publication order, with whether it is active (its workflow has an active deployment). Workspace API keys get 403.
+     */
+    get: operations['listWorkflowMcpTools'];
+    put?: never;
+    /**
+     * Publish a workflow as an MCP tool
+     * @description Publishes a deployed workflow of the server's workspace as a tool, or updates its tool when it is already published (`updated: true`). The tool name is normalized (lowercase letters, digits, `_` and `-`, at most 64 characters) and derived from the workflow name when omitted; a name another tool of the server uses is a 409 (`details.code: duplicate_tool_name`). Its input schema comes from the active deployment's Start-block fields; `parameterDescriptions` override field descriptions (unknown names are ignored). A workflow that is not deployed is a 400; a server already holding 100 tools is a 409. Workspace API keys get 403.
+     */
+    post: operations['deployWorkflowMcpTool'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Unpublish a workflow MCP tool
+     * @description Removes the workflow's tool from the server. The workflow's API deployment stays active. Workspace API keys get 403.
+     */
+    delete: operations['undeployWorkflowMcpTool'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/mcp/serve/{serverId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Describe a workflow MCP server
+     * @description Server information (`name`, `version`, `protocolVersion`, `capabilities`) for a plain GET. This server offers no server-to-client SSE stream: a GET that accepts `text/event-stream` is a 405 with `X-MCP-Supported-Transport: streamable-http`. Authentication as for POST.
+     */
+    get: operations['getMcpServeInfo'];
+    put?: never;
+    /**
+     * Send an MCP message to a workflow MCP server
+     * @description The Model Context Protocol over Streamable HTTP, stateless and JSON-only (no session ids, no SSE): one JSON-RPC 2.0 message per POST, answered as `application/json`; a notification gets 202 with no body. Methods: `initialize`, `ping`, `tools/list` (pages of 100 tools, `nextCursor` in the result) and `tools/call`, which runs the workflow's active deployment as a run with trigger `mcp` (rate-limited on the caller's synchronous execution bucket and billed like any run) and answers its output as text content, with `isError: true` when the run failed. Another method is a JSON-RPC `MethodNotFound` with HTTP 404. A private server needs an API key (a workspace key only of the server's own workspace) or an OAuth access token of a workspace member; calling a tool needs the write role. A public server needs none and runs its tools as its creator. Clients send `Accept: application/json, text/event-stream`, as the protocol requires.
+     */
+    post: operations['postMcpServeMessage'];
+    /**
+     * End an MCP session
+     * @description Accepted for clients that end their session; the server keeps no sessions, so nothing changes. A credential is required even for a public server.
+     */
+    delete: operations['deleteMcpServeSession'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/mcp-servers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List MCP servers
+     * @description The external MCP servers registered in the workspace, with their connection status and tool count.
+     */
+    get: operations['listMcpServers'];
+    put?: never;
+    /**
+     * Register an MCP server
+     * @description Registers an external MCP server reached over Streamable HTTP, then connects once to discover its tools (the outcome is in `connectionStatus`, `lastError` and `toolCount`; an unreachable server is still registered). Headers and the OAuth client secret are sealed at rest and never returned. A URL that is not absolute http(s), holds `{{ENV}}` references, or points at a private address the egress policy does not allow is a 400, and nothing is stored.
+     */
+    post: operations['createMcpServer'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/mcp-servers/{mcpServerId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an MCP server
+     * @description One registered MCP server.
+     */
+    get: operations['getMcpServer'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete an MCP server
+     * @description Removes the server and its sealed headers; workflow blocks that use it fail until reconfigured.
+     */
+    delete: operations['deleteMcpServer'];
+    options?: never;
+    head?: never;
+    /**
+     * Update an MCP server
+     * @description Changes a registered server. `headers` replace the stored ones wholesale; `url` may only repeat the current URL (400 otherwise). A change to how it connects (headers, authentication, enabling it) reconnects once to refresh its tools and status.
+     */
+    patch: operations['updateMcpServer'];
+    trace?: never;
+  };
+  '/api/v2/mcp-servers/{mcpServerId}/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the tools of an MCP server
+     * @description The server's tools. Without `refresh` a discovery made in the last five minutes (by any member) is reused; with `refresh=true`, or when there is none, the server is asked again and its status, last error and tool count are updated. A server that cannot be reached is a 503 with `details.code: MCP_SERVER_UNREACHABLE` (or `EGRESS_BLOCKED`). Needs the api:write scope (it reaches out to the server). Workspace API keys get 403.
+     */
+    get: operations['listMcpServerTools'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/tables': {
     parameters: {
       query?: never;
@@ -3537,6 +3801,237 @@ export interface components {
         limit: number;
         plan: string;
       };
+    };
+    /** @description URL slug the chat answers on (lowercase letters, digits and hyphens), unique among live chats. */
+    ChatIdentifier: string;
+    /**
+     * @description How visitors are gated: `public` (anyone with the URL), `password`, `email` (a one-time code sent to an allowed address) or `sso` (a signed-in user of this server on the allowed list).
+     * @enum {string}
+     */
+    ChatAuthType: 'public' | 'password' | 'email' | 'sso';
+    /** @description Presentation of the chat page. */
+    ChatCustomizations: {
+      /** @description Accent colour as a hex colour, e.g. `#802FFF`. */
+      primaryColor?: string;
+      /** @description First message the page shows. */
+      welcomeMessage?: string;
+      /** @description Logo shown in the page header (an http or https URL). */
+      imageUrl?: string;
+    };
+    /** @description One block output streamed to visitors (`path` is a dot path into the block's output, e.g. `content`). */
+    ChatOutputConfig: {
+      workflowId?: string;
+      blockId: string;
+      path: string;
+    };
+    ChatDeploymentSummary: {
+      id: string;
+      workflowId: string;
+      workspaceId: string;
+      identifier: string;
+      /** @description The chat page, `{CHAT_URL}/{identifier}`. */
+      url: string;
+      title: string;
+      description: string;
+      isActive: boolean;
+      authType: components['schemas']['ChatAuthType'];
+      outputConfigs: components['schemas']['ChatOutputConfig'][];
+      includeThinking: boolean;
+      includeToolCalls: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A workflow's hosted chat. The password is never returned; `hasPassword` says whether one is set. */
+    ChatDeployment: {
+      id: string;
+      workflowId: string;
+      workspaceId: string;
+      identifier: string;
+      /** @description The chat page, `{CHAT_URL}/{identifier}`. */
+      url: string;
+      title: string;
+      description: string;
+      isActive: boolean;
+      authType: components['schemas']['ChatAuthType'];
+      hasPassword: boolean;
+      allowedEmails: string[];
+      customizations: components['schemas']['ChatCustomizations'];
+      outputConfigs: components['schemas']['ChatOutputConfig'][];
+      includeThinking: boolean;
+      includeToolCalls: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    ChatDeploymentDeletion: {
+      id: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    /** @description A pairing poll's answer (not wrapped in `data`; this is the shape the CLI reads). */
+    CliAuthPoll:
+      | {
+          /** @enum {string} */
+          status: 'pending';
+        }
+      | {
+          /** @enum {string} */
+          status: 'complete';
+          key: {
+            id: string;
+            /** @description The new personal API key, shown this once. */
+            apiKey: string;
+          };
+          /** @enum {string} */
+          scope: 'platform';
+          /** @description The workspace the approval URL named, when the user belongs to it. */
+          workspaceId: string | null;
+          /** @description Always false; the key is personal. */
+          workspaceBound: boolean;
+        };
+    WorkflowMcpServer: {
+      id: string;
+      name: string;
+      description: string | null;
+      /** @description Whether MCP clients may connect without an API key (calls then run as the server's creator). */
+      isPublic: boolean;
+      /** @description Where MCP clients connect, `{BASE_URL}/api/mcp/serve/{serverId}` (Streamable HTTP). */
+      mcpServerUrl: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    WorkflowMcpServerListItem: {
+      id: string;
+      name: string;
+      description: string | null;
+      isPublic: boolean;
+      mcpServerUrl: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      toolCount: number;
+      /** @description Names of the server's tools, at most 20 (see `toolNamesTruncated`). */
+      toolNames: string[];
+    };
+    WorkflowMcpTool: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      toolName: string;
+      toolDescription: string | null;
+      mcpServerUrl: string;
+      /** @description The workflow's execute URL, for calling it over the REST API instead. */
+      apiEndpoint: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /**
+       * @description `inactive` while the workflow has no active deployment (or is archived): MCP clients do not see it.
+       * @enum {string}
+       */
+      status: 'active' | 'inactive';
+    };
+    WorkflowMcpToolPublished: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      toolName: string;
+      toolDescription: string | null;
+      mcpServerUrl: string;
+      apiEndpoint: string;
+      /** @description True when the workflow was already published on this server and its tool was updated. */
+      updated: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    WorkflowMcpToolDeletion: {
+      id: string;
+      serverId: string;
+      workflowId: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    McpServerDeletion: {
+      id: string;
+      /** @enum {boolean} */
+      deleted: true;
+    };
+    /** @description One JSON-RPC 2.0 message (a request, a notification or a response). */
+    JsonRpcMessage: {
+      /** @enum {string} */
+      jsonrpc: '2.0';
+      id?: string | number;
+      method?: string;
+      params?: {
+        [key: string]: unknown;
+      };
+      result?: {
+        [key: string]: unknown;
+      };
+      error?: {
+        [key: string]: unknown;
+      };
+    };
+    /** @description The JSON-RPC 2.0 response to a request; `error` carries a JSON-RPC error code. */
+    JsonRpcReply: {
+      /** @enum {string} */
+      jsonrpc: '2.0';
+      id?: string | number | null;
+      result?: {
+        [key: string]: unknown;
+      };
+      error?: {
+        code: number;
+        message: string;
+        data?: unknown;
+      };
+    };
+    McpServeInfo: {
+      name: string;
+      version: string;
+      protocolVersion: string;
+      capabilities: {
+        [key: string]: unknown;
+      };
+    };
+    /** @description A registered external MCP server. Headers and the OAuth client secret are write-only. */
+    McpServer: {
+      id: string;
+      name: string;
+      description?: string;
+      /** @enum {string} */
+      transport: 'streamable-http';
+      /** @enum {string} */
+      authType: 'none' | 'headers' | 'oauth';
+      url: string;
+      /** @description Per-request timeout in milliseconds. */
+      timeout: number;
+      /** @description Extra connection attempts after a failed one. */
+      retries: number;
+      enabled: boolean;
+      /** @enum {string} */
+      connectionStatus: 'connected' | 'disconnected' | 'error';
+      lastError: string | null;
+      toolCount: number;
+      lastToolsRefresh?: components['schemas']['Timestamp'];
+      lastConnected?: components['schemas']['Timestamp'];
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      oauthClientId?: string;
+      hasHeaders: boolean;
+      headerNames: string[];
+      hasOauthClientSecret: boolean;
+    };
+    McpServerTool: {
+      name: string;
+      description?: string;
+      inputSchema: {
+        /** @enum {string} */
+        type: 'object';
+        properties?: {
+          [key: string]: unknown;
+        };
+        required?: string[];
+      };
+      serverId: string;
+      serverName: string;
     };
     /** @description Letters, digits and underscores; not starting with a digit. Unique among the active tables of a workspace. */
     TableName: string;
@@ -7919,6 +8414,1012 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The chat settings. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeployment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  replaceWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          identifier: components['schemas']['ChatIdentifier'];
+          /** @description Title shown to visitors. */
+          title: string;
+          /** @description Description shown to visitors; omitted clears it. */
+          description?: string;
+          customizations?: components['schemas']['ChatCustomizations'];
+          authType?: components['schemas']['ChatAuthType'];
+          /** @description Write-only password (15 to 1024 characters); only with `authType` `password`. */
+          password?: string;
+          /** @description E-mail addresses or `@domain` entries admitted under `email` and `sso`. */
+          allowedEmails?: string[];
+          /** @description Block outputs streamed to visitors; omitted shows none. */
+          outputConfigs?: components['schemas']['ChatOutputConfig'][];
+          /** @description Allow visitors to receive thinking events (default false). */
+          includeThinking?: boolean;
+          /** @description Allow visitors to receive tool events (default false). */
+          includeToolCalls?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The chat as stored. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeployment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowChatDeployment: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deleted chat. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeploymentDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listChatDeployments: {
+    parameters: {
+      query: {
+        /** @description Workspace whose chat deployments to list. */
+        workspaceId: string;
+        /** @description Restrict to the chat of one workflow. */
+        workflowId?: string;
+        /** @description Restrict to active (`true`) or inactive (`false`) chats. */
+        isActive?: 'true' | 'false';
+        /** @description Sort field (default `createdAt`). */
+        sortBy?: 'identifier' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: components['parameters']['SortOrder'];
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of chats. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatDeploymentSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  pollCliAuth: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The request id from the approval URL (32 random bytes, base64url). */
+          request: string;
+          /** @description The poll secret whose SHA-256 (base64url) is the approval URL's `challenge`. */
+          verifier: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Still pending, or complete with the new key. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CliAuthPoll'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowMcpServers: {
+    parameters: {
+      query: {
+        /** @description Workspace whose published MCP servers to list. */
+        workspaceId: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of servers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServerListItem'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @description True when the toolNames of a server on this page were cut to 20. */
+            toolNamesTruncated: boolean;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to publish the server. */
+          workspaceId: string;
+          /** @description Server display name, shown to connecting MCP clients. */
+          name: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Whether MCP clients may connect without an API key.
+           * @default false
+           */
+          isPublic?: boolean;
+          /** @description Deployed workflows to publish as tools on the new server. */
+          workflowIds?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description The created server. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkflowMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Server display name. */
+          name?: string;
+          /** @description New description, or null to clear it. */
+          description?: string | null;
+          /** @description Whether MCP clients may connect without an API key. */
+          isPublic?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkflowMcpTools: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @description Always false; a server holds at most 100 tools, all returned. */
+            truncated: boolean;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deployWorkflowMcpTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Deployed workflow to publish. */
+          workflowId: string;
+          /** @description Name MCP clients call; normalized, and derived from the workflow name when omitted. */
+          toolName?: string;
+          /** @description Description shown to MCP clients. */
+          toolDescription?: string;
+          /** @description Per-field description overrides for the generated input schema. */
+          parameterDescriptions?: {
+            name: string;
+            description: string;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description The published tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpToolPublished'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  undeployWorkflowMcpTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+        /** @description Workflow published as a tool on this server. */
+        workflowId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowMcpToolDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMcpServeInfo: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server information. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['McpServeInfo'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description An SSE stream was asked for; this server answers every message in its POST response. */
+      405: {
+        headers: {
+          /** @description Always `streamable-http`. */
+          'X-MCP-Supported-Transport'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  postMcpServeMessage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['JsonRpcMessage'];
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description A notification or response was accepted; no body. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body is not valid JSON or not a JSON-RPC message this endpoint takes (an error body), or the protocol layer refused it, e.g. an unsupported `MCP-Protocol-Version` (a JSON-RPC error). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description The server does not exist or the caller cannot reach it (error body), or the JSON-RPC method is unknown (a JSON-RPC error). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description The request does not accept both `application/json` and `text/event-stream` (a JSON-RPC error). */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteMcpServeSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Nothing to end. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMcpServers: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the server name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of servers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace in which to register the server. */
+          workspaceId: string;
+          /** @description Server display name. */
+          name: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Transport protocol; `streamable-http` is the only one.
+           * @enum {string}
+           */
+          transport?: 'streamable-http';
+          /** @description Absolute http(s) endpoint without `{{ENV}}` references; immutable (delete and recreate to change it). A private, loopback or link-local address is refused unless the egress policy allows it. */
+          url: string;
+          /**
+           * @description How to authenticate. When omitted without headers, registration probes the server once: one that publishes OAuth protected-resource metadata (RFC 9728) is stored as `oauth`, any other as `headers`.
+           * @enum {string}
+           */
+          authType?: 'none' | 'headers' | 'oauth';
+          /** @description Write-only request headers, replaced wholesale on update. */
+          headers?: {
+            [key: string]: string;
+          };
+          /** @description Per-request timeout in milliseconds (default 30000). */
+          timeout?: number;
+          /** @description Extra connection attempts after a failed one (default 3). */
+          retries?: number;
+          /** @description Whether workflows may use the server's tools (default true). */
+          enabled?: boolean;
+          /** @description Pre-registered OAuth client id. */
+          oauthClientId?: string | null;
+          /** @description Write-only pre-registered OAuth client secret; null clears it. */
+          oauthClientSecret?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The registered server. */
+      201: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMcpServer: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteMcpServer: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The deletion result. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerDeletion'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateMcpServer: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the server. */
+          workspaceId: string;
+          /** @description Server display name. */
+          name?: string;
+          /** @description Optional server description. */
+          description?: string;
+          /**
+           * @description Transport protocol; `streamable-http` is the only one.
+           * @enum {string}
+           */
+          transport?: 'streamable-http';
+          /** @description When sent, it must equal the current URL: the URL is immutable. */
+          url?: string;
+          /**
+           * @description How to authenticate. When omitted without headers, registration probes the server once: one that publishes OAuth protected-resource metadata (RFC 9728) is stored as `oauth`, any other as `headers`.
+           * @enum {string}
+           */
+          authType?: 'none' | 'headers' | 'oauth';
+          /** @description Write-only request headers, replaced wholesale on update. */
+          headers?: {
+            [key: string]: string;
+          };
+          /** @description Per-request timeout in milliseconds (default 30000). */
+          timeout?: number;
+          /** @description Extra connection attempts after a failed one (default 3). */
+          retries?: number;
+          /** @description Whether workflows may use the server's tools (default true). */
+          enabled?: boolean;
+          /** @description Pre-registered OAuth client id. */
+          oauthClientId?: string | null;
+          /** @description Write-only pre-registered OAuth client secret; null clears it. */
+          oauthClientSecret?: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated server. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServer'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMcpServerTools: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the MCP server. */
+        workspaceId: string;
+        /** @description Ask the server again instead of reusing a recent discovery. */
+        refresh?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description MCP server identifier. */
+        mcpServerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['McpServerTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -11,6 +11,7 @@ import { createValidatorFactory } from './http/validator.ts';
 import { clientGoneHandler, requestLogging } from './http/logging.ts';
 import { errorHandler } from './http/errors.ts';
 import { bodyTimeout, noRoute, privateNoStore } from './http/request-limits.ts';
+import { webRoutes } from './http/web/index.ts';
 
 export interface AppOptions extends BinderOptions {
   /** The handlers to mount (tests replace some); the generated registry by default. */
@@ -43,6 +44,9 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.set('trust proxy', false);
   app.use(requestLogging(services.logger));
   app.use(privateNoStore, bodyTimeout(services.config.http.bodyTimeoutMs));
+
+  // Chat pages, sign-in, the CLI's OAuth server and pairing: browser protocols outside the OpenAPI document.
+  app.use(webRoutes(services));
 
   const router = express.Router({ strict: false });
   const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });

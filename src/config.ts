@@ -41,6 +41,8 @@ export interface Config {
   tables: TableSettings;
   /** Limits of the HTTP layer itself: how long a request may take to arrive, how deep a JSON body may nest. */
   http: HttpLimits;
+  /** Hosted chat pages and browser sign-in (sessions, the CLI's OAuth server and pairing handoff). */
+  web: WebSettings;
 }
 
 export interface HttpLimits {
@@ -52,6 +54,19 @@ export interface HttpLimits {
   bodyTimeoutMs: number;
   /** Deepest nesting of objects and arrays in a JSON request body. */
   bodyMaxDepth: number;
+}
+
+export interface WebSettings {
+  /** Origin and path prefix of chat pages; null means `{BASE_URL}/chat` (read after the port is bound). */
+  chatUrl: string | null;
+  /** Password, code and sign-in attempts per minute per client address (and per chat or account). */
+  authAttemptsPerMinute: number;
+  /** Lifetime of a signed-in browser session and of a chat's auth cookie. */
+  sessionTtlMs: number;
+  /** Whether `/.well-known/oauth-authorization-server` and the OAuth endpoints answer (off: the CLI pairs instead). */
+  oauthEnabled: boolean;
+  /** Where mail goes: `smtp` (SMTP_URL) or `outbox` (one JSON file per message in `outboxDir`, for local use and tests). */
+  mail: { transport: 'smtp' | 'outbox'; smtpUrl: string | null; from: string; outboxDir: string };
 }
 
 /** User tables: per-plan limits (TABLES_LIMIT_<PLAN>, TABLE_ROWS_LIMIT_<PLAN>) and the row size cap. */
@@ -195,6 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     agent: agentConfig(env),
     secretsKey: secretsKey(env),
+    web: webSettings(env, dataDir),
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
       uploadSessionTtlMs: integer(env, 'UPLOAD_SESSION_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,
@@ -287,5 +303,33 @@ function agentConfig(env: NodeJS.ProcessEnv): Config['agent'] {
     timeoutMs: integer(env, 'AGENT_TIMEOUT_MS', 120_000, 100, 3_600_000),
     inputCostPerMTok: decimal(env, 'AGENT_INPUT_COST_PER_MTOK', 0),
     outputCostPerMTok: decimal(env, 'AGENT_OUTPUT_COST_PER_MTOK', 0),
+  };
+}
+
+function webSettings(env: NodeJS.ProcessEnv, dataDir: string): WebSettings {
+  const chatUrl = env.CHAT_URL?.trim() ? env.CHAT_URL.trim().replace(/\/+$/, '') : null;
+  if (chatUrl) {
+    try {
+      const u = new URL(chatUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`CHAT_URL must be an http(s) URL, got "${env.CHAT_URL}"`);
+    }
+  }
+  const smtpUrl = env.SMTP_URL?.trim() || null;
+  const transport = (env.MAIL_TRANSPORT?.trim() || (smtpUrl ? 'smtp' : 'outbox')) as 'smtp' | 'outbox';
+  if (transport !== 'smtp' && transport !== 'outbox') throw new ConfigError(`MAIL_TRANSPORT must be smtp or outbox, got "${env.MAIL_TRANSPORT}"`);
+  if (transport === 'smtp' && !smtpUrl) throw new ConfigError('MAIL_TRANSPORT=smtp needs SMTP_URL, e.g. smtps://user:pass@mail.example.com');
+  return {
+    chatUrl,
+    authAttemptsPerMinute: integer(env, 'AUTH_ATTEMPTS_PER_MINUTE', 10, 1, 100_000),
+    sessionTtlMs: integer(env, 'SESSION_TTL_SECONDS', 24 * 3600, 60, 90 * 24 * 3600) * 1000,
+    oauthEnabled: bool(env, 'OAUTH_ENABLED', true),
+    mail: {
+      transport,
+      smtpUrl,
+      from: env.MAIL_FROM?.trim() || 'no-reply@localhost',
+      outboxDir: path.resolve(env.MAIL_OUTBOX_DIR?.trim() || path.join(dataDir, 'outbox')),
+    },
   };
 }

@@ -24,6 +24,8 @@ import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
 import { lockDataDir } from './store/data-dir-lock.ts';
 import { recoverUploads } from './files/recovery.ts';
+import { createMailer } from './mail/mailer.ts';
+import { McpRegistry } from './mcp/registry.ts';
 
 export interface RunningServer {
   url: string;
@@ -55,7 +57,8 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const signingKey = await loadSigningKey(opened, secrets, logger);
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets });
+  const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp });
   return {
     config,
     store: opened,
@@ -64,6 +67,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     engine: engine.engine,
     runs,
     secrets,
+    mcp,
     closeEngine: engine.close,
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
@@ -71,6 +75,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     tableJobs: new TableJobRunner({ store: opened, blobs, config, logger }),
     tableGroups: new GroupRunner({ store: opened, runs, config, logger }),
     dataDirLock,
+    mailer: createMailer(config.web.mail),
   };
 }
 

@@ -8,9 +8,11 @@ import type { RateLimitStore } from './http/rate-limit.ts';
 import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
+import type { McpRegistry } from './mcp/registry.ts';
 import type { TableJobRunner } from './tables/jobs.ts';
 import type { GroupRunner } from './tables/group-runs.ts';
 import type { DataDirLock } from './store/data-dir-lock.ts';
+import type { Mailer } from './mail/mailer.ts';
 
 export interface Services {
   config: Config;
@@ -30,10 +32,14 @@ export interface Services {
   closeEngine(): Promise<void>;
   /** Encrypted workspace and personal secrets, resolved for {{NAME}} references in runs. */
   secrets: SecretVault;
+  /** Registered external MCP servers: their tools (for MCP tool blocks and agents) and calling them. */
+  mcp: McpRegistry;
   /** Table imports and exports running in the background. */
   tableJobs: TableJobRunner;
   /** Workflow groups of tables: dispatches and the runs they queue. */
   tableGroups: GroupRunner;
   /** This process's exclusive lock on DATA_DIR; start-up recovery runs only while it is held. */
   dataDirLock?: DataDirLock;
+  /** Outgoing mail (chat one-time codes): SMTP, or the local outbox directory. */
+  mailer: Mailer;
 }

@@ -92,6 +92,34 @@ const samples = {
   createFileFolder: (api) => api.POST('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports/2024' } }),
   relocateFileFolder: (api) => api.PATCH('/api/v2/files/folders', { body: { workspaceId: WS, path: '/Reports', destinationPath: '/Archive/Reports' } }),
   restoreFileFolder: (api) => api.POST('/api/v2/files/folders/restore', { body: { workspaceId: WS, path: '/Reports' } }),
+  replaceWorkflowChatDeployment: (api) =>
+    api.PUT('/api/v2/workflows/{workflowId}/deployments/chat', {
+      ...wf,
+      body: {
+        identifier: 'support-bot',
+        title: 'Support',
+        customizations: { primaryColor: '#802FFF', welcomeMessage: 'Hi!' },
+        authType: 'email',
+        allowedEmails: ['@example.com'],
+        outputConfigs: [{ blockId: 'agent1', path: 'content' }],
+      },
+    }),
+  pollCliAuth: (api) => api.POST('/api/cli/auth/poll', { body: { request: 'r'.repeat(43), verifier: 'v'.repeat(43) } }),
+  createWorkflowMcpServer: (api) => api.POST('/api/v2/workflow-mcp-servers', { body: { workspaceId: WS, name: 'Team tools', isPublic: false, workflowIds: [WF] } }),
+  updateWorkflowMcpServer: (api) => api.PATCH('/api/v2/workflow-mcp-servers/{serverId}', { params: { path: { serverId: 'srv_1' } }, body: { description: null, isPublic: true } }),
+  deployWorkflowMcpTool: (api) =>
+    api.POST('/api/v2/workflow-mcp-servers/{serverId}/tools', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { workflowId: WF, toolName: 'weather', parameterDescriptions: [{ name: 'city', description: 'Where' }] },
+    }),
+  postMcpServeMessage: (api) =>
+    api.POST('/api/mcp/serve/{serverId}', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather', arguments: { city: 'Lyon', days: 3 } } },
+    }),
+  createMcpServer: (api) =>
+    api.POST('/api/v2/mcp-servers', { body: { workspaceId: WS, name: 'Search', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' }, timeout: 10_000 } }),
+  updateMcpServer: (api) => api.PATCH('/api/v2/mcp-servers/{mcpServerId}', { params: { path: { mcpServerId: 'mcp_1' } }, body: { workspaceId: WS, enabled: false, oauthClientSecret: null } }),
   createTable: (api) =>
     api.POST('/api/v2/tables', { body: { workspaceId: WS, name: 'leads', description: 'Inbound', folderPath: '/Sales', schema: { columns: [{ name: 'email', type: 'string', unique: true }, { name: 'tier', type: 'select', options: [{ id: 'o1', name: 'Gold' }] }] } } }),
   updateTable: (api) => api.PATCH('/api/v2/tables/{tableId}', { ...tbl, body: { workspaceId: WS, name: 'leads_2024', description: null } }),

@@ -120,6 +120,13 @@ describe('through HTTP', () => {
       });
       expect(created.status).toBe(201);
       const workflowId = ((await created.json()) as any).data.id as string;
+      // Each workflow has a hosted chat, so reading it is a 200 wherever the policy allows.
+      const chat = await fetch(`${s.url}/api/v2/workflows/${workflowId}/deployments/chat`, {
+        method: 'PUT',
+        headers: { 'X-API-Key': owner.key, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ identifier: `prop-chat-${i}`, title: `Chat ${i}` }),
+      });
+      expect(chat.status).toBe(200);
       if (!allow) await setPersonalKeysAllowed(s.services.store, id, false);
       workspaces.push({ id, allowPersonalKeys: allow, plan: plans[i]!, workflowId });
     }

@@ -20,6 +20,7 @@ import {
 } from '../identity/admin.ts';
 import { createOAuthClient, issueTokens, parseScopes, refreshTokens, revokeApplication, revokeOAuthGrant, revokeOAuthToken } from '../identity/oauth.ts';
 import { PLANS, type Plan } from '../store/billing-accounts.ts';
+import { setUserPassword } from '../identity/web-session.ts';
 import { SecretCipher, loadSecretsKey } from '../secrets/cipher.ts';
 import { setTableLocks, TableLockError } from '../tables/locks.ts';
 import type { TableLocks } from '../store/user-tables.ts';
@@ -29,6 +30,8 @@ const USAGE = `Usage: npm run admin -- <command> [options]
 
   user create --email <email> [--name <name>]
   user list                                            (ids, e-mails, names)
+  user password (--user <userId> | --email <email>) (--password <password> | --password-stdin)
+             (sets or resets the sign-in password, 12 to 1024 characters; ends the user's browser sessions)
   workspace create --name <name> --owner <userId>
   workspace personal-keys --workspace <id> --allow <true|false>
   workspace plan --workspace <id> --plan <free|pro|team|max|enterprise>   (the plan of its billing account)
@@ -69,6 +72,8 @@ const OPTIONS = {
   'refresh-token': { type: 'string' },
   value: { type: 'string' },
   description: { type: 'string' },
+  password: { type: 'string' },
+  'password-stdin': { type: 'boolean' },
   table: { type: 'string' },
   preset: { type: 'string' },
   schema: { type: 'string' },
@@ -94,6 +99,12 @@ function ttl(flags: Flags): number | undefined {
   return n;
 }
 
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function run(store: Store, command: string, flags: Flags): Promise<unknown> {
   switch (command) {
     case 'user list':
@@ -109,6 +120,14 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
     }
     case 'user create':
       return createUser(store, { email: required(flags, 'email'), name: flags.name as string | undefined });
+    case 'user password': {
+      const user = flags.user ? await store.users.get(flags.user as string) : flags.email ? await store.users.getByEmail(flags.email as string) : undefined;
+      if (!flags.user && !flags.email) throw new IdentityError('--user or --email is required');
+      if (!user) throw new IdentityError(`No user ${String(flags.user ?? flags.email)}`);
+      const password = flags['password-stdin'] ? (await readStdin()).replace(/\r?\n$/, '') : required(flags, 'password');
+      await setUserPassword(store, user.id, password);
+      return { userId: user.id, email: user.email, passwordSet: true };
+    }
     case 'workspace create':
       return createWorkspace(store, { name: required(flags, 'name'), ownerId: required(flags, 'owner') });
     case 'workspace personal-keys': {

@@ -5,8 +5,9 @@
 import type { SandboxPool } from '../sandbox/pool.ts';
 import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
-import type { AgentProvider, ExecutionLimits } from './engine.ts';
+import type { AgentProvider, ExecutionLimits, McpToolCaller } from './engine.ts';
 import { ExecutionError } from './errors.ts';
+import { mcpOutput } from '../mcp/result.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
 
 export const TRIGGER_TYPES = new Set(['start_trigger', 'api_trigger', 'starter']);
@@ -52,6 +53,8 @@ export interface BlockContext {
   edgeTargets(handle: string): Block[];
   runChild(workflow: WorkflowDefinition, input: unknown): Promise<RunResult>;
   resolveWorkflow: ((workflowId: string) => Promise<WorkflowDefinition | null>) | undefined;
+  /** Calls a registered MCP server's tool (the run's workspace); undefined outside the server. */
+  mcp: McpToolCaller | undefined;
   addChildCost(cost: CostSummary): void;
 }
 
@@ -444,6 +447,32 @@ const agent: BlockHandler = async (ctx) => {
 };
 
 /** Block implementations by registry type id. */
+/** Calls a tool of an MCP server registered in the workspace, through the SDK client under the egress policy. */
+const mcpTool: BlockHandler = async (ctx) => {
+  const serverId = text(ctx.resolve(ctx.raw('server'))).trim();
+  const toolName = text(ctx.resolve(ctx.raw('tool'))).trim();
+  if (!serverId) throw fail(ctx, 'The MCP tool block names no server');
+  if (!toolName) throw fail(ctx, 'The MCP tool block names no tool');
+  const raw = ctx.raw('arguments');
+  const args = raw === undefined || raw === null || (typeof raw === 'string' && raw.trim() === '') ? {} : ctx.resolveJson(raw, 'The tool arguments');
+  if (!isRecord(args)) throw fail(ctx, 'The tool arguments must be a JSON object');
+  ctx.setTraceInput({ server: serverId, tool: toolName, arguments: args });
+  if (!ctx.mcp) throw fail(ctx, 'MCP tool blocks need a server with registered MCP servers');
+  let result;
+  try {
+    result = await ctx.mcp(serverId, toolName, args, ctx.signal);
+  } catch (e) {
+    if (ctx.signal.aborted) throw e;
+    const code = (e as { code?: string }).code;
+    throw fail(ctx, `MCP tool ${toolName} failed: ${e instanceof Error ? e.message : String(e)}`, code === 'TIMEOUT' ? 'TIMEOUT' : 'BLOCK_EXECUTION_FAILED');
+  }
+  try {
+    return { output: mcpOutput(result, toolName) };
+  } catch (e) {
+    throw fail(ctx, (e as Error).message);
+  }
+};
+
 export const BLOCK_HANDLERS: Record<string, BlockHandler> = {
   start_trigger: trigger,
   api_trigger: trigger,
@@ -458,4 +487,5 @@ export const BLOCK_HANDLERS: Record<string, BlockHandler> = {
   api,
   workflow: childWorkflow,
   agent,
+  mcp: mcpTool,
 };

@@ -86,7 +86,17 @@ export interface RunOptions {
   triggerBlockId?: string;
   /** Child-workflow nesting depth (0 for a top-level run); set by the engine. */
   depth?: number;
+  /** Calls a tool of a registered MCP server (MCP tool blocks); absent: those blocks fail saying so. */
+  mcp?: McpToolCaller;
 }
+
+/** What an MCP tool call answers: the tool's content, optional structured result, and whether it failed. */
+export interface McpToolCallResult {
+  content: unknown[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+export type McpToolCaller = (serverId: string, toolName: string, args: Record<string, unknown>, signal: AbortSignal) => Promise<McpToolCallResult>;
 
 export interface ResumeInput {
   /** The paused block to resume; defaults to the first pause point. */
@@ -745,10 +755,12 @@ class Run {
           signal,
           secrets: this.options.secrets,
           resolveWorkflow: this.options.resolveWorkflow,
+          mcp: this.options.mcp,
           depth: this.depth + 1,
           maxBlockExecutions: this.options.maxBlockExecutions,
         }),
       resolveWorkflow: this.options.resolveWorkflow,
+      mcp: this.options.mcp,
       addChildCost: (cost) => {
         this.cost.total += cost.total;
         this.cost.items.push(...cost.items);

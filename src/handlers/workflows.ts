@@ -724,17 +724,19 @@ export const deployWorkflow: Handler<'deployWorkflow'> = handle<'deployWorkflow'
 export const undeployWorkflow: Handler<'undeployWorkflow'> = handle<'undeployWorkflow'>(async ({ params, ctx }) => {
   const first = await loadWorkflow(ctx, params.workflowId);
   assertUnlocked(first);
-  await ctx.mutate(async (tx, audit) => {
+  const archivedMcpTools = await ctx.mutate(async (tx, audit) => {
     const w = await reload(tx, first.id);
     assertUnlocked(w);
-    if (!w.isDeployed) return;
+    if (!w.isDeployed) return [];
     await tx.workflows.update(w.id, { isDeployed: false, deployedAt: null, activeVersionId: null, updatedAt: now() });
     await tx.workflowVersions.deactivate(w.id);
     audit({ action: 'workflow.undeployed', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId });
+    // Its MCP tools stay published but inactive (hidden from MCP clients) until the workflow is deployed again.
+    return (await tx.workflowMcpServers.toolsOfWorkflow(w.id)).map((t) => ({ serverId: t.serverId, toolName: t.toolName }));
   });
   return {
     status: 200,
-    body: { data: { id: first.id, isDeployed: false, deployedAt: null, warnings: [], activeDeployment: null, latestDeploymentAttempt: null, archivedMcpTools: [] } },
+    body: { data: { id: first.id, isDeployed: false, deployedAt: null, warnings: [], activeDeployment: null, latestDeploymentAttempt: null, archivedMcpTools } },
   };
 });
 

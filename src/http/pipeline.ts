@@ -38,21 +38,30 @@ function isJson(req: Request): boolean {
   return Boolean(req.is(['application/json', 'application/*+json']));
 }
 
+/**
+ * The caller named by an `X-API-Key` or `Authorization: Bearer` header; null when neither is sent. An unknown,
+ * expired or revoked credential is a 401. Public operations that accept an optional credential use this too.
+ */
+export async function principalFromHeaders(services: Services, apiKey: unknown, authorization: unknown): Promise<Principal | null> {
+  if (typeof apiKey === 'string' && apiKey.length > 0) {
+    const principal = await services.credentials.resolveApiKey(apiKey);
+    if (!principal) throw unauthorized('The API key is unknown, expired or revoked.');
+    return principal;
+  }
+  if (typeof authorization === 'string' && /^bearer\s+\S+/i.test(authorization)) {
+    const principal = await services.credentials.resolveAccessToken(authorization.replace(/^bearer\s+/i, '').trim());
+    // RFC 6750: the challenge tells OAuth clients (the sim CLI) to refresh and retry once.
+    if (!principal) throw new ApiError('UNAUTHORIZED', 'The access token is unknown, expired or revoked.', undefined, { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+    return principal;
+  }
+  return null;
+}
+
 export function authenticate(services: Services): RequestHandler {
   return async (req, res, next) => {
     try {
-      const apiKey = req.headers['x-api-key'];
-      const authorization = req.headers.authorization;
-      let principal: Principal | null;
-      if (typeof apiKey === 'string' && apiKey.length > 0) {
-        principal = await services.credentials.resolveApiKey(apiKey);
-        if (!principal) throw unauthorized('The API key is unknown, expired or revoked.');
-      } else if (typeof authorization === 'string' && /^bearer\s+\S+/i.test(authorization)) {
-        principal = await services.credentials.resolveAccessToken(authorization.replace(/^bearer\s+/i, '').trim());
-        if (!principal) throw unauthorized('The access token is unknown, expired or revoked.');
-      } else {
-        throw unauthorized('Send an API key in the X-API-Key header or an access token as Authorization: Bearer.');
-      }
+      const principal = await principalFromHeaders(services, req.headers['x-api-key'], req.headers.authorization);
+      if (!principal) throw unauthorized('Send an API key in the X-API-Key header or an access token as Authorization: Bearer.');
       (res.locals as Locals).principal = principal;
       next();
     } catch (err) {

@@ -110,7 +110,7 @@ export interface IssuedKey {
 type NewApiKey = { kind: ApiKeyKind; userId: string; workspaceId?: string; name?: string; key?: string; expiresAt?: string | null };
 export const createApiKey = (store: Store, input: NewApiKey) => store.transaction((tx) => addApiKey(tx, input));
 
-async function addApiKey(tx: Repositories, input: NewApiKey): Promise<IssuedKey> {
+export async function addApiKey(tx: Repositories, input: NewApiKey): Promise<IssuedKey> {
   const key = input.key ?? newApiKey();
   if (key.length < 16 || /\s/.test(key)) throw new IdentityError('An API key must have at least 16 characters and no spaces');
   if (input.expiresAt && Number.isNaN(Date.parse(input.expiresAt))) throw new IdentityError(`"${input.expiresAt}" is not a date`);

@@ -42,7 +42,7 @@ export async function createOAuthClient(store: Store, name: string): Promise<OAu
   return client;
 }
 
-async function mint(
+export async function mint(
   tx: Repositories,
   grantId: string,
   scopes: Scope[],

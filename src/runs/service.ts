@@ -3,6 +3,7 @@
 // queue's worker pool. No HTTP here. Every status change is a conditional UPDATE in the store, so a run that
 // reached a terminal status is never overwritten, even by a worker that finishes late.
 import type { SecretVault } from '../secrets/vault.ts';
+import type { McpRegistry } from '../mcp/registry.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
@@ -82,9 +83,11 @@ export class RunService {
   private engineStarted: Promise<void> | null = null;
 
   private readonly secrets: SecretVault | null;
+  private readonly mcp: McpRegistry | null;
 
-  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault }) {
+  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; mcp?: McpRegistry }) {
     this.secrets = deps.secrets ?? null;
+    this.mcp = deps.mcp ?? null;
     this.startEngine = deps.startEngine ?? (async () => undefined);
     this.store = deps.store;
     this.engine = deps.engine;
@@ -205,6 +208,8 @@ export class RunService {
         // {{NAME}}: the triggering user's personal secret, else the workspace's.
         secrets: (name) => this.secrets?.resolve(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
+        // MCP tool blocks call the servers registered in the run's workspace.
+        mcp: this.mcp ? (serverId, toolName, args, signal) => this.mcp!.callTool(run.workspaceId, serverId, toolName, args, signal) : undefined,
       };
       if (!definition) {
         result = failedResult(run, { code: 'EXECUTION_FAILED', message: 'The workflow version this run was started from no longer exists.' }, startedAt);

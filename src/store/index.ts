@@ -24,6 +24,10 @@ import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
+import { ChatDeploymentRepository } from './chat-deployments.ts';
+import { WebAuthRepository } from './web-auth.ts';
+import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
+import { McpServerRepository } from './mcp-servers.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -45,6 +49,10 @@ export interface Repositories {
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  chatDeployments: ChatDeploymentRepository;
+  webAuth: WebAuthRepository;
+  workflowMcpServers: WorkflowMcpServerRepository;
+  mcpServers: McpServerRepository;
   tableFolders: FolderTreeRepository;
   knowledgeFolders: FolderTreeRepository;
   userTables: UserTableRepository;
@@ -76,6 +84,10 @@ function repositories(db: SqlExecutor): Repositories {
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    chatDeployments: new ChatDeploymentRepository(db),
+    webAuth: new WebAuthRepository(db),
+    workflowMcpServers: new WorkflowMcpServerRepository(db),
+    mcpServers: new McpServerRepository(db),
     tableFolders: new FolderTreeRepository(db, 'table'),
     knowledgeFolders: new FolderTreeRepository(db, 'knowledge_base'),
     userTables: new UserTableRepository(db),

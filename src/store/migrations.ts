@@ -444,6 +444,132 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 85,
+    name: 'hosted chat deployments and their one-time codes',
+    sql: `
+      CREATE TABLE chat_deployments (
+        id TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL UNIQUE REFERENCES workflows(id) ON DELETE CASCADE,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        identifier TEXT NOT NULL UNIQUE,
+        title TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        customizations TEXT NOT NULL DEFAULT '{}',
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('public', 'password', 'email', 'sso')),
+        password_hash TEXT,
+        allowed_emails TEXT NOT NULL DEFAULT '[]',
+        output_configs TEXT NOT NULL DEFAULT '[]',
+        include_thinking INTEGER NOT NULL DEFAULT 0,
+        include_tool_calls INTEGER NOT NULL DEFAULT 0,
+        is_active INTEGER NOT NULL DEFAULT 1,
+        created_by TEXT NOT NULL REFERENCES users(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX chat_deployments_by_workspace ON chat_deployments (workspace_id, created_at, id);
+      CREATE TABLE chat_codes (
+        chat_id TEXT NOT NULL REFERENCES chat_deployments(id) ON DELETE CASCADE,
+        email TEXT NOT NULL COLLATE NOCASE,
+        code_hash TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (chat_id, email)
+      );
+    `,
+  },
+  {
+    version: 86,
+    name: 'web sign-in: user passwords, OAuth authorization codes, the CLI client and CLI pairing requests',
+    sql: `
+      CREATE TABLE user_passwords (
+        user_id TEXT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+        hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE oauth_codes (
+        code_hash TEXT PRIMARY KEY,
+        client_id TEXT NOT NULL REFERENCES oauth_clients(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        redirect_uri TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        code_challenge TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT,
+        grant_id TEXT
+      );
+      INSERT INTO oauth_clients (id, name, created_at) VALUES ('sim-cli', 'Sim CLI', '2026-11-23T00:00:00.000Z');
+      CREATE TABLE cli_auth_requests (
+        request_hash TEXT PRIMARY KEY,
+        challenge TEXT NOT NULL,
+        pairing TEXT NOT NULL,
+        workspace_id TEXT,
+        approved_by TEXT REFERENCES users(id) ON DELETE CASCADE,
+        approved_at TEXT,
+        completed_at TEXT,
+        key_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 80,
+    name: 'mcp servers',
+    sql: `
+      CREATE TABLE workflow_mcp_servers (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        is_public INTEGER NOT NULL DEFAULT 0,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX workflow_mcp_servers_by_workspace ON workflow_mcp_servers (workspace_id, created_at, id);
+      CREATE TABLE workflow_mcp_tools (
+        id TEXT PRIMARY KEY,
+        server_id TEXT NOT NULL REFERENCES workflow_mcp_servers(id) ON DELETE CASCADE,
+        workflow_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        tool_description TEXT,
+        parameter_descriptions TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (server_id, workflow_id),
+        UNIQUE (server_id, tool_name)
+      );
+      CREATE INDEX workflow_mcp_tools_by_workflow ON workflow_mcp_tools (workflow_id);
+      CREATE TABLE mcp_servers (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT,
+        transport TEXT NOT NULL DEFAULT 'streamable-http',
+        url TEXT NOT NULL,
+        auth_type TEXT NOT NULL CHECK (auth_type IN ('none', 'headers', 'oauth')),
+        headers_sealed TEXT,
+        header_names TEXT NOT NULL DEFAULT '[]',
+        timeout_ms INTEGER NOT NULL,
+        retries INTEGER NOT NULL,
+        enabled INTEGER NOT NULL DEFAULT 1,
+        oauth_client_id TEXT,
+        oauth_client_secret_sealed TEXT,
+        connection_status TEXT NOT NULL DEFAULT 'disconnected' CHECK (connection_status IN ('connected', 'disconnected', 'error')),
+        last_error TEXT,
+        tool_count INTEGER NOT NULL DEFAULT 0,
+        tools TEXT,
+        last_tools_refresh TEXT,
+        last_connected TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX mcp_servers_by_workspace ON mcp_servers (workspace_id, created_at, id);
+    `,
+  },
+  {
     version: 50,
     name: 'one folder tree for every kind: workflow and file folders move into folders',
     sql: `
@@ -611,7 +737,8 @@ export async function migrate(db: Database): Promise<number[]> {
   );
   const applied = new Set((await db.read.all<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));
   const done: number[] = [];
-  for (const m of MIGRATIONS) {
+  // Branches append versions from their own ranges; apply them in version order whatever the array order.
+  for (const m of [...MIGRATIONS].sort((a, b) => a.version - b.version)) {
     if (applied.has(m.version)) continue;
     await db.transaction(async (tx) => {
       // node:sqlite runs one statement per prepare; split the script on statement boundaries.

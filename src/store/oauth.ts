@@ -73,6 +73,14 @@ export class OAuthRepository {
     ]);
   }
 
+  async getGrant(id: string): Promise<OAuthGrant | undefined> {
+    const r = await this.db.get<{ id: string; client_id: string; user_id: string; scopes: string; created_at: string; revoked_at: string | null }>(
+      'SELECT * FROM oauth_grants WHERE id = ?',
+      [id],
+    );
+    return r && { id: r.id, clientId: r.client_id, userId: r.user_id, scopes: split(r.scopes), createdAt: r.created_at, revokedAt: r.revoked_at };
+  }
+
   async revokeGrant(id: string, at: string): Promise<boolean> {
     return (await this.db.run('UPDATE oauth_grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [at, id])).changes > 0;
   }

@@ -278,6 +278,24 @@ const DEFINITIONS: BlockDefinition[] = [
     },
   },
   {
+    id: 'mcp',
+    name: 'MCP tool',
+    description: 'Calls a tool of an MCP server registered in the workspace (see /api/v2/mcp-servers).',
+    category: 'tools',
+    triggerAllowed: false,
+    tags: ['mcp', 'integration'],
+    inputs: [
+      { id: 'server', type: 'short-input', title: 'MCP server id', required: true },
+      { id: 'tool', type: 'short-input', title: 'Tool name', required: true },
+      { id: 'arguments', type: 'code', title: 'Arguments', language: 'json', description: 'A JSON object matching the tool\'s input schema.' },
+    ],
+    outputs: {
+      result: { type: 'any', description: 'The structured result, else the text parsed as JSON when it is JSON, else the text.' },
+      text: { type: 'string', description: 'The text content of the answer.' },
+      content: { type: 'array', description: 'The answer\'s content items as the server sent them.' },
+    },
+  },
+  {
     id: 'loop',
     name: 'Loop',
     description: 'Runs the blocks inside it repeatedly: a fixed count, over a collection, or while a condition holds.',

@@ -1,0 +1,129 @@
+// Runs a chat message on the workflow's active deployment through the shared run machinery (trigger `chat`,
+// billed to the chat's creator) and reports only the block outputs the chat's outputConfigs allow.
+import { randomUUID } from 'node:crypto';
+import type { Services } from '../services.ts';
+import type { ChatDeployment } from '../store/chat-deployments.ts';
+import type { RunRecord } from '../store/workflow-runs.ts';
+import { logStatusOf } from '../runs/service.ts';
+
+export type ChatFrame =
+  | { blockId: string; chunk: string }
+  | { event: 'final'; data: { success: boolean; conversationId: string; runId: string; output: Record<string, string> } }
+  | { event: 'error'; error: string };
+
+export class ChatUnavailable extends Error {}
+
+function valueAt(output: unknown, path: string): unknown {
+  let value = output;
+  for (const part of path.split('.').filter(Boolean)) {
+    if (value === null || typeof value !== 'object' || !(part in (value as object))) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+const asText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2));
+
+/** Accepts the run (run row, its log, the workflow's run count) in one transaction, as the API's runs do. */
+async function acceptRun(services: Services, chat: ChatDeployment, input: unknown): Promise<RunRecord> {
+  const { store } = services;
+  const w = await store.workflows.get(chat.workflowId);
+  if (!w || w.archived || !w.isDeployed || !w.activeVersionId) throw new ChatUnavailable('This chat is not available right now: its workflow is not deployed.');
+  const workspace = await store.workspaces.get(w.workspaceId);
+  if (!workspace) throw new ChatUnavailable('This chat is not available.');
+  const at = new Date().toISOString();
+  const id = randomUUID();
+  const run: RunRecord = {
+    id,
+    key: id,
+    workflowId: w.id,
+    workspaceId: w.workspaceId,
+    billingAccountId: workspace.billingAccountId,
+    deploymentVersionId: w.activeVersionId,
+    status: 'running',
+    mode: 'stream',
+    trigger: 'chat',
+    source: 'deployment',
+    triggerBlockId: null,
+    input: JSON.stringify(input),
+    timeoutMs: null,
+    triggeredBy: chat.createdBy,
+    resumeInput: null,
+    checkpoint: null,
+    pause: null,
+    resumedCount: 0,
+    output: null,
+    blockOutputs: null,
+    error: null,
+    costTotal: null,
+    blockExecutions: 0,
+    queuedAt: at,
+    startedAt: at,
+    endedAt: null,
+    durationMs: null,
+    updatedAt: at,
+  };
+  await store.transaction(async (tx) => {
+    await tx.workflowRuns.insert(run);
+    await tx.executionLogs.insert({
+      runId: run.id,
+      runKey: run.key,
+      workspaceId: w.workspaceId,
+      workflowId: w.id,
+      deploymentVersionId: w.activeVersionId,
+      trigger: 'chat',
+      level: 'info',
+      status: logStatusOf(run.status),
+      startedAt: at,
+      endedAt: null,
+      durationMs: null,
+      costTotal: null,
+      cost: null,
+      hasHandledErrors: false,
+      errorMessage: null,
+      models: null,
+      executedBy: chat.createdBy,
+      workflowInput: run.input,
+      finalOutput: null,
+      traceSpans: null,
+      createdAt: at,
+    });
+    await tx.workflows.recordRun(w.id, at);
+  });
+  return run;
+}
+
+/**
+ * Runs one message. `send` gets a `{blockId, chunk}` frame as each allowed block output is produced, then
+ * `final` (or one `error`). Block outputs the chat does not allow, and internal error text, never reach it.
+ */
+export async function runChatMessage(
+  services: Services,
+  chat: ChatDeployment,
+  message: { input: string; conversationId: string },
+  send: (frame: ChatFrame) => void,
+): Promise<void> {
+  const run = await acceptRun(services, chat, { input: message.input, conversationId: message.conversationId, files: [] });
+  const allowed = chat.outputConfigs;
+  const shown: Record<string, string> = {};
+  const result = await services.runs.execute(run, {
+    timeoutMs: services.config.runs.syncTimeoutMs,
+    onEvent: (event) => {
+      if (event.type !== 'block_completed') return;
+      for (const oc of allowed) {
+        if (oc.blockId !== event.blockId) continue;
+        const value = valueAt(event.output, oc.path);
+        if (value === undefined || value === null || value === '') continue;
+        const text = asText(value);
+        shown[`${oc.blockId}.${oc.path}`] = text;
+        send({ blockId: oc.blockId, chunk: text });
+      }
+    },
+  });
+  if (result.status === 'completed') {
+    send({ event: 'final', data: { success: true, conversationId: message.conversationId, runId: run.key, output: shown } });
+  } else {
+    services.logger.info({ runId: run.id, chatId: chat.id, status: result.status }, 'chat run did not complete');
+    send({ event: 'error', error: 'Sorry, something went wrong while answering. Please try again.' });
+  }
+}

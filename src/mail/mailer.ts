@@ -1,0 +1,51 @@
+// Outgoing mail (one-time chat codes). SMTP in production through nodemailer; the `outbox` transport writes
+// each message as a JSON file to a directory instead, for local use and for tests to read.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { WebSettings } from '../config.ts';
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(message: MailMessage): Promise<void>;
+}
+
+export class OutboxMailer implements Mailer {
+  private readonly dir: string;
+  private readonly from: string;
+  constructor(dir: string, from: string) {
+    this.dir = dir;
+    this.from = from;
+  }
+
+  async send(message: MailMessage): Promise<void> {
+    await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const name = `${Date.now()}-${randomBytes(4).toString('hex')}.json`;
+    const tmp = path.join(this.dir, `.${name}.tmp`);
+    await fs.writeFile(tmp, JSON.stringify({ from: this.from, ...message, sentAt: new Date().toISOString() }), { mode: 0o600 });
+    await fs.rename(tmp, path.join(this.dir, name));
+  }
+}
+
+export class SmtpMailer implements Mailer {
+  private readonly transport: Transporter;
+  private readonly from: string;
+  constructor(url: string, from: string) {
+    this.transport = nodemailer.createTransport(url);
+    this.from = from;
+  }
+
+  async send(message: MailMessage): Promise<void> {
+    await this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+  }
+}
+
+export function createMailer(settings: WebSettings['mail']): Mailer {
+  return settings.transport === 'smtp' ? new SmtpMailer(settings.smtpUrl!, settings.from) : new OutboxMailer(settings.outboxDir, settings.from);
+}
