@@ -29,6 +29,7 @@ import { lockDataDir } from './store/data-dir-lock.ts';
 import { recoverUploads } from './files/recovery.ts';
 import { createMailer } from './mail/mailer.ts';
 import { McpRegistry } from './mcp/registry.ts';
+import { mcpToolProvider } from './mcp/tool-provider.ts';
 
 export interface RunningServer {
   url: string;
@@ -75,6 +76,8 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);
   const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
+  // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
+  tools.registerTool(mcpToolProvider(mcp));
   const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
   return {
     config,
