@@ -2,8 +2,11 @@
 // Gathers the handler modules of src/handlers/, one per tag. A missing or mistyped handler is a type error here.
 import type { Handlers } from './handlers.ts';
 import * as auditLogsHandlers from '../src/handlers/audit-logs.ts';
+import * as billingHandlers from '../src/handlers/billing.ts';
 import * as catalogHandlers from '../src/handlers/catalog.ts';
 import * as cliSignInHandlers from '../src/handlers/cli-sign-in.ts';
+import * as credentialsHandlers from '../src/handlers/credentials.ts';
+import * as customToolsHandlers from '../src/handlers/custom-tools.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
 import * as hostedChatHandlers from '../src/handlers/hosted-chat.ts';
 import * as knowledgeBasesHandlers from '../src/handlers/knowledge-bases.ts';
@@ -11,6 +14,9 @@ import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as mcpServersHandlers from '../src/handlers/mcp-servers.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as sandboxesHandlers from '../src/handlers/sandboxes.ts';
+import * as secretsHandlers from '../src/handlers/secrets.ts';
+import * as skillsHandlers from '../src/handlers/skills.ts';
 import * as tablesHandlers from '../src/handlers/tables.ts';
 import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
 import * as workflowsHandlers from '../src/handlers/workflows.ts';
@@ -37,9 +43,12 @@ export const handlers = {
   cancelTableImport: tablesHandlers.cancelTableImport,
   cancelTableRuns: tablesHandlers.cancelTableRuns,
   cancelWorkflowRun: workflowRunsHandlers.cancelWorkflowRun,
+  completeCredentialConnection: credentialsHandlers.completeCredentialConnection,
   completeFileUpload: filesHandlers.completeFileUpload,
   completeKnowledgeDocumentUpload: knowledgeBasesHandlers.completeKnowledgeDocumentUpload,
   completeTableImport: tablesHandlers.completeTableImport,
+  createCredentialConnection: credentialsHandlers.createCredentialConnection,
+  createCustomTool: customToolsHandlers.createCustomTool,
   createFile: filesHandlers.createFile,
   createFileFolder: filesHandlers.createFileFolder,
   createFileUpload: filesHandlers.createFileUpload,
@@ -52,6 +61,9 @@ export const handlers = {
   createKnowledgeFolder: knowledgeBasesHandlers.createKnowledgeFolder,
   createKnowledgeTag: knowledgeBasesHandlers.createKnowledgeTag,
   createMcpServer: mcpServersHandlers.createMcpServer,
+  createSandbox: sandboxesHandlers.createSandbox,
+  createServiceAccountCredential: credentialsHandlers.createServiceAccountCredential,
+  createSkill: skillsHandlers.createSkill,
   createTable: tablesHandlers.createTable,
   createTableDispatch: tablesHandlers.createTableDispatch,
   createTableExport: tablesHandlers.createTableExport,
@@ -63,6 +75,8 @@ export const handlers = {
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
   createWorkflowMcpServer: mcpServersHandlers.createWorkflowMcpServer,
+  deleteCredential: credentialsHandlers.deleteCredential,
+  deleteCustomTool: customToolsHandlers.deleteCustomTool,
   deleteFile: filesHandlers.deleteFile,
   deleteFileFolder: filesHandlers.deleteFileFolder,
   deleteFileVersion: filesHandlers.deleteFileVersion,
@@ -75,6 +89,9 @@ export const handlers = {
   deleteKnowledgeTagDefinitions: knowledgeBasesHandlers.deleteKnowledgeTagDefinitions,
   deleteMcpServeSession: mcpServersHandlers.deleteMcpServeSession,
   deleteMcpServer: mcpServersHandlers.deleteMcpServer,
+  deleteSandbox: sandboxesHandlers.deleteSandbox,
+  deleteSecret: secretsHandlers.deleteSecret,
+  deleteSkill: skillsHandlers.deleteSkill,
   deleteTable: tablesHandlers.deleteTable,
   deleteTableColumn: tablesHandlers.deleteTableColumn,
   deleteTableFolder: tablesHandlers.deleteTableFolder,
@@ -90,14 +107,18 @@ export const handlers = {
   deployWorkflowMcpTool: mcpServersHandlers.deployWorkflowMcpTool,
   downloadFile: filesHandlers.downloadFile,
   downloadFileVersion: filesHandlers.downloadFileVersion,
+  downloadRunFile: workflowRunsHandlers.downloadRunFile,
   downloadTableExportFile: tablesHandlers.downloadTableExportFile,
   duplicateWorkflow: workflowsHandlers.duplicateWorkflow,
   editFileContent: filesHandlers.editFileContent,
+  executeTool: catalogHandlers.executeTool,
   executeWorkflow: workflowRunsHandlers.executeWorkflow,
   exportKnowledgeBase: knowledgeBasesHandlers.exportKnowledgeBase,
   exportWorkflow: workflowsHandlers.exportWorkflow,
   getAuditLog: auditLogsHandlers.getAuditLog,
+  getBillingStatus: billingHandlers.getBillingStatus,
   getBlock: catalogHandlers.getBlock,
+  getCustomTool: customToolsHandlers.getCustomTool,
   getFile: filesHandlers.getFile,
   getFileShare: filesHandlers.getFileShare,
   getFileUpload: filesHandlers.getFileUpload,
@@ -113,13 +134,16 @@ export const handlers = {
   getMeta: metaHandlers.getMeta,
   getNextKnowledgeTagSlot: knowledgeBasesHandlers.getNextKnowledgeTagSlot,
   getRowEnrichment: tablesHandlers.getRowEnrichment,
+  getSandbox: sandboxesHandlers.getSandbox,
   getSharedFile: filesHandlers.getSharedFile,
+  getSkill: skillsHandlers.getSkill,
   getTable: tablesHandlers.getTable,
   getTableDispatch: tablesHandlers.getTableDispatch,
   getTableExport: tablesHandlers.getTableExport,
   getTableImport: tablesHandlers.getTableImport,
   getTableRow: tablesHandlers.getTableRow,
   getTableView: tablesHandlers.getTableView,
+  getTool: catalogHandlers.getTool,
   getWorkflow: workflowsHandlers.getWorkflow,
   getWorkflowChatDeployment: hostedChatHandlers.getWorkflowChatDeployment,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
@@ -128,6 +152,7 @@ export const handlers = {
   getWorkflowState: workflowsHandlers.getWorkflowState,
   getWorkflowVersion: workflowsHandlers.getWorkflowVersion,
   getWorkspace: workspacesHandlers.getWorkspace,
+  grantSkillEditor: skillsHandlers.grantSkillEditor,
   headWorkflowState: workflowsHandlers.headWorkflowState,
   importWorkflow: workflowsHandlers.importWorkflow,
   legacyExecuteWorkflow: legacyHandlers.legacyExecuteWorkflow,
@@ -135,9 +160,13 @@ export const handlers = {
   legacyGetUsageLimits: legacyHandlers.legacyGetUsageLimits,
   legacyGetWorkflowStatus: legacyHandlers.legacyGetWorkflowStatus,
   listAuditLogs: auditLogsHandlers.listAuditLogs,
+  listBillingLogs: billingHandlers.listBillingLogs,
   listBlocks: catalogHandlers.listBlocks,
   listChatDeployments: hostedChatHandlers.listChatDeployments,
   listConnectorTypes: catalogHandlers.listConnectorTypes,
+  listCredentialProviders: credentialsHandlers.listCredentialProviders,
+  listCredentials: credentialsHandlers.listCredentials,
+  listCustomTools: customToolsHandlers.listCustomTools,
   listFileFolders: filesHandlers.listFileFolders,
   listFileVersions: filesHandlers.listFileVersions,
   listFiles: filesHandlers.listFiles,
@@ -152,11 +181,16 @@ export const handlers = {
   listLogs: logsHandlers.listLogs,
   listMcpServerTools: mcpServersHandlers.listMcpServerTools,
   listMcpServers: mcpServersHandlers.listMcpServers,
+  listSandboxes: sandboxesHandlers.listSandboxes,
+  listSecrets: secretsHandlers.listSecrets,
+  listSkillEditors: skillsHandlers.listSkillEditors,
+  listSkills: skillsHandlers.listSkills,
   listTableDispatches: tablesHandlers.listTableDispatches,
   listTableFolders: tablesHandlers.listTableFolders,
   listTableRows: tablesHandlers.listTableRows,
   listTableViews: tablesHandlers.listTableViews,
   listTables: tablesHandlers.listTables,
+  listTools: catalogHandlers.listTools,
   listWorkflowFolders: workflowsHandlers.listWorkflowFolders,
   listWorkflowGroups: tablesHandlers.listWorkflowGroups,
   listWorkflowMcpServers: mcpServersHandlers.listWorkflowMcpServers,
@@ -193,16 +227,20 @@ export const handlers = {
   resumeWorkflow: workflowRunsHandlers.resumeWorkflow,
   revertFileVersion: filesHandlers.revertFileVersion,
   revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
+  revokeSkillEditor: skillsHandlers.revokeSkillEditor,
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
   runRowEnrichment: tablesHandlers.runRowEnrichment,
   searchFileContent: filesHandlers.searchFileContent,
   searchKnowledge: knowledgeBasesHandlers.searchKnowledge,
   searchTableRows: tablesHandlers.searchTableRows,
+  setSecret: secretsHandlers.setSecret,
   syncKnowledgeConnector: knowledgeBasesHandlers.syncKnowledgeConnector,
   tableExportDownload: tablesHandlers.tableExportDownload,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   undeployWorkflowMcpTool: mcpServersHandlers.undeployWorkflowMcpTool,
   unzipFile: filesHandlers.unzipFile,
+  updateCredential: credentialsHandlers.updateCredential,
+  updateCustomTool: customToolsHandlers.updateCustomTool,
   updateFileContent: filesHandlers.updateFileContent,
   updateKnowledgeBase: knowledgeBasesHandlers.updateKnowledgeBase,
   updateKnowledgeChunk: knowledgeBasesHandlers.updateKnowledgeChunk,
@@ -212,6 +250,8 @@ export const handlers = {
   updateKnowledgeTag: knowledgeBasesHandlers.updateKnowledgeTag,
   updateMcpServer: mcpServersHandlers.updateMcpServer,
   updateRowsByFilter: tablesHandlers.updateRowsByFilter,
+  updateSandbox: sandboxesHandlers.updateSandbox,
+  updateSkill: skillsHandlers.updateSkill,
   updateTable: tablesHandlers.updateTable,
   updateTableColumn: tablesHandlers.updateTableColumn,
   updateTableRow: tablesHandlers.updateTableRow,

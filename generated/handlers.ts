@@ -209,6 +209,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  completeCredentialConnection: {
+    params: Params<operations['completeCredentialConnection'], 'path'>;
+    query: Params<operations['completeCredentialConnection'], 'query'>;
+    headers: Params<operations['completeCredentialConnection'], 'header'>;
+    body: Body<operations['completeCredentialConnection']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   completeFileUpload: {
     params: Params<operations['completeFileUpload'], 'path'>;
     query: Params<operations['completeFileUpload'], 'query'>;
@@ -232,6 +241,24 @@ export interface OperationInputs {
     query: Params<operations['completeTableImport'], 'query'>;
     headers: Params<operations['completeTableImport'], 'header'>;
     body: Body<operations['completeTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createCredentialConnection: {
+    params: Params<operations['createCredentialConnection'], 'path'>;
+    query: Params<operations['createCredentialConnection'], 'query'>;
+    headers: Params<operations['createCredentialConnection'], 'header'>;
+    body: Body<operations['createCredentialConnection']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createCustomTool: {
+    params: Params<operations['createCustomTool'], 'path'>;
+    query: Params<operations['createCustomTool'], 'query'>;
+    headers: Params<operations['createCustomTool'], 'header'>;
+    body: Body<operations['createCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -344,6 +371,33 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createSandbox: {
+    params: Params<operations['createSandbox'], 'path'>;
+    query: Params<operations['createSandbox'], 'query'>;
+    headers: Params<operations['createSandbox'], 'header'>;
+    body: Body<operations['createSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createServiceAccountCredential: {
+    params: Params<operations['createServiceAccountCredential'], 'path'>;
+    query: Params<operations['createServiceAccountCredential'], 'query'>;
+    headers: Params<operations['createServiceAccountCredential'], 'header'>;
+    body: Body<operations['createServiceAccountCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createSkill: {
+    params: Params<operations['createSkill'], 'path'>;
+    query: Params<operations['createSkill'], 'query'>;
+    headers: Params<operations['createSkill'], 'header'>;
+    body: Body<operations['createSkill']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createTable: {
     params: Params<operations['createTable'], 'path'>;
     query: Params<operations['createTable'], 'query'>;
@@ -439,6 +493,24 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowMcpServer'], 'query'>;
     headers: Params<operations['createWorkflowMcpServer'], 'header'>;
     body: Body<operations['createWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteCredential: {
+    params: Params<operations['deleteCredential'], 'path'>;
+    query: Params<operations['deleteCredential'], 'query'>;
+    headers: Params<operations['deleteCredential'], 'header'>;
+    body: Body<operations['deleteCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteCustomTool: {
+    params: Params<operations['deleteCustomTool'], 'path'>;
+    query: Params<operations['deleteCustomTool'], 'query'>;
+    headers: Params<operations['deleteCustomTool'], 'header'>;
+    body: Body<operations['deleteCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -547,6 +619,33 @@ export interface OperationInputs {
     query: Params<operations['deleteMcpServer'], 'query'>;
     headers: Params<operations['deleteMcpServer'], 'header'>;
     body: Body<operations['deleteMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSandbox: {
+    params: Params<operations['deleteSandbox'], 'path'>;
+    query: Params<operations['deleteSandbox'], 'query'>;
+    headers: Params<operations['deleteSandbox'], 'header'>;
+    body: Body<operations['deleteSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSecret: {
+    params: Params<operations['deleteSecret'], 'path'>;
+    query: Params<operations['deleteSecret'], 'query'>;
+    headers: Params<operations['deleteSecret'], 'header'>;
+    body: Body<operations['deleteSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSkill: {
+    params: Params<operations['deleteSkill'], 'path'>;
+    query: Params<operations['deleteSkill'], 'query'>;
+    headers: Params<operations['deleteSkill'], 'header'>;
+    body: Body<operations['deleteSkill']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -686,6 +785,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  downloadRunFile: {
+    params: Params<operations['downloadRunFile'], 'path'>;
+    query: Params<operations['downloadRunFile'], 'query'>;
+    headers: Params<operations['downloadRunFile'], 'header'>;
+    body: Body<operations['downloadRunFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   downloadTableExportFile: {
     params: Params<operations['downloadTableExportFile'], 'path'>;
     query: Params<operations['downloadTableExportFile'], 'query'>;
@@ -709,6 +817,15 @@ export interface OperationInputs {
     query: Params<operations['editFileContent'], 'query'>;
     headers: Params<operations['editFileContent'], 'header'>;
     body: Body<operations['editFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  executeTool: {
+    params: Params<operations['executeTool'], 'path'>;
+    query: Params<operations['executeTool'], 'query'>;
+    headers: Params<operations['executeTool'], 'header'>;
+    body: Body<operations['executeTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -749,11 +866,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getBillingStatus: {
+    params: Params<operations['getBillingStatus'], 'path'>;
+    query: Params<operations['getBillingStatus'], 'query'>;
+    headers: Params<operations['getBillingStatus'], 'header'>;
+    body: Body<operations['getBillingStatus']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getBlock: {
     params: Params<operations['getBlock'], 'path'>;
     query: Params<operations['getBlock'], 'query'>;
     headers: Params<operations['getBlock'], 'header'>;
     body: Body<operations['getBlock']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getCustomTool: {
+    params: Params<operations['getCustomTool'], 'path'>;
+    query: Params<operations['getCustomTool'], 'query'>;
+    headers: Params<operations['getCustomTool'], 'header'>;
+    body: Body<operations['getCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -893,6 +1028,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getSandbox: {
+    params: Params<operations['getSandbox'], 'path'>;
+    query: Params<operations['getSandbox'], 'query'>;
+    headers: Params<operations['getSandbox'], 'header'>;
+    body: Body<operations['getSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getSharedFile: {
     params: Params<operations['getSharedFile'], 'path'>;
     query: Params<operations['getSharedFile'], 'query'>;
@@ -901,6 +1045,15 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
+  };
+  getSkill: {
+    params: Params<operations['getSkill'], 'path'>;
+    query: Params<operations['getSkill'], 'query'>;
+    headers: Params<operations['getSkill'], 'header'>;
+    body: Body<operations['getSkill']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getTable: {
     params: Params<operations['getTable'], 'path'>;
@@ -952,6 +1105,15 @@ export interface OperationInputs {
     query: Params<operations['getTableView'], 'query'>;
     headers: Params<operations['getTableView'], 'header'>;
     body: Body<operations['getTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTool: {
+    params: Params<operations['getTool'], 'path'>;
+    query: Params<operations['getTool'], 'query'>;
+    headers: Params<operations['getTool'], 'header'>;
+    body: Body<operations['getTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1028,6 +1190,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  grantSkillEditor: {
+    params: Params<operations['grantSkillEditor'], 'path'>;
+    query: Params<operations['grantSkillEditor'], 'query'>;
+    headers: Params<operations['grantSkillEditor'], 'header'>;
+    body: Body<operations['grantSkillEditor']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   headWorkflowState: {
     params: Params<operations['headWorkflowState'], 'path'>;
     query: Params<operations['headWorkflowState'], 'query'>;
@@ -1091,6 +1262,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listBillingLogs: {
+    params: Params<operations['listBillingLogs'], 'path'>;
+    query: Params<operations['listBillingLogs'], 'query'>;
+    headers: Params<operations['listBillingLogs'], 'header'>;
+    body: Body<operations['listBillingLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listBlocks: {
     params: Params<operations['listBlocks'], 'path'>;
     query: Params<operations['listBlocks'], 'query'>;
@@ -1114,6 +1294,33 @@ export interface OperationInputs {
     query: Params<operations['listConnectorTypes'], 'query'>;
     headers: Params<operations['listConnectorTypes'], 'header'>;
     body: Body<operations['listConnectorTypes']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listCredentialProviders: {
+    params: Params<operations['listCredentialProviders'], 'path'>;
+    query: Params<operations['listCredentialProviders'], 'query'>;
+    headers: Params<operations['listCredentialProviders'], 'header'>;
+    body: Body<operations['listCredentialProviders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listCredentials: {
+    params: Params<operations['listCredentials'], 'path'>;
+    query: Params<operations['listCredentials'], 'query'>;
+    headers: Params<operations['listCredentials'], 'header'>;
+    body: Body<operations['listCredentials']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listCustomTools: {
+    params: Params<operations['listCustomTools'], 'path'>;
+    query: Params<operations['listCustomTools'], 'query'>;
+    headers: Params<operations['listCustomTools'], 'header'>;
+    body: Body<operations['listCustomTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1244,6 +1451,42 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listSandboxes: {
+    params: Params<operations['listSandboxes'], 'path'>;
+    query: Params<operations['listSandboxes'], 'query'>;
+    headers: Params<operations['listSandboxes'], 'header'>;
+    body: Body<operations['listSandboxes']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSecrets: {
+    params: Params<operations['listSecrets'], 'path'>;
+    query: Params<operations['listSecrets'], 'query'>;
+    headers: Params<operations['listSecrets'], 'header'>;
+    body: Body<operations['listSecrets']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSkillEditors: {
+    params: Params<operations['listSkillEditors'], 'path'>;
+    query: Params<operations['listSkillEditors'], 'query'>;
+    headers: Params<operations['listSkillEditors'], 'header'>;
+    body: Body<operations['listSkillEditors']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSkills: {
+    params: Params<operations['listSkills'], 'path'>;
+    query: Params<operations['listSkills'], 'query'>;
+    headers: Params<operations['listSkills'], 'header'>;
+    body: Body<operations['listSkills']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listTableDispatches: {
     params: Params<operations['listTableDispatches'], 'path'>;
     query: Params<operations['listTableDispatches'], 'query'>;
@@ -1285,6 +1528,15 @@ export interface OperationInputs {
     query: Params<operations['listTables'], 'query'>;
     headers: Params<operations['listTables'], 'header'>;
     body: Body<operations['listTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTools: {
+    params: Params<operations['listTools'], 'path'>;
+    query: Params<operations['listTools'], 'query'>;
+    headers: Params<operations['listTools'], 'header'>;
+    body: Body<operations['listTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1613,6 +1865,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  revokeSkillEditor: {
+    params: Params<operations['revokeSkillEditor'], 'path'>;
+    query: Params<operations['revokeSkillEditor'], 'query'>;
+    headers: Params<operations['revokeSkillEditor'], 'header'>;
+    body: Body<operations['revokeSkillEditor']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   rollbackWorkflow: {
     params: Params<operations['rollbackWorkflow'], 'path'>;
     query: Params<operations['rollbackWorkflow'], 'query'>;
@@ -1658,6 +1919,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  setSecret: {
+    params: Params<operations['setSecret'], 'path'>;
+    query: Params<operations['setSecret'], 'query'>;
+    headers: Params<operations['setSecret'], 'header'>;
+    body: Body<operations['setSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   syncKnowledgeConnector: {
     params: Params<operations['syncKnowledgeConnector'], 'path'>;
     query: Params<operations['syncKnowledgeConnector'], 'query'>;
@@ -1699,6 +1969,24 @@ export interface OperationInputs {
     query: Params<operations['unzipFile'], 'query'>;
     headers: Params<operations['unzipFile'], 'header'>;
     body: Body<operations['unzipFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateCredential: {
+    params: Params<operations['updateCredential'], 'path'>;
+    query: Params<operations['updateCredential'], 'query'>;
+    headers: Params<operations['updateCredential'], 'header'>;
+    body: Body<operations['updateCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateCustomTool: {
+    params: Params<operations['updateCustomTool'], 'path'>;
+    query: Params<operations['updateCustomTool'], 'query'>;
+    headers: Params<operations['updateCustomTool'], 'header'>;
+    body: Body<operations['updateCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1780,6 +2068,24 @@ export interface OperationInputs {
     query: Params<operations['updateRowsByFilter'], 'query'>;
     headers: Params<operations['updateRowsByFilter'], 'header'>;
     body: Body<operations['updateRowsByFilter']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateSandbox: {
+    params: Params<operations['updateSandbox'], 'path'>;
+    query: Params<operations['updateSandbox'], 'query'>;
+    headers: Params<operations['updateSandbox'], 'header'>;
+    body: Body<operations['updateSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateSkill: {
+    params: Params<operations['updateSkill'], 'path'>;
+    query: Params<operations['updateSkill'], 'query'>;
+    headers: Params<operations['updateSkill'], 'header'>;
+    body: Body<operations['updateSkill']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1996,6 +2302,11 @@ export interface OperationResults {
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  completeCredentialConnection: {
+    status: 200;
+    body: Json<operations['completeCredentialConnection']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
@@ -2009,6 +2320,16 @@ export interface OperationResults {
   completeTableImport: {
     status: 200;
     body: Json<operations['completeTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createCredentialConnection: {
+    status: 200;
+    body: Json<operations['createCredentialConnection']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createCustomTool: {
+    status: 200;
+    body: Json<operations['createCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createFile: {
@@ -2071,6 +2392,21 @@ export interface OperationResults {
     body: Json<operations['createMcpServer']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createSandbox: {
+    status: 200;
+    body: Json<operations['createSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createServiceAccountCredential: {
+    status: 200;
+    body: Json<operations['createServiceAccountCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createSkill: {
+    status: 200;
+    body: Json<operations['createSkill']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createTable: {
     status: 201;
     body: Json<operations['createTable']['responses'][201]>;
@@ -2124,6 +2460,16 @@ export interface OperationResults {
   createWorkflowMcpServer: {
     status: 201;
     body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  deleteCredential: {
+    status: 200;
+    body: Json<operations['deleteCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteCustomTool: {
+    status: 200;
+    body: Json<operations['deleteCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteFile: {
@@ -2184,6 +2530,21 @@ export interface OperationResults {
   deleteMcpServer: {
     status: 200;
     body: Json<operations['deleteMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSandbox: {
+    status: 200;
+    body: Json<operations['deleteSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSecret: {
+    status: 200;
+    body: Json<operations['deleteSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSkill: {
+    status: 200;
+    body: Json<operations['deleteSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteTable: {
@@ -2273,6 +2634,17 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  downloadRunFile:
+    | {
+        status: 200;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 206;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      };
   downloadTableExportFile: {
     status: 200;
     body: StreamBody;
@@ -2286,6 +2658,11 @@ export interface OperationResults {
   editFileContent: {
     status: 200;
     body: Json<operations['editFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  executeTool: {
+    status: 200;
+    body: Json<operations['executeTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   executeWorkflow:
@@ -2314,9 +2691,19 @@ export interface OperationResults {
     body: Json<operations['getAuditLog']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getBillingStatus: {
+    status: 200;
+    body: Json<operations['getBillingStatus']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getBlock: {
     status: 200;
     body: Json<operations['getBlock']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getCustomTool: {
+    status: 200;
+    body: Json<operations['getCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getFile: {
@@ -2394,6 +2781,11 @@ export interface OperationResults {
     body: Json<operations['getRowEnrichment']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getSandbox: {
+    status: 200;
+    body: Json<operations['getSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getSharedFile:
     | {
         status: 200;
@@ -2405,6 +2797,11 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  getSkill: {
+    status: 200;
+    body: Json<operations['getSkill']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getTable: {
     status: 200;
     body: Json<operations['getTable']['responses'][200]>;
@@ -2433,6 +2830,11 @@ export interface OperationResults {
   getTableView: {
     status: 200;
     body: Json<operations['getTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTool: {
+    status: 200;
+    body: Json<operations['getTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflow: {
@@ -2473,6 +2875,11 @@ export interface OperationResults {
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  grantSkillEditor: {
+    status: 200;
+    body: Json<operations['grantSkillEditor']['responses'][200]>;
     headers?: Record<string, string>;
   };
   headWorkflowState: {
@@ -2516,6 +2923,11 @@ export interface OperationResults {
     body: Json<operations['listAuditLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listBillingLogs: {
+    status: 200;
+    body: Json<operations['listBillingLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listBlocks: {
     status: 200;
     body: Json<operations['listBlocks']['responses'][200]>;
@@ -2529,6 +2941,21 @@ export interface OperationResults {
   listConnectorTypes: {
     status: 200;
     body: Json<operations['listConnectorTypes']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listCredentialProviders: {
+    status: 200;
+    body: Json<operations['listCredentialProviders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listCredentials: {
+    status: 200;
+    body: Json<operations['listCredentials']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listCustomTools: {
+    status: 200;
+    body: Json<operations['listCustomTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listFileFolders: {
@@ -2601,6 +3028,26 @@ export interface OperationResults {
     body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listSandboxes: {
+    status: 200;
+    body: Json<operations['listSandboxes']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSecrets: {
+    status: 200;
+    body: Json<operations['listSecrets']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSkillEditors: {
+    status: 200;
+    body: Json<operations['listSkillEditors']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSkills: {
+    status: 200;
+    body: Json<operations['listSkills']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listTableDispatches: {
     status: 200;
     body: Json<operations['listTableDispatches']['responses'][200]>;
@@ -2624,6 +3071,11 @@ export interface OperationResults {
   listTables: {
     status: 200;
     body: Json<operations['listTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTools: {
+    status: 200;
+    body: Json<operations['listTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowFolders: {
@@ -2818,6 +3270,11 @@ export interface OperationResults {
     body: Json<operations['revertWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  revokeSkillEditor: {
+    status: 200;
+    body: Json<operations['revokeSkillEditor']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   rollbackWorkflow: {
     status: 200;
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
@@ -2843,6 +3300,11 @@ export interface OperationResults {
     body: Json<operations['searchTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  setSecret: {
+    status: 200;
+    body: Json<operations['setSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   syncKnowledgeConnector: {
     status: 200;
     body: Json<operations['syncKnowledgeConnector']['responses'][200]>;
@@ -2866,6 +3328,16 @@ export interface OperationResults {
   unzipFile: {
     status: 200;
     body: Json<operations['unzipFile']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateCredential: {
+    status: 200;
+    body: Json<operations['updateCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateCustomTool: {
+    status: 200;
+    body: Json<operations['updateCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateFileContent: {
@@ -2911,6 +3383,16 @@ export interface OperationResults {
   updateRowsByFilter: {
     status: 200;
     body: Json<operations['updateRowsByFilter']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateSandbox: {
+    status: 200;
+    body: Json<operations['updateSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateSkill: {
+    status: 200;
+    body: Json<operations['updateSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateTable: {
@@ -3024,12 +3506,18 @@ export interface Handlers {
   cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
+  /** GET /api/v2/credentials/oauth/callback — OAuth callback for credential connections */
+  completeCredentialConnection: Handler<'completeCredentialConnection'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/complete — Complete a document upload */
   completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocumentUpload'>;
   /** POST /api/v2/tables/imports/{importId}/complete — Complete a table import upload */
   completeTableImport: Handler<'completeTableImport'>;
+  /** POST /api/v2/credentials/connections — Create a credential connection */
+  createCredentialConnection: Handler<'createCredentialConnection'>;
+  /** POST /api/v2/custom-tools — Create a custom tool */
+  createCustomTool: Handler<'createCustomTool'>;
   /** POST /api/v2/files — Create a file */
   createFile: Handler<'createFile'>;
   /** POST /api/v2/files/folders — Create a file folder */
@@ -3054,6 +3542,12 @@ export interface Handlers {
   createKnowledgeTag: Handler<'createKnowledgeTag'>;
   /** POST /api/v2/mcp-servers — Register an MCP server */
   createMcpServer: Handler<'createMcpServer'>;
+  /** POST /api/v2/sandboxes — Create a sandbox */
+  createSandbox: Handler<'createSandbox'>;
+  /** POST /api/v2/credentials — Create a service-account credential */
+  createServiceAccountCredential: Handler<'createServiceAccountCredential'>;
+  /** POST /api/v2/skills — Create a skill */
+  createSkill: Handler<'createSkill'>;
   /** POST /api/v2/tables — Create a table */
   createTable: Handler<'createTable'>;
   /** POST /api/v2/tables/{tableId}/dispatches — Run workflow groups */
@@ -3076,6 +3570,10 @@ export interface Handlers {
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
   /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
   createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
+  /** DELETE /api/v2/credentials/{credentialId} — Delete a credential */
+  deleteCredential: Handler<'deleteCredential'>;
+  /** DELETE /api/v2/custom-tools/{customToolId} — Delete a custom tool */
+  deleteCustomTool: Handler<'deleteCustomTool'>;
   /** DELETE /api/v2/files/{fileId} — Delete a file */
   deleteFile: Handler<'deleteFile'>;
   /** DELETE /api/v2/files/folders — Delete a file folder */
@@ -3100,6 +3598,12 @@ export interface Handlers {
   deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
   /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
   deleteMcpServer: Handler<'deleteMcpServer'>;
+  /** DELETE /api/v2/sandboxes/{sandboxId} — Delete a sandbox */
+  deleteSandbox: Handler<'deleteSandbox'>;
+  /** DELETE /api/v2/secrets/{name} — Delete a secret */
+  deleteSecret: Handler<'deleteSecret'>;
+  /** DELETE /api/v2/skills/{skillId} — Delete a skill */
+  deleteSkill: Handler<'deleteSkill'>;
   /** DELETE /api/v2/tables/{tableId} — Delete (archive) a table */
   deleteTable: Handler<'deleteTable'>;
   /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
@@ -3130,12 +3634,16 @@ export interface Handlers {
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
   downloadFileVersion: Handler<'downloadFileVersion'>;
+  /** GET /api/v2/workflows/{workflowId}/runs/{runId}/files/{fileId} — Download a workflow run file */
+  downloadRunFile: Handler<'downloadRunFile'>;
   /** GET /transfers/tables/exports/{exportId} — Download a table export file */
   downloadTableExportFile: Handler<'downloadTableExportFile'>;
   /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */
   editFileContent: Handler<'editFileContent'>;
+  /** POST /api/v2/tools/{toolId}/execute — Execute a tool */
+  executeTool: Handler<'executeTool'>;
   /** POST /api/v2/workflows/{workflowId}/execute — Execute a workflow */
   executeWorkflow: Handler<'executeWorkflow'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/export — Export a knowledge base */
@@ -3144,8 +3652,12 @@ export interface Handlers {
   exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
   getAuditLog: Handler<'getAuditLog'>;
+  /** GET /api/v2/billing/status — Get billing status */
+  getBillingStatus: Handler<'getBillingStatus'>;
   /** GET /api/v2/blocks/{blockId} — Get a block type */
   getBlock: Handler<'getBlock'>;
+  /** GET /api/v2/custom-tools/{customToolId} — Get a custom tool */
+  getCustomTool: Handler<'getCustomTool'>;
   /** GET /api/v2/files/{fileId}/metadata — Get file metadata */
   getFile: Handler<'getFile'>;
   /** GET /api/v2/files/{fileId}/share — Get file share */
@@ -3176,8 +3688,12 @@ export interface Handlers {
   getNextKnowledgeTagSlot: Handler<'getNextKnowledgeTagSlot'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
   getRowEnrichment: Handler<'getRowEnrichment'>;
+  /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
+  getSandbox: Handler<'getSandbox'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
+  /** GET /api/v2/skills/{skillId} — Get a skill */
+  getSkill: Handler<'getSkill'>;
   /** GET /api/v2/tables/{tableId} — Get a table */
   getTable: Handler<'getTable'>;
   /** GET /api/v2/tables/{tableId}/dispatches/{dispatchId} — Get a dispatch */
@@ -3190,6 +3706,8 @@ export interface Handlers {
   getTableRow: Handler<'getTableRow'>;
   /** GET /api/v2/tables/{tableId}/views/{viewId} — Get a view */
   getTableView: Handler<'getTableView'>;
+  /** GET /api/v2/tools/{toolId} — Get a tool */
+  getTool: Handler<'getTool'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
@@ -3206,6 +3724,8 @@ export interface Handlers {
   getWorkflowVersion: Handler<'getWorkflowVersion'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** POST /api/v2/skills/{skillId}/editors — Grant a skill editor */
+  grantSkillEditor: Handler<'grantSkillEditor'>;
   /** HEAD /api/v2/workflows/{workflowId}/state — Check the draft state */
   headWorkflowState: Handler<'headWorkflowState'>;
   /** POST /api/v2/workflows/import — Import a workflow */
@@ -3220,12 +3740,20 @@ export interface Handlers {
   legacyGetWorkflowStatus: Handler<'legacyGetWorkflowStatus'>;
   /** GET /api/v2/audit-logs — List audit logs */
   listAuditLogs: Handler<'listAuditLogs'>;
+  /** GET /api/v2/billing/logs — List billing logs */
+  listBillingLogs: Handler<'listBillingLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
   /** GET /api/v2/chat-deployments — List hosted chats */
   listChatDeployments: Handler<'listChatDeployments'>;
   /** GET /api/v2/connector-types — List connector types */
   listConnectorTypes: Handler<'listConnectorTypes'>;
+  /** GET /api/v2/credentials/providers — List credential providers */
+  listCredentialProviders: Handler<'listCredentialProviders'>;
+  /** GET /api/v2/credentials — List credentials */
+  listCredentials: Handler<'listCredentials'>;
+  /** GET /api/v2/custom-tools — List custom tools */
+  listCustomTools: Handler<'listCustomTools'>;
   /** GET /api/v2/files/folders — List file folders */
   listFileFolders: Handler<'listFileFolders'>;
   /** GET /api/v2/files/{fileId}/versions — List file versions */
@@ -3254,6 +3782,14 @@ export interface Handlers {
   listMcpServerTools: Handler<'listMcpServerTools'>;
   /** GET /api/v2/mcp-servers — List MCP servers */
   listMcpServers: Handler<'listMcpServers'>;
+  /** GET /api/v2/sandboxes — List sandboxes */
+  listSandboxes: Handler<'listSandboxes'>;
+  /** GET /api/v2/secrets — List secrets */
+  listSecrets: Handler<'listSecrets'>;
+  /** GET /api/v2/skills/{skillId}/editors — List skill editors */
+  listSkillEditors: Handler<'listSkillEditors'>;
+  /** GET /api/v2/skills — List skills */
+  listSkills: Handler<'listSkills'>;
   /** GET /api/v2/tables/{tableId}/dispatches — List dispatches */
   listTableDispatches: Handler<'listTableDispatches'>;
   /** GET /api/v2/tables/folders — List table folders */
@@ -3264,6 +3800,8 @@ export interface Handlers {
   listTableViews: Handler<'listTableViews'>;
   /** GET /api/v2/tables — List tables */
   listTables: Handler<'listTables'>;
+  /** GET /api/v2/tools — List tools */
+  listTools: Handler<'listTools'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/tables/{tableId}/groups — List workflow groups */
@@ -3336,6 +3874,8 @@ export interface Handlers {
   revertFileVersion: Handler<'revertFileVersion'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/revert — Revert the draft to a version */
   revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
+  /** DELETE /api/v2/skills/{skillId}/editors — Revoke a skill editor */
+  revokeSkillEditor: Handler<'revokeSkillEditor'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
   /** POST /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Run one row's group */
@@ -3346,6 +3886,8 @@ export interface Handlers {
   searchKnowledge: Handler<'searchKnowledge'>;
   /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
   searchTableRows: Handler<'searchTableRows'>;
+  /** PUT /api/v2/secrets/{name} — Set a secret */
+  setSecret: Handler<'setSecret'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync — Sync a connector now */
   syncKnowledgeConnector: Handler<'syncKnowledgeConnector'>;
   /** GET /api/v2/tables/{tableId}/exports/{exportId}/download — Get the download link of a table export */
@@ -3356,6 +3898,10 @@ export interface Handlers {
   undeployWorkflowMcpTool: Handler<'undeployWorkflowMcpTool'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
+  /** PATCH /api/v2/credentials/{credentialId} — Update a credential */
+  updateCredential: Handler<'updateCredential'>;
+  /** PATCH /api/v2/custom-tools/{customToolId} — Update a custom tool */
+  updateCustomTool: Handler<'updateCustomTool'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/knowledge/{knowledgeBaseId} — Update a knowledge base */
@@ -3374,6 +3920,10 @@ export interface Handlers {
   updateMcpServer: Handler<'updateMcpServer'>;
   /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
   updateRowsByFilter: Handler<'updateRowsByFilter'>;
+  /** PATCH /api/v2/sandboxes/{sandboxId} — Update a sandbox */
+  updateSandbox: Handler<'updateSandbox'>;
+  /** PATCH /api/v2/skills/{skillId} — Update a skill */
+  updateSkill: Handler<'updateSkill'>;
   /** PATCH /api/v2/tables/{tableId} — Update a table */
   updateTable: Handler<'updateTable'>;
   /** PATCH /api/v2/tables/{tableId}/columns — Update a column */

@@ -213,5 +213,29 @@ describe('exports', () => {
     expect(cli.json).toMatchObject({ status: 'completed' });
     const got = await runCli(['--output', 'json', 'tables', 'exports', 'get', t.id, cli.json.id], { endpoint: s.url, apiKey: s.key, workspace: ws });
     expect(got.json).toMatchObject({ id: cli.json.id });
+    const dl = await runCli(['--output', 'json', 'tables', 'exports', 'download', t.id, cli.json.id], { endpoint: s.url, apiKey: s.key, workspace: ws });
+    expect(dl.code).toBe(0);
+    expect(await (await fetch(dl.json.url)).text()).toContain('name,n,tag');
+  });
+
+  it('queues the export of a table over 10,000 rows, which can be cancelled while queued or running', async () => {
+    const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'big_export', schema: { columns: [{ name: 'n', type: 'number' }] } });
+    for (let b = 0; b < 11; b++) await ok('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, rows: Array.from({ length: 1000 }, (_, i) => ({ n: b * 1000 + i })) });
+    const e = await ok('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws, format: 'csv' });
+    expect(e.status).toBe('queued');
+    expect((await s.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws}`)).status).toBe(409);
+    let done = e;
+    for (let i = 0; i < 200 && done.status !== 'completed'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      done = await ok('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws}`);
+    }
+    expect(done).toMatchObject({ status: 'completed', rowsProcessed: 11000 });
+    const link = await ok('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws}`);
+    const text = await (await fetch(link.url)).text();
+    expect(text.split('\n').length).toBe(11002);
+    const second = await ok('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws, format: 'json' });
+    const cancelled = await s.call('DELETE', `/api/v2/tables/${t.id}/exports/${second.id}?workspaceId=${ws}`);
+    if (cancelled.status === 200) expect(cancelled.body.data.status).toBe('canceled');
+    else expect(cancelled.status).toBe(409); // it finished first
   });
 });

@@ -49,7 +49,7 @@ export async function tables(options: { rounds: number }): Promise<void> {
   const work = tempDir('owa-bench-tables-');
   const dataDir = path.join(work, 'data');
   const server = await startProcess(path.join(root, 'bin', 'start.js'), {
-    DATA_DIR: dataDir, BOOTSTRAP_API_KEY: KEY, NODE_ENV: 'production', FILE_PURGE_INTERVAL_SECONDS: '0', UPLOAD_PART_SIZE: '32mb',
+    DATA_DIR: dataDir, BOOTSTRAP_API_KEY: KEY, NODE_ENV: 'production', FILE_PURGE_INTERVAL_SECONDS: '0', UPLOAD_PART_SIZE: '8mb',
     TABLE_ROWS_LIMIT_FREE: '2000000', TABLES_LIMIT_FREE: '100', RATE_LIMIT_FREE_API: '1000000',
   });
   const pid = server.child.pid!;

@@ -149,6 +149,8 @@ export class GroupRunner {
   private async queueCell(tx: Repositories, t: UserTableRecord, g: WorkflowGroup, row: StoredRow, d: DispatchRecord): Promise<boolean> {
     const existing = await tx.tableGroupRuns.get(t.id, row.id, g.id);
     if (existing && (existing.status === 'queued' || existing.status === 'running')) return false;
+    // A dispatch resumed after a restart walks from the start again: cells it already queued are not re-run.
+    if (existing?.dispatchId === d.id) return false;
     if (d.mode === 'incomplete' && existing?.status === 'completed') return false;
     if (d.mode === 'new' && existing) return false;
     if (!g.dependencies.columns.every((c) => filled(row.cells[c]))) return false;

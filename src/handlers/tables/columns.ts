@@ -139,7 +139,14 @@ export const deleteTableColumn: Handler<'deleteTableColumn'> = async ({ params, 
     const column = findColumn(t, body.columnName, 'columnName');
     await tx.tableRows.dropColumn(t.id, column);
     const next = t.columns.filter((c) => c.id !== column.id);
-    await tx.userTables.update(t.id, { columns: next, updatedAt: nowIso() });
+    // Workflow groups stop reading and filling the column.
+    const groups = (t.groups ?? []).map((g) => ({
+      ...g,
+      dependencies: { columns: g.dependencies.columns.filter((id) => id !== column.id) },
+      inputMappings: g.inputMappings.filter((m) => m.columnId !== column.id),
+      outputs: g.outputs.filter((o) => o.columnId !== column.id),
+    }));
+    await tx.userTables.update(t.id, { columns: next, groups, updatedAt: nowIso() });
     await dropColumnFromViews(tx, t.id, column.id);
     audit({ action: 'table.column_deleted', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { column: column.name } });
     return next;

@@ -54,7 +54,7 @@ async function checkWorkflow(tx: Repositories, t: UserTableRecord, workflowId: s
 }
 
 /** Creates the named output columns, attached to the group. */
-function newColumns(t: UserTableRecord, columns: Column[], specs: ColumnSpec[], groupId: string, field: string): Column[] {
+function newColumns(columns: Column[], specs: ColumnSpec[], groupId: string, field: string): Column[] {
   const out = [...columns];
   for (const [i, spec] of specs.entries()) {
     if (out.some((c) => c.name === spec.name)) continue; // an existing column of that name is attached below
@@ -68,7 +68,6 @@ function newColumns(t: UserTableRecord, columns: Column[], specs: ColumnSpec[], 
     out.push(c);
   }
   if (out.length > MAX_COLUMNS) throw badRequest(`A table has at most ${MAX_COLUMNS} columns.`);
-  void t;
   return out;
 }
 
@@ -127,7 +126,7 @@ export const addWorkflowGroup: Handler<'addWorkflowGroup'> = async ({ params, bo
     const mode = input.deploymentMode ?? 'live';
     await checkWorkflow(tx, t, input.workflowId!, mode);
     const specs = (body.outputColumns ?? []) as ColumnSpec[];
-    const columns = newColumns(t, t.columns.map((c) => ({ ...c })), specs, id, 'outputColumns');
+    const columns = newColumns(t.columns.map((c) => ({ ...c })), specs, id, 'outputColumns');
     const g: WorkflowGroup = {
       id,
       workflowId: input.workflowId!,
@@ -163,7 +162,7 @@ export const updateWorkflowGroup: Handler<'updateWorkflowGroup'> = async ({ para
     const workflowId = body.workflowId ?? current.workflowId;
     if (body.workflowId !== undefined || body.deploymentMode !== undefined) await checkWorkflow(tx, t, workflowId, mode);
     const specs = (body.newOutputColumns ?? []) as ColumnSpec[];
-    const columns = newColumns(t, t.columns.map((c) => ({ ...c })), specs, current.id, 'newOutputColumns');
+    const columns = newColumns(t.columns.map((c) => ({ ...c })), specs, current.id, 'newOutputColumns');
     let outputs = body.outputs ? attachOutputs(columns, current.id, body.outputs, 'outputs', specs) : current.outputs;
     for (const [i, m] of (body.mappingUpdates ?? []).entries()) {
       const c = columnByName(columns, m.columnName, ['body', 'mappingUpdates', i, 'columnName']);
