@@ -11,6 +11,7 @@ import { runs } from './suites/runs.ts';
 import { resources } from './suites/resources.ts';
 import { mcp } from './suites/mcp.ts';
 import { tables } from './suites/tables.ts';
+import { knowledge } from './suites/knowledge.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -23,6 +24,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   resources,
   mcp,
   tables,
+  knowledge,
 };
 
 export async function main(argv: string[]): Promise<void> {

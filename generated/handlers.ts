@@ -38,6 +38,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  abortKnowledgeDocumentUpload: {
+    params: Params<operations['abortKnowledgeDocumentUpload'], 'path'>;
+    query: Params<operations['abortKnowledgeDocumentUpload'], 'query'>;
+    headers: Params<operations['abortKnowledgeDocumentUpload'], 'header'>;
+    body: Body<operations['abortKnowledgeDocumentUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   activateWorkflowVersion: {
     params: Params<operations['activateWorkflowVersion'], 'path'>;
     query: Params<operations['activateWorkflowVersion'], 'query'>;
@@ -61,6 +70,15 @@ export interface OperationInputs {
     query: Params<operations['addWorkflowGroup'], 'query'>;
     headers: Params<operations['addWorkflowGroup'], 'header'>;
     body: Body<operations['addWorkflowGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  addWorkspaceFilesToKnowledgeBase: {
+    params: Params<operations['addWorkspaceFilesToKnowledgeBase'], 'path'>;
+    query: Params<operations['addWorkspaceFilesToKnowledgeBase'], 'query'>;
+    headers: Params<operations['addWorkspaceFilesToKnowledgeBase'], 'header'>;
+    body: Body<operations['addWorkspaceFilesToKnowledgeBase']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -106,6 +124,33 @@ export interface OperationInputs {
     query: Params<operations['bulkDownloadFiles'], 'query'>;
     headers: Params<operations['bulkDownloadFiles'], 'header'>;
     body: Body<operations['bulkDownloadFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkSaveKnowledgeTagDefinitions: {
+    params: Params<operations['bulkSaveKnowledgeTagDefinitions'], 'path'>;
+    query: Params<operations['bulkSaveKnowledgeTagDefinitions'], 'query'>;
+    headers: Params<operations['bulkSaveKnowledgeTagDefinitions'], 'header'>;
+    body: Body<operations['bulkSaveKnowledgeTagDefinitions']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkUpdateKnowledgeChunks: {
+    params: Params<operations['bulkUpdateKnowledgeChunks'], 'path'>;
+    query: Params<operations['bulkUpdateKnowledgeChunks'], 'query'>;
+    headers: Params<operations['bulkUpdateKnowledgeChunks'], 'header'>;
+    body: Body<operations['bulkUpdateKnowledgeChunks']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkUpdateKnowledgeDocuments: {
+    params: Params<operations['bulkUpdateKnowledgeDocuments'], 'path'>;
+    query: Params<operations['bulkUpdateKnowledgeDocuments'], 'query'>;
+    headers: Params<operations['bulkUpdateKnowledgeDocuments'], 'header'>;
+    body: Body<operations['bulkUpdateKnowledgeDocuments']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -182,6 +227,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  completeKnowledgeDocumentUpload: {
+    params: Params<operations['completeKnowledgeDocumentUpload'], 'path'>;
+    query: Params<operations['completeKnowledgeDocumentUpload'], 'query'>;
+    headers: Params<operations['completeKnowledgeDocumentUpload'], 'header'>;
+    body: Body<operations['completeKnowledgeDocumentUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   completeTableImport: {
     params: Params<operations['completeTableImport'], 'path'>;
     query: Params<operations['completeTableImport'], 'query'>;
@@ -241,6 +295,69 @@ export interface OperationInputs {
     query: Params<operations['createFileUploadPartUrls'], 'query'>;
     headers: Params<operations['createFileUploadPartUrls'], 'header'>;
     body: Body<operations['createFileUploadPartUrls']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeBase: {
+    params: Params<operations['createKnowledgeBase'], 'path'>;
+    query: Params<operations['createKnowledgeBase'], 'query'>;
+    headers: Params<operations['createKnowledgeBase'], 'header'>;
+    body: Body<operations['createKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeChunk: {
+    params: Params<operations['createKnowledgeChunk'], 'path'>;
+    query: Params<operations['createKnowledgeChunk'], 'query'>;
+    headers: Params<operations['createKnowledgeChunk'], 'header'>;
+    body: Body<operations['createKnowledgeChunk']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeConnector: {
+    params: Params<operations['createKnowledgeConnector'], 'path'>;
+    query: Params<operations['createKnowledgeConnector'], 'query'>;
+    headers: Params<operations['createKnowledgeConnector'], 'header'>;
+    body: Body<operations['createKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeDocumentUpload: {
+    params: Params<operations['createKnowledgeDocumentUpload'], 'path'>;
+    query: Params<operations['createKnowledgeDocumentUpload'], 'query'>;
+    headers: Params<operations['createKnowledgeDocumentUpload'], 'header'>;
+    body: Body<operations['createKnowledgeDocumentUpload']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeDocumentUploadPartUrls: {
+    params: Params<operations['createKnowledgeDocumentUploadPartUrls'], 'path'>;
+    query: Params<operations['createKnowledgeDocumentUploadPartUrls'], 'query'>;
+    headers: Params<operations['createKnowledgeDocumentUploadPartUrls'], 'header'>;
+    body: Body<operations['createKnowledgeDocumentUploadPartUrls']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeFolder: {
+    params: Params<operations['createKnowledgeFolder'], 'path'>;
+    query: Params<operations['createKnowledgeFolder'], 'query'>;
+    headers: Params<operations['createKnowledgeFolder'], 'header'>;
+    body: Body<operations['createKnowledgeFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createKnowledgeTag: {
+    params: Params<operations['createKnowledgeTag'], 'path'>;
+    query: Params<operations['createKnowledgeTag'], 'query'>;
+    headers: Params<operations['createKnowledgeTag'], 'header'>;
+    body: Body<operations['createKnowledgeTag']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -421,6 +538,69 @@ export interface OperationInputs {
     query: Params<operations['deleteFileVersion'], 'query'>;
     headers: Params<operations['deleteFileVersion'], 'header'>;
     body: Body<operations['deleteFileVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeBase: {
+    params: Params<operations['deleteKnowledgeBase'], 'path'>;
+    query: Params<operations['deleteKnowledgeBase'], 'query'>;
+    headers: Params<operations['deleteKnowledgeBase'], 'header'>;
+    body: Body<operations['deleteKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeChunk: {
+    params: Params<operations['deleteKnowledgeChunk'], 'path'>;
+    query: Params<operations['deleteKnowledgeChunk'], 'query'>;
+    headers: Params<operations['deleteKnowledgeChunk'], 'header'>;
+    body: Body<operations['deleteKnowledgeChunk']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeConnector: {
+    params: Params<operations['deleteKnowledgeConnector'], 'path'>;
+    query: Params<operations['deleteKnowledgeConnector'], 'query'>;
+    headers: Params<operations['deleteKnowledgeConnector'], 'header'>;
+    body: Body<operations['deleteKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeDocument: {
+    params: Params<operations['deleteKnowledgeDocument'], 'path'>;
+    query: Params<operations['deleteKnowledgeDocument'], 'query'>;
+    headers: Params<operations['deleteKnowledgeDocument'], 'header'>;
+    body: Body<operations['deleteKnowledgeDocument']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeFolder: {
+    params: Params<operations['deleteKnowledgeFolder'], 'path'>;
+    query: Params<operations['deleteKnowledgeFolder'], 'query'>;
+    headers: Params<operations['deleteKnowledgeFolder'], 'header'>;
+    body: Body<operations['deleteKnowledgeFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeTag: {
+    params: Params<operations['deleteKnowledgeTag'], 'path'>;
+    query: Params<operations['deleteKnowledgeTag'], 'query'>;
+    headers: Params<operations['deleteKnowledgeTag'], 'header'>;
+    body: Body<operations['deleteKnowledgeTag']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteKnowledgeTagDefinitions: {
+    params: Params<operations['deleteKnowledgeTagDefinitions'], 'path'>;
+    query: Params<operations['deleteKnowledgeTagDefinitions'], 'query'>;
+    headers: Params<operations['deleteKnowledgeTagDefinitions'], 'header'>;
+    body: Body<operations['deleteKnowledgeTagDefinitions']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -659,6 +839,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  exportKnowledgeBase: {
+    params: Params<operations['exportKnowledgeBase'], 'path'>;
+    query: Params<operations['exportKnowledgeBase'], 'query'>;
+    headers: Params<operations['exportKnowledgeBase'], 'header'>;
+    body: Body<operations['exportKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   exportWorkflow: {
     params: Params<operations['exportWorkflow'], 'path'>;
     query: Params<operations['exportWorkflow'], 'query'>;
@@ -740,6 +929,42 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getKnowledgeBase: {
+    params: Params<operations['getKnowledgeBase'], 'path'>;
+    query: Params<operations['getKnowledgeBase'], 'query'>;
+    headers: Params<operations['getKnowledgeBase'], 'header'>;
+    body: Body<operations['getKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getKnowledgeChunk: {
+    params: Params<operations['getKnowledgeChunk'], 'path'>;
+    query: Params<operations['getKnowledgeChunk'], 'query'>;
+    headers: Params<operations['getKnowledgeChunk'], 'header'>;
+    body: Body<operations['getKnowledgeChunk']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getKnowledgeConnector: {
+    params: Params<operations['getKnowledgeConnector'], 'path'>;
+    query: Params<operations['getKnowledgeConnector'], 'query'>;
+    headers: Params<operations['getKnowledgeConnector'], 'header'>;
+    body: Body<operations['getKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getKnowledgeDocument: {
+    params: Params<operations['getKnowledgeDocument'], 'path'>;
+    query: Params<operations['getKnowledgeDocument'], 'query'>;
+    headers: Params<operations['getKnowledgeDocument'], 'header'>;
+    body: Body<operations['getKnowledgeDocument']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getLog: {
     params: Params<operations['getLog'], 'path'>;
     query: Params<operations['getLog'], 'query'>;
@@ -781,6 +1006,15 @@ export interface OperationInputs {
     query: Params<operations['getMeta'], 'query'>;
     headers: Params<operations['getMeta'], 'header'>;
     body: Body<operations['getMeta']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getNextKnowledgeTagSlot: {
+    params: Params<operations['getNextKnowledgeTagSlot'], 'path'>;
+    query: Params<operations['getNextKnowledgeTagSlot'], 'query'>;
+    headers: Params<operations['getNextKnowledgeTagSlot'], 'header'>;
+    body: Body<operations['getNextKnowledgeTagSlot']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1055,6 +1289,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listConnectorTypes: {
+    params: Params<operations['listConnectorTypes'], 'path'>;
+    query: Params<operations['listConnectorTypes'], 'query'>;
+    headers: Params<operations['listConnectorTypes'], 'header'>;
+    body: Body<operations['listConnectorTypes']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listCredentialProviders: {
     params: Params<operations['listCredentialProviders'], 'path'>;
     query: Params<operations['listCredentialProviders'], 'query'>;
@@ -1105,6 +1348,78 @@ export interface OperationInputs {
     query: Params<operations['listFiles'], 'query'>;
     headers: Params<operations['listFiles'], 'header'>;
     body: Body<operations['listFiles']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeBases: {
+    params: Params<operations['listKnowledgeBases'], 'path'>;
+    query: Params<operations['listKnowledgeBases'], 'query'>;
+    headers: Params<operations['listKnowledgeBases'], 'header'>;
+    body: Body<operations['listKnowledgeBases']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeChunks: {
+    params: Params<operations['listKnowledgeChunks'], 'path'>;
+    query: Params<operations['listKnowledgeChunks'], 'query'>;
+    headers: Params<operations['listKnowledgeChunks'], 'header'>;
+    body: Body<operations['listKnowledgeChunks']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeConnectorDocuments: {
+    params: Params<operations['listKnowledgeConnectorDocuments'], 'path'>;
+    query: Params<operations['listKnowledgeConnectorDocuments'], 'query'>;
+    headers: Params<operations['listKnowledgeConnectorDocuments'], 'header'>;
+    body: Body<operations['listKnowledgeConnectorDocuments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeConnectors: {
+    params: Params<operations['listKnowledgeConnectors'], 'path'>;
+    query: Params<operations['listKnowledgeConnectors'], 'query'>;
+    headers: Params<operations['listKnowledgeConnectors'], 'header'>;
+    body: Body<operations['listKnowledgeConnectors']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeDocuments: {
+    params: Params<operations['listKnowledgeDocuments'], 'path'>;
+    query: Params<operations['listKnowledgeDocuments'], 'query'>;
+    headers: Params<operations['listKnowledgeDocuments'], 'header'>;
+    body: Body<operations['listKnowledgeDocuments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeFolders: {
+    params: Params<operations['listKnowledgeFolders'], 'path'>;
+    query: Params<operations['listKnowledgeFolders'], 'query'>;
+    headers: Params<operations['listKnowledgeFolders'], 'header'>;
+    body: Body<operations['listKnowledgeFolders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeTagUsage: {
+    params: Params<operations['listKnowledgeTagUsage'], 'path'>;
+    query: Params<operations['listKnowledgeTagUsage'], 'query'>;
+    headers: Params<operations['listKnowledgeTagUsage'], 'header'>;
+    body: Body<operations['listKnowledgeTagUsage']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listKnowledgeTags: {
+    params: Params<operations['listKnowledgeTags'], 'path'>;
+    query: Params<operations['listKnowledgeTags'], 'query'>;
+    headers: Params<operations['listKnowledgeTags'], 'header'>;
+    body: Body<operations['listKnowledgeTags']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1415,6 +1730,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  relocateKnowledgeFolder: {
+    params: Params<operations['relocateKnowledgeFolder'], 'path'>;
+    query: Params<operations['relocateKnowledgeFolder'], 'query'>;
+    headers: Params<operations['relocateKnowledgeFolder'], 'header'>;
+    body: Body<operations['relocateKnowledgeFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   relocateTableFolder: {
     params: Params<operations['relocateTableFolder'], 'path'>;
     query: Params<operations['relocateTableFolder'], 'query'>;
@@ -1474,6 +1798,15 @@ export interface OperationInputs {
     query: Params<operations['restoreFileFolder'], 'query'>;
     headers: Params<operations['restoreFileFolder'], 'header'>;
     body: Body<operations['restoreFileFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  restoreKnowledgeBase: {
+    params: Params<operations['restoreKnowledgeBase'], 'path'>;
+    query: Params<operations['restoreKnowledgeBase'], 'query'>;
+    headers: Params<operations['restoreKnowledgeBase'], 'header'>;
+    body: Body<operations['restoreKnowledgeBase']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1568,6 +1901,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  searchKnowledge: {
+    params: Params<operations['searchKnowledge'], 'path'>;
+    query: Params<operations['searchKnowledge'], 'query'>;
+    headers: Params<operations['searchKnowledge'], 'header'>;
+    body: Body<operations['searchKnowledge']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   searchTableRows: {
     params: Params<operations['searchTableRows'], 'path'>;
     query: Params<operations['searchTableRows'], 'query'>;
@@ -1582,6 +1924,15 @@ export interface OperationInputs {
     query: Params<operations['setSecret'], 'query'>;
     headers: Params<operations['setSecret'], 'header'>;
     body: Body<operations['setSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  syncKnowledgeConnector: {
+    params: Params<operations['syncKnowledgeConnector'], 'path'>;
+    query: Params<operations['syncKnowledgeConnector'], 'query'>;
+    headers: Params<operations['syncKnowledgeConnector'], 'header'>;
+    body: Body<operations['syncKnowledgeConnector']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1645,6 +1996,60 @@ export interface OperationInputs {
     query: Params<operations['updateFileContent'], 'query'>;
     headers: Params<operations['updateFileContent'], 'header'>;
     body: Body<operations['updateFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeBase: {
+    params: Params<operations['updateKnowledgeBase'], 'path'>;
+    query: Params<operations['updateKnowledgeBase'], 'query'>;
+    headers: Params<operations['updateKnowledgeBase'], 'header'>;
+    body: Body<operations['updateKnowledgeBase']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeChunk: {
+    params: Params<operations['updateKnowledgeChunk'], 'path'>;
+    query: Params<operations['updateKnowledgeChunk'], 'query'>;
+    headers: Params<operations['updateKnowledgeChunk'], 'header'>;
+    body: Body<operations['updateKnowledgeChunk']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeConnector: {
+    params: Params<operations['updateKnowledgeConnector'], 'path'>;
+    query: Params<operations['updateKnowledgeConnector'], 'query'>;
+    headers: Params<operations['updateKnowledgeConnector'], 'header'>;
+    body: Body<operations['updateKnowledgeConnector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeConnectorDocuments: {
+    params: Params<operations['updateKnowledgeConnectorDocuments'], 'path'>;
+    query: Params<operations['updateKnowledgeConnectorDocuments'], 'query'>;
+    headers: Params<operations['updateKnowledgeConnectorDocuments'], 'header'>;
+    body: Body<operations['updateKnowledgeConnectorDocuments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeDocument: {
+    params: Params<operations['updateKnowledgeDocument'], 'path'>;
+    query: Params<operations['updateKnowledgeDocument'], 'query'>;
+    headers: Params<operations['updateKnowledgeDocument'], 'header'>;
+    body: Body<operations['updateKnowledgeDocument']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateKnowledgeTag: {
+    params: Params<operations['updateKnowledgeTag'], 'path'>;
+    query: Params<operations['updateKnowledgeTag'], 'query'>;
+    headers: Params<operations['updateKnowledgeTag'], 'header'>;
+    body: Body<operations['updateKnowledgeTag']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1766,6 +2171,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  uploadKnowledgeDocument: {
+    params: Params<operations['uploadKnowledgeDocument'], 'path'>;
+    query: Params<operations['uploadKnowledgeDocument'], 'query'>;
+    headers: Params<operations['uploadKnowledgeDocument'], 'header'>;
+    body: IncomingMessage;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   upsertFileShare: {
     params: Params<operations['upsertFileShare'], 'path'>;
     query: Params<operations['upsertFileShare'], 'query'>;
@@ -1793,6 +2207,11 @@ export interface OperationResults {
     body: Json<operations['abortFileUpload']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  abortKnowledgeDocumentUpload: {
+    status: 200;
+    body: Json<operations['abortKnowledgeDocumentUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   activateWorkflowVersion: {
     status: 200;
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
@@ -1806,6 +2225,11 @@ export interface OperationResults {
   addWorkflowGroup: {
     status: 200;
     body: Json<operations['addWorkflowGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  addWorkspaceFilesToKnowledgeBase: {
+    status: 200;
+    body: Json<operations['addWorkspaceFilesToKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
   applyWorkflowOperations: {
@@ -1831,6 +2255,21 @@ export interface OperationResults {
   bulkDownloadFiles: {
     status: 200;
     body: StreamBody;
+    headers?: Record<string, string>;
+  };
+  bulkSaveKnowledgeTagDefinitions: {
+    status: 200;
+    body: Json<operations['bulkSaveKnowledgeTagDefinitions']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkUpdateKnowledgeChunks: {
+    status: 200;
+    body: Json<operations['bulkUpdateKnowledgeChunks']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkUpdateKnowledgeDocuments: {
+    status: 200;
+    body: Json<operations['bulkUpdateKnowledgeDocuments']['responses'][200]>;
     headers?: Record<string, string>;
   };
   bulkUpdateTableRows: {
@@ -1873,6 +2312,11 @@ export interface OperationResults {
     body: Json<operations['completeFileUpload']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  completeKnowledgeDocumentUpload: {
+    status: 200;
+    body: Json<operations['completeKnowledgeDocumentUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   completeTableImport: {
     status: 200;
     body: Json<operations['completeTableImport']['responses'][200]>;
@@ -1906,6 +2350,41 @@ export interface OperationResults {
   createFileUploadPartUrls: {
     status: 200;
     body: Json<operations['createFileUploadPartUrls']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeBase: {
+    status: 200;
+    body: Json<operations['createKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['createKnowledgeChunk']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['createKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeDocumentUpload: {
+    status: 200;
+    body: Json<operations['createKnowledgeDocumentUpload']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeDocumentUploadPartUrls: {
+    status: 200;
+    body: Json<operations['createKnowledgeDocumentUploadPartUrls']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeFolder: {
+    status: 200;
+    body: Json<operations['createKnowledgeFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createKnowledgeTag: {
+    status: 200;
+    body: Json<operations['createKnowledgeTag']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createMcpServer: {
@@ -2006,6 +2485,41 @@ export interface OperationResults {
   deleteFileVersion: {
     status: 200;
     body: Json<operations['deleteFileVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeBase: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeChunk']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeFolder: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeTag: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeTag']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteKnowledgeTagDefinitions: {
+    status: 200;
+    body: Json<operations['deleteKnowledgeTagDefinitions']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteMcpServeSession: {
@@ -2162,6 +2676,11 @@ export interface OperationResults {
         body: Json<operations['executeWorkflow']['responses'][202]>;
         headers?: Record<string, string>;
       };
+  exportKnowledgeBase: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
   exportWorkflow: {
     status: 200;
     body: Json<operations['exportWorkflow']['responses'][200]>;
@@ -2207,6 +2726,26 @@ export interface OperationResults {
     body: Json<operations['getFileVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getKnowledgeBase: {
+    status: 200;
+    body: Json<operations['getKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['getKnowledgeChunk']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['getKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['getKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getLog: {
     status: 200;
     body: Json<operations['getLog']['responses'][200]>;
@@ -2230,6 +2769,11 @@ export interface OperationResults {
   getMeta: {
     status: 200;
     body: Json<operations['getMeta']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getNextKnowledgeTagSlot: {
+    status: 200;
+    body: Json<operations['getNextKnowledgeTagSlot']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getRowEnrichment: {
@@ -2394,6 +2938,11 @@ export interface OperationResults {
     body: Json<operations['listChatDeployments']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listConnectorTypes: {
+    status: 200;
+    body: Json<operations['listConnectorTypes']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listCredentialProviders: {
     status: 200;
     body: Json<operations['listCredentialProviders']['responses'][200]>;
@@ -2422,6 +2971,46 @@ export interface OperationResults {
   listFiles: {
     status: 200;
     body: Json<operations['listFiles']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeBases: {
+    status: 200;
+    body: Json<operations['listKnowledgeBases']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeChunks: {
+    status: 200;
+    body: Json<operations['listKnowledgeChunks']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeConnectorDocuments: {
+    status: 200;
+    body: Json<operations['listKnowledgeConnectorDocuments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeConnectors: {
+    status: 200;
+    body: Json<operations['listKnowledgeConnectors']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeDocuments: {
+    status: 200;
+    body: Json<operations['listKnowledgeDocuments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeFolders: {
+    status: 200;
+    body: Json<operations['listKnowledgeFolders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeTagUsage: {
+    status: 200;
+    body: Json<operations['listKnowledgeTagUsage']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listKnowledgeTags: {
+    status: 200;
+    body: Json<operations['listKnowledgeTags']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listLogs: {
@@ -2600,6 +3189,11 @@ export interface OperationResults {
     body: Json<operations['relocateFileFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  relocateKnowledgeFolder: {
+    status: 200;
+    body: Json<operations['relocateKnowledgeFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   relocateTableFolder: {
     status: 200;
     body: Json<operations['relocateTableFolder']['responses'][200]>;
@@ -2633,6 +3227,11 @@ export interface OperationResults {
   restoreFileFolder: {
     status: 200;
     body: Json<operations['restoreFileFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  restoreKnowledgeBase: {
+    status: 200;
+    body: Json<operations['restoreKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
   restoreTable: {
@@ -2691,6 +3290,11 @@ export interface OperationResults {
     body: Json<operations['searchFileContent']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  searchKnowledge: {
+    status: 200;
+    body: Json<operations['searchKnowledge']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   searchTableRows: {
     status: 200;
     body: Json<operations['searchTableRows']['responses'][200]>;
@@ -2699,6 +3303,11 @@ export interface OperationResults {
   setSecret: {
     status: 200;
     body: Json<operations['setSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  syncKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['syncKnowledgeConnector']['responses'][200]>;
     headers?: Record<string, string>;
   };
   tableExportDownload: {
@@ -2734,6 +3343,36 @@ export interface OperationResults {
   updateFileContent: {
     status: 200;
     body: Json<operations['updateFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeBase: {
+    status: 200;
+    body: Json<operations['updateKnowledgeBase']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeChunk: {
+    status: 200;
+    body: Json<operations['updateKnowledgeChunk']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeConnector: {
+    status: 200;
+    body: Json<operations['updateKnowledgeConnector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeConnectorDocuments: {
+    status: 200;
+    body: Json<operations['updateKnowledgeConnectorDocuments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['updateKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateKnowledgeTag: {
+    status: 200;
+    body: Json<operations['updateKnowledgeTag']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateMcpServer: {
@@ -2801,6 +3440,11 @@ export interface OperationResults {
     body: Json<operations['updateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  uploadKnowledgeDocument: {
+    status: 200;
+    body: Json<operations['uploadKnowledgeDocument']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   upsertFileShare: {
     status: 200;
     body: Json<operations['upsertFileShare']['responses'][200]>;
@@ -2824,12 +3468,16 @@ export type Handler<Op extends keyof OperationInputs> = (
 export interface Handlers {
   /** DELETE /api/v2/files/uploads/{uploadId} — Abort a file upload */
   abortFileUpload: Handler<'abortFileUpload'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId} — Abort a document upload */
+  abortKnowledgeDocumentUpload: Handler<'abortKnowledgeDocumentUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
   /** POST /api/v2/tables/{tableId}/columns — Add a column */
   addTableColumn: Handler<'addTableColumn'>;
   /** POST /api/v2/tables/{tableId}/groups — Add a workflow group */
   addWorkflowGroup: Handler<'addWorkflowGroup'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/from-workspace-files — Index workspace files */
+  addWorkspaceFilesToKnowledgeBase: Handler<'addWorkspaceFilesToKnowledgeBase'>;
   /** POST /api/v2/workflows/{workflowId}/operations — Apply editing operations to the draft */
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
@@ -2840,6 +3488,12 @@ export interface Handlers {
   bulkDeleteTables: Handler<'bulkDeleteTables'>;
   /** GET /api/v2/files/bulk-download — Download files as a zip */
   bulkDownloadFiles: Handler<'bulkDownloadFiles'>;
+  /** PUT /api/v2/knowledge/{knowledgeBaseId}/tags — Save tag definitions */
+  bulkSaveKnowledgeTagDefinitions: Handler<'bulkSaveKnowledgeTagDefinitions'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — Bulk update chunks */
+  bulkUpdateKnowledgeChunks: Handler<'bulkUpdateKnowledgeChunks'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents — Bulk enable or disable documents */
+  bulkUpdateKnowledgeDocuments: Handler<'bulkUpdateKnowledgeDocuments'>;
   /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
   bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
   /** DELETE /api/v2/tables/{tableId}/dispatches/{dispatchId} — Cancel a dispatch */
@@ -2856,6 +3510,8 @@ export interface Handlers {
   completeCredentialConnection: Handler<'completeCredentialConnection'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/complete — Complete a document upload */
+  completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocumentUpload'>;
   /** POST /api/v2/tables/imports/{importId}/complete — Complete a table import upload */
   completeTableImport: Handler<'completeTableImport'>;
   /** POST /api/v2/credentials/connections — Create a credential connection */
@@ -2870,6 +3526,20 @@ export interface Handlers {
   createFileUpload: Handler<'createFileUpload'>;
   /** POST /api/v2/files/uploads/{uploadId}/parts — Sign multipart upload part URLs */
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
+  /** POST /api/v2/knowledge — Create a knowledge base */
+  createKnowledgeBase: Handler<'createKnowledgeBase'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — Create a chunk */
+  createKnowledgeChunk: Handler<'createKnowledgeChunk'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/connectors — Create a connector */
+  createKnowledgeConnector: Handler<'createKnowledgeConnector'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads — Start a document upload */
+  createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUpload'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts — Sign document upload part URLs */
+  createKnowledgeDocumentUploadPartUrls: Handler<'createKnowledgeDocumentUploadPartUrls'>;
+  /** POST /api/v2/knowledge/folders — Create a knowledge folder */
+  createKnowledgeFolder: Handler<'createKnowledgeFolder'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/tags — Create a tag definition */
+  createKnowledgeTag: Handler<'createKnowledgeTag'>;
   /** POST /api/v2/mcp-servers — Register an MCP server */
   createMcpServer: Handler<'createMcpServer'>;
   /** POST /api/v2/sandboxes — Create a sandbox */
@@ -2910,6 +3580,20 @@ export interface Handlers {
   deleteFileFolder: Handler<'deleteFileFolder'>;
   /** DELETE /api/v2/files/{fileId}/versions/{version} — Delete a file version */
   deleteFileVersion: Handler<'deleteFileVersion'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId} — Delete (archive) a knowledge base */
+  deleteKnowledgeBase: Handler<'deleteKnowledgeBase'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Delete a chunk */
+  deleteKnowledgeChunk: Handler<'deleteKnowledgeChunk'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId} — Delete a connector */
+  deleteKnowledgeConnector: Handler<'deleteKnowledgeConnector'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Delete a document */
+  deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'>;
+  /** DELETE /api/v2/knowledge/folders — Delete a knowledge folder */
+  deleteKnowledgeFolder: Handler<'deleteKnowledgeFolder'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/tags/{tagId} — Delete a tag definition */
+  deleteKnowledgeTag: Handler<'deleteKnowledgeTag'>;
+  /** DELETE /api/v2/knowledge/{knowledgeBaseId}/tags — Delete tag definitions */
+  deleteKnowledgeTagDefinitions: Handler<'deleteKnowledgeTagDefinitions'>;
   /** DELETE /api/mcp/serve/{serverId} — End an MCP session */
   deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
   /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
@@ -2962,6 +3646,8 @@ export interface Handlers {
   executeTool: Handler<'executeTool'>;
   /** POST /api/v2/workflows/{workflowId}/execute — Execute a workflow */
   executeWorkflow: Handler<'executeWorkflow'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/export — Export a knowledge base */
+  exportKnowledgeBase: Handler<'exportKnowledgeBase'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
   exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
@@ -2980,6 +3666,14 @@ export interface Handlers {
   getFileUpload: Handler<'getFileUpload'>;
   /** GET /api/v2/files/{fileId}/versions/{version} — Get a file version */
   getFileVersion: Handler<'getFileVersion'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId} — Get a knowledge base */
+  getKnowledgeBase: Handler<'getKnowledgeBase'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Get a chunk */
+  getKnowledgeChunk: Handler<'getKnowledgeChunk'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId} — Get a connector */
+  getKnowledgeConnector: Handler<'getKnowledgeConnector'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Get a document */
+  getKnowledgeDocument: Handler<'getKnowledgeDocument'>;
   /** GET /api/v2/logs/{runId} — Get an execution log */
   getLog: Handler<'getLog'>;
   /** GET /api/v2/logs/stats — Get execution statistics */
@@ -2990,6 +3684,8 @@ export interface Handlers {
   getMcpServer: Handler<'getMcpServer'>;
   /** GET /api/v2/meta — Get API capabilities */
   getMeta: Handler<'getMeta'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/tags/next-slot — Next free tag slot */
+  getNextKnowledgeTagSlot: Handler<'getNextKnowledgeTagSlot'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
   getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
@@ -3050,6 +3746,8 @@ export interface Handlers {
   listBlocks: Handler<'listBlocks'>;
   /** GET /api/v2/chat-deployments — List hosted chats */
   listChatDeployments: Handler<'listChatDeployments'>;
+  /** GET /api/v2/connector-types — List connector types */
+  listConnectorTypes: Handler<'listConnectorTypes'>;
   /** GET /api/v2/credentials/providers — List credential providers */
   listCredentialProviders: Handler<'listCredentialProviders'>;
   /** GET /api/v2/credentials — List credentials */
@@ -3062,6 +3760,22 @@ export interface Handlers {
   listFileVersions: Handler<'listFileVersions'>;
   /** GET /api/v2/files — List files */
   listFiles: Handler<'listFiles'>;
+  /** GET /api/v2/knowledge — List knowledge bases */
+  listKnowledgeBases: Handler<'listKnowledgeBases'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks — List chunks */
+  listKnowledgeChunks: Handler<'listKnowledgeChunks'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents — List connector documents */
+  listKnowledgeConnectorDocuments: Handler<'listKnowledgeConnectorDocuments'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/connectors — List connectors */
+  listKnowledgeConnectors: Handler<'listKnowledgeConnectors'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/documents — List documents */
+  listKnowledgeDocuments: Handler<'listKnowledgeDocuments'>;
+  /** GET /api/v2/knowledge/folders — List knowledge folders */
+  listKnowledgeFolders: Handler<'listKnowledgeFolders'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/tags/usage — Tag usage */
+  listKnowledgeTagUsage: Handler<'listKnowledgeTagUsage'>;
+  /** GET /api/v2/knowledge/{knowledgeBaseId}/tags — List tag definitions */
+  listKnowledgeTags: Handler<'listKnowledgeTags'>;
   /** GET /api/v2/logs — List execution logs */
   listLogs: Handler<'listLogs'>;
   /** GET /api/v2/mcp-servers/{mcpServerId}/tools — List the tools of an MCP server */
@@ -3130,6 +3844,8 @@ export interface Handlers {
   readFileVersionText: Handler<'readFileVersionText'>;
   /** PATCH /api/v2/files/folders — Rename or move a file folder */
   relocateFileFolder: Handler<'relocateFileFolder'>;
+  /** PATCH /api/v2/knowledge/folders — Rename or move a knowledge folder */
+  relocateKnowledgeFolder: Handler<'relocateKnowledgeFolder'>;
   /** PATCH /api/v2/tables/folders — Move or rename a table folder */
   relocateTableFolder: Handler<'relocateTableFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
@@ -3144,6 +3860,8 @@ export interface Handlers {
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
   restoreFileFolder: Handler<'restoreFileFolder'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/restore — Restore an archived knowledge base */
+  restoreKnowledgeBase: Handler<'restoreKnowledgeBase'>;
   /** POST /api/v2/tables/{tableId}/restore — Restore an archived table */
   restoreTable: Handler<'restoreTable'>;
   /** POST /api/v2/tables/folders/restore — Restore a table folder */
@@ -3164,10 +3882,14 @@ export interface Handlers {
   runRowEnrichment: Handler<'runRowEnrichment'>;
   /** GET /api/v2/files/search — Search file content */
   searchFileContent: Handler<'searchFileContent'>;
+  /** POST /api/v2/knowledge/search — Search knowledge */
+  searchKnowledge: Handler<'searchKnowledge'>;
   /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
   searchTableRows: Handler<'searchTableRows'>;
   /** PUT /api/v2/secrets/{name} — Set a secret */
   setSecret: Handler<'setSecret'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync — Sync a connector now */
+  syncKnowledgeConnector: Handler<'syncKnowledgeConnector'>;
   /** GET /api/v2/tables/{tableId}/exports/{exportId}/download — Get the download link of a table export */
   tableExportDownload: Handler<'tableExportDownload'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
@@ -3182,6 +3904,18 @@ export interface Handlers {
   updateCustomTool: Handler<'updateCustomTool'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId} — Update a knowledge base */
+  updateKnowledgeBase: Handler<'updateKnowledgeBase'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId} — Update a chunk */
+  updateKnowledgeChunk: Handler<'updateKnowledgeChunk'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId} — Update a connector */
+  updateKnowledgeConnector: Handler<'updateKnowledgeConnector'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents — Exclude or restore connector documents */
+  updateKnowledgeConnectorDocuments: Handler<'updateKnowledgeConnectorDocuments'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/documents/{documentId} — Update a document */
+  updateKnowledgeDocument: Handler<'updateKnowledgeDocument'>;
+  /** PATCH /api/v2/knowledge/{knowledgeBaseId}/tags/{tagId} — Update a tag definition */
+  updateKnowledgeTag: Handler<'updateKnowledgeTag'>;
   /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
   updateMcpServer: Handler<'updateMcpServer'>;
   /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
@@ -3208,6 +3942,8 @@ export interface Handlers {
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */
   updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
+  /** POST /api/v2/knowledge/{knowledgeBaseId}/documents — Upload a document */
+  uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'>;
   /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */
   upsertFileShare: Handler<'upsertFileShare'>;
   /** POST /api/v2/tables/{tableId}/rows/upsert — Insert or update a row by a unique column */

@@ -36,6 +36,7 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/chat-deployments',
     ...bind(OPERATIONS.listChatDeployments, handlers.listChatDeployments),
   );
+  router.get('/api/v2/connector-types', ...bind(OPERATIONS.listConnectorTypes, handlers.listConnectorTypes));
   router.get('/api/v2/credentials', ...bind(OPERATIONS.listCredentials, handlers.listCredentials));
   router.post(
     '/api/v2/credentials',
@@ -143,6 +144,177 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get(
     '/api/v2/files/:fileId/versions/:version/text',
     ...bind(OPERATIONS.readFileVersionText, handlers.readFileVersionText),
+  );
+  router.get('/api/v2/knowledge', ...bind(OPERATIONS.listKnowledgeBases, handlers.listKnowledgeBases));
+  router.post('/api/v2/knowledge', ...bind(OPERATIONS.createKnowledgeBase, handlers.createKnowledgeBase));
+  router.delete(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.deleteKnowledgeFolder, handlers.deleteKnowledgeFolder),
+  );
+  router.get(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.listKnowledgeFolders, handlers.listKnowledgeFolders),
+  );
+  router.patch(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.relocateKnowledgeFolder, handlers.relocateKnowledgeFolder),
+  );
+  router.post(
+    '/api/v2/knowledge/folders',
+    ...bind(OPERATIONS.createKnowledgeFolder, handlers.createKnowledgeFolder),
+  );
+  router.post('/api/v2/knowledge/search', ...bind(OPERATIONS.searchKnowledge, handlers.searchKnowledge));
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId',
+    ...bind(OPERATIONS.deleteKnowledgeBase, handlers.deleteKnowledgeBase),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId',
+    ...bind(OPERATIONS.getKnowledgeBase, handlers.getKnowledgeBase),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId',
+    ...bind(OPERATIONS.updateKnowledgeBase, handlers.updateKnowledgeBase),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors',
+    ...bind(OPERATIONS.listKnowledgeConnectors, handlers.listKnowledgeConnectors),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors',
+    ...bind(OPERATIONS.createKnowledgeConnector, handlers.createKnowledgeConnector),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId',
+    ...bind(OPERATIONS.deleteKnowledgeConnector, handlers.deleteKnowledgeConnector),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId',
+    ...bind(OPERATIONS.getKnowledgeConnector, handlers.getKnowledgeConnector),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId',
+    ...bind(OPERATIONS.updateKnowledgeConnector, handlers.updateKnowledgeConnector),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId/documents',
+    ...bind(OPERATIONS.listKnowledgeConnectorDocuments, handlers.listKnowledgeConnectorDocuments),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId/documents',
+    ...bind(OPERATIONS.updateKnowledgeConnectorDocuments, handlers.updateKnowledgeConnectorDocuments),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/connectors/:connectorId/sync',
+    ...bind(OPERATIONS.syncKnowledgeConnector, handlers.syncKnowledgeConnector),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents',
+    ...bind(OPERATIONS.listKnowledgeDocuments, handlers.listKnowledgeDocuments),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents',
+    ...bind(OPERATIONS.bulkUpdateKnowledgeDocuments, handlers.bulkUpdateKnowledgeDocuments),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents',
+    ...bind(OPERATIONS.uploadKnowledgeDocument, handlers.uploadKnowledgeDocument),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/from-workspace-files',
+    ...bind(OPERATIONS.addWorkspaceFilesToKnowledgeBase, handlers.addWorkspaceFilesToKnowledgeBase),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads',
+    ...bind(OPERATIONS.createKnowledgeDocumentUpload, handlers.createKnowledgeDocumentUpload),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads/:uploadId',
+    ...bind(OPERATIONS.abortKnowledgeDocumentUpload, handlers.abortKnowledgeDocumentUpload),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads/:uploadId/complete',
+    ...bind(OPERATIONS.completeKnowledgeDocumentUpload, handlers.completeKnowledgeDocumentUpload),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/uploads/:uploadId/parts',
+    ...bind(OPERATIONS.createKnowledgeDocumentUploadPartUrls, handlers.createKnowledgeDocumentUploadPartUrls),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId',
+    ...bind(OPERATIONS.deleteKnowledgeDocument, handlers.deleteKnowledgeDocument),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId',
+    ...bind(OPERATIONS.getKnowledgeDocument, handlers.getKnowledgeDocument),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId',
+    ...bind(OPERATIONS.updateKnowledgeDocument, handlers.updateKnowledgeDocument),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks',
+    ...bind(OPERATIONS.listKnowledgeChunks, handlers.listKnowledgeChunks),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks',
+    ...bind(OPERATIONS.bulkUpdateKnowledgeChunks, handlers.bulkUpdateKnowledgeChunks),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks',
+    ...bind(OPERATIONS.createKnowledgeChunk, handlers.createKnowledgeChunk),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks/:chunkId',
+    ...bind(OPERATIONS.deleteKnowledgeChunk, handlers.deleteKnowledgeChunk),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks/:chunkId',
+    ...bind(OPERATIONS.getKnowledgeChunk, handlers.getKnowledgeChunk),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/documents/:documentId/chunks/:chunkId',
+    ...bind(OPERATIONS.updateKnowledgeChunk, handlers.updateKnowledgeChunk),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/export',
+    ...bind(OPERATIONS.exportKnowledgeBase, handlers.exportKnowledgeBase),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/restore',
+    ...bind(OPERATIONS.restoreKnowledgeBase, handlers.restoreKnowledgeBase),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.deleteKnowledgeTagDefinitions, handlers.deleteKnowledgeTagDefinitions),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.listKnowledgeTags, handlers.listKnowledgeTags),
+  );
+  router.post(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.createKnowledgeTag, handlers.createKnowledgeTag),
+  );
+  router.put(
+    '/api/v2/knowledge/:knowledgeBaseId/tags',
+    ...bind(OPERATIONS.bulkSaveKnowledgeTagDefinitions, handlers.bulkSaveKnowledgeTagDefinitions),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/next-slot',
+    ...bind(OPERATIONS.getNextKnowledgeTagSlot, handlers.getNextKnowledgeTagSlot),
+  );
+  router.get(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/usage',
+    ...bind(OPERATIONS.listKnowledgeTagUsage, handlers.listKnowledgeTagUsage),
+  );
+  router.delete(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/:tagId',
+    ...bind(OPERATIONS.deleteKnowledgeTag, handlers.deleteKnowledgeTag),
+  );
+  router.patch(
+    '/api/v2/knowledge/:knowledgeBaseId/tags/:tagId',
+    ...bind(OPERATIONS.updateKnowledgeTag, handlers.updateKnowledgeTag),
   );
   router.get('/api/v2/logs', ...bind(OPERATIONS.listLogs, handlers.listLogs));
   router.get('/api/v2/logs/stats', ...bind(OPERATIONS.getLogStats, handlers.getLogStats));

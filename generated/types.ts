@@ -2780,6 +2780,574 @@ export interface paths {
     patch: operations['updateCredential'];
     trace?: never;
   };
+  '/api/v2/knowledge/folders': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List knowledge folders
+     * @description Lists the active knowledge-base folders of a workspace (all of them, or the children of `parentPath`). An unknown parent matches nothing.
+     */
+    get: operations['listKnowledgeFolders'];
+    put?: never;
+    /**
+     * Create a knowledge folder
+     * @description Creates a folder (and any missing parents). A path an active folder already holds is a 409.
+     */
+    post: operations['createKnowledgeFolder'];
+    /**
+     * Delete a knowledge folder
+     * @description Archives a folder. A folder with subfolders or knowledge bases needs `recursive` true; they are archived with it (bases can be restored one by one).
+     */
+    delete: operations['deleteKnowledgeFolder'];
+    options?: never;
+    head?: never;
+    /**
+     * Rename or move a knowledge folder
+     * @description Moves or renames a folder with `mv` semantics: an existing destination folder (or `/`) receives it under its own name; any other path is its new full path. The knowledge bases inside move with it.
+     */
+    patch: operations['relocateKnowledgeFolder'];
+    trace?: never;
+  };
+  '/api/v2/connector-types': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List connector types
+     * @description The knowledge connector types this server can run, with their auth mode and (with `detail=full`) their sourceConfig fields.
+     */
+    get: operations['listConnectorTypes'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/search': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Search knowledge
+     * @description Searches up to 20 knowledge bases of the workspace. `vector` ranks enabled chunks of enabled, completed documents by cosine similarity to the query's embedding; `hybrid` also runs a full-text leg (BM25; quoted phrases and `-negation`) and fuses both by reciprocal rank fusion (k = 60). An omitted mode takes the server's default. Tag filters (AND) apply inside both legs. Bases embedded with different models or widths cannot be searched together (400).
+     */
+    post: operations['searchKnowledge'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List knowledge bases
+     * @description Lists the knowledge bases of a workspace, active or archived, one page at a time. `folderPath` matches bases directly in that folder.
+     */
+    get: operations['listKnowledgeBases'];
+    put?: never;
+    /**
+     * Create a knowledge base
+     * @description Creates an empty knowledge base. The chunking configuration gets its defaults (maxSize 1024 tokens, minSize 100 characters, overlap 200 characters, strategy auto) and is checked against its bounds; the server's embedding model and its dimension are recorded on the base.
+     */
+    post: operations['createKnowledgeBase'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a knowledge base
+     * @description Reads one knowledge base, with its document count and token total. Archived bases are readable too (`deletedAt` is set).
+     */
+    get: operations['getKnowledgeBase'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete (archive) a knowledge base
+     * @description Archives the knowledge base: it leaves the active list and search, and Restore brings it back with its documents and chunks.
+     */
+    delete: operations['deleteKnowledgeBase'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a knowledge base
+     * @description Changes the name, description, chunking configuration (used for documents processed from now on) or folder. An archived base is a 404.
+     */
+    patch: operations['updateKnowledgeBase'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore an archived knowledge base
+     * @description Brings an archived knowledge base back. Restoring an active one is a 409.
+     */
+    post: operations['restoreKnowledgeBase'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Export a knowledge base
+     * @description Streams a `.simkb.zip` bundle: manifest.json (the base, its chunking and embedding model), tags.json, documents.jsonl, chunks.jsonl and the original document files under files/. The filename comes in Content-Disposition.
+     */
+    get: operations['exportKnowledgeBase'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List documents
+     * @description Lists the documents of a knowledge base with their processing status and counts.
+     */
+    get: operations['listKnowledgeDocuments'];
+    put?: never;
+    /**
+     * Upload a document
+     * @description Uploads one document directly as multipart/form-data: a `file` part (its filename and content type name the document) and optional `tag1`..`tag7` fields. The document is queued for processing. Upload sessions (Create document upload) suit large files better. A body that is not multipart or a type that cannot be indexed is a 415; over the document size limit a 413.
+     */
+    post: operations['uploadKnowledgeDocument'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Bulk enable or disable documents
+     * @description Enables or disables a list of documents, or with `selectAll` every document (narrowed by `enabledFilter`). Ids that name no document of the base are skipped.
+     */
+    patch: operations['bulkUpdateKnowledgeDocuments'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/from-workspace-files': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Index workspace files
+     * @description Adds workspace files (by id) to the knowledge base as documents queued for processing. Files that do not exist, are unsupported or are over 100 MB are listed in `failed`; the rest are added. Duplicate references are indexed once.
+     */
+    post: operations['addWorkspaceFilesToKnowledgeBase'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start a document upload
+     * @description Opens an upload session for one document (the same resumable, signed transfer as workspace file uploads). Completing it creates the document and queues it for processing. An unsupported content type is a 415; over 100 MB or the plan's limits is a 413.
+     */
+    post: operations['createKnowledgeDocumentUpload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Abort a document upload
+     * @description Aborts an upload session that has not completed and discards the received bytes. A completed session is a 409.
+     */
+    delete: operations['abortKnowledgeDocumentUpload'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sign document upload part URLs
+     * @description Signs PUT URLs for parts of a multipart document upload.
+     */
+    post: operations['createKnowledgeDocumentUploadPartUrls'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/complete': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Complete a document upload
+     * @description Checks every byte arrived, stores the document and queues it for processing (`processingStatus` pending). Missing parts are a 409.
+     */
+    post: operations['completeKnowledgeDocumentUpload'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a document
+     * @description Reads one document with its processing state, error and timings.
+     */
+    get: operations['getKnowledgeDocument'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a document
+     * @description Deletes a document with its chunks and vectors.
+     */
+    delete: operations['deleteKnowledgeDocument'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a document
+     * @description Renames a document, enables or disables it, or sets tag values (each slot must have a tag definition of its type). `retryProcessing: true`, sent alone, re-queues a failed or stuck document and answers a queue acknowledgement.
+     */
+    patch: operations['updateKnowledgeDocument'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List chunks
+     * @description Lists the chunks of a document.
+     */
+    get: operations['listKnowledgeChunks'];
+    put?: never;
+    /**
+     * Create a chunk
+     * @description Appends a chunk to a completed document; it is embedded on write and searchable at once.
+     */
+    post: operations['createKnowledgeChunk'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Bulk update chunks
+     * @description Enables, disables or deletes chunks by id. Ids naming no chunk of the document are reported in `errors`.
+     */
+    patch: operations['bulkUpdateKnowledgeChunks'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a chunk
+     * @description Reads one chunk.
+     */
+    get: operations['getKnowledgeChunk'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a chunk
+     * @description Deletes one chunk and its vector.
+     */
+    delete: operations['deleteKnowledgeChunk'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a chunk
+     * @description Replaces a chunk's content (re-embedded, counts re-derived) or enables/disables it.
+     */
+    patch: operations['updateKnowledgeChunk'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List tag definitions
+     * @description Lists the tag definitions of a knowledge base: display name, slot and type.
+     */
+    get: operations['listKnowledgeTags'];
+    /**
+     * Save tag definitions
+     * @description Creates or renames definitions slot by slot (`originalDisplayName` names the definition being renamed). A definition that cannot be saved is reported in `errors`; the others are saved.
+     */
+    put: operations['bulkSaveKnowledgeTagDefinitions'];
+    /**
+     * Create a tag definition
+     * @description Defines a tag on a typed slot (text 7, number 5, date 2, boolean 3). Without `tagSlot` the next free slot of the type is taken; a slot of another type is a 400, a used slot or display name a 409.
+     */
+    post: operations['createKnowledgeTag'];
+    /**
+     * Delete tag definitions
+     * @description Deletes the unused tag definitions of a base, or with `unused=false` all of them (their values on documents are cleared).
+     */
+    delete: operations['deleteKnowledgeTagDefinitions'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags/next-slot': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Next free tag slot
+     * @description The next free slot of a type, with the slots of that type in use.
+     */
+    get: operations['getNextKnowledgeTagSlot'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags/usage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Tag usage
+     * @description For each definition, how many documents carry a value and how many chunks those documents have.
+     */
+    get: operations['listKnowledgeTagUsage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/tags/{tagId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete a tag definition
+     * @description Deletes a definition and clears its slot on every document of the base.
+     */
+    delete: operations['deleteKnowledgeTag'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a tag definition
+     * @description Renames a tag, or changes its type (it then moves to a free slot of the new type; only while no document has a value for it).
+     */
+    patch: operations['updateKnowledgeTag'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List connectors
+     * @description Lists the connectors of a knowledge base.
+     */
+    get: operations['listKnowledgeConnectors'];
+    put?: never;
+    /**
+     * Create a connector
+     * @description Connects a source (see List connector types) to the base and starts its first sync. `syncIntervalMinutes` (default 1440; 0 turns the schedule off) sets later syncs. An unknown type or an unusable sourceConfig is a 400.
+     */
+    post: operations['createKnowledgeConnector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a connector
+     * @description Reads a connector with its latest sync logs.
+     */
+    get: operations['getKnowledgeConnector'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a connector
+     * @description Deletes a connector, and with `deleteDocuments` its documents.
+     */
+    delete: operations['deleteKnowledgeConnector'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a connector
+     * @description Changes the source (which starts a sync unless paused), the interval, or pauses/resumes the connector.
+     */
+    patch: operations['updateKnowledgeConnector'];
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Sync a connector now
+     * @description Starts a sync now (`rehydrate` re-reads and re-indexes every document). A connector already syncing, or paused, is a 409.
+     */
+    post: operations['syncKnowledgeConnector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List connector documents
+     * @description The documents a connector brought in.
+     */
+    get: operations['listKnowledgeConnectorDocuments'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Exclude or restore connector documents
+     * @description Excluded documents leave search and stay excluded through later syncs until restored.
+     */
+    patch: operations['updateKnowledgeConnectorDocuments'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -5153,6 +5721,382 @@ export interface components {
       displayName: string;
       /** @enum {string} */
       status: 'connected';
+    };
+    /** @description Chunking settings; omitted fields take the defaults. */
+    KnowledgeChunkingConfigInput: {
+      /** @description Largest chunk, in tokens (100–4000, default 1024). */
+      maxSize?: number;
+      /** @description Smallest chunk, in characters (1–2000, default 100); must be below maxSize × 4. */
+      minSize?: number;
+      /** @description Characters shared by neighbouring chunks (0–500, default 200); must be below maxSize. */
+      overlap?: number;
+      /**
+       * @description How documents are split; `auto` picks by content.
+       * @enum {string}
+       */
+      strategy?: 'auto' | 'text' | 'regex' | 'recursive' | 'sentence' | 'token';
+      strategyOptions?: {
+        /** @description Boundary regex for the `regex` strategy (linear-time engine: no backreferences or lookaround). */
+        pattern?: string;
+        /** @description Separators tried in order by `recursive`. */
+        separators?: string[];
+        /**
+         * @description Separator recipe for `recursive` and `auto`.
+         * @enum {string}
+         */
+        recipe?: 'plain' | 'markdown' | 'code';
+        /** @description With `regex`: never merge pieces across a match. */
+        strictBoundaries?: boolean;
+      };
+    };
+    KnowledgeChunkingConfig: {
+      /** @description Largest chunk, in tokens (100–4000, default 1024). */
+      maxSize: number;
+      /** @description Smallest chunk, in characters (1–2000, default 100); must be below maxSize × 4. */
+      minSize: number;
+      /** @description Characters shared by neighbouring chunks (0–500, default 200); must be below maxSize. */
+      overlap: number;
+      /**
+       * @description How documents are split; `auto` picks by content.
+       * @enum {string}
+       */
+      strategy?: 'auto' | 'text' | 'regex' | 'recursive' | 'sentence' | 'token';
+      strategyOptions?: {
+        /** @description Boundary regex for the `regex` strategy (linear-time engine: no backreferences or lookaround). */
+        pattern?: string;
+        /** @description Separators tried in order by `recursive`. */
+        separators?: string[];
+        /**
+         * @description Separator recipe for `recursive` and `auto`.
+         * @enum {string}
+         */
+        recipe?: 'plain' | 'markdown' | 'code';
+        /** @description With `regex`: never merge pieces across a match. */
+        strictBoundaries?: boolean;
+      };
+    };
+    KnowledgeBase: {
+      id: string;
+      name: string;
+      description: string | null;
+      /** @description Tokens in the chunks of its documents. */
+      tokenCount: number;
+      /** @description Embedding model its vectors come from. */
+      embeddingModel: string;
+      /** @description Width of its vectors. */
+      embeddingDimension: number;
+      chunkingConfig: components['schemas']['KnowledgeChunkingConfig'];
+      docCount?: number;
+      connectorTypes?: string[];
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** Format: uri */
+      webUrl: string;
+      ownerEmail: string;
+      /** @description Containing folder, each segment percent-encoded; `/` is the root. */
+      folderPath: string;
+      deletedAt: components['schemas']['Timestamp'] | null;
+    };
+    /** @enum {string} */
+    KnowledgeProcessingStatus: 'pending' | 'processing' | 'completed' | 'failed';
+    KnowledgeDocumentSummary: {
+      id: string;
+      knowledgeBaseId: string;
+      filename: string;
+      fileSize: number;
+      mimeType: string;
+      processingStatus: components['schemas']['KnowledgeProcessingStatus'];
+      chunkCount: number;
+      tokenCount: number;
+      characterCount: number;
+      enabled: boolean;
+      createdAt: components['schemas']['Timestamp'] | null;
+    };
+    /** @description Tag values by display name. */
+    KnowledgeTagValues: {
+      [key: string]: string | number | boolean | null;
+    };
+    KnowledgeDocument: {
+      id: string;
+      knowledgeBaseId: string;
+      filename: string;
+      fileSize: number;
+      mimeType: string;
+      processingStatus: components['schemas']['KnowledgeProcessingStatus'];
+      chunkCount: number;
+      tokenCount: number;
+      characterCount: number;
+      enabled: boolean;
+      createdAt: components['schemas']['Timestamp'] | null;
+      tags: components['schemas']['KnowledgeTagValues'];
+    };
+    KnowledgeDocumentDetail: {
+      id: string;
+      knowledgeBaseId: string;
+      filename: string;
+      fileSize: number;
+      mimeType: string;
+      processingStatus: components['schemas']['KnowledgeProcessingStatus'];
+      chunkCount: number;
+      tokenCount: number;
+      characterCount: number;
+      enabled: boolean;
+      createdAt: components['schemas']['Timestamp'] | null;
+      tags: components['schemas']['KnowledgeTagValues'];
+      processingError: string | null;
+      processingStartedAt: components['schemas']['Timestamp'] | null;
+      processingCompletedAt: components['schemas']['Timestamp'] | null;
+      connectorId: string | null;
+      connectorType: string | null;
+      sourceUrl: string | null;
+    };
+    KnowledgeUploadSession: {
+      id: string;
+      knowledgeBaseId: string;
+      status: components['schemas']['FileUploadStatus'];
+      name: string;
+      contentType: string;
+      size: number;
+      expiresAt: components['schemas']['Timestamp'];
+      error: string | null;
+      document: components['schemas']['KnowledgeDocumentSummary'] | null;
+    };
+    KnowledgeUploadStart: {
+      session: components['schemas']['KnowledgeUploadSession'];
+      /** @description Signed control token; send it in the `upload-token` header of the session's other operations. */
+      uploadToken: string;
+      /** @description How to send the bytes: one signed PUT, or multipart parts signed on request. */
+      transfer:
+        | {
+            /** @constant */
+            method: 'put';
+            /** Format: uri */
+            url: string;
+            headers: {
+              [key: string]: string;
+            };
+            expiresAt: components['schemas']['Timestamp'];
+          }
+        | {
+            /** @constant */
+            method: 'multipart';
+            partSize: number;
+            partCount: number;
+          };
+    };
+    KnowledgeChunk: {
+      id: string;
+      chunkIndex: number;
+      content: string;
+      contentLength: number;
+      tokenCount: number;
+      enabled: boolean;
+      startOffset: number;
+      endOffset: number;
+      tag1: string | null;
+      tag2: string | null;
+      tag3: string | null;
+      tag4: string | null;
+      tag5: string | null;
+      tag6: string | null;
+      tag7: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    KnowledgeFolder: {
+      name: string;
+      path: string;
+      parentPath: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    KnowledgeConnector: {
+      id: string;
+      knowledgeBaseId: string;
+      connectorType: string;
+      credentialId: string | null;
+      sourceConfig: {
+        [key: string]: unknown;
+      };
+      syncMode: string;
+      syncIntervalMinutes: number;
+      /** @enum {string} */
+      status: 'active' | 'paused' | 'pending' | 'syncing' | 'error' | 'disabled';
+      lastSyncAt: components['schemas']['Timestamp'] | null;
+      lastSyncError: string | null;
+      lastSyncDocCount: number | null;
+      nextSyncAt: components['schemas']['Timestamp'] | null;
+      consecutiveFailures: number;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    KnowledgeConnectorDetail: {
+      id: string;
+      knowledgeBaseId: string;
+      connectorType: string;
+      credentialId: string | null;
+      sourceConfig: {
+        [key: string]: unknown;
+      };
+      syncMode: string;
+      syncIntervalMinutes: number;
+      /** @enum {string} */
+      status: 'active' | 'paused' | 'pending' | 'syncing' | 'error' | 'disabled';
+      lastSyncAt: components['schemas']['Timestamp'] | null;
+      lastSyncError: string | null;
+      lastSyncDocCount: number | null;
+      nextSyncAt: components['schemas']['Timestamp'] | null;
+      consecutiveFailures: number;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      syncLogs: {
+        id: string;
+        connectorId: string;
+        status: string;
+        startedAt: components['schemas']['Timestamp'];
+        completedAt: components['schemas']['Timestamp'] | null;
+        docsAdded: number;
+        docsUpdated: number;
+        docsDeleted: number;
+        docsUnchanged: number;
+        docsSkipped: number;
+        docsFailed: number;
+        errorMessage: string | null;
+      }[];
+    };
+    ConnectorTypeSummary: {
+      connectorType: string;
+      name: string;
+      description: string;
+      auth: {
+        /** @enum {string} */
+        mode: 'oauth' | 'apiKey';
+      };
+    };
+    ConnectorTypeFull: {
+      connectorType: string;
+      name: string;
+      description: string;
+      version: string;
+      auth:
+        | {
+            /** @constant */
+            mode: 'oauth';
+            provider: string;
+            requiredScopes?: string[];
+          }
+        | {
+            /** @constant */
+            mode: 'apiKey';
+            label?: string;
+            placeholder?: string;
+            optional: boolean;
+          };
+      configFields: {
+        id: string;
+        title: string;
+        /** @enum {string} */
+        type: 'short-input' | 'dropdown' | 'selector';
+        placeholder?: string;
+        required?: boolean;
+        description?: string;
+        options?: {
+          id: string;
+          label: string;
+        }[];
+        selectorKey?: string;
+        mimeType?: string;
+        /** @enum {string} */
+        mode?: 'basic' | 'advanced';
+        canonicalParamId?: string;
+        multi?: boolean;
+      }[];
+      supportsIncrementalSync: boolean;
+      tagDefinitions: {
+        id: string;
+        displayName: string;
+        /** @enum {string} */
+        fieldType: 'text' | 'number' | 'date' | 'boolean';
+      }[];
+    };
+    /** @enum {string} */
+    KnowledgeTagSlot:
+      | 'tag1'
+      | 'tag2'
+      | 'tag3'
+      | 'tag4'
+      | 'tag5'
+      | 'tag6'
+      | 'tag7'
+      | 'number1'
+      | 'number2'
+      | 'number3'
+      | 'number4'
+      | 'number5'
+      | 'date1'
+      | 'date2'
+      | 'boolean1'
+      | 'boolean2'
+      | 'boolean3';
+    /** @enum {string} */
+    KnowledgeTagFieldType: 'text' | 'number' | 'date' | 'boolean';
+    KnowledgeTag: {
+      id: string;
+      displayName: string;
+      tagSlot: string;
+      fieldType: string;
+    };
+    KnowledgeTagFilter: {
+      /** @description Display name of the tag. */
+      tagName: string;
+      fieldType?: components['schemas']['KnowledgeTagFieldType'];
+      /**
+       * @description Defaults to `eq`.
+       * @enum {string}
+       */
+      operator?:
+        | 'eq'
+        | 'neq'
+        | 'contains'
+        | 'not_contains'
+        | 'starts_with'
+        | 'ends_with'
+        | 'gt'
+        | 'gte'
+        | 'lt'
+        | 'lte'
+        | 'between';
+      value: number | string | boolean;
+      /** @description Upper bound of `between`. */
+      valueTo?: number | string;
+    };
+    KnowledgeSearchResult: {
+      knowledgeBaseId: string;
+      documentId: string;
+      documentName: string | null;
+      sourceUrl: string | null;
+      content: string;
+      chunkIndex: number;
+      /** @description Tag values by display name. */
+      metadata: {
+        [key: string]: unknown;
+      };
+      /** @description Cosine similarity of the chunk to the query (1 for a tag-only search). */
+      similarity: number;
+      /** @description Score the results are ordered by: similarity in vector mode, the fused RRF score in hybrid mode. */
+      rankScore: number;
+      /** @description Position in the results, from 1. */
+      rank: number;
+      rerankerScore?: number;
+    };
+    KnowledgeSearch: {
+      results: components['schemas']['KnowledgeSearchResult'][];
+      query: string;
+      knowledgeBaseIds: string[];
+      topK: number;
+      totalResults: number;
+      /** @enum {string} */
+      rerankerStatus: 'not_requested' | 'skipped' | 'unavailable' | 'applied';
     };
   };
   responses: {
@@ -14473,6 +15417,2233 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['Credential'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeFolders: {
+    parameters: {
+      query: {
+        /** @description Workspace whose folders are listed. */
+        workspaceId: string;
+        /** @description Only direct children of this folder (`/` is the root). */
+        parentPath?: string;
+        /** @description Case-insensitive substring of the folder name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The folders (one page). */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeFolder'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded. */
+          path: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The new folder. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeFolder: {
+    parameters: {
+      query: {
+        /** @description Workspace containing the folder. */
+        workspaceId: string;
+        /** @description Path of the folder to delete. */
+        path: string;
+        /** @description Also archive what is inside (needed for a non-empty folder). */
+        recursive?:
+          'true' | '1' | 'yes' | 'on' | 'y' | 'enabled' | 'false' | '0' | 'no' | 'off' | 'n' | 'disabled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description What was archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              path: string;
+              /** @constant */
+              deleted: true;
+              deletedItems: {
+                folders: number;
+                knowledgeBases: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  relocateKnowledgeFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          path: string;
+          destinationPath: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The folder where it now is. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeFolder'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listConnectorTypes: {
+    parameters: {
+      query: {
+        /** @description Workspace asking. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the connector name. */
+        search?: string;
+        /** @description `summary`: id, name, description and auth mode; `full` adds version, auth settings, config fields, incremental sync and tag definitions. */
+        detail?: 'summary' | 'full';
+        /** @description Page size, 1 to 100 (default 25). */
+        limit?: number;
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Connector types. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: (
+              components['schemas']['ConnectorTypeFull'] | components['schemas']['ConnectorTypeSummary']
+            )[];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  searchKnowledge: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description One knowledge base id or up to 20. */
+          knowledgeBaseIds: string | string[];
+          /** @description Natural-language query; required unless tag filters are given. */
+          query?: string;
+          /** @default 10 */
+          topK?: number;
+          tagFilters?: components['schemas']['KnowledgeTagFilter'][];
+          searchMode?: ('vector' | 'hybrid') | null;
+          rerankerEnabled?: boolean;
+          /** @enum {string} */
+          rerankerModel?: 'rerank-v4.0-pro' | 'rerank-v4.0-fast' | 'rerank-v3.5';
+          rerankerInputCount?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Ranked chunks. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeSearch'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeBases: {
+    parameters: {
+      query: {
+        /** @description Workspace whose knowledge bases are listed. */
+        workspaceId: string;
+        /** @description `active` or `archived` (deleted) knowledge bases. */
+        scope?: 'active' | 'archived';
+        /** @description Only knowledge bases directly in this folder (`/` is the root). */
+        folderPath?: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of knowledge bases. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description Knowledge base name. */
+          name: string;
+          /** @description Optional description. */
+          description?: string;
+          chunkingConfig?: components['schemas']['KnowledgeChunkingConfigInput'];
+          /** @description Containing folder path, each segment percent-encoded; `/` (or omitted) is the root. */
+          folderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The new knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeBase: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeBase: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Archived. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description New name. */
+          name?: string;
+          /** @description New description. */
+          description?: string;
+          chunkingConfig?: components['schemas']['KnowledgeChunkingConfigInput'];
+          /** @description Containing folder path, each segment percent-encoded; `/` (or omitted) is the root. */
+          folderPath?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The updated knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The restored knowledge base. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeBase'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  exportKnowledgeBase: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Include the chunk vectors (base64 float32), so a deployment with the same embedding model can reuse them. */
+        vectors?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The bundle. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          /** @description attachment; filename="<name>.simkb.zip" */
+          'Content-Disposition'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/zip': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeDocuments: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Case-insensitive substring of the filename. */
+        search?: string;
+        /** @description Only enabled or disabled documents. */
+        enabledFilter?: 'all' | 'enabled' | 'disabled';
+        /** @description Field to sort by. */
+        sortBy?:
+          | 'filename'
+          | 'fileSize'
+          | 'tokenCount'
+          | 'chunkCount'
+          | 'uploadedAt'
+          | 'processingStatus'
+          | 'enabled';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description A JSON-encoded array of at most 10 `{tagName, operator, value, valueTo?}` filters, all of which must hold. An unknown tag name is a 400. */
+        tagFilters?: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of documents. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeDocument'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  uploadKnowledgeDocument: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        '*/*': string;
+      };
+    };
+    responses: {
+      /** @description The queued document. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeDocumentSummary'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkUpdateKnowledgeDocuments: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @enum {string} */
+          operation: 'enable' | 'disable';
+          documentIds?: string[];
+          /** @constant */
+          selectAll?: true;
+          /** @enum {string} */
+          enabledFilter?: 'all' | 'enabled' | 'disabled';
+        };
+      };
+    };
+    responses: {
+      /** @description What changed. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @enum {string} */
+              operation: 'enable' | 'disable';
+              updatedCount: number;
+              documentIds?: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  addWorkspaceFilesToKnowledgeBase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          fileReferences: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Added and failed references. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              knowledgeBaseId: string;
+              added: {
+                documentId: string;
+                filename: string;
+                mimeType: string;
+                fileSize: number;
+              }[];
+              failed: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeDocumentUpload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @description Filename recorded on the document. */
+          name: string;
+          /** @description MIME type of the document. */
+          contentType: string;
+          /** @description Exact size in bytes. */
+          size: number;
+          /** @description Value of text tag slot 1. */
+          tag1?: string;
+          /** @description Value of text tag slot 2. */
+          tag2?: string;
+          /** @description Value of text tag slot 3. */
+          tag3?: string;
+          /** @description Value of text tag slot 4. */
+          tag4?: string;
+          /** @description Value of text tag slot 5. */
+          tag5?: string;
+          /** @description Value of text tag slot 6. */
+          tag6?: string;
+          /** @description Value of text tag slot 7. */
+          tag7?: string;
+          processingOptions?: {
+            /** @enum {string} */
+            recipe?: 'default' | 'plain' | 'markdown' | 'code';
+            lang?: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The session, its control token and the transfer instructions. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeUploadStart'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  abortKnowledgeDocumentUpload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The aborted session. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeUploadSession'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeDocumentUploadPartUrls: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          partNumbers: number[];
+        };
+      };
+    };
+    responses: {
+      /** @description Signed part URLs. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['FileUploadPartUrls'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  completeKnowledgeDocumentUpload: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header: {
+        /** @description The signed upload control token returned when the upload session was created. */
+        'upload-token': string;
+      };
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Upload session identifier. */
+        uploadId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The completed session with its document. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeUploadSession'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeDocument: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The document. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeDocumentDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeDocument: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeDocument: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          filename?: string;
+          enabled?: boolean;
+          /** @description Value of text tag slot 1. */
+          tag1?: string;
+          /** @description Value of text tag slot 2. */
+          tag2?: string;
+          /** @description Value of text tag slot 3. */
+          tag3?: string;
+          /** @description Value of text tag slot 4. */
+          tag4?: string;
+          /** @description Value of text tag slot 5. */
+          tag5?: string;
+          /** @description Value of text tag slot 6. */
+          tag6?: string;
+          /** @description Value of text tag slot 7. */
+          tag7?: string;
+          /** @description Value of number tag slot 1. */
+          number1?: number;
+          /** @description Value of number tag slot 2. */
+          number2?: number;
+          /** @description Value of number tag slot 3. */
+          number3?: number;
+          /** @description Value of number tag slot 4. */
+          number4?: number;
+          /** @description Value of number tag slot 5. */
+          number5?: number;
+          /** @description Value of date tag slot 1 (YYYY-MM-DD). */
+          date1?: string;
+          /** @description Value of date tag slot 2 (YYYY-MM-DD). */
+          date2?: string;
+          /** @description Value of boolean tag slot 1. */
+          boolean1?: boolean;
+          /** @description Value of boolean tag slot 2. */
+          boolean2?: boolean;
+          /** @description Value of boolean tag slot 3. */
+          boolean3?: boolean;
+          /** @constant */
+          retryProcessing?: true;
+        };
+      };
+    };
+    responses: {
+      /** @description The document, or the queue acknowledgement. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data:
+              | components['schemas']['KnowledgeDocument']
+              | {
+                  id: string;
+                  /** @constant */
+                  queued: true;
+                  processingStatus: string;
+                  message: string;
+                };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeChunks: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the content. */
+        search?: string;
+        /** @description Only enabled or disabled chunks. */
+        enabled?: 'true' | 'false' | 'all';
+        /** @description Field to sort by. */
+        sortBy?: 'chunkIndex' | 'tokenCount' | 'enabled';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of chunks. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeChunk: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          content: string;
+          /** @default true */
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The new chunk. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkUpdateKnowledgeChunks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @enum {string} */
+          operation: 'enable' | 'disable' | 'delete';
+          chunkIds: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description What was done. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @enum {string} */
+              operation: 'enable' | 'disable' | 'delete';
+              processed: number;
+              errors: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeChunk: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+        /** @description Chunk identifier. */
+        chunkId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The chunk. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeChunk: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+        /** @description Chunk identifier. */
+        chunkId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeChunk: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Knowledge document identifier. */
+        documentId: string;
+        /** @description Chunk identifier. */
+        chunkId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          content?: string;
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The chunk. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeChunk'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeTags: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Every definition (one page). */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeTag'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkSaveKnowledgeTagDefinitions: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          definitions: {
+            tagSlot: components['schemas']['KnowledgeTagSlot'];
+            displayName: string;
+            fieldType: components['schemas']['KnowledgeTagFieldType'];
+            originalDisplayName?: string;
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description What was saved. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              created: components['schemas']['KnowledgeTag'][];
+              updated: components['schemas']['KnowledgeTag'][];
+              errors: string[];
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeTag: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          displayName: string;
+          fieldType?: components['schemas']['KnowledgeTagFieldType'];
+          tagSlot?: components['schemas']['KnowledgeTagSlot'];
+        };
+      };
+    };
+    responses: {
+      /** @description The new definition. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeTag'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeTagDefinitions: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description true (default): only definitions no document has a value for; false: every definition, clearing its values. */
+        unused?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description How many were deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              unused: boolean;
+              count: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getNextKnowledgeTagSlot: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Type of the slot wanted. */
+        fieldType: components['schemas']['KnowledgeTagFieldType'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Slot availability. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              nextAvailableSlot: string | null;
+              fieldType: string;
+              usedSlots: string[];
+              totalSlots: number;
+              availableSlots: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeTagUsage: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Usage per definition. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              tagSlot: string;
+              displayName: string;
+              fieldType: string;
+              documentCount: number;
+              chunkCount: number;
+            }[];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeTag: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Tag definition identifier. */
+        tagId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              tagSlot: string;
+              displayName: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeTag: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Tag definition identifier. */
+        tagId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          displayName?: string;
+          fieldType?: components['schemas']['KnowledgeTagFieldType'];
+        };
+      };
+    };
+    responses: {
+      /** @description The definition. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeTag'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeConnectors: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Field to sort by. */
+        sortBy?: 'connectorType' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of connectors. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnector'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createKnowledgeConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          connectorType: string;
+          credentialId?: string;
+          apiKey?: string;
+          sourceConfig: {
+            [key: string]: unknown;
+          };
+          /** @default 1440 */
+          syncIntervalMinutes?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The connector. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnector'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getKnowledgeConnector: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The connector. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnectorDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteKnowledgeConnector: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Also delete the documents it brought in (otherwise they stay as ordinary documents). */
+        deleteDocuments?: boolean;
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+              documentsDeleted: number;
+              documentsKept: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          sourceConfig?: {
+            [key: string]: unknown;
+          };
+          syncIntervalMinutes?: number;
+          /** @enum {string} */
+          status?: 'active' | 'paused';
+        };
+      };
+    };
+    responses: {
+      /** @description The connector. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['KnowledgeConnector'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  syncKnowledgeConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @default false */
+          rehydrate?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Started. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              syncTriggered: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listKnowledgeConnectorDocuments: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the knowledge base. */
+        workspaceId: string;
+        /** @description Include documents a user excluded. */
+        includeExcluded?: boolean;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              filename: string;
+              externalId: string | null;
+              sourceUrl: string | null;
+              enabled: boolean;
+              userExcluded: boolean;
+              createdAt: components['schemas']['Timestamp'];
+              processingStatus: string;
+            }[];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateKnowledgeConnectorDocuments: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Knowledge base identifier. */
+        knowledgeBaseId: string;
+        /** @description Connector identifier. */
+        connectorId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace that owns the knowledge base. */
+          workspaceId: string;
+          /** @enum {string} */
+          operation: 'restore' | 'exclude';
+          documentIds: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description What changed. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @enum {string} */
+              operation: 'restore' | 'exclude';
+              updatedCount: number;
+              documentIds: string[];
+            };
           };
         };
       };

@@ -52,6 +52,7 @@ export interface Config {
   http: HttpLimits;
   /** Hosted chat pages and browser sign-in (sessions, the CLI's OAuth server and pairing handoff). */
   web: WebSettings;
+  knowledge: KnowledgeSettings;
 }
 
 export interface HttpLimits {
@@ -82,6 +83,30 @@ export interface WebSettings {
 export interface TableSettings {
   perPlan: Record<Plan, { tables: number; rowsPerTable: number }>;
   maxRowBytes: number;
+}
+
+/** Knowledge bases: the embedding provider, the processing queue and search defaults. */
+export interface KnowledgeSettings {
+  /** An OpenAI-compatible /v1/embeddings endpoint; null uses the embedded word-vector model. */
+  embedding: {
+    baseUrl: string;
+    apiKey: string | null;
+    model: string;
+    dimensions: number;
+    batchSize: number;
+    timeoutMs: number;
+    maxRetries: number;
+  } | null;
+  /** Documents processed at the same time by this process. */
+  workers: number;
+  /** Search mode when a request names none. */
+  defaultSearchMode: 'vector' | 'hybrid';
+  /** Largest document accepted (upload or workspace file). */
+  maxDocumentBytes: number;
+  /** How often due connector syncs are looked for (ms); 0 turns the schedule off. */
+  connectorPollMs: number;
+  /** A Cohere-compatible rerank endpoint for `rerankerEnabled` searches; null: reranking is unavailable. */
+  rerank: { baseUrl: string; apiKey: string | null; timeoutMs: number } | null;
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -218,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       apiTimeoutMs: integer(env, 'API_BLOCK_TIMEOUT_MS', 30_000, 10, 600_000),
     },
     agent: agentConfig(env),
+    knowledge: knowledgeConfig(env),
     secretsKey: secretsKey(env),
     tools: {
       timeoutMs: integer(env, 'TOOL_TIMEOUT_MS', 30_000, 10, 300_000),
@@ -382,5 +408,48 @@ function webSettings(env: NodeJS.ProcessEnv, dataDir: string): WebSettings {
       from: env.MAIL_FROM?.trim() || 'no-reply@localhost',
       outboxDir: path.resolve(env.MAIL_OUTBOX_DIR?.trim() || path.join(dataDir, 'outbox')),
     },
+  };
+}
+
+function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
+  const baseUrl = env.KB_EMBEDDING_BASE_URL?.trim();
+  if (baseUrl) {
+    try {
+      const url = new URL(baseUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`KB_EMBEDDING_BASE_URL must be an http(s) URL, got "${baseUrl}"`);
+    }
+  }
+  const rerankUrl = env.KB_RERANK_BASE_URL?.trim();
+  if (rerankUrl) {
+    try {
+      const url = new URL(rerankUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`KB_RERANK_BASE_URL must be an http(s) URL, got "${rerankUrl}"`);
+    }
+  }
+  const mode = env.KB_SEARCH_DEFAULT_MODE || 'hybrid';
+  if (mode !== 'vector' && mode !== 'hybrid') throw new ConfigError(`KB_SEARCH_DEFAULT_MODE must be vector or hybrid, got "${mode}"`);
+  return {
+    embedding: baseUrl
+      ? {
+          baseUrl: baseUrl.replace(/\/+$/, ''),
+          apiKey: env.KB_EMBEDDING_API_KEY || null,
+          model: env.KB_EMBEDDING_MODEL || 'text-embedding-3-small',
+          dimensions: integer(env, 'KB_EMBEDDING_DIMENSIONS', 1536, 1, 16_384),
+          batchSize: integer(env, 'KB_EMBEDDING_BATCH_SIZE', 64, 1, 2048),
+          timeoutMs: integer(env, 'KB_EMBEDDING_TIMEOUT_MS', 30_000, 100, 600_000),
+          maxRetries: integer(env, 'KB_EMBEDDING_MAX_RETRIES', 3, 0, 10),
+        }
+      : null,
+    workers: integer(env, 'KB_PROCESSING_WORKERS', 2, 1, 64),
+    defaultSearchMode: mode,
+    maxDocumentBytes: byteSize(env, 'KB_MAX_DOCUMENT_SIZE', 100 * 1024 * 1024),
+    connectorPollMs: integer(env, 'KB_CONNECTOR_POLL_MS', 30_000, 0, 86_400_000),
+    rerank: rerankUrl
+      ? { baseUrl: rerankUrl.replace(/\/+$/, ''), apiKey: env.KB_RERANK_API_KEY || null, timeoutMs: integer(env, 'KB_RERANK_TIMEOUT_MS', 10_000, 100, 600_000) }
+      : null,
   };
 }

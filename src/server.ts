@@ -30,6 +30,7 @@ import { recoverUploads } from './files/recovery.ts';
 import { createMailer } from './mail/mailer.ts';
 import { McpRegistry } from './mcp/registry.ts';
 import { mcpToolProvider } from './mcp/tool-provider.ts';
+import { KnowledgeService } from './knowledge/service.ts';
 
 export interface RunningServer {
   url: string;
@@ -57,7 +58,8 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const opened = store ?? (await openSqliteStore(config.databaseFile));
   const engine = createEngine(config);
   const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
-  const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
+  const secrets = new SecretVault(opened, cipher);
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
   const workspaceCredentials = new WorkspaceCredentials(opened, secrets, config);
   const sandboxes = new SandboxBuilder(
@@ -102,6 +104,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     tableGroups: new GroupRunner({ store: opened, runs, config, logger }),
     dataDirLock,
     mailer: createMailer(config.web.mail),
+    knowledge: new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets }),
   };
 }
 
@@ -170,6 +173,8 @@ export async function startServer(services: Services, options: StartOptions = {}
   await services.sandboxes.resume();
   await services.tableJobs.start();
   services.tableGroups.start();
+  // Documents a previous process left processing go back to the queue; the queue's workers start.
+  await services.knowledge.start();
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -198,6 +203,7 @@ export async function startServer(services: Services, options: StartOptions = {}
         await runsClosed;
         await services.tableJobs.close();
         await services.tableGroups.close();
+        await services.knowledge.close();
         await services.closeEngine();
         await services.store.close();
         services.dataDirLock?.release();

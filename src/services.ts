@@ -16,6 +16,7 @@ import type { TableJobRunner } from './tables/jobs.ts';
 import type { GroupRunner } from './tables/group-runs.ts';
 import type { DataDirLock } from './store/data-dir-lock.ts';
 import type { Mailer } from './mail/mailer.ts';
+import type { KnowledgeService } from './knowledge/service.ts';
 
 export interface Services {
   config: Config;
@@ -51,4 +52,6 @@ export interface Services {
   dataDirLock?: DataDirLock;
   /** Outgoing mail (chat one-time codes): SMTP, or the local outbox directory. */
   mailer: Mailer;
+  /** Knowledge bases: embedding provider, document processing queue, vector index. */
+  knowledge: KnowledgeService;
 }

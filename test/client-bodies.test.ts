@@ -13,6 +13,10 @@ const wf = { params: { path: { workflowId: WF } } };
 const file = { params: { path: { fileId: FILE } } };
 const TBL = 'tbl_0123456789abcdef0123456789abcdef';
 const tbl = { params: { path: { tableId: TBL } } };
+const KB = 'kb_01';
+const kbp = { params: { path: { knowledgeBaseId: KB } } };
+const docp = { params: { path: { knowledgeBaseId: KB, documentId: 'kd_1' } } };
+const conp = { params: { path: { knowledgeBaseId: KB, connectorId: 'kcn_1' } } };
 
 const block = {
   id: 'start',
@@ -176,6 +180,40 @@ const samples = {
     api.POST('/api/v2/credentials', { body: { workspaceId: WS, type: 'service_account', providerId: 'slack-custom-bot', displayName: 'Bot', credentials: '{"botToken":"xoxb-1","signingSecret":"s"}' } }),
   createCredentialConnection: (api) => api.POST('/api/v2/credentials/connections', { body: { workspaceId: WS, providerId: 'github-repositories', displayName: 'My GitHub' } }),
   updateCredential: (api) => api.PATCH('/api/v2/credentials/{credentialId}', { params: { path: { credentialId: 'cred_1' }, query: { workspaceId: WS } }, body: { displayName: 'Renamed', description: null } }),
+  // Knowledge bases
+  createKnowledgeBase: (api) => api.POST('/api/v2/knowledge', { body: { workspaceId: WS, name: 'Handbook', chunkingConfig: { maxSize: 800, strategy: 'recursive', strategyOptions: { recipe: 'markdown' } }, folderPath: '/Docs' } }),
+  updateKnowledgeBase: (api) => api.PATCH('/api/v2/knowledge/{knowledgeBaseId}', { ...kbp, body: { workspaceId: WS, name: 'Handbook 2', chunkingConfig: { overlap: 50 } } }),
+  restoreKnowledgeBase: (api) => api.POST('/api/v2/knowledge/{knowledgeBaseId}/restore', { ...kbp, body: { workspaceId: WS } }),
+  uploadKnowledgeDocument: (api) =>
+    api.POST('/api/v2/knowledge/{knowledgeBaseId}/documents', { params: { path: { knowledgeBaseId: KB }, query: { workspaceId: WS } }, body: 'multipart bytes', bodySerializer: (b: unknown) => b as string }),
+  bulkUpdateKnowledgeDocuments: (api) => api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/documents', { ...kbp, body: { workspaceId: WS, operation: 'disable', selectAll: true, enabledFilter: 'enabled' } }),
+  addWorkspaceFilesToKnowledgeBase: (api) => api.POST('/api/v2/knowledge/{knowledgeBaseId}/documents/from-workspace-files', { ...kbp, body: { workspaceId: WS, fileReferences: [FILE] } }),
+  createKnowledgeDocumentUpload: (api) =>
+    api.POST('/api/v2/knowledge/{knowledgeBaseId}/documents/uploads', { ...kbp, body: { workspaceId: WS, name: 'guide.md', contentType: 'text/markdown', size: 1200, tag1: 'hr', processingOptions: { recipe: 'markdown', lang: 'en' } } }),
+  createKnowledgeDocumentUploadPartUrls: (api) =>
+    api.POST('/api/v2/knowledge/{knowledgeBaseId}/documents/uploads/{uploadId}/parts', { params: { path: { knowledgeBaseId: KB, uploadId: 'up_1' }, query: { workspaceId: WS }, header: { 'upload-token': 'tok' } }, body: { partNumbers: [1, 2] } }),
+  updateKnowledgeDocument: (api) => api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}', { ...docp, body: { workspaceId: WS, filename: 'guide-2.md', tag1: 'hr', number1: 3, date1: '2024-05-01', boolean1: true } }),
+  createKnowledgeChunk: (api) => api.POST('/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks', { ...docp, body: { workspaceId: WS, content: 'A hand-written chunk.', enabled: true } }),
+  bulkUpdateKnowledgeChunks: (api) => api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks', { ...docp, body: { workspaceId: WS, operation: 'delete', chunkIds: ['kc_1'] } }),
+  updateKnowledgeChunk: (api) =>
+    api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/documents/{documentId}/chunks/{chunkId}', { params: { path: { knowledgeBaseId: KB, documentId: 'kd_1', chunkId: 'kc_1' } }, body: { workspaceId: WS, content: 'Edited.' } }),
+  createKnowledgeTag: (api) => api.POST('/api/v2/knowledge/{knowledgeBaseId}/tags', { ...kbp, body: { workspaceId: WS, displayName: 'Year', fieldType: 'number', tagSlot: 'number1' } }),
+  bulkSaveKnowledgeTagDefinitions: (api) =>
+    api.PUT('/api/v2/knowledge/{knowledgeBaseId}/tags', { ...kbp, body: { workspaceId: WS, definitions: [{ tagSlot: 'tag1', displayName: 'Team', fieldType: 'text', originalDisplayName: 'Squad' }] } }),
+  updateKnowledgeTag: (api) => api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/tags/{tagId}', { params: { path: { knowledgeBaseId: KB, tagId: 'kt_1' } }, body: { workspaceId: WS, displayName: 'Squad' } }),
+  searchKnowledge: (api) =>
+    api.POST('/api/v2/knowledge/search', {
+      body: { workspaceId: WS, knowledgeBaseIds: [KB], query: 'vacation days', topK: 5, searchMode: 'hybrid', tagFilters: [{ tagName: 'Year', operator: 'between', value: 2020, valueTo: 2024 }] },
+    }),
+  createKnowledgeFolder: (api) => api.POST('/api/v2/knowledge/folders', { body: { workspaceId: WS, path: '/Docs/HR' } }),
+  relocateKnowledgeFolder: (api) => api.PATCH('/api/v2/knowledge/folders', { body: { workspaceId: WS, path: '/Docs', destinationPath: '/Archive' } }),
+  createKnowledgeConnector: (api) =>
+    api.POST('/api/v2/knowledge/{knowledgeBaseId}/connectors', { ...kbp, body: { workspaceId: WS, connectorType: 'web', sourceConfig: { urls: ['https://example.com/a'], maxPages: 10 }, syncIntervalMinutes: 60 } }),
+  updateKnowledgeConnector: (api) =>
+    api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}', { ...conp, body: { workspaceId: WS, sourceConfig: { sitemapUrl: 'https://example.com/sitemap.xml' }, status: 'paused' } }),
+  syncKnowledgeConnector: (api) => api.POST('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync', { ...conp, body: { workspaceId: WS, rehydrate: true } }),
+  updateKnowledgeConnectorDocuments: (api) =>
+    api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents', { ...conp, body: { workspaceId: WS, operation: 'exclude', documentIds: ['kd_1'] } }),
 } satisfies Record<string, Sample>;
 
 /** Operation ids whose request has a body, read from the generated types: a missing sample fails the type check. */

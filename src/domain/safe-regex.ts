@@ -37,6 +37,8 @@ export interface UserPattern {
   find(text: string): { match: string; index: number } | null;
   /** Splits `text` around every match, keeping trailing empty strings (like String.prototype.split). */
   split(text: string): string[];
+  /** Every non-empty match in order, with its UTF-16 index (one linear pass). */
+  findAll(text: string): { match: string; index: number }[];
 }
 
 /** Syntax the linear-time engine cannot run, with what to say about it. */
@@ -75,6 +77,12 @@ export function compileUserPattern(source: string, options: UserPatternOptions =
       return m.find() ? { match: m.group() ?? '', index: m.start() } : null;
     },
     split: (text) => re.split(text, -1),
+    findAll(text) {
+      const m = re.matcher(text);
+      const out: { match: string; index: number }[] = [];
+      while (m.find()) if (m.end() > m.start()) out.push({ match: m.group() ?? '', index: m.start() });
+      return out;
+    },
   };
 }
 

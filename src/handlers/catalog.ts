@@ -66,3 +66,6 @@ export const getBlock: Handler<'getBlock'> = async ({ params }) => {
 export const listTools: Handler<'listTools'> = toolHandlers.listTools;
 export const getTool: Handler<'getTool'> = toolHandlers.getTool;
 export const executeTool: Handler<'executeTool'> = toolHandlers.executeTool;
+// The knowledge connector types this server runs (Knowledge Bases family).
+import * as knowledgeConnectors from './knowledge-bases/connectors.ts';
+export const listConnectorTypes = knowledgeConnectors.listConnectorTypes;

@@ -34,6 +34,11 @@ import { ChatDeploymentRepository } from './chat-deployments.ts';
 import { WebAuthRepository } from './web-auth.ts';
 import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
 import { McpServerRepository } from './mcp-servers.ts';
+import { KnowledgeBaseRepository } from './knowledge-bases.ts';
+import { KnowledgeDocumentRepository } from './knowledge-documents.ts';
+import { KnowledgeChunkRepository } from './knowledge-chunks.ts';
+import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
+import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -73,6 +78,11 @@ export interface Repositories {
   tableImports: TableImportRepository;
   tableExports: TableExportRepository;
   tableGroupRuns: TableGroupRunRepository;
+  knowledgeBases: KnowledgeBaseRepository;
+  knowledgeDocuments: KnowledgeDocumentRepository;
+  knowledgeChunks: KnowledgeChunkRepository;
+  knowledgeUploads: KnowledgeUploadRepository;
+  knowledgeConnectors: KnowledgeConnectorRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -114,6 +124,11 @@ function repositories(db: SqlExecutor): Repositories {
     tableImports: new TableImportRepository(db),
     tableExports: new TableExportRepository(db),
     tableGroupRuns: new TableGroupRunRepository(db),
+    knowledgeBases: new KnowledgeBaseRepository(db),
+    knowledgeDocuments: new KnowledgeDocumentRepository(db),
+    knowledgeChunks: new KnowledgeChunkRepository(db),
+    knowledgeUploads: new KnowledgeUploadRepository(db),
+    knowledgeConnectors: new KnowledgeConnectorRepository(db),
   };
 }
 

@@ -1,0 +1,255 @@
+// Issue 10: knowledge bases with the embedded default model.
+//  1. Ingestion: 1,000 text documents of about 5 KB uploaded (direct multipart) to a server process, timed until
+//     every one is completed: documents/s and chunks/s (medians of the rounds).
+//  2. Search over 100,000 chunks (seeded straight into the store, embedded with the same model): p50/p99 of
+//     hybrid and vector search through HTTP, and of the vector leg, the full-text leg and hybrid in-process
+//     (the same search code without HTTP), in the same run. Target: hybrid p50 under 50 ms through HTTP.
+//  3. The server's resident memory with those 100,000 chunks' vectors loaded.
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { fmt, median, percentile, root, startProcess, tempDir } from '../lib.ts';
+import { openSqliteStore } from '../../src/store/index.ts';
+import { bootstrapIfEmpty } from '../../src/identity/admin.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/http/logging.ts';
+import { LocalDiskBlobStore } from '../../src/files/blob-store.ts';
+import { KnowledgeService } from '../../src/knowledge/service.ts';
+import { runSearch } from '../../src/knowledge/search.ts';
+import { WordVectorProvider, vectorToBlob } from '../../src/knowledge/embeddings.ts';
+import { tokenCount } from '../../src/knowledge/chunker.ts';
+import { ALL_SLOTS } from '../../src/knowledge/tags.ts';
+
+const KEY = 'sk-owa-bench-key-0000000000000000';
+
+/**
+ * Text is drawn from 5,000 ordinary English words (ranks 150–5,150 of the embedded model's vocabulary, read from
+ * its cache), so full-text terms are about as selective as in real prose.
+ */
+let WORDS: string[] = [];
+async function loadWords(): Promise<void> {
+  await new WordVectorProvider().embed(['warm up']); // builds the cache if it is missing
+  const dir = process.env.KB_EMBEDDING_CACHE_DIR || path.join(root, 'node_modules', '.cache', 'open-workspace-automation');
+  const file = fs.readdirSync(dir).find((f) => f.startsWith('wink-sg-100d'))!;
+  const data = fs.readFileSync(path.join(dir, file));
+  const header = JSON.parse(data.toString('utf8', 4, 4 + data.readUInt32LE(0))) as { words: string[] };
+  WORDS = header.words.slice(150, 5150).filter((w) => /^[a-z]+$/.test(w));
+}
+
+function paragraph(seed: number, words: number): string {
+  let x = seed * 2654435761 >>> 0 || 1;
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    out.push(WORDS[x % WORDS.length]!);
+    if (i % 12 === 11) out.push('.');
+  }
+  return out.join(' ').replace(/ \./g, '.');
+}
+
+function rssOf(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+async function ingestion(rounds: number): Promise<void> {
+  const docsPerSecond: number[] = [];
+  const chunksPerSecond: number[] = [];
+  const processingOnly: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const dataDir = tempDir('owa-bench-kb-ingest-');
+    const server = await startProcess(path.join(root, 'bin', 'start.js'), { DATA_DIR: dataDir, BOOTSTRAP_API_KEY: KEY, NODE_ENV: 'production', KB_PROCESSING_WORKERS: '2' });
+    const api = (p: string, init: RequestInit = {}) => fetch(server.url + p, { ...init, headers: { 'X-API-Key': KEY, ...(init.headers as object) } });
+    try {
+      const ws = ((await (await api('/api/v2/workspaces')).json()) as any).data[0].id as string;
+      const kb = ((await (await api('/api/v2/knowledge', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workspaceId: ws, name: 'Bench' }) })).json()) as any).data;
+      const texts = Array.from({ length: 1000 }, (_, i) => paragraph(i + 1, 760));
+      const started = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next < texts.length) {
+            const i = next++;
+            const form = new FormData();
+            form.append('file', new Blob([texts[i]!], { type: 'text/plain' }), `doc-${i}.txt`);
+            const r = await api(`/api/v2/knowledge/${kb.id}/documents?workspaceId=${ws}`, { method: 'POST', body: form });
+            if (r.status !== 200) throw new Error(`upload answered ${r.status}: ${await r.text()}`);
+            await r.arrayBuffer();
+          }
+        }),
+      );
+      const uploaded = (performance.now() - started) / 1000;
+      let chunks = 0;
+      for (;;) {
+        const base = ((await (await api(`/api/v2/knowledge/${kb.id}?workspaceId=${ws}`)).json()) as any).data;
+        const pending = ((await (await api(`/api/v2/knowledge/${kb.id}/documents?workspaceId=${ws}&sortBy=processingStatus&sortOrder=desc&limit=1`)).json()) as any).data[0];
+        if (base.docCount === 1000 && pending && ['completed', 'failed'].includes(pending.processingStatus)) {
+          const stats = ((await (await api(`/api/v2/knowledge/${kb.id}/documents?workspaceId=${ws}&limit=100`)).json()) as any).data;
+          chunks = Math.round((stats.reduce((n: number, d: any) => n + d.chunkCount, 0) / stats.length) * 1000);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const seconds = (performance.now() - started) / 1000;
+      docsPerSecond.push(1000 / seconds);
+      chunksPerSecond.push(chunks / seconds);
+      console.log(`  round ${round + 1}: 1000 documents (~5 KB, about ${chunks} chunks) uploaded in ${fmt(uploaded)} s, all processed after ${fmt(seconds)} s`);
+      // Processing alone: every document queued again (retryProcessing), timed until all are completed again.
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: any = await (await api(`/api/v2/knowledge/${kb.id}/documents?workspaceId=${ws}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).json();
+        ids.push(...page.data.map((d: any) => d.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      const again = performance.now();
+      let k = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (k < ids.length) {
+            const id = ids[k++]!;
+            const r = await api(`/api/v2/knowledge/${kb.id}/documents/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workspaceId: ws, retryProcessing: true }) });
+            await r.arrayBuffer();
+          }
+        }),
+      );
+      for (;;) {
+        const left = ((await (await api(`/api/v2/knowledge/${kb.id}/documents?workspaceId=${ws}&sortBy=processingStatus&sortOrder=desc&limit=1`)).json()) as any).data[0];
+        const pendingLeft = ((await (await api(`/api/v2/knowledge/${kb.id}/documents?workspaceId=${ws}&sortBy=processingStatus&sortOrder=asc&limit=1`)).json()) as any).data[0];
+        if (!['pending', 'processing'].includes(left.processingStatus) && !['pending', 'processing'].includes(pendingLeft.processingStatus)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const reprocess = (performance.now() - again) / 1000;
+      processingOnly.push(1000 / reprocess);
+      console.log(`  round ${round + 1}: the same 1000 documents re-processed (no upload) in ${fmt(reprocess)} s`);
+    } finally {
+      await server.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }
+  console.log(`knowledge ingestion (embedded model, 2 workers, upload included): ${fmt(median(docsPerSecond))} documents/s, ${fmt(median(chunksPerSecond))} chunks/s`);
+  console.log(`knowledge processing alone (retryProcessing of every document): ${fmt(median(processingOnly))} documents/s`);
+}
+
+/** Seeds one base with `docs` × `perDoc` chunks straight into the store; returns the workspace and base ids. */
+async function seed(dataDir: string, docs: number, perDoc: number): Promise<{ ws: string; kbId: string }> {
+  const store = await openSqliteStore(path.join(dataDir, 'workspace.sqlite'));
+  try {
+    const boot = (await bootstrapIfEmpty(store, { apiKey: KEY }))!;
+    const ws = boot.workspace.id;
+    const kbId = `kb_${randomUUID().replace(/-/g, '')}`;
+    const at = new Date().toISOString();
+    const provider = new WordVectorProvider();
+    await store.transaction(async (tx) => {
+      await tx.knowledgeBases.insert({
+        id: kbId, workspaceId: ws, name: 'Bench 100k', description: null, folderPath: '/', chunkingConfig: JSON.stringify({ maxSize: 1024, minSize: 100, overlap: 200, strategy: 'auto' }),
+        embeddingModel: provider.model, embeddingDimension: provider.dimension, createdBy: boot.user.id, createdAt: at, updatedAt: at, deletedAt: null,
+      });
+    });
+    for (let d = 0; d < docs; d++) {
+      const texts = Array.from({ length: perDoc }, (_, i) => paragraph(d * perDoc + i + 7, 60));
+      const vectors = await provider.embed(texts);
+      await store.transaction(async (tx) => {
+        const docId = `kd_${randomUUID().replace(/-/g, '')}`;
+        await tx.knowledgeDocuments.insert({
+          id: docId, knowledgeBaseId: kbId, workspaceId: ws, filename: `seed-${d}.txt`, fileSize: 0, mimeType: 'text/plain', blobKey: null, sourceFileId: null,
+          processingStatus: 'completed', processingError: null, processingStartedAt: at, processingCompletedAt: at, processingAttempt: 1, processingOptions: null,
+          chunkCount: perDoc, tokenCount: 0, characterCount: 0, enabled: true, connectorId: null, connectorType: null, sourceUrl: null, externalId: null,
+          contentHash: null, userExcluded: false, tags: Object.fromEntries(ALL_SLOTS.map((s) => [s, null])), uploadedAt: at, updatedAt: at,
+        });
+        for (let i = 0; i < perDoc; i++) {
+          await tx.knowledgeChunks.insert({
+            id: `kc_${randomUUID().replace(/-/g, '')}`, documentId: docId, knowledgeBaseId: kbId, chunkIndex: i, content: texts[i]!, tokenCount: 80, enabled: true,
+            startOffset: 0, endOffset: texts[i]!.length, embedding: vectorToBlob(vectors[i]!), at,
+          });
+        }
+      });
+    }
+    return { ws, kbId };
+  } finally {
+    await store.close();
+  }
+}
+
+const QUERIES = ['refund policy for travel expenses', 'how do I reset my laptop password', 'quarterly revenue growth forecast', 'onboarding plan for new engineering hires', 'database backup after an outage', 'parking at the office', 'conference training budget', 'customer support ticket about invoices'];
+
+async function search(rounds: number, chunks: number): Promise<void> {
+  const perDoc = 100;
+  const dataDir = tempDir('owa-bench-kb-search-');
+  try {
+    let t = performance.now();
+    const { ws, kbId } = await seed(dataDir, chunks / perDoc, perDoc);
+    console.log(`  seeded ${chunks} chunks in ${fmt((performance.now() - t) / 1000)} s`);
+    const server = await startProcess(path.join(root, 'bin', 'start.js'), { DATA_DIR: dataDir, NODE_ENV: 'production' });
+    const pid = server.child.pid!;
+    const call = (query: string, mode: 'vector' | 'hybrid') =>
+      fetch(`${server.url}/api/v2/knowledge/search`, {
+        method: 'POST',
+        headers: { 'X-API-Key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ workspaceId: ws, knowledgeBaseIds: [kbId], query, topK: 10, searchMode: mode }),
+      }).then(async (r) => {
+        if (r.status !== 200) throw new Error(`search answered ${r.status}: ${await r.text()}`);
+        return r.json();
+      });
+    const http: Record<'vector' | 'hybrid', number[]> = { vector: [], hybrid: [] };
+    let rss = 0;
+    try {
+      const before = rssOf(pid);
+      t = performance.now();
+      await call('warm up', 'vector');
+      console.log(`  first search (loads the vectors) ${fmt(performance.now() - t, 0)} ms`);
+      rss = rssOf(pid);
+      console.log(`  server RSS with ${chunks} chunks loaded: ${fmt(rss / 1024 / 1024, 0)} MB (before the first search: ${fmt(before / 1024 / 1024, 0)} MB)`);
+      for (let r = 0; r < rounds; r++) {
+        for (const mode of ['vector', 'hybrid'] as const) {
+          for (let i = 0; i < 40; i++) {
+            const s = performance.now();
+            await call(QUERIES[i % QUERIES.length]!, mode);
+            http[mode].push(performance.now() - s);
+          }
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+    // The same searches in-process, each leg alone.
+    const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', KB_CONNECTOR_POLL_MS: '0' });
+    const store = await openSqliteStore(config.databaseFile);
+    const knowledge = new KnowledgeService({ store, blobs: new LocalDiskBlobStore(path.join(dataDir, 'files')), config, logger: createLogger('silent') });
+    const bases = [(await store.knowledgeBases.get(kbId))!];
+    const inProc: Record<'vector' | 'fulltext' | 'hybrid', number[]> = { vector: [], fulltext: [], hybrid: [] };
+    try {
+      await runSearch(store, knowledge, { bases, query: 'warm up', topK: 10, filters: [], mode: 'vector', defs: new Map() });
+      for (let r = 0; r < rounds; r++) {
+        for (const mode of ['vector', 'fulltext', 'hybrid'] as const) {
+          for (let i = 0; i < 40; i++) {
+            const s = performance.now();
+            await runSearch(store, knowledge, { bases, query: QUERIES[i % QUERIES.length]!, topK: 10, filters: [], mode, defs: new Map() });
+            inProc[mode].push(performance.now() - s);
+          }
+        }
+      }
+    } finally {
+      await store.close();
+    }
+    const line = (xs: number[]) => `p50 ${fmt(percentile(xs, 50))} ms, p99 ${fmt(percentile(xs, 99))} ms`;
+    console.log(`knowledge search over ${chunks} chunks, topK 10 (${rounds} rounds × 40 queries each):`);
+    console.log(`  HTTP hybrid        ${line(http.hybrid)}   (target p50 < 50 ms)`);
+    console.log(`  HTTP vector        ${line(http.vector)}`);
+    console.log(`  in-process vector leg    ${line(inProc.vector)}`);
+    console.log(`  in-process full-text leg ${line(inProc.fulltext)}`);
+    console.log(`  in-process hybrid        ${line(inProc.hybrid)}`);
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function knowledge(options: { rounds: number; chunks?: number }): Promise<void> {
+  await loadWords();
+  await ingestion(Math.max(1, Math.min(options.rounds, 3)));
+  await search(Math.max(1, options.rounds), options.chunks ?? 100_000);
+}

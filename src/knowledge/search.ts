@@ -1,0 +1,193 @@
+// Search over knowledge bases. The vector leg scans the bases' in-memory vectors (cosine of unit vectors);
+// the lexical leg is SQLite FTS5 ranked by BM25, queried with web-search syntax (quoted phrases are required,
+// `-word` excludes, other words are alternatives); hybrid fuses both rankings by reciprocal rank fusion
+// (k = 60). Only enabled chunks of enabled, completed documents that pass the tag filters take part.
+import type { Store } from '../store/index.ts';
+import type { KnowledgeBaseRecord, TagDefinitionRecord } from '../store/knowledge-bases.ts';
+import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
+import type { KnowledgeService, VectorIndex } from './service.ts';
+import { dot } from './embeddings.ts';
+import { filtersToSql, tagValuesByName, type ResolvedFilter } from './tags.ts';
+
+export const RRF_K = 60;
+
+export interface SearchRequest {
+  bases: KnowledgeBaseRecord[];
+  query: string | null;
+  topK: number;
+  filters: ResolvedFilter[];
+  mode: 'vector' | 'hybrid' | 'fulltext';
+  defs: Map<string, TagDefinitionRecord[]>;
+}
+
+export interface SearchHit {
+  knowledgeBaseId: string;
+  documentId: string;
+  documentName: string | null;
+  sourceUrl: string | null;
+  content: string;
+  chunkIndex: number;
+  metadata: Record<string, unknown>;
+  similarity: number;
+  rankScore: number;
+  rank: number;
+  rerankerScore?: number;
+}
+
+interface Candidate {
+  seq: number;
+  kbId: string;
+  docId: string;
+  similarity: number | null;
+  vectorRank: number | null;
+  lexicalRank: number | null;
+  score: number;
+}
+
+const STOP_WORDS = new Set(
+  'a an and are as at be but by for from has have how i if in into is it its of on or that the their then there these they this to was were what when where which who why will with you your do does did can could should would'.split(' '),
+);
+
+/** Web-search syntax to an FTS5 query; null when nothing searchable remains. */
+export function toFtsQuery(query: string): string | null {
+  const quote = (words: string[]) => `"${words.join(' ')}"`;
+  const words = (s: string) => [...s.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)].map((m) => m[0]);
+  const required: string[] = [];
+  const excluded: string[] = [];
+  const optional: string[] = [];
+  for (const m of query.matchAll(/(-?)"([^"]*)"|(-?)(\S+)/g)) {
+    if (m[2] !== undefined) {
+      const w = words(m[2]);
+      if (w.length) (m[1] ? excluded : required).push(quote(w));
+    } else {
+      const w = words(m[4]!);
+      if (w.length === 0) continue;
+      if (m[3]) excluded.push(quote(w));
+      else if (w.length > 1) optional.push(quote(w));
+      else optional.push(w[0]!);
+    }
+  }
+  const useful = optional.filter((w) => !STOP_WORDS.has(w.replace(/"/g, '')));
+  const terms = [...new Set((useful.length ? useful : optional).map((w) => (w.startsWith('"') ? w : quote([w]))))];
+  let positive: string | null = null;
+  if (required.length) positive = required.join(' AND ');
+  else if (terms.length) positive = terms.join(' OR ');
+  if (!positive) return null;
+  const base = required.length && terms.length ? `${positive} AND (${terms.join(' OR ')})` : `(${positive})`;
+  return excluded.length ? `${base} NOT (${excluded.join(' OR ')})` : base;
+}
+
+function positionOf(index: VectorIndex, seq: number): number {
+  index.positions ??= new Map(Array.from(index.seqs.subarray(0, index.rows), (s, i) => [s, i]));
+  return index.positions.get(seq) ?? -1;
+}
+
+export async function runSearch(store: Store, knowledge: KnowledgeService, req: SearchRequest): Promise<{ hits: SearchHit[]; lexicalFailed: boolean }> {
+  const kbIds = req.bases.map((b) => b.id);
+  const filterSql = req.filters.length ? filtersToSql(req.filters, 'd') : null;
+  // Which documents may answer (ids and bases only); full records are read for the results alone.
+  const docs = new Map((await store.knowledgeDocuments.searchableIds(kbIds, filterSql)).map((d) => [d.id, d.knowledgeBaseId]));
+  const candidates = new Map<number, Candidate>();
+  const legLimit = Math.min(200, Math.max(req.topK * 3, 50));
+  let lexicalFailed = false;
+  const indexes = new Map<string, VectorIndex>();
+  for (const id of kbIds) indexes.set(id, await knowledge.index(id));
+
+  if (req.query === null) {
+    // Tag-only: every matching chunk counts as a perfect match, in document and chunk order.
+    const rows = await store.knowledgeChunks.ofDocuments([...docs.keys()], req.topK);
+    rows.forEach((c, i) => candidates.set(c.seq, { seq: c.seq, kbId: c.knowledgeBaseId, docId: c.documentId, similarity: 1, vectorRank: i + 1, lexicalRank: null, score: 1 }));
+  } else {
+    let qv: Float32Array | null = null;
+    if (req.mode !== 'fulltext') {
+      qv = await knowledge.embedOne(req.query);
+      // Cosine distance below 1 (0.8 when more than three bases are searched), as the platform does.
+      const threshold = req.bases.length > 3 ? 0.2 : 0;
+      const limit = req.mode === 'vector' ? req.topK : legLimit;
+      // Best `limit` rows so far, worst last; a row must beat the worst to get in.
+      const scores: number[] = [];
+      const refs: { kbId: string; index: VectorIndex; row: number }[] = [];
+      for (const [kbId, index] of indexes) {
+        if (index.dimension !== qv.length) continue;
+        const { vectors, enabled, docOf, dimension, rows } = index;
+        const allowed = new Uint8Array(index.docIds.length);
+        index.docIds.forEach((id, d) => (allowed[d] = docs.has(id) ? 1 : 0));
+        let floor = scores.length === limit ? scores[limit - 1]! : threshold;
+        for (let i = 0; i < rows; i++) {
+          if (!enabled[i] || !allowed[docOf[i]!]) continue;
+          let sim = 0;
+          const base = i * dimension;
+          for (let k = 0; k < dimension; k++) sim += qv[k]! * vectors[base + k]!;
+          if (sim <= floor) continue;
+          let at = scores.length;
+          while (at > 0 && scores[at - 1]! < sim) at--;
+          scores.splice(at, 0, sim);
+          refs.splice(at, 0, { kbId, index, row: i });
+          if (scores.length > limit) {
+            scores.pop();
+            refs.pop();
+          }
+          if (scores.length === limit) floor = Math.max(threshold, scores[limit - 1]!);
+        }
+      }
+      refs.forEach((ref, rank) => {
+        const seq = ref.index.seqs[ref.row]!;
+        candidates.set(seq, { seq, kbId: ref.kbId, docId: ref.index.docIds[ref.index.docOf[ref.row]!]!, similarity: scores[rank]!, vectorRank: rank + 1, lexicalRank: null, score: 0 });
+      });
+    }
+    if (req.mode !== 'vector') {
+      const fts = toFtsQuery(req.query);
+      if (fts) {
+        try {
+          const rows = await store.knowledgeChunks.fullText(kbIds, fts, legLimit, (id) => docs.has(id));
+          rows.forEach((r, rank) => {
+            const seq = Number(r.seq);
+            const c = candidates.get(seq) ?? { seq, kbId: '', docId: r.document_id, similarity: null, vectorRank: null, lexicalRank: null, score: 0 };
+            c.lexicalRank = rank + 1;
+            candidates.set(seq, c);
+          });
+        } catch {
+          lexicalFailed = true;
+        }
+      }
+    }
+    for (const c of candidates.values()) {
+      c.score = req.mode === 'vector' ? c.similarity! : (c.vectorRank ? 1 / (RRF_K + c.vectorRank) : 0) + (c.lexicalRank ? 1 / (RRF_K + c.lexicalRank) : 0);
+    }
+    // Lexical matches the vector leg did not rank still get their true cosine similarity.
+    if (qv) {
+      for (const c of candidates.values()) {
+        if (c.similarity !== null) continue;
+        const kbId = docs.get(c.docId)!;
+        c.kbId = kbId;
+        const index = indexes.get(kbId)!;
+        const pos = positionOf(index, c.seq);
+        c.similarity = pos >= 0 && index.dimension === qv.length ? dot(qv, index.vectors, pos * index.dimension) : 0;
+      }
+    }
+  }
+  const ordered = [...candidates.values()]
+    .sort((a, b) => b.score - a.score || (a.lexicalRank ?? Infinity) - (b.lexicalRank ?? Infinity) || (a.vectorRank ?? Infinity) - (b.vectorRank ?? Infinity))
+    .slice(0, req.topK);
+  const chunks = new Map((await store.knowledgeChunks.getBySeq(ordered.map((c) => c.seq))).map((c) => [c.seq, c]));
+  const records = new Map<string, KnowledgeDocumentRecord>((await store.knowledgeDocuments.getMany([...new Set(ordered.map((c) => c.docId))])).map((d) => [d.id, d]));
+  const hits: SearchHit[] = [];
+  for (const c of ordered) {
+    const chunk = chunks.get(c.seq);
+    const doc = records.get(c.docId);
+    if (!chunk || !doc) continue;
+    hits.push({
+      knowledgeBaseId: doc.knowledgeBaseId,
+      documentId: doc.id,
+      documentName: doc.filename,
+      sourceUrl: doc.sourceUrl,
+      content: chunk.content,
+      chunkIndex: chunk.chunkIndex,
+      metadata: tagValuesByName(doc, req.defs.get(doc.knowledgeBaseId) ?? []),
+      similarity: c.similarity ?? 0,
+      rankScore: c.score,
+      rank: hits.length + 1,
+    });
+  }
+  return { hits, lexicalFailed };
+}

@@ -1,0 +1,360 @@
+// The knowledge engine a server runs: the embedding provider, the durable document processing queue and the
+// in-memory vector index used by search. No HTTP here.
+//
+// The queue is the documents table itself: a document is `pending` until a worker claims it (`processing`,
+// with a fresh attempt number), and the attempt ends `completed` or `failed`. Chunks are replaced in the same
+// transaction that marks the attempt completed, and only if the document is still on that attempt, so a
+// retried, deleted or re-queued document never ends up with two sets of chunks. On start, attempts a dead
+// process left `processing` are queued again.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/index.ts';
+import type { BlobStore } from '../files/blob-store.ts';
+import { readPrefix } from '../files/text.ts';
+import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
+import { createEmbeddingProvider, EmbeddingError, vectorToBlob, type EmbeddingProvider } from './embeddings.ts';
+import { chunkText } from './chunker.ts';
+import type { ChunkingConfig, ChunkRecipe } from './chunking-config.ts';
+import { extractDocument, ExtractError } from './extract.ts';
+import { UserRegexError } from './user-regex.ts';
+import { EgressPolicy } from '../execution/egress.ts';
+import { SourceError, type ConnectorContext } from './connectors.ts';
+import { runSync } from './sync.ts';
+import type { SecretCipher } from '../secrets/cipher.ts';
+import type { SecretVault } from '../secrets/vault.ts';
+import type { ConnectorRecord, SyncLogRecord } from '../store/knowledge-connectors.ts';
+
+export interface KnowledgeDeps {
+  store: Store;
+  blobs: BlobStore;
+  config: Config;
+  logger: Logger;
+  /** Overrides the configured provider (tests). */
+  provider?: EmbeddingProvider;
+  /** Seals connector API keys at rest (the secrets key); without it connectors cannot keep a key. */
+  cipher?: SecretCipher;
+  /** Resolves a `{{NAME}}` secret reference given as a connector's API key. */
+  secrets?: SecretVault;
+}
+
+/**
+ * The vectors of one base, packed for scanning: row i is chunk `seqs[i]` of document `docIds[docOf[i]]`, its
+ * unit vector at `vectors[i * dimension]`.
+ */
+export interface VectorIndex {
+  dimension: number;
+  rows: number;
+  seqs: Int32Array;
+  docOf: Int32Array;
+  docIds: string[];
+  enabled: Uint8Array;
+  vectors: Float32Array;
+  /** Row of each `seq`, built on first use. */
+  positions?: Map<number, number>;
+}
+
+export class KnowledgeService {
+  readonly provider: EmbeddingProvider;
+  protected readonly deps: KnowledgeDeps;
+  private readonly indexes = new Map<string, Promise<VectorIndex>>();
+  private running = false;
+  private readonly workers: Promise<void>[] = [];
+  private readonly waiters = new Set<() => void>();
+  private readonly inFlight = new Set<string>();
+  /** Outbound requests of connectors (web pages) go through the same egress rules as workflow blocks. */
+  readonly egress: EgressPolicy;
+  private readonly syncs = new Set<Promise<void>>();
+  private scheduler: NodeJS.Timeout | null = null;
+
+  constructor(deps: KnowledgeDeps) {
+    this.deps = deps;
+    this.provider = deps.provider ?? createEmbeddingProvider(deps.config.knowledge);
+    const e = deps.config.egress;
+    this.egress = new EgressPolicy({ allowPrivate: e.allowPrivate, allowCidrs: e.allowCidrs, maxResponseBytes: e.maxResponseBytes });
+  }
+
+  /** Forgets cached vectors of a base after its chunks, documents or state changed. */
+  invalidate(knowledgeBaseId: string): void {
+    this.indexes.delete(knowledgeBaseId);
+  }
+
+  /** The base's vectors, loaded once and kept until a change invalidates them. */
+  index(knowledgeBaseId: string): Promise<VectorIndex> {
+    let idx = this.indexes.get(knowledgeBaseId);
+    if (!idx) {
+      idx = this.loadIndex(knowledgeBaseId);
+      this.indexes.set(knowledgeBaseId, idx);
+      idx.catch(() => this.indexes.delete(knowledgeBaseId));
+    }
+    return idx;
+  }
+
+  /** Reads the base's vectors page by page (by `seq`) straight into typed arrays. */
+  private async loadIndex(knowledgeBaseId: string): Promise<VectorIndex> {
+    const { store } = this.deps;
+    const { rows: total, dimension } = await store.knowledgeChunks.vectorShape(knowledgeBaseId);
+    const seqs = new Int32Array(total);
+    const docOf = new Int32Array(total);
+    const enabled = new Uint8Array(total);
+    const vectors = new Float32Array(total * dimension);
+    const docIds: string[] = [];
+    const docIndex = new Map<string, number>();
+    let n = 0;
+    let after = 0;
+    for (;;) {
+      const page = await store.knowledgeChunks.vectors(knowledgeBaseId, after, 5000);
+      if (page.length === 0) break;
+      for (const r of page) {
+        after = Number(r.seq);
+        if (n >= total || !r.embedding || r.embedding.byteLength !== dimension * 4) continue;
+        let d = docIndex.get(r.document_id);
+        if (d === undefined) {
+          d = docIds.length;
+          docIds.push(r.document_id);
+          docIndex.set(r.document_id, d);
+        }
+        seqs[n] = after;
+        docOf[n] = d;
+        enabled[n] = Number(r.enabled) === 1 ? 1 : 0;
+        vectors.set(new Float32Array(r.embedding.buffer, r.embedding.byteOffset, dimension), n * dimension);
+        n++;
+      }
+    }
+    return { dimension, rows: n, seqs, docOf, docIds, enabled, vectors };
+  }
+
+  // ── the processing queue
+
+  /** Tells idle workers there is work (documents were queued). */
+  notify(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  async start(): Promise<void> {
+    if (this.running) return;
+    const requeued = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.requeueInterrupted(new Date().toISOString()));
+    if (requeued > 0) this.deps.logger.warn({ documents: requeued }, 'knowledge documents interrupted by a restart were queued again');
+    await this.deps.store.transaction((tx) => tx.knowledgeConnectors.releaseInterrupted(new Date().toISOString()));
+    this.running = true;
+    for (let i = 0; i < this.deps.config.knowledge.workers; i++) this.workers.push(this.work());
+    const poll = this.deps.config.knowledge.connectorPollMs;
+    if (poll > 0) {
+      this.scheduler = setInterval(() => void this.syncDue().catch((err) => this.deps.logger.error({ err }, 'connector scheduler failed')), poll);
+      this.scheduler.unref();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    if (this.scheduler) clearInterval(this.scheduler);
+    this.notify();
+    await Promise.all(this.workers.splice(0));
+    await Promise.all([...this.syncs]);
+  }
+
+  // ── connectors
+
+  /** Seals a connector's API key (or `{{SECRET}}` reference) for storage; bound to the connector's id. */
+  sealApiKey(connectorId: string, apiKey: string): string {
+    if (!this.deps.cipher) throw new Error('No secrets key: connector API keys cannot be stored.');
+    return this.deps.cipher.encrypt(apiKey, `knowledge-connector:${connectorId}`);
+  }
+
+  /** The key a sync sends: the sealed value, or the workspace/personal secret a `{{NAME}}` reference names. */
+  private async apiKeyOf(c: ConnectorRecord): Promise<string | null> {
+    if (!c.apiKeySealed || !this.deps.cipher) return null;
+    const value = this.deps.cipher.decrypt(c.apiKeySealed, `knowledge-connector:${c.id}`);
+    const ref = /^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$/.exec(value);
+    if (!ref) return value;
+    const resolved = await this.deps.secrets?.resolve(c.workspaceId, c.createdBy, ref[1]!);
+    if (resolved === undefined) throw new SourceError(`The secret {{${ref[1]}}} named as this connector's API key does not exist.`);
+    return resolved;
+  }
+
+  /** Starts the syncs whose schedule is due. */
+  async syncDue(): Promise<void> {
+    if (!this.running) return;
+    for (const c of await this.deps.store.knowledgeConnectors.due(new Date().toISOString(), 20)) await this.startSync(c.id, false);
+  }
+
+  /**
+   * Claims the connector and runs one sync in the background; false when it is already syncing (or paused), so
+   * two syncs of one connector never run at once.
+   */
+  async startSync(connectorId: string, rehydrate: boolean): Promise<boolean> {
+    const startedAt = new Date().toISOString();
+    const prior = await this.deps.store.transaction((tx) => tx.knowledgeConnectors.claimSync(connectorId, startedAt));
+    if (!prior) return false;
+    const run = this.sync(connectorId, rehydrate, startedAt).finally(() => this.syncs.delete(run));
+    this.syncs.add(run);
+    return true;
+  }
+
+  /** Resolves when every sync running now has finished (tests, shutdown). */
+  async idleSyncs(): Promise<void> {
+    while (this.syncs.size) await Promise.all([...this.syncs]);
+  }
+
+  private async sync(connectorId: string, rehydrate: boolean, startedAt: string): Promise<void> {
+    const { store, config } = this.deps;
+    const connector = await store.knowledgeConnectors.get(connectorId);
+    if (!connector) return;
+    let log: SyncLogRecord | undefined;
+    let error: string | null = null;
+    try {
+      const ctx: ConnectorContext = {
+        store, blobs: this.deps.blobs, egress: this.egress, workspaceId: connector.workspaceId, baseUrl: config.baseUrl,
+        maxDocumentBytes: config.knowledge.maxDocumentBytes, timeoutMs: config.execution.apiTimeoutMs, apiKey: await this.apiKeyOf(connector),
+      };
+      log = await runSync(ctx, connector, rehydrate, startedAt);
+    } catch (err) {
+      if (!(err instanceof SourceError)) this.deps.logger.error({ err, connectorId }, 'connector sync failed unexpectedly');
+      error = err instanceof SourceError ? err.message : `The sync failed: ${(err as Error).message}`;
+    }
+    const now = new Date().toISOString();
+    const current = await store.knowledgeConnectors.get(connectorId);
+    if (!current) return; // deleted while it ran
+    const next = current.syncIntervalMinutes > 0 ? new Date(Date.now() + current.syncIntervalMinutes * 60_000).toISOString() : null;
+    const docCount = (await store.knowledgeDocuments.ofConnector(connectorId)).length;
+    await store.transaction(async (tx) => {
+      await tx.knowledgeConnectors.insertLog(
+        log ?? { id: `ksl_${randomUUID().replace(/-/g, '')}`, connectorId, status: 'failed', startedAt, completedAt: now, docsAdded: 0, docsUpdated: 0, docsDeleted: 0, docsUnchanged: 0, docsSkipped: 0, docsFailed: 0, errorMessage: error },
+      );
+      const latest = await tx.knowledgeConnectors.get(connectorId);
+      await tx.knowledgeConnectors.update(connectorId, {
+        // A pause requested while the sync ran is kept.
+        status: latest?.status === 'paused' ? 'paused' : error ? 'error' : 'active',
+        lastSyncAt: now,
+        lastSyncError: error ?? log?.errorMessage ?? null,
+        lastSyncDocCount: docCount,
+        nextSyncAt: next ?? undefined,
+        consecutiveFailures: error ? current.consecutiveFailures + 1 : 0,
+        updatedAt: now,
+      });
+      if (!next) await tx.knowledgeConnectors.clearSchedule(connectorId);
+    });
+    this.invalidate(connector.knowledgeBaseId);
+    this.notify();
+  }
+
+  private async work(): Promise<void> {
+    while (this.running) {
+      const next = await this.claimNext().catch((err) => {
+        this.deps.logger.error({ err }, 'knowledge queue: claiming a document failed');
+        return null;
+      });
+      if (next) {
+        await this.process(next.id, next.attempt).catch((err) => this.deps.logger.error({ err, documentId: next.id }, 'knowledge processing crashed'));
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.waiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, 2000);
+        timer.unref();
+        this.waiters.add(done);
+      });
+    }
+  }
+
+  private async claimNext(): Promise<{ id: string; attempt: number } | null> {
+    const candidates = await this.deps.store.knowledgeDocuments.pending(16);
+    for (const c of candidates) {
+      if (this.inFlight.has(c.id)) continue;
+      const attempt = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.claim(c.id, new Date().toISOString()));
+      if (attempt !== null) return { id: c.id, attempt };
+    }
+    return null;
+  }
+
+  /** Runs one attempt: extract, chunk, embed, then swap the chunks in, all or nothing. */
+  async process(documentId: string, attempt: number): Promise<void> {
+    this.inFlight.add(documentId);
+    try {
+      const { store } = this.deps;
+      const doc = await store.knowledgeDocuments.get(documentId);
+      if (!doc) return;
+      let outcome: { status: 'completed'; chunks: PreparedChunk[]; characters: number } | { status: 'failed'; error: string };
+      try {
+        outcome = { status: 'completed', ...(await this.prepare(doc)) };
+      } catch (err) {
+        const known = err instanceof ExtractError || err instanceof EmbeddingError || err instanceof UserRegexError || err instanceof ProcessingError;
+        if (!known) this.deps.logger.error({ err, documentId }, 'knowledge processing failed unexpectedly');
+        outcome = { status: 'failed', error: known ? (err as Error).message : `Processing failed: ${(err as Error).message}` };
+      }
+      const now = new Date().toISOString();
+      await store.transaction(async (tx) => {
+        if (outcome.status === 'failed') {
+          if (await tx.knowledgeDocuments.finish(documentId, attempt, outcome, now)) await tx.knowledgeChunks.deleteForDocument(documentId);
+          return;
+        }
+        const tokens = outcome.chunks.reduce((n, c) => n + c.tokens, 0);
+        const kept = await tx.knowledgeDocuments.finish(documentId, attempt, { status: 'completed', chunkCount: outcome.chunks.length, tokenCount: tokens, characterCount: outcome.characters }, now);
+        if (!kept) return; // deleted or re-queued meanwhile: this attempt's result is dropped
+        await tx.knowledgeChunks.deleteForDocument(documentId);
+        for (const [i, c] of outcome.chunks.entries()) {
+          await tx.knowledgeChunks.insert({
+            id: newChunkId(), documentId, knowledgeBaseId: doc.knowledgeBaseId, chunkIndex: i, content: c.content, tokenCount: c.tokens, enabled: true,
+            startOffset: c.start, endOffset: c.end, embedding: vectorToBlob(c.vector), at: now,
+          });
+        }
+      });
+      this.invalidate(doc.knowledgeBaseId);
+    } finally {
+      this.inFlight.delete(documentId);
+    }
+  }
+
+  private async prepare(doc: KnowledgeDocumentRecord): Promise<{ chunks: PreparedChunk[]; characters: number }> {
+    const { store, blobs, config } = this.deps;
+    const kb = await store.knowledgeBases.get(doc.knowledgeBaseId);
+    if (!kb) throw new ProcessingError('The knowledge base no longer exists.');
+    this.assertProviderFits(kb.embeddingModel, kb.embeddingDimension);
+    if (!doc.blobKey) throw new ProcessingError('The document has no stored content to process.');
+    if (doc.fileSize > config.knowledge.maxDocumentBytes) throw new ProcessingError(`The document is larger than ${config.knowledge.maxDocumentBytes} bytes.`);
+    let bytes: Buffer;
+    try {
+      bytes = await readPrefix(blobs.read(doc.blobKey), config.knowledge.maxDocumentBytes);
+    } catch {
+      throw new ProcessingError('The document content could not be read from storage.');
+    }
+    const { text, kind } = await extractDocument(bytes, doc.mimeType, doc.filename);
+    if (text.trim() === '') throw new ProcessingError('The document has no text to index.');
+    const options = doc.processingOptions ? (JSON.parse(doc.processingOptions) as { recipe?: string }) : {};
+    const recipe = options.recipe && options.recipe !== 'default' ? (options.recipe as ChunkRecipe) : undefined;
+    const pieces = chunkText(text, JSON.parse(kb.chunkingConfig) as ChunkingConfig, kind, recipe);
+    const vectors = await this.provider.embed(pieces.map((p) => p.content));
+    return { chunks: pieces.map((p, i) => ({ ...p, vector: vectors[i]! })), characters: text.length };
+  }
+
+  /** A base keeps the model it was created with; the configured provider must still produce it. */
+  assertProviderFits(model: string, dimension: number): void {
+    if (model !== this.provider.model || dimension !== this.provider.dimension) {
+      throw new ProcessingError(
+        `This knowledge base is embedded with ${model} (${dimension} dimensions) but the server is configured for ${this.provider.model} (${this.provider.dimension}).`,
+      );
+    }
+  }
+
+  /** Embeds one text for a chunk write or a query. */
+  async embedOne(text: string): Promise<Float32Array> {
+    return (await this.provider.embed([text]))[0]!;
+  }
+}
+
+export class ProcessingError extends Error {}
+
+interface PreparedChunk {
+  content: string;
+  start: number;
+  end: number;
+  tokens: number;
+  vector: Float32Array;
+}
+
+export const newChunkId = () => `kc_${randomUUID().replace(/-/g, '')}`;
+export const newDocumentId = () => `kd_${randomUUID().replace(/-/g, '')}`;

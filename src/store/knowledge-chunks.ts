@@ -1,0 +1,221 @@
+// Chunks of knowledge documents with their vectors, and the full-text index over their content (SQLite FTS5,
+// contentless: the text lives once, in knowledge_chunks; the index is keyed by the chunk's `seq`).
+import type { SqlExecutor, SqlValue } from './database.ts';
+import { keyset, limitClause } from './keyset.ts';
+
+export interface KnowledgeChunkRecord {
+  seq: number;
+  id: string;
+  documentId: string;
+  knowledgeBaseId: string;
+  chunkIndex: number;
+  content: string;
+  contentLength: number;
+  tokenCount: number;
+  enabled: boolean;
+  startOffset: number;
+  endOffset: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface NewChunk {
+  id: string;
+  documentId: string;
+  knowledgeBaseId: string;
+  chunkIndex: number;
+  content: string;
+  tokenCount: number;
+  enabled: boolean;
+  startOffset: number;
+  endOffset: number;
+  embedding: Uint8Array;
+  at: string;
+}
+
+interface Row {
+  seq: number;
+  id: string;
+  document_id: string;
+  knowledge_base_id: string;
+  chunk_index: number;
+  content: string;
+  content_length: number;
+  token_count: number;
+  enabled: number;
+  start_offset: number;
+  end_offset: number;
+  created_at: string;
+  updated_at: string;
+}
+
+const COLUMNS = 'seq, id, document_id, knowledge_base_id, chunk_index, content, content_length, token_count, enabled, start_offset, end_offset, created_at, updated_at';
+
+const toRecord = (r: Row): KnowledgeChunkRecord => ({
+  seq: Number(r.seq),
+  id: r.id,
+  documentId: r.document_id,
+  knowledgeBaseId: r.knowledge_base_id,
+  chunkIndex: Number(r.chunk_index),
+  content: r.content,
+  contentLength: Number(r.content_length),
+  tokenCount: Number(r.token_count),
+  enabled: Number(r.enabled) === 1,
+  startOffset: Number(r.start_offset),
+  endOffset: Number(r.end_offset),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export const CHUNK_SORT_COLUMNS = { chunkIndex: 'chunk_index', tokenCount: 'token_count', enabled: 'enabled' } as const;
+
+export class KnowledgeChunkRepository {
+  private readonly db: SqlExecutor;
+  constructor(db: SqlExecutor) {
+    this.db = db;
+  }
+
+  async insert(c: NewChunk): Promise<KnowledgeChunkRecord> {
+    await this.db.run(
+      `INSERT INTO knowledge_chunks (id, document_id, knowledge_base_id, chunk_index, content, content_length, token_count, enabled, start_offset, end_offset,
+         embedding, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [c.id, c.documentId, c.knowledgeBaseId, c.chunkIndex, c.content, c.content.length, c.tokenCount, c.enabled ? 1 : 0, c.startOffset, c.endOffset, c.embedding, c.at, c.at],
+    );
+    const row = (await this.db.get<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE id = ?`, [c.id]))!;
+    await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [row.seq, c.content]);
+    return toRecord(row);
+  }
+
+  /** Removes every chunk of a document (and its index entries). */
+  async deleteForDocument(documentId: string): Promise<void> {
+    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid IN (SELECT seq FROM knowledge_chunks WHERE document_id = ?)', [documentId]);
+    await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+  }
+
+  async get(id: string): Promise<KnowledgeChunkRecord | undefined> {
+    const r = await this.db.get<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE id = ?`, [id]);
+    return r && toRecord(r);
+  }
+
+  async getBySeq(seqs: readonly number[]): Promise<KnowledgeChunkRecord[]> {
+    if (seqs.length === 0) return [];
+    const rows = await this.db.all<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE seq IN (${seqs.map(() => '?').join(', ')})`, seqs);
+    return rows.map(toRecord);
+  }
+
+  async list(q: {
+    documentId: string;
+    search: string | null;
+    enabled: boolean | null;
+    sortBy: keyof typeof CHUNK_SORT_COLUMNS;
+    order: 'asc' | 'desc';
+    after: readonly [SqlValue, string] | null;
+    limit: number;
+  }): Promise<KnowledgeChunkRecord[]> {
+    const ks = keyset({ column: CHUNK_SORT_COLUMNS[q.sortBy], idColumn: 'id', order: q.order, after: q.after, limit: q.limit });
+    const where = ['document_id = ?'];
+    const params: SqlValue[] = [q.documentId];
+    if (q.search !== null) {
+      where.push('instr(lower(content), lower(?)) > 0');
+      params.push(q.search);
+    }
+    if (q.enabled !== null) {
+      where.push('enabled = ?');
+      params.push(q.enabled ? 1 : 0);
+    }
+    const rows = await this.db.all<Row>(
+      `SELECT ${COLUMNS} FROM knowledge_chunks WHERE ${where.join(' AND ')} AND ${ks.where} ORDER BY ${ks.orderBy} ${limitClause(q.limit)}`,
+      [...params, ...ks.whereParams],
+    );
+    return rows.map(toRecord);
+  }
+
+  async nextIndex(documentId: string): Promise<number> {
+    const r = await this.db.get<{ n: number | null }>('SELECT MAX(chunk_index) AS n FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+    return r?.n === null || r?.n === undefined ? 0 : Number(r.n) + 1;
+  }
+
+  async updateContent(c: KnowledgeChunkRecord, content: string, tokenCount: number, embedding: Uint8Array, now: string): Promise<void> {
+    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid = ?', [c.seq]);
+    await this.db.run('UPDATE knowledge_chunks SET content = ?, content_length = ?, token_count = ?, embedding = ?, updated_at = ? WHERE seq = ?', [
+      content, content.length, tokenCount, embedding, now, c.seq,
+    ]);
+    await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [c.seq, content]);
+  }
+
+  async setEnabled(seq: number, enabled: boolean, now: string): Promise<void> {
+    await this.db.run('UPDATE knowledge_chunks SET enabled = ?, updated_at = ? WHERE seq = ?', [enabled ? 1 : 0, now, seq]);
+  }
+
+  async delete(seq: number): Promise<void> {
+    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid = ?', [seq]);
+    await this.db.run('DELETE FROM knowledge_chunks WHERE seq = ?', [seq]);
+  }
+
+  /** Enabled chunks of these documents in document and chunk order (tag-only search). */
+  async ofDocuments(documentIds: readonly string[], limit: number): Promise<KnowledgeChunkRecord[]> {
+    if (documentIds.length === 0) return [];
+    const out: KnowledgeChunkRecord[] = [];
+    for (let i = 0; i < documentIds.length && out.length < limit; i += 500) {
+      const part = documentIds.slice(i, i + 500);
+      const rows = await this.db.all<Row>(
+        `SELECT ${COLUMNS} FROM knowledge_chunks WHERE document_id IN (${part.map(() => '?').join(', ')}) AND enabled = 1 ORDER BY document_id, chunk_index ${limitClause(limit - out.length)}`,
+        part,
+      );
+      out.push(...rows.map(toRecord));
+    }
+    return out;
+  }
+
+  /** Every chunk of a document with its vector, in chunk order (export). */
+  async forExport(documentId: string): Promise<(KnowledgeChunkRecord & { embedding: Uint8Array | null })[]> {
+    const rows = await this.db.all<Row & { embedding: Uint8Array | null }>(`SELECT ${COLUMNS}, embedding FROM knowledge_chunks WHERE document_id = ? ORDER BY chunk_index, seq`, [documentId]);
+    return rows.map((r) => ({ ...toRecord(r), embedding: r.embedding }));
+  }
+
+  /** How many chunks of a base have a vector, and the width of the first one. */
+  async vectorShape(knowledgeBaseId: string): Promise<{ rows: number; dimension: number }> {
+    const r = await this.db.get<{ n: number; w: number | null }>(
+      'SELECT COUNT(*) AS n, (SELECT length(embedding) FROM knowledge_chunks WHERE knowledge_base_id = ? AND embedding IS NOT NULL LIMIT 1) AS w FROM knowledge_chunks WHERE knowledge_base_id = ? AND embedding IS NOT NULL',
+      [knowledgeBaseId, knowledgeBaseId],
+    );
+    return { rows: Number(r?.n ?? 0), dimension: Number(r?.w ?? 0) / 4 };
+  }
+
+  /** One page of a base's vectors after `afterSeq`, in `seq` order, for the in-memory index. */
+  async vectors(knowledgeBaseId: string, afterSeq: number, limit: number): Promise<{ seq: number; document_id: string; enabled: number; embedding: Uint8Array | null }[]> {
+    return this.db.all(
+      `SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? AND seq > ? ORDER BY seq ${limitClause(limit)}`,
+      [knowledgeBaseId, afterSeq],
+    );
+  }
+
+  /**
+   * Full-text matches of an FTS5 query, best BM25 first (`score` is bm25(): lower is better), among enabled
+   * chunks of the given bases. The index is searched alone first (FTS5 orders by rank cheaply), then the best
+   * rows are checked against the bases; when too few survive, it looks deeper.
+   */
+  async fullText(kbIds: readonly string[], ftsQuery: string, limit: number, accept: (documentId: string) => boolean = () => true): Promise<{ seq: number; document_id: string; score: number }[]> {
+    const bases = new Set(kbIds);
+    for (let depth = Math.max(limit * 2, 200); ; depth *= 8) {
+      const hits = await this.db.all<{ seq: number; score: number }>(
+        `SELECT rowid AS seq, rank AS score FROM knowledge_chunks_fts WHERE knowledge_chunks_fts MATCH ? ORDER BY rank ${limitClause(depth)}`,
+        [ftsQuery],
+      );
+      const out: { seq: number; document_id: string; score: number }[] = [];
+      for (let i = 0; i < hits.length; i += 500) {
+        const part = hits.slice(i, i + 500);
+        const rows = await this.db.all<{ seq: number; document_id: string; knowledge_base_id: string; enabled: number }>(
+          `SELECT seq, document_id, knowledge_base_id, enabled FROM knowledge_chunks WHERE seq IN (${part.map(() => '?').join(', ')})`,
+          part.map((h) => h.seq),
+        );
+        const bySeq = new Map(rows.map((r) => [Number(r.seq), r]));
+        for (const h of part) {
+          const r = bySeq.get(Number(h.seq));
+          if (r && bases.has(r.knowledge_base_id) && Number(r.enabled) === 1 && accept(r.document_id)) out.push({ seq: Number(h.seq), document_id: r.document_id, score: Number(h.score) });
+        }
+      }
+      if (out.length >= limit || hits.length < depth || depth >= 1_000_000) return out.slice(0, limit);
+    }
+  }
+}
