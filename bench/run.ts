@@ -8,6 +8,7 @@ import { executor } from './suites/executor.ts';
 import { files } from './suites/files.ts';
 import { workflowOperations } from './suites/workflow-operations.ts';
 import { runs } from './suites/runs.ts';
+import { resources } from './suites/resources.ts';
 import { mcp } from './suites/mcp.ts';
 import { tables } from './suites/tables.ts';
 
@@ -19,6 +20,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   executor,
   runs,
   files,
+  resources,
   mcp,
   tables,
 };

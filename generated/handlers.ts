@@ -164,6 +164,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  completeCredentialConnection: {
+    params: Params<operations['completeCredentialConnection'], 'path'>;
+    query: Params<operations['completeCredentialConnection'], 'query'>;
+    headers: Params<operations['completeCredentialConnection'], 'header'>;
+    body: Body<operations['completeCredentialConnection']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   completeFileUpload: {
     params: Params<operations['completeFileUpload'], 'path'>;
     query: Params<operations['completeFileUpload'], 'query'>;
@@ -178,6 +187,24 @@ export interface OperationInputs {
     query: Params<operations['completeTableImport'], 'query'>;
     headers: Params<operations['completeTableImport'], 'header'>;
     body: Body<operations['completeTableImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createCredentialConnection: {
+    params: Params<operations['createCredentialConnection'], 'path'>;
+    query: Params<operations['createCredentialConnection'], 'query'>;
+    headers: Params<operations['createCredentialConnection'], 'header'>;
+    body: Body<operations['createCredentialConnection']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createCustomTool: {
+    params: Params<operations['createCustomTool'], 'path'>;
+    query: Params<operations['createCustomTool'], 'query'>;
+    headers: Params<operations['createCustomTool'], 'header'>;
+    body: Body<operations['createCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -223,6 +250,33 @@ export interface OperationInputs {
     query: Params<operations['createMcpServer'], 'query'>;
     headers: Params<operations['createMcpServer'], 'header'>;
     body: Body<operations['createMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createSandbox: {
+    params: Params<operations['createSandbox'], 'path'>;
+    query: Params<operations['createSandbox'], 'query'>;
+    headers: Params<operations['createSandbox'], 'header'>;
+    body: Body<operations['createSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createServiceAccountCredential: {
+    params: Params<operations['createServiceAccountCredential'], 'path'>;
+    query: Params<operations['createServiceAccountCredential'], 'query'>;
+    headers: Params<operations['createServiceAccountCredential'], 'header'>;
+    body: Body<operations['createServiceAccountCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createSkill: {
+    params: Params<operations['createSkill'], 'path'>;
+    query: Params<operations['createSkill'], 'query'>;
+    headers: Params<operations['createSkill'], 'header'>;
+    body: Body<operations['createSkill']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -326,6 +380,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deleteCredential: {
+    params: Params<operations['deleteCredential'], 'path'>;
+    query: Params<operations['deleteCredential'], 'query'>;
+    headers: Params<operations['deleteCredential'], 'header'>;
+    body: Body<operations['deleteCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteCustomTool: {
+    params: Params<operations['deleteCustomTool'], 'path'>;
+    query: Params<operations['deleteCustomTool'], 'query'>;
+    headers: Params<operations['deleteCustomTool'], 'header'>;
+    body: Body<operations['deleteCustomTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteFile: {
     params: Params<operations['deleteFile'], 'path'>;
     query: Params<operations['deleteFile'], 'query'>;
@@ -367,6 +439,33 @@ export interface OperationInputs {
     query: Params<operations['deleteMcpServer'], 'query'>;
     headers: Params<operations['deleteMcpServer'], 'header'>;
     body: Body<operations['deleteMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSandbox: {
+    params: Params<operations['deleteSandbox'], 'path'>;
+    query: Params<operations['deleteSandbox'], 'query'>;
+    headers: Params<operations['deleteSandbox'], 'header'>;
+    body: Body<operations['deleteSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSecret: {
+    params: Params<operations['deleteSecret'], 'path'>;
+    query: Params<operations['deleteSecret'], 'query'>;
+    headers: Params<operations['deleteSecret'], 'header'>;
+    body: Body<operations['deleteSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deleteSkill: {
+    params: Params<operations['deleteSkill'], 'path'>;
+    query: Params<operations['deleteSkill'], 'query'>;
+    headers: Params<operations['deleteSkill'], 'header'>;
+    body: Body<operations['deleteSkill']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -506,6 +605,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  downloadRunFile: {
+    params: Params<operations['downloadRunFile'], 'path'>;
+    query: Params<operations['downloadRunFile'], 'query'>;
+    headers: Params<operations['downloadRunFile'], 'header'>;
+    body: Body<operations['downloadRunFile']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   downloadTableExportFile: {
     params: Params<operations['downloadTableExportFile'], 'path'>;
     query: Params<operations['downloadTableExportFile'], 'query'>;
@@ -529,6 +637,15 @@ export interface OperationInputs {
     query: Params<operations['editFileContent'], 'query'>;
     headers: Params<operations['editFileContent'], 'header'>;
     body: Body<operations['editFileContent']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  executeTool: {
+    params: Params<operations['executeTool'], 'path'>;
+    query: Params<operations['executeTool'], 'query'>;
+    headers: Params<operations['executeTool'], 'header'>;
+    body: Body<operations['executeTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -560,11 +677,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getBillingStatus: {
+    params: Params<operations['getBillingStatus'], 'path'>;
+    query: Params<operations['getBillingStatus'], 'query'>;
+    headers: Params<operations['getBillingStatus'], 'header'>;
+    body: Body<operations['getBillingStatus']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getBlock: {
     params: Params<operations['getBlock'], 'path'>;
     query: Params<operations['getBlock'], 'query'>;
     headers: Params<operations['getBlock'], 'header'>;
     body: Body<operations['getBlock']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getCustomTool: {
+    params: Params<operations['getCustomTool'], 'path'>;
+    query: Params<operations['getCustomTool'], 'query'>;
+    headers: Params<operations['getCustomTool'], 'header'>;
+    body: Body<operations['getCustomTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -659,6 +794,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getSandbox: {
+    params: Params<operations['getSandbox'], 'path'>;
+    query: Params<operations['getSandbox'], 'query'>;
+    headers: Params<operations['getSandbox'], 'header'>;
+    body: Body<operations['getSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getSharedFile: {
     params: Params<operations['getSharedFile'], 'path'>;
     query: Params<operations['getSharedFile'], 'query'>;
@@ -667,6 +811,15 @@ export interface OperationInputs {
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
+  };
+  getSkill: {
+    params: Params<operations['getSkill'], 'path'>;
+    query: Params<operations['getSkill'], 'query'>;
+    headers: Params<operations['getSkill'], 'header'>;
+    body: Body<operations['getSkill']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
   };
   getTable: {
     params: Params<operations['getTable'], 'path'>;
@@ -718,6 +871,15 @@ export interface OperationInputs {
     query: Params<operations['getTableView'], 'query'>;
     headers: Params<operations['getTableView'], 'header'>;
     body: Body<operations['getTableView']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getTool: {
+    params: Params<operations['getTool'], 'path'>;
+    query: Params<operations['getTool'], 'query'>;
+    headers: Params<operations['getTool'], 'header'>;
+    body: Body<operations['getTool']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -794,6 +956,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  grantSkillEditor: {
+    params: Params<operations['grantSkillEditor'], 'path'>;
+    query: Params<operations['grantSkillEditor'], 'query'>;
+    headers: Params<operations['grantSkillEditor'], 'header'>;
+    body: Body<operations['grantSkillEditor']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   headWorkflowState: {
     params: Params<operations['headWorkflowState'], 'path'>;
     query: Params<operations['headWorkflowState'], 'query'>;
@@ -857,6 +1028,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listBillingLogs: {
+    params: Params<operations['listBillingLogs'], 'path'>;
+    query: Params<operations['listBillingLogs'], 'query'>;
+    headers: Params<operations['listBillingLogs'], 'header'>;
+    body: Body<operations['listBillingLogs']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listBlocks: {
     params: Params<operations['listBlocks'], 'path'>;
     query: Params<operations['listBlocks'], 'query'>;
@@ -871,6 +1051,33 @@ export interface OperationInputs {
     query: Params<operations['listChatDeployments'], 'query'>;
     headers: Params<operations['listChatDeployments'], 'header'>;
     body: Body<operations['listChatDeployments']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listCredentialProviders: {
+    params: Params<operations['listCredentialProviders'], 'path'>;
+    query: Params<operations['listCredentialProviders'], 'query'>;
+    headers: Params<operations['listCredentialProviders'], 'header'>;
+    body: Body<operations['listCredentialProviders']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listCredentials: {
+    params: Params<operations['listCredentials'], 'path'>;
+    query: Params<operations['listCredentials'], 'query'>;
+    headers: Params<operations['listCredentials'], 'header'>;
+    body: Body<operations['listCredentials']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listCustomTools: {
+    params: Params<operations['listCustomTools'], 'path'>;
+    query: Params<operations['listCustomTools'], 'query'>;
+    headers: Params<operations['listCustomTools'], 'header'>;
+    body: Body<operations['listCustomTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -929,6 +1136,42 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listSandboxes: {
+    params: Params<operations['listSandboxes'], 'path'>;
+    query: Params<operations['listSandboxes'], 'query'>;
+    headers: Params<operations['listSandboxes'], 'header'>;
+    body: Body<operations['listSandboxes']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSecrets: {
+    params: Params<operations['listSecrets'], 'path'>;
+    query: Params<operations['listSecrets'], 'query'>;
+    headers: Params<operations['listSecrets'], 'header'>;
+    body: Body<operations['listSecrets']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSkillEditors: {
+    params: Params<operations['listSkillEditors'], 'path'>;
+    query: Params<operations['listSkillEditors'], 'query'>;
+    headers: Params<operations['listSkillEditors'], 'header'>;
+    body: Body<operations['listSkillEditors']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSkills: {
+    params: Params<operations['listSkills'], 'path'>;
+    query: Params<operations['listSkills'], 'query'>;
+    headers: Params<operations['listSkills'], 'header'>;
+    body: Body<operations['listSkills']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listTableDispatches: {
     params: Params<operations['listTableDispatches'], 'path'>;
     query: Params<operations['listTableDispatches'], 'query'>;
@@ -970,6 +1213,15 @@ export interface OperationInputs {
     query: Params<operations['listTables'], 'query'>;
     headers: Params<operations['listTables'], 'header'>;
     body: Body<operations['listTables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listTools: {
+    params: Params<operations['listTools'], 'path'>;
+    query: Params<operations['listTools'], 'query'>;
+    headers: Params<operations['listTools'], 'header'>;
+    body: Body<operations['listTools']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1280,6 +1532,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  revokeSkillEditor: {
+    params: Params<operations['revokeSkillEditor'], 'path'>;
+    query: Params<operations['revokeSkillEditor'], 'query'>;
+    headers: Params<operations['revokeSkillEditor'], 'header'>;
+    body: Body<operations['revokeSkillEditor']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   rollbackWorkflow: {
     params: Params<operations['rollbackWorkflow'], 'path'>;
     query: Params<operations['rollbackWorkflow'], 'query'>;
@@ -1312,6 +1573,15 @@ export interface OperationInputs {
     query: Params<operations['searchTableRows'], 'query'>;
     headers: Params<operations['searchTableRows'], 'header'>;
     body: Body<operations['searchTableRows']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  setSecret: {
+    params: Params<operations['setSecret'], 'path'>;
+    query: Params<operations['setSecret'], 'query'>;
+    headers: Params<operations['setSecret'], 'header'>;
+    body: Body<operations['setSecret']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1352,6 +1622,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateCredential: {
+    params: Params<operations['updateCredential'], 'path'>;
+    query: Params<operations['updateCredential'], 'query'>;
+    headers: Params<operations['updateCredential'], 'header'>;
+    body: Body<operations['updateCredential']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateCustomTool: {
+    params: Params<operations['updateCustomTool'], 'path'>;
+    query: Params<operations['updateCustomTool'], 'query'>;
+    headers: Params<operations['updateCustomTool'], 'header'>;
+    body: Body<operations['updateCustomTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateFileContent: {
     params: Params<operations['updateFileContent'], 'path'>;
     query: Params<operations['updateFileContent'], 'query'>;
@@ -1375,6 +1663,24 @@ export interface OperationInputs {
     query: Params<operations['updateRowsByFilter'], 'query'>;
     headers: Params<operations['updateRowsByFilter'], 'header'>;
     body: Body<operations['updateRowsByFilter']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateSandbox: {
+    params: Params<operations['updateSandbox'], 'path'>;
+    query: Params<operations['updateSandbox'], 'query'>;
+    headers: Params<operations['updateSandbox'], 'header'>;
+    body: Body<operations['updateSandbox']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateSkill: {
+    params: Params<operations['updateSkill'], 'path'>;
+    query: Params<operations['updateSkill'], 'query'>;
+    headers: Params<operations['updateSkill'], 'header'>;
+    body: Body<operations['updateSkill']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1557,6 +1863,11 @@ export interface OperationResults {
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  completeCredentialConnection: {
+    status: 200;
+    body: Json<operations['completeCredentialConnection']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   completeFileUpload: {
     status: 200;
     body: Json<operations['completeFileUpload']['responses'][200]>;
@@ -1565,6 +1876,16 @@ export interface OperationResults {
   completeTableImport: {
     status: 200;
     body: Json<operations['completeTableImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createCredentialConnection: {
+    status: 200;
+    body: Json<operations['createCredentialConnection']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createCustomTool: {
+    status: 200;
+    body: Json<operations['createCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createFile: {
@@ -1590,6 +1911,21 @@ export interface OperationResults {
   createMcpServer: {
     status: 201;
     body: Json<operations['createMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createSandbox: {
+    status: 200;
+    body: Json<operations['createSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createServiceAccountCredential: {
+    status: 200;
+    body: Json<operations['createServiceAccountCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createSkill: {
+    status: 200;
+    body: Json<operations['createSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createTable: {
@@ -1647,6 +1983,16 @@ export interface OperationResults {
     body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  deleteCredential: {
+    status: 200;
+    body: Json<operations['deleteCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteCustomTool: {
+    status: 200;
+    body: Json<operations['deleteCustomTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteFile: {
     status: 200;
     body: Json<operations['deleteFile']['responses'][200]>;
@@ -1670,6 +2016,21 @@ export interface OperationResults {
   deleteMcpServer: {
     status: 200;
     body: Json<operations['deleteMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSandbox: {
+    status: 200;
+    body: Json<operations['deleteSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSecret: {
+    status: 200;
+    body: Json<operations['deleteSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deleteSkill: {
+    status: 200;
+    body: Json<operations['deleteSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteTable: {
@@ -1759,6 +2120,17 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  downloadRunFile:
+    | {
+        status: 200;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 206;
+        body: StreamBody;
+        headers?: Record<string, string>;
+      };
   downloadTableExportFile: {
     status: 200;
     body: StreamBody;
@@ -1772,6 +2144,11 @@ export interface OperationResults {
   editFileContent: {
     status: 200;
     body: Json<operations['editFileContent']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  executeTool: {
+    status: 200;
+    body: Json<operations['executeTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   executeWorkflow:
@@ -1795,9 +2172,19 @@ export interface OperationResults {
     body: Json<operations['getAuditLog']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getBillingStatus: {
+    status: 200;
+    body: Json<operations['getBillingStatus']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getBlock: {
     status: 200;
     body: Json<operations['getBlock']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getCustomTool: {
+    status: 200;
+    body: Json<operations['getCustomTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getFile: {
@@ -1850,6 +2237,11 @@ export interface OperationResults {
     body: Json<operations['getRowEnrichment']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getSandbox: {
+    status: 200;
+    body: Json<operations['getSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getSharedFile:
     | {
         status: 200;
@@ -1861,6 +2253,11 @@ export interface OperationResults {
         body: StreamBody;
         headers?: Record<string, string>;
       };
+  getSkill: {
+    status: 200;
+    body: Json<operations['getSkill']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getTable: {
     status: 200;
     body: Json<operations['getTable']['responses'][200]>;
@@ -1889,6 +2286,11 @@ export interface OperationResults {
   getTableView: {
     status: 200;
     body: Json<operations['getTableView']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getTool: {
+    status: 200;
+    body: Json<operations['getTool']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflow: {
@@ -1929,6 +2331,11 @@ export interface OperationResults {
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  grantSkillEditor: {
+    status: 200;
+    body: Json<operations['grantSkillEditor']['responses'][200]>;
     headers?: Record<string, string>;
   };
   headWorkflowState: {
@@ -1972,6 +2379,11 @@ export interface OperationResults {
     body: Json<operations['listAuditLogs']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listBillingLogs: {
+    status: 200;
+    body: Json<operations['listBillingLogs']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listBlocks: {
     status: 200;
     body: Json<operations['listBlocks']['responses'][200]>;
@@ -1980,6 +2392,21 @@ export interface OperationResults {
   listChatDeployments: {
     status: 200;
     body: Json<operations['listChatDeployments']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listCredentialProviders: {
+    status: 200;
+    body: Json<operations['listCredentialProviders']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listCredentials: {
+    status: 200;
+    body: Json<operations['listCredentials']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listCustomTools: {
+    status: 200;
+    body: Json<operations['listCustomTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listFileFolders: {
@@ -2012,6 +2439,26 @@ export interface OperationResults {
     body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listSandboxes: {
+    status: 200;
+    body: Json<operations['listSandboxes']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSecrets: {
+    status: 200;
+    body: Json<operations['listSecrets']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSkillEditors: {
+    status: 200;
+    body: Json<operations['listSkillEditors']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSkills: {
+    status: 200;
+    body: Json<operations['listSkills']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listTableDispatches: {
     status: 200;
     body: Json<operations['listTableDispatches']['responses'][200]>;
@@ -2035,6 +2482,11 @@ export interface OperationResults {
   listTables: {
     status: 200;
     body: Json<operations['listTables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listTools: {
+    status: 200;
+    body: Json<operations['listTools']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkflowFolders: {
@@ -2219,6 +2671,11 @@ export interface OperationResults {
     body: Json<operations['revertWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  revokeSkillEditor: {
+    status: 200;
+    body: Json<operations['revokeSkillEditor']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   rollbackWorkflow: {
     status: 200;
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
@@ -2237,6 +2694,11 @@ export interface OperationResults {
   searchTableRows: {
     status: 200;
     body: Json<operations['searchTableRows']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  setSecret: {
+    status: 200;
+    body: Json<operations['setSecret']['responses'][200]>;
     headers?: Record<string, string>;
   };
   tableExportDownload: {
@@ -2259,6 +2721,16 @@ export interface OperationResults {
     body: Json<operations['unzipFile']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateCredential: {
+    status: 200;
+    body: Json<operations['updateCredential']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateCustomTool: {
+    status: 200;
+    body: Json<operations['updateCustomTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateFileContent: {
     status: 200;
     body: Json<operations['updateFileContent']['responses'][200]>;
@@ -2272,6 +2744,16 @@ export interface OperationResults {
   updateRowsByFilter: {
     status: 200;
     body: Json<operations['updateRowsByFilter']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateSandbox: {
+    status: 200;
+    body: Json<operations['updateSandbox']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateSkill: {
+    status: 200;
+    body: Json<operations['updateSkill']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateTable: {
@@ -2370,10 +2852,16 @@ export interface Handlers {
   cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
+  /** GET /api/v2/credentials/oauth/callback — OAuth callback for credential connections */
+  completeCredentialConnection: Handler<'completeCredentialConnection'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
   completeFileUpload: Handler<'completeFileUpload'>;
   /** POST /api/v2/tables/imports/{importId}/complete — Complete a table import upload */
   completeTableImport: Handler<'completeTableImport'>;
+  /** POST /api/v2/credentials/connections — Create a credential connection */
+  createCredentialConnection: Handler<'createCredentialConnection'>;
+  /** POST /api/v2/custom-tools — Create a custom tool */
+  createCustomTool: Handler<'createCustomTool'>;
   /** POST /api/v2/files — Create a file */
   createFile: Handler<'createFile'>;
   /** POST /api/v2/files/folders — Create a file folder */
@@ -2384,6 +2872,12 @@ export interface Handlers {
   createFileUploadPartUrls: Handler<'createFileUploadPartUrls'>;
   /** POST /api/v2/mcp-servers — Register an MCP server */
   createMcpServer: Handler<'createMcpServer'>;
+  /** POST /api/v2/sandboxes — Create a sandbox */
+  createSandbox: Handler<'createSandbox'>;
+  /** POST /api/v2/credentials — Create a service-account credential */
+  createServiceAccountCredential: Handler<'createServiceAccountCredential'>;
+  /** POST /api/v2/skills — Create a skill */
+  createSkill: Handler<'createSkill'>;
   /** POST /api/v2/tables — Create a table */
   createTable: Handler<'createTable'>;
   /** POST /api/v2/tables/{tableId}/dispatches — Run workflow groups */
@@ -2406,6 +2900,10 @@ export interface Handlers {
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
   /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
   createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
+  /** DELETE /api/v2/credentials/{credentialId} — Delete a credential */
+  deleteCredential: Handler<'deleteCredential'>;
+  /** DELETE /api/v2/custom-tools/{customToolId} — Delete a custom tool */
+  deleteCustomTool: Handler<'deleteCustomTool'>;
   /** DELETE /api/v2/files/{fileId} — Delete a file */
   deleteFile: Handler<'deleteFile'>;
   /** DELETE /api/v2/files/folders — Delete a file folder */
@@ -2416,6 +2914,12 @@ export interface Handlers {
   deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
   /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
   deleteMcpServer: Handler<'deleteMcpServer'>;
+  /** DELETE /api/v2/sandboxes/{sandboxId} — Delete a sandbox */
+  deleteSandbox: Handler<'deleteSandbox'>;
+  /** DELETE /api/v2/secrets/{name} — Delete a secret */
+  deleteSecret: Handler<'deleteSecret'>;
+  /** DELETE /api/v2/skills/{skillId} — Delete a skill */
+  deleteSkill: Handler<'deleteSkill'>;
   /** DELETE /api/v2/tables/{tableId} — Delete (archive) a table */
   deleteTable: Handler<'deleteTable'>;
   /** DELETE /api/v2/tables/{tableId}/columns — Delete a column */
@@ -2446,20 +2950,28 @@ export interface Handlers {
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
   downloadFileVersion: Handler<'downloadFileVersion'>;
+  /** GET /api/v2/workflows/{workflowId}/runs/{runId}/files/{fileId} — Download a workflow run file */
+  downloadRunFile: Handler<'downloadRunFile'>;
   /** GET /transfers/tables/exports/{exportId} — Download a table export file */
   downloadTableExportFile: Handler<'downloadTableExportFile'>;
   /** POST /api/v2/workflows/{workflowId}/duplicate — Duplicate a workflow */
   duplicateWorkflow: Handler<'duplicateWorkflow'>;
   /** PATCH /api/v2/files/{fileId}/content — Edit file content */
   editFileContent: Handler<'editFileContent'>;
+  /** POST /api/v2/tools/{toolId}/execute — Execute a tool */
+  executeTool: Handler<'executeTool'>;
   /** POST /api/v2/workflows/{workflowId}/execute — Execute a workflow */
   executeWorkflow: Handler<'executeWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
   exportWorkflow: Handler<'exportWorkflow'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
   getAuditLog: Handler<'getAuditLog'>;
+  /** GET /api/v2/billing/status — Get billing status */
+  getBillingStatus: Handler<'getBillingStatus'>;
   /** GET /api/v2/blocks/{blockId} — Get a block type */
   getBlock: Handler<'getBlock'>;
+  /** GET /api/v2/custom-tools/{customToolId} — Get a custom tool */
+  getCustomTool: Handler<'getCustomTool'>;
   /** GET /api/v2/files/{fileId}/metadata — Get file metadata */
   getFile: Handler<'getFile'>;
   /** GET /api/v2/files/{fileId}/share — Get file share */
@@ -2480,8 +2992,12 @@ export interface Handlers {
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
   getRowEnrichment: Handler<'getRowEnrichment'>;
+  /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
+  getSandbox: Handler<'getSandbox'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
+  /** GET /api/v2/skills/{skillId} — Get a skill */
+  getSkill: Handler<'getSkill'>;
   /** GET /api/v2/tables/{tableId} — Get a table */
   getTable: Handler<'getTable'>;
   /** GET /api/v2/tables/{tableId}/dispatches/{dispatchId} — Get a dispatch */
@@ -2494,6 +3010,8 @@ export interface Handlers {
   getTableRow: Handler<'getTableRow'>;
   /** GET /api/v2/tables/{tableId}/views/{viewId} — Get a view */
   getTableView: Handler<'getTableView'>;
+  /** GET /api/v2/tools/{toolId} — Get a tool */
+  getTool: Handler<'getTool'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
   /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
@@ -2510,6 +3028,8 @@ export interface Handlers {
   getWorkflowVersion: Handler<'getWorkflowVersion'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** POST /api/v2/skills/{skillId}/editors — Grant a skill editor */
+  grantSkillEditor: Handler<'grantSkillEditor'>;
   /** HEAD /api/v2/workflows/{workflowId}/state — Check the draft state */
   headWorkflowState: Handler<'headWorkflowState'>;
   /** POST /api/v2/workflows/import — Import a workflow */
@@ -2524,10 +3044,18 @@ export interface Handlers {
   legacyGetWorkflowStatus: Handler<'legacyGetWorkflowStatus'>;
   /** GET /api/v2/audit-logs — List audit logs */
   listAuditLogs: Handler<'listAuditLogs'>;
+  /** GET /api/v2/billing/logs — List billing logs */
+  listBillingLogs: Handler<'listBillingLogs'>;
   /** GET /api/v2/blocks — List block types */
   listBlocks: Handler<'listBlocks'>;
   /** GET /api/v2/chat-deployments — List hosted chats */
   listChatDeployments: Handler<'listChatDeployments'>;
+  /** GET /api/v2/credentials/providers — List credential providers */
+  listCredentialProviders: Handler<'listCredentialProviders'>;
+  /** GET /api/v2/credentials — List credentials */
+  listCredentials: Handler<'listCredentials'>;
+  /** GET /api/v2/custom-tools — List custom tools */
+  listCustomTools: Handler<'listCustomTools'>;
   /** GET /api/v2/files/folders — List file folders */
   listFileFolders: Handler<'listFileFolders'>;
   /** GET /api/v2/files/{fileId}/versions — List file versions */
@@ -2540,6 +3068,14 @@ export interface Handlers {
   listMcpServerTools: Handler<'listMcpServerTools'>;
   /** GET /api/v2/mcp-servers — List MCP servers */
   listMcpServers: Handler<'listMcpServers'>;
+  /** GET /api/v2/sandboxes — List sandboxes */
+  listSandboxes: Handler<'listSandboxes'>;
+  /** GET /api/v2/secrets — List secrets */
+  listSecrets: Handler<'listSecrets'>;
+  /** GET /api/v2/skills/{skillId}/editors — List skill editors */
+  listSkillEditors: Handler<'listSkillEditors'>;
+  /** GET /api/v2/skills — List skills */
+  listSkills: Handler<'listSkills'>;
   /** GET /api/v2/tables/{tableId}/dispatches — List dispatches */
   listTableDispatches: Handler<'listTableDispatches'>;
   /** GET /api/v2/tables/folders — List table folders */
@@ -2550,6 +3086,8 @@ export interface Handlers {
   listTableViews: Handler<'listTableViews'>;
   /** GET /api/v2/tables — List tables */
   listTables: Handler<'listTables'>;
+  /** GET /api/v2/tools — List tools */
+  listTools: Handler<'listTools'>;
   /** GET /api/v2/workflows/folders — List workflow folders */
   listWorkflowFolders: Handler<'listWorkflowFolders'>;
   /** GET /api/v2/tables/{tableId}/groups — List workflow groups */
@@ -2618,6 +3156,8 @@ export interface Handlers {
   revertFileVersion: Handler<'revertFileVersion'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/revert — Revert the draft to a version */
   revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
+  /** DELETE /api/v2/skills/{skillId}/editors — Revoke a skill editor */
+  revokeSkillEditor: Handler<'revokeSkillEditor'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
   /** POST /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Run one row's group */
@@ -2626,6 +3166,8 @@ export interface Handlers {
   searchFileContent: Handler<'searchFileContent'>;
   /** POST /api/v2/tables/{tableId}/rows/search — Find cells containing text */
   searchTableRows: Handler<'searchTableRows'>;
+  /** PUT /api/v2/secrets/{name} — Set a secret */
+  setSecret: Handler<'setSecret'>;
   /** GET /api/v2/tables/{tableId}/exports/{exportId}/download — Get the download link of a table export */
   tableExportDownload: Handler<'tableExportDownload'>;
   /** DELETE /api/v2/workflows/{workflowId}/deploy — Undeploy a workflow */
@@ -2634,12 +3176,20 @@ export interface Handlers {
   undeployWorkflowMcpTool: Handler<'undeployWorkflowMcpTool'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
+  /** PATCH /api/v2/credentials/{credentialId} — Update a credential */
+  updateCredential: Handler<'updateCredential'>;
+  /** PATCH /api/v2/custom-tools/{customToolId} — Update a custom tool */
+  updateCustomTool: Handler<'updateCustomTool'>;
   /** PUT /api/v2/files/{fileId}/content — Replace file content */
   updateFileContent: Handler<'updateFileContent'>;
   /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
   updateMcpServer: Handler<'updateMcpServer'>;
   /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
   updateRowsByFilter: Handler<'updateRowsByFilter'>;
+  /** PATCH /api/v2/sandboxes/{sandboxId} — Update a sandbox */
+  updateSandbox: Handler<'updateSandbox'>;
+  /** PATCH /api/v2/skills/{skillId} — Update a skill */
+  updateSkill: Handler<'updateSkill'>;
   /** PATCH /api/v2/tables/{tableId} — Update a table */
   updateTable: Handler<'updateTable'>;
   /** PATCH /api/v2/tables/{tableId}/columns — Update a column */

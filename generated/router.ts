@@ -28,11 +28,49 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   );
   router.get('/api/v2/audit-logs', ...bind(OPERATIONS.listAuditLogs, handlers.listAuditLogs));
   router.get('/api/v2/audit-logs/:auditLogId', ...bind(OPERATIONS.getAuditLog, handlers.getAuditLog));
+  router.get('/api/v2/billing/logs', ...bind(OPERATIONS.listBillingLogs, handlers.listBillingLogs));
+  router.get('/api/v2/billing/status', ...bind(OPERATIONS.getBillingStatus, handlers.getBillingStatus));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
   router.get(
     '/api/v2/chat-deployments',
     ...bind(OPERATIONS.listChatDeployments, handlers.listChatDeployments),
+  );
+  router.get('/api/v2/credentials', ...bind(OPERATIONS.listCredentials, handlers.listCredentials));
+  router.post(
+    '/api/v2/credentials',
+    ...bind(OPERATIONS.createServiceAccountCredential, handlers.createServiceAccountCredential),
+  );
+  router.post(
+    '/api/v2/credentials/connections',
+    ...bind(OPERATIONS.createCredentialConnection, handlers.createCredentialConnection),
+  );
+  router.get(
+    '/api/v2/credentials/oauth/callback',
+    ...bind(OPERATIONS.completeCredentialConnection, handlers.completeCredentialConnection),
+  );
+  router.get(
+    '/api/v2/credentials/providers',
+    ...bind(OPERATIONS.listCredentialProviders, handlers.listCredentialProviders),
+  );
+  router.delete(
+    '/api/v2/credentials/:credentialId',
+    ...bind(OPERATIONS.deleteCredential, handlers.deleteCredential),
+  );
+  router.patch(
+    '/api/v2/credentials/:credentialId',
+    ...bind(OPERATIONS.updateCredential, handlers.updateCredential),
+  );
+  router.get('/api/v2/custom-tools', ...bind(OPERATIONS.listCustomTools, handlers.listCustomTools));
+  router.post('/api/v2/custom-tools', ...bind(OPERATIONS.createCustomTool, handlers.createCustomTool));
+  router.delete(
+    '/api/v2/custom-tools/:customToolId',
+    ...bind(OPERATIONS.deleteCustomTool, handlers.deleteCustomTool),
+  );
+  router.get('/api/v2/custom-tools/:customToolId', ...bind(OPERATIONS.getCustomTool, handlers.getCustomTool));
+  router.patch(
+    '/api/v2/custom-tools/:customToolId',
+    ...bind(OPERATIONS.updateCustomTool, handlers.updateCustomTool),
   );
   router.get('/api/v2/files', ...bind(OPERATIONS.listFiles, handlers.listFiles));
   router.post('/api/v2/files', ...bind(OPERATIONS.createFile, handlers.createFile));
@@ -125,6 +163,31 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.listMcpServerTools, handlers.listMcpServerTools),
   );
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
+  router.get('/api/v2/sandboxes', ...bind(OPERATIONS.listSandboxes, handlers.listSandboxes));
+  router.post('/api/v2/sandboxes', ...bind(OPERATIONS.createSandbox, handlers.createSandbox));
+  router.delete('/api/v2/sandboxes/:sandboxId', ...bind(OPERATIONS.deleteSandbox, handlers.deleteSandbox));
+  router.get('/api/v2/sandboxes/:sandboxId', ...bind(OPERATIONS.getSandbox, handlers.getSandbox));
+  router.patch('/api/v2/sandboxes/:sandboxId', ...bind(OPERATIONS.updateSandbox, handlers.updateSandbox));
+  router.get('/api/v2/secrets', ...bind(OPERATIONS.listSecrets, handlers.listSecrets));
+  router.delete('/api/v2/secrets/:name', ...bind(OPERATIONS.deleteSecret, handlers.deleteSecret));
+  router.put('/api/v2/secrets/:name', ...bind(OPERATIONS.setSecret, handlers.setSecret));
+  router.get('/api/v2/skills', ...bind(OPERATIONS.listSkills, handlers.listSkills));
+  router.post('/api/v2/skills', ...bind(OPERATIONS.createSkill, handlers.createSkill));
+  router.delete('/api/v2/skills/:skillId', ...bind(OPERATIONS.deleteSkill, handlers.deleteSkill));
+  router.get('/api/v2/skills/:skillId', ...bind(OPERATIONS.getSkill, handlers.getSkill));
+  router.patch('/api/v2/skills/:skillId', ...bind(OPERATIONS.updateSkill, handlers.updateSkill));
+  router.delete(
+    '/api/v2/skills/:skillId/editors',
+    ...bind(OPERATIONS.revokeSkillEditor, handlers.revokeSkillEditor),
+  );
+  router.get(
+    '/api/v2/skills/:skillId/editors',
+    ...bind(OPERATIONS.listSkillEditors, handlers.listSkillEditors),
+  );
+  router.post(
+    '/api/v2/skills/:skillId/editors',
+    ...bind(OPERATIONS.grantSkillEditor, handlers.grantSkillEditor),
+  );
   router.get('/api/v2/tables', ...bind(OPERATIONS.listTables, handlers.listTables));
   router.post('/api/v2/tables', ...bind(OPERATIONS.createTable, handlers.createTable));
   router.post('/api/v2/tables/bulk-delete', ...bind(OPERATIONS.bulkDeleteTables, handlers.bulkDeleteTables));
@@ -277,6 +340,9 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/tables/:tableId/views/:viewId',
     ...bind(OPERATIONS.updateTableView, handlers.updateTableView),
   );
+  router.get('/api/v2/tools', ...bind(OPERATIONS.listTools, handlers.listTools));
+  router.get('/api/v2/tools/:toolId', ...bind(OPERATIONS.getTool, handlers.getTool));
+  router.post('/api/v2/tools/:toolId/execute', ...bind(OPERATIONS.executeTool, handlers.executeTool));
   router.get(
     '/api/v2/workflow-mcp-servers',
     ...bind(OPERATIONS.listWorkflowMcpServers, handlers.listWorkflowMcpServers),
@@ -399,6 +465,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.post(
     '/api/v2/workflows/:workflowId/runs/:runId/cancel',
     ...bind(OPERATIONS.cancelWorkflowRun, handlers.cancelWorkflowRun),
+  );
+  router.get(
+    '/api/v2/workflows/:workflowId/runs/:runId/files/:fileId',
+    ...bind(OPERATIONS.downloadRunFile, handlers.downloadRunFile),
   );
   router.post(
     '/api/v2/workflows/:workflowId/runs/:runId/resume',

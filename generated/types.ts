@@ -2324,6 +2324,462 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/secrets': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List secrets
+     * @description Lists the workspace's secrets and the caller's personal secrets (metadata only; a value appears only on a workspace secret marked unredacted).
+     */
+    get: operations['listSecrets'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/secrets/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Set a secret
+     * @description Creates or replaces a secret. A workspace secret needs the write role; a personal secret belongs to the caller in every workspace and carries only a value. Omitting `value` on an existing workspace secret changes only its description or unredacted flag.
+     */
+    put: operations['setSecret'];
+    post?: never;
+    /**
+     * Delete a secret
+     * @description Deletes a workspace secret (write role) or the caller's personal secret (in every workspace).
+     */
+    delete: operations['deleteSecret'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/skills': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List skills
+     * @description Lists the workspace's skills and the built-in ones (without content).
+     */
+    get: operations['listSkills'];
+    put?: never;
+    /**
+     * Create a skill
+     * @description Creates a skill. The name must be unique in the workspace and not taken by a built-in skill (409).
+     */
+    post: operations['createSkill'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/skills/{skillId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a skill
+     * @description Returns one skill with its content; built-in skills too.
+     */
+    get: operations['getSkill'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a skill
+     * @description Deletes a skill; built-in skills cannot be deleted (403).
+     */
+    delete: operations['deleteSkill'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a skill
+     * @description Changes the fields sent (at least one). Built-in skills are read-only (403). Workspace admins, the creator and granted editors may edit.
+     */
+    patch: operations['updateSkill'];
+    trace?: never;
+  };
+  '/api/v2/skills/{skillId}/editors': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List skill editors
+     * @description Lists the members granted editing of a skill.
+     */
+    get: operations['listSkillEditors'];
+    put?: never;
+    /**
+     * Grant a skill editor
+     * @description Lets a workspace member (by e-mail) edit the skill. Workspace admins and the creator may grant.
+     */
+    post: operations['grantSkillEditor'];
+    /**
+     * Revoke a skill editor
+     * @description Withdraws a member's editing of the skill.
+     */
+    delete: operations['revokeSkillEditor'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/custom-tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List custom tools
+     * @description Lists the workspace's custom tools.
+     */
+    get: operations['listCustomTools'];
+    put?: never;
+    /**
+     * Create a custom tool
+     * @description Creates a custom tool. The schema must be a function declaration whose parameters are a valid JSON Schema (400); the title must be unique (409).
+     */
+    post: operations['createCustomTool'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/custom-tools/{customToolId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a custom tool
+     * @description Returns one custom tool.
+     */
+    get: operations['getCustomTool'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a custom tool
+     * @description Deletes a custom tool; agents naming it fail clearly afterwards.
+     */
+    delete: operations['deleteCustomTool'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a custom tool
+     * @description Changes the fields sent (at least one), with the same checks as on creation.
+     */
+    patch: operations['updateCustomTool'];
+    trace?: never;
+  };
+  '/api/v2/tools': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List tools
+     * @description Lists the tools this server can run in the workspace: built-in tools and the workspace's custom tools (and any other registered tool sources).
+     */
+    get: operations['listTools'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tools/{toolId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a tool
+     * @description Returns a tool with its parameters and outputs.
+     */
+    get: operations['getTool'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/tools/{toolId}/execute': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Execute a tool
+     * @description Runs one tool with the input checked against its schema (400 when it does not match) and a timeout. A tool that fails answers 200 with `status: failed` and the error. Usage is recorded.
+     */
+    post: operations['executeTool'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/billing/status': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get billing status
+     * @description The plan, this calendar month's (UTC) recorded cost against the plan's usage limit, and storage against the quota: of a workspace's billing account when `workspaceId` is given (a workspace key always reports its own workspace; any other id is a 404), else of the caller's own account.
+     */
+    get: operations['getBillingStatus'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/billing/logs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List billing logs
+     * @description Usage events, newest first, with their cost. Personal keys and OAuth tokens see their own user's events (scope `user`); a workspace key sees every member's events in its workspace (scope `workspace`).
+     */
+    get: operations['listBillingLogs'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/runs/{runId}/files/{fileId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Download a workflow run file
+     * @description Streams a file the run produced, with its media type; the run resource lists them under `files`.
+     */
+    get: operations['downloadRunFile'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/sandboxes': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List sandboxes
+     * @description Lists the workspace's sandboxes with their build state.
+     */
+    get: operations['listSandboxes'];
+    put?: never;
+    /**
+     * Create a sandbox
+     * @description Creates a sandbox and starts building it in the background (`buildStatus` pending → building → ready or failed with `errorCode`). Builds are content-addressed: an equal dependency set is built once.
+     */
+    post: operations['createSandbox'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/sandboxes/{sandboxId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a sandbox
+     * @description Returns one sandbox with its build state.
+     */
+    get: operations['getSandbox'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a sandbox
+     * @description Deletes a sandbox; function blocks naming it fail clearly until reconfigured. Needs the admin role on a Max or Enterprise plan.
+     */
+    delete: operations['deleteSandbox'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a sandbox
+     * @description Changes the fields sent; lists are replaced whole and checked against the language. A changed dependency set is built again.
+     */
+    patch: operations['updateSandbox'];
+    trace?: never;
+  };
+  '/api/v2/credentials': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List credentials
+     * @description Lists the workspace's credentials (no secrets).
+     */
+    get: operations['listCredentials'];
+    put?: never;
+    /**
+     * Create a service-account credential
+     * @description Stores a service-account key, checked against the fields its provider declares and sealed at rest.
+     */
+    post: operations['createServiceAccountCredential'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/providers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List credential providers
+     * @description The OAuth providers (available when configured on this server) and service-account providers with their fields.
+     */
+    get: operations['listCredentialProviders'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/connections': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a credential connection
+     * @description Starts an OAuth connection (or a reconnect with `credentialId`): answers the provider's authorization URL with PKCE and a single-use state. The provider redirects back to this server, which stores the tokens.
+     */
+    post: operations['createCredentialConnection'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/oauth/callback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * OAuth callback for credential connections
+     * @description Where providers redirect after authorization. The state must be one this server issued, unused and unexpired; the code is exchanged with the PKCE verifier and the tokens are stored sealed.
+     */
+    get: operations['completeCredentialConnection'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/credentials/{credentialId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete a credential
+     * @description Disconnects and deletes a credential (its creator or a workspace admin).
+     */
+    delete: operations['deleteCredential'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a credential
+     * @description Changes the display name or description, or replaces fields of a service-account key (re-checked and re-sealed).
+     */
+    patch: operations['updateCredential'];
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3572,8 +4028,8 @@ export interface components {
       blockOutputs: {
         [key: string]: unknown;
       } | null;
-      /** @description Files the run produced (this server's runs produce none yet). */
-      files: unknown[] | null;
+      /** @description Files the run produced (a function returning `{name, type, base64}`, an API response with a binary body), each downloadable at its `downloadPath`; null when there are none. */
+      files: components['schemas']['RunFile'][] | null;
     };
     WorkflowRunSummary: {
       runId: string;
@@ -4352,6 +4808,351 @@ export interface components {
       requestedAt: components['schemas']['Timestamp'];
       completedAt: components['schemas']['Timestamp'] | null;
       canceledAt: components['schemas']['Timestamp'] | null;
+    };
+    /**
+     * @description workspace: belongs to the workspace; personal: belongs to the caller in every workspace.
+     * @enum {string}
+     */
+    SecretScope: 'workspace' | 'personal';
+    /** @description A secret's metadata. The value is write-only. */
+    Secret: {
+      name: string;
+      scope: components['schemas']['SecretScope'];
+      description: string | null;
+      /** @description Workspace secrets only: the value is not redacted from run logs and model content. */
+      unredacted: boolean;
+      /**
+       * @description admin when the caller may change the secret (its owner, or a workspace admin/writer for a workspace secret).
+       * @enum {string}
+       */
+      role: 'admin' | 'member';
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A secret in a list; `value` only for unredacted workspace secrets. */
+    SecretListItem: {
+      name: string;
+      scope: components['schemas']['SecretScope'];
+      description: string | null;
+      /** @description Workspace secrets only: the value is not redacted from run logs and model content. */
+      unredacted: boolean;
+      /**
+       * @description admin when the caller may change the secret (its owner, or a workspace admin/writer for a workspace secret).
+       * @enum {string}
+       */
+      role: 'admin' | 'member';
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      /** @description Present only for workspace secrets marked unredacted. */
+      value?: string;
+    };
+    /** @description A skill without its content (as listed). */
+    SkillSummary: {
+      id: string;
+      name: string;
+      description: string;
+      /** @description True for built-in skills, which cannot be changed. */
+      readOnly: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A skill: instructions an agent block can be given. */
+    Skill: {
+      id: string;
+      name: string;
+      description: string;
+      /** @description True for built-in skills, which cannot be changed. */
+      readOnly: boolean;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+      content: string;
+    };
+    /** @description A workspace member allowed to edit a skill. */
+    SkillEditor: {
+      email: string;
+      name: string | null;
+      image: string | null;
+      isWorkspaceAdmin: boolean;
+    };
+    /** @description An OpenAI-style function declaration; `parameters` is a JSON Schema of the input object. */
+    FunctionDeclaration: {
+      /** @enum {string} */
+      type: 'function';
+      function: {
+        name: string;
+        description?: string;
+        parameters: {
+          type: string;
+          properties: {
+            [key: string]: unknown;
+          };
+          required?: string[];
+        } & {
+          [key: string]: unknown;
+        };
+      } & {
+        [key: string]: unknown;
+      };
+    } & {
+      [key: string]: unknown;
+    };
+    /** @description A workspace tool implemented in JavaScript; agents and executeTool call it as `custom_<id>`. */
+    CustomTool: {
+      id: string;
+      title: string;
+      schema: components['schemas']['FunctionDeclaration'];
+      code: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A tool this server can run. */
+    ToolSummary: {
+      id: string;
+      name: string;
+      description: string;
+      version?: string;
+      /** @enum {string} */
+      hostedApiKey: 'always' | 'conditional' | 'none';
+      oauth?: {
+        required: boolean;
+        provider: string;
+        requiredScopes?: string[];
+      };
+    };
+    /** @description A tool with its parameters and outputs. */
+    ToolDetail: {
+      id: string;
+      name: string;
+      description: string;
+      version?: string;
+      /** @enum {string} */
+      hostedApiKey: 'always' | 'conditional' | 'none';
+      oauth?: {
+        required: boolean;
+        provider: string;
+        requiredScopes?: string[];
+      };
+      params: {
+        [key: string]: {
+          type: string;
+          required?: boolean;
+          visibility?: string;
+          description?: string;
+          default?: unknown;
+          items?: unknown;
+        };
+      };
+      outputs: {
+        [key: string]: {
+          type: string;
+          description?: string;
+          optional?: boolean;
+          nullable?: boolean;
+          properties?: {
+            [key: string]: unknown;
+          };
+          items?: {
+            type: string;
+            description?: string;
+            properties?: {
+              [key: string]: unknown;
+            };
+          };
+          fileConfig?: {
+            mimeType?: string;
+            extension?: string;
+          };
+        };
+      };
+    };
+    /** @description The result of one tool execution. */
+    ToolExecution: {
+      toolId: string;
+      /** @enum {string} */
+      status: 'succeeded' | 'failed';
+      output: unknown;
+      error: {
+        message: string;
+      } | null;
+    };
+    /** @description Plan, usage against the period's limit, and storage against the quota. */
+    BillingStatus: {
+      workspaceId: string | null;
+      period: {
+        start: components['schemas']['Timestamp'];
+        end: components['schemas']['Timestamp'];
+      };
+      plan: string;
+      /** @enum {string} */
+      status: 'active' | 'limit_exceeded' | 'billing_blocked';
+      credits: {
+        used: number;
+        limit: number;
+        remaining: number;
+      } | null;
+      storage: {
+        usedBytes: number;
+        limitBytes: number;
+        percentUsed: number;
+      } | null;
+    };
+    /** @enum {string} */
+    BillingLogSource:
+      | 'workflow'
+      | 'wand'
+      | 'sim-chat'
+      | 'mcp_copilot'
+      | 'mothership_block'
+      | 'knowledge-base'
+      | 'voice-input'
+      | 'enrichment'
+      | 'voice-output'
+      | 'api-tool';
+    /** @description One usage event and what it cost. */
+    BillingLog: {
+      id: string;
+      createdAt: components['schemas']['Timestamp'];
+      source: components['schemas']['BillingLogSource'];
+      workspaceId: string | null;
+      workflow: {
+        id: string;
+        name: string | null;
+      } | null;
+      runId: string | null;
+      creditCost: number;
+    };
+    /** @description A file a run produced. */
+    RunFile: {
+      id: string;
+      name: string;
+      size: number;
+      /** @description Media type. */
+      type: string;
+      /** @description Path of Download Workflow Run File on this server. */
+      downloadPath: string;
+      /** @description The content, only with `includeFileBase64=true`. */
+      base64: string | null;
+    };
+    /**
+     * @description `javascript` installs from npm, `python` from PyPI.
+     * @enum {string}
+     */
+    SandboxLanguage: 'javascript' | 'python';
+    /** @enum {string} */
+    SandboxCliTool:
+      | 'google-cloud-cli@577.0.0-r1'
+      | 'aws-cli@2.36.15-r1'
+      | 'azure-cli@2.89.0-r1'
+      | 'doctl@1.166.0-r1'
+      | 'github-cli@2.97.0-r1'
+      | 'gitlab-cli@1.111.0-r1'
+      | 'kubectl@1.36.3-r1'
+      | 'helm@4.2.3-r1'
+      | 'kustomize@5.8.1-r1'
+      | 'argocd@3.4.6-r1'
+      | 'terraform@1.15.8-r1'
+      | 'pulumi@3.255.0-r1'
+      | 'supabase-cli@2.111.0-r1'
+      | 'firebase-cli@15.25.1-r1'
+      | 'flyctl@0.4.78-r1'
+      | 'railway-cli@5.30.4-r1'
+      | 'stripe-cli@1.45.0-r1'
+      | 'duckdb@1.5.5-r1'
+      | 'rclone@1.75.0-r1'
+      | 'restic@0.19.1-r1'
+      | 'minio-mc@RELEASE.2025-08-13T08-35-41Z-r1'
+      | 'mongosh@2.9.2-r1'
+      | 'sops@3.13.3-r1'
+      | 'age@1.3.1-r1';
+    /** @description A named dependency set for function blocks and the state of its build. */
+    Sandbox: {
+      id: string;
+      name: string;
+      language: components['schemas']['SandboxLanguage'];
+      dependencies: string[];
+      cliTools: components['schemas']['SandboxCliTool'][];
+      systemPackages: string[];
+      buildStatus: ('pending' | 'building' | 'ready' | 'failed') | null;
+      errorCode: string | null;
+      errorMessage: string | null;
+      errorDetail: string | null;
+      builtAt: components['schemas']['Timestamp'] | null;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    /** @description A credential: an OAuth connection or a service-account key. Secrets are never returned. */
+    Credential: {
+      id: string;
+      /** @enum {string} */
+      type: 'oauth' | 'service_account';
+      displayName: string;
+      description: string | null;
+      providerId: string | null;
+      accountId: string | null;
+      hasServiceAccountKey: boolean;
+      /** @enum {string} */
+      role: 'admin' | 'member';
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    CredentialProviderField: {
+      id: string;
+      label: string;
+      placeholder: string;
+      required: boolean;
+      secret: boolean;
+      multiline: boolean;
+      requiredForAuthMethods?: string[];
+      options?: {
+        value: string;
+        label: string;
+      }[];
+      hint?: string;
+    };
+    /** @description An OAuth provider or a service-account provider. */
+    CredentialProvider:
+      | {
+          /** @enum {string} */
+          type: 'oauth';
+          serviceId: string;
+          name: string;
+          description: string;
+          providerFamily: string;
+          /** @description False when the server has no client id and secret for it. */
+          available: boolean;
+          supportsReconnect: boolean;
+          authorizationOptions: {
+            providerId: string;
+            label: string;
+          }[];
+          fields: components['schemas']['CredentialProviderField'][];
+        }
+      | {
+          /** @enum {string} */
+          type: 'service_account';
+          serviceId: string;
+          name: string;
+          description: string;
+          providerFamily: string;
+          available: boolean;
+          providerId: string;
+          docsUrl: string;
+          helpText?: string;
+          requiresClientGeneratedCredentialId: boolean;
+          fields: components['schemas']['CredentialProviderField'][];
+        };
+    /** @description Where to send the user to authorize, and until when the link works. */
+    CredentialConnection: {
+      authorizationUrl: string;
+      expiresAt: components['schemas']['Timestamp'];
+    };
+    /** @description The outcome of an OAuth callback. */
+    CredentialConnected: {
+      credentialId: string;
+      providerId: string;
+      displayName: string;
+      /** @enum {string} */
+      status: 'connected';
     };
   };
   responses: {
@@ -7763,7 +8564,7 @@ export interface operations {
            * @default false
            */
           includeToolCalls?: boolean;
-          /** @description Inline produced files as base64 (runs here produce none). Not with `async`. */
+          /** @description Accepted for compatibility; produced files are listed (and inlined) by Get a workflow run. Not with `async`. */
           includeFileBase64?: boolean;
           /** @description Ceiling for inlined file content. Not with `async`. */
           base64MaxBytes?: number;
@@ -7871,7 +8672,7 @@ export interface operations {
         includeOutput?: boolean;
         /** @description Comma-separated `blockName.path` or `blockId.path` selectors (block names or ids). */
         selectedOutputs?: string;
-        /** @description Inline produced files as base64; requires `includeOutput` (runs here produce no files). */
+        /** @description Inline produced files as base64; requires `includeOutput`. A file over the ceiling is a 413 naming its download path. */
         includeFileBase64?: boolean;
         /** @description Per-file inline ceiling. */
         base64MaxBytes?: number;
@@ -7905,6 +8706,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12061,6 +12863,1623 @@ export interface operations {
       404: components['responses']['NotFound'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSecrets: {
+    parameters: {
+      query: {
+        /** @description Workspace whose secrets are listed (with the caller's personal ones). */
+        workspaceId: string;
+        /** @description Only one ownership scope. */
+        scope?: 'workspace' | 'personal';
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List secrets. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SecretListItem'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  setSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Secret to create or replace. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /**
+           * @description workspace: belongs to the workspace; personal: belongs to the caller in every workspace.
+           * @enum {string}
+           */
+          scope: 'workspace' | 'personal';
+          /** @description Write-only value; required for a new secret and for every personal secret. */
+          value?: string;
+          description?: string | null;
+          /** @description Workspace scope only. */
+          unredacted?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Set a secret. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Secret'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteSecret: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+        /** @description Which secret of that name. */
+        scope: 'workspace' | 'personal';
+      };
+      header?: never;
+      path: {
+        /** @description Secret to delete. */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a secret. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              name: string;
+              scope: components['schemas']['SecretScope'];
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSkills: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List skills. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SkillSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createSkill: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Kebab-case name, unique in the workspace and not the name of a built-in skill. */
+          name: string;
+          /** @description One-line summary of when the skill applies. */
+          description: string;
+          /** @description The instructions given to the agent. */
+          content: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Skill'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getSkill: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Skill'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteSkill: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateSkill: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Kebab-case name, unique in the workspace and not the name of a built-in skill. */
+          name?: string;
+          /** @description One-line summary of when the skill applies. */
+          description?: string;
+          /** @description The instructions given to the agent. */
+          content?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a skill. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Skill'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSkillEditors: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+        /** @description Field to sort by. */
+        sortBy?: 'email' | 'name';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List skill editors. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SkillEditor'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  grantSkillEditor: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description E-mail of a current workspace member. */
+          email: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Grant a skill editor. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SkillEditor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  revokeSkillEditor: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the skill. */
+        workspaceId: string;
+        /** @description E-mail of the editor. */
+        email: string;
+      };
+      header?: never;
+      path: {
+        /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
+        skillId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Revoke a skill editor. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              email: string;
+              /** @enum {boolean} */
+              revoked: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCustomTools: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the custom tool. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the title. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'title' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List custom tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createCustomTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Title, unique in the workspace. */
+          title: string;
+          schema: components['schemas']['FunctionDeclaration'];
+          /** @description JavaScript function body run in the function sandbox; the parameters are available as `params` and as variables of the same names; `return` gives the output. */
+          code: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCustomTool: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the custom tool. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Custom tool identifier. */
+        customToolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteCustomTool: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the custom tool. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Custom tool identifier. */
+        customToolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateCustomTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Custom tool identifier. */
+        customToolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Title, unique in the workspace. */
+          title?: string;
+          schema?: components['schemas']['FunctionDeclaration'];
+          /** @description JavaScript function body run in the function sandbox; the parameters are available as `params` and as variables of the same names; `return` gives the output. */
+          code?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a custom tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CustomTool'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listTools: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of id, name or description. */
+        search?: string;
+        /** @description Only tools with this hosted-key mode. */
+        hostedApiKey?: 'always' | 'conditional' | 'none';
+        /** @description Only tools needing this OAuth provider. */
+        oauthProvider?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'id' | 'name';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List tools. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ToolSummary'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getTool: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Tool identifier, e.g. `http_request` or `custom_<id>`; an unversioned id resolves to the newest version. */
+        toolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ToolDetail'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  executeTool: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Tool identifier, e.g. `http_request` or `custom_<id>`; an unversioned id resolves to the newest version. */
+        toolId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /**
+           * @description Tool arguments by parameter id.
+           * @default {}
+           */
+          input?: {
+            [key: string]: unknown;
+          };
+          /** @description Credential for tools that need OAuth. */
+          credentialId?: string;
+          /** @description How long to wait for the tool (default 30). */
+          timeoutSeconds?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Execute a tool. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ToolExecution'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getBillingStatus: {
+    parameters: {
+      query?: {
+        /** @description Workspace whose billing account is reported. */
+        workspaceId?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get billing status. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['BillingStatus'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listBillingLogs: {
+    parameters: {
+      query?: {
+        /** @description Only events of one source. */
+        source?: components['schemas']['BillingLogSource'];
+        /** @description Only events in this workspace. */
+        workspaceId?: string;
+        /** @description Window; startDate and endDate only with custom. */
+        period?: '1d' | '7d' | '30d' | 'all' | 'custom';
+        /** @description With period=custom: events at or after this UTC time (ending in Z). */
+        startDate?: string;
+        /** @description With period=custom: events at or before this UTC time (ending in Z); defaults to now. */
+        endDate?: string;
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List billing logs. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['BillingLog'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @enum {string} */
+            scope: 'user' | 'workspace';
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  downloadRunFile: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description One byte range, `bytes=start-end`, `bytes=start-` or `bytes=-suffix`. */
+        range?: string;
+      };
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+        /** @description Identifier of a file the run produced, as the run resource reports it. */
+        fileId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The file content, with the file's own media type. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      /** @description The requested byte range. */
+      206: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/octet-stream': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSandboxes: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the sandbox. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List sandboxes. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createSandbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Display name, unique in the workspace. */
+          name: string;
+          language: components['schemas']['SandboxLanguage'];
+          /** @description Package specifiers (npm `name@range` or PyPI requirements), one per entry. */
+          dependencies?: string[];
+          /** @description Pinned managed CLI tools, at most 10. */
+          cliTools?: components['schemas']['SandboxCliTool'][];
+          /** @description Debian packages, one per entry. */
+          systemPackages?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Create a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getSandbox: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the sandbox. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Sandbox identifier. */
+        sandboxId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteSandbox: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the sandbox. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Sandbox identifier. */
+        sandboxId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateSandbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Sandbox identifier. */
+        sandboxId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @description Display name, unique in the workspace. */
+          name?: string;
+          language?: components['schemas']['SandboxLanguage'];
+          /** @description Package specifiers (npm `name@range` or PyPI requirements), one per entry. */
+          dependencies?: string[];
+          /** @description Pinned managed CLI tools, at most 10. */
+          cliTools?: components['schemas']['SandboxCliTool'][];
+          /** @description Debian packages, one per entry. */
+          systemPackages?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Update a sandbox. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Sandbox'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCredentials: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the credential. */
+        workspaceId: string;
+        /** @description Only one kind. */
+        type?: 'oauth' | 'service_account';
+        /** @description Only one provider. */
+        providerId?: string;
+        /** @description Case-insensitive substring of the display name. */
+        search?: string;
+        /** @description Field to sort by. */
+        sortBy?: 'displayName' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List credentials. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Credential'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createServiceAccountCredential: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          /** @enum {string} */
+          type: 'service_account';
+          providerId: string;
+          displayName?: string;
+          description?: string;
+          /** @description Optional client-generated id. */
+          id?: string;
+          /** @description Write-only JSON object string with the provider's fields. */
+          credentials: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Create a service-account credential. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Credential'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listCredentialProviders: {
+    parameters: {
+      query: {
+        /** @description Workspace the request is made in. */
+        workspaceId: string;
+        /** @description Case-insensitive substring of the provider name. */
+        search?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List credential providers. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CredentialProvider'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createCredentialConnection: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace the request is made in. */
+          workspaceId: string;
+          displayName?: string;
+          /** @enum {string} */
+          providerId?:
+            | 'github-repositories'
+            | 'google-email'
+            | 'google-drive'
+            | 'google-docs'
+            | 'google-sheets'
+            | 'google-forms'
+            | 'google-calendar'
+            | 'google-contacts'
+            | 'google-ads'
+            | 'google-bigquery'
+            | 'google-tasks'
+            | 'google-vault'
+            | 'google-groups'
+            | 'google-chat'
+            | 'google-meet'
+            | 'vertex-ai'
+            | 'microsoft-ad'
+            | 'microsoft-dataverse'
+            | 'microsoft-excel'
+            | 'microsoft-planner'
+            | 'microsoft-teams'
+            | 'microsoft-word'
+            | 'outlook'
+            | 'onedrive'
+            | 'sharepoint'
+            | 'x'
+            | 'tiktok'
+            | 'confluence'
+            | 'jira'
+            | 'airtable'
+            | 'bitbucket'
+            | 'notion'
+            | 'clickup'
+            | 'linear'
+            | 'manageengine-sdp'
+            | 'monday'
+            | 'box'
+            | 'dropbox'
+            | 'shopify'
+            | 'slack'
+            | 'reddit'
+            | 'wealthbox'
+            | 'webflow'
+            | 'trello'
+            | 'asana'
+            | 'attio'
+            | 'calcom'
+            | 'docusign'
+            | 'pipedrive'
+            | 'hubspot'
+            | 'linkedin'
+            | 'instagram'
+            | 'salesforce'
+            | 'salesforce-sandbox'
+            | 'zoho-desk'
+            | 'zoom'
+            | 'wordpress'
+            | 'spotify'
+            | 'quickbooks';
+          credentialId?: string;
+          /** @description Client settings supplied per connection (QuickBooks). */
+          oauthClientConfig?: {
+            clientId: string;
+            clientSecret: string;
+            /** @enum {string} */
+            environment: 'sandbox' | 'production';
+            webhookVerifierToken: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Create a credential connection. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CredentialConnection'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  completeCredentialConnection: {
+    parameters: {
+      query?: {
+        /** @description The state issued with the authorization URL. */
+        state?: string;
+        /** @description The authorization code. */
+        code?: string;
+        /** @description Set by the provider when authorization failed. */
+        error?: string;
+        /** @description The provider's explanation. */
+        error_description?: string;
+        /** @description Scopes granted (some providers send them). */
+        scope?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OAuth callback for credential connections. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CredentialConnected'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteCredential: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the credential. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Credential identifier. */
+        credentialId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a credential. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateCredential: {
+    parameters: {
+      query: {
+        /** @description Workspace that owns the credential. */
+        workspaceId: string;
+      };
+      header?: never;
+      path: {
+        /** @description Credential identifier. */
+        credentialId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          displayName?: string;
+          description?: string | null;
+          /** @description Service-account key JSON. */
+          serviceAccountJson?: string;
+          /** @description API token. */
+          apiToken?: string;
+          domain?: string;
+          /** @enum {string} */
+          atlassianProduct?: 'jira' | 'confluence';
+          /** @description Signing secret. */
+          signingSecret?: string;
+          /** @description Bot token. */
+          botToken?: string;
+          clientId?: string;
+          /** @description Client secret. */
+          clientSecret?: string;
+          certificateId?: string;
+          orgId?: string;
+          dataCenter?: string;
+          authMethod?: string;
+          /** @description Private key. */
+          privateKey?: string;
+          username?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Update a credential. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Credential'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -38,6 +38,15 @@ export interface Config {
   runs: RunSettings;
   /** Key for secret values at rest (32 bytes, hex or base64); null keeps a generated one in $DATA_DIR/secrets.key. */
   secretsKey: string | null;
+  /** The tool registry: default execution timeout and the recorded cost of one tool execution (USD). */
+  tools: { timeoutMs: number; executionCostUsd: number };
+  /** Sandbox builds: where npm and python come from, how long an install may take, how many sandbox pools stay warm. */
+  sandboxBuilds: { npmCommand: string; python: string; timeoutMs: number; maxPools: number };
+  /**
+   * OAuth client settings per credential provider (or provider family, e.g. `google`), from
+   * OAUTH_<ID>_CLIENT_ID / _CLIENT_SECRET and optional _AUTHORIZATION_URL, _TOKEN_URL, _SCOPES.
+   */
+  oauthProviders: Record<string, { clientId: string; clientSecret: string; authorizationUrl?: string; tokenUrl?: string; scopes?: string[] }>;
   tables: TableSettings;
   /** Limits of the HTTP layer itself: how long a request may take to arrive, how deep a JSON body may nest. */
   http: HttpLimits;
@@ -210,6 +219,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     agent: agentConfig(env),
     secretsKey: secretsKey(env),
+    tools: {
+      timeoutMs: integer(env, 'TOOL_TIMEOUT_MS', 30_000, 10, 300_000),
+      executionCostUsd: decimal(env, 'TOOL_EXECUTION_COST_USD', 0),
+    },
+    oauthProviders: oauthProviders(env),
+    sandboxBuilds: {
+      npmCommand: env.SANDBOX_NPM_COMMAND || 'npm',
+      python: env.SANDBOX_PYTHON || 'python3',
+      timeoutMs: integer(env, 'SANDBOX_BUILD_TIMEOUT_MS', 300_000, 1000, 3_600_000),
+      maxPools: integer(env, 'SANDBOX_MAX_POOLS', 8, 1, 256),
+    },
     web: webSettings(env, dataDir),
     files: {
       uploadPartSize: byteSize(env, 'UPLOAD_PART_SIZE', 16 * 1024 * 1024),
@@ -250,6 +270,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     http: httpLimits(env),
   };
+}
+
+function oauthProviders(env: NodeJS.ProcessEnv): Config['oauthProviders'] {
+  const out: Config['oauthProviders'] = {};
+  for (const key of Object.keys(env)) {
+    const m = /^OAUTH_([A-Z0-9_]+)_CLIENT_ID$/.exec(key);
+    if (!m || !env[key]) continue;
+    const prefix = `OAUTH_${m[1]}`;
+    const secret = env[`${prefix}_CLIENT_SECRET`];
+    if (!secret) throw new ConfigError(`${key} is set but ${prefix}_CLIENT_SECRET is not`);
+    const url = (name: string) => {
+      const v = env[`${prefix}_${name}`];
+      if (!v) return undefined;
+      try {
+        const u = new URL(v);
+        if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error();
+      } catch {
+        throw new ConfigError(`${prefix}_${name} must be an http(s) URL, got "${v}"`);
+      }
+      return v;
+    };
+    const scopes = env[`${prefix}_SCOPES`];
+    out[m[1]!.toLowerCase().replace(/_/g, '-')] = {
+      clientId: env[key]!,
+      clientSecret: secret,
+      authorizationUrl: url('AUTHORIZATION_URL'),
+      tokenUrl: url('TOKEN_URL'),
+      scopes: scopes ? scopes.split(/[\s,]+/).filter(Boolean) : undefined,
+    };
+  }
+  return out;
 }
 
 function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {

@@ -22,10 +22,14 @@ import { LocalDiskBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
+import { createToolRegistry } from './tools/index.ts';
+import { SandboxBuilder } from './sandboxes/builder.ts';
+import { WorkspaceCredentials } from './credentials/service.ts';
 import { lockDataDir } from './store/data-dir-lock.ts';
 import { recoverUploads } from './files/recovery.ts';
 import { createMailer } from './mail/mailer.ts';
 import { McpRegistry } from './mcp/registry.ts';
+import { mcpToolProvider } from './mcp/tool-provider.ts';
 
 export interface RunningServer {
   url: string;
@@ -54,11 +58,27 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const engine = createEngine(config);
   const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
   const secrets = new SecretVault(opened, new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir)));
+  const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
+  const workspaceCredentials = new WorkspaceCredentials(opened, secrets, config);
+  const sandboxes = new SandboxBuilder(
+    opened,
+    {
+      root: path.join(config.dataDir, 'sandboxes'),
+      buildTimeoutMs: config.sandboxBuilds.timeoutMs,
+      npmCommand: config.sandboxBuilds.npmCommand,
+      python: config.sandboxBuilds.python,
+      maxPools: config.sandboxBuilds.maxPools,
+      pool: { timeoutMs: config.sandbox.timeoutMs, memoryMb: config.sandbox.memoryMb, fetch: engine.engine.options.egress.sandboxFetch(config.execution.apiTimeoutMs) },
+    },
+    logger,
+  );
   const signingKey = await loadSigningKey(opened, secrets, logger);
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);
   const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp });
+  // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
+  tools.registerTool(mcpToolProvider(mcp));
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
   return {
     config,
     store: opened,
@@ -68,7 +88,13 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     runs,
     secrets,
     mcp,
-    closeEngine: engine.close,
+    sandboxes,
+    workspaceCredentials,
+    tools,
+    closeEngine: async () => {
+      await sandboxes.close();
+      await engine.close();
+    },
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
     rateLimits: new MemoryRateLimitStore(),
     blobs,
@@ -141,6 +167,7 @@ export async function startServer(services: Services, options: StartOptions = {}
   // back to their client, and runs it left running are failed before the queue's workers pick up what is queued.
   if (services.dataDirLock) await recoverUploads(services.store, services.blobs, services.logger);
   await services.runs.start();
+  await services.sandboxes.resume();
   await services.tableJobs.start();
   services.tableGroups.start();
   const stopPurge = startPurgeTimer(

@@ -8,6 +8,9 @@ import type { RateLimitStore } from './http/rate-limit.ts';
 import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
+import type { ToolRegistry } from './tools/registry.ts';
+import type { SandboxBuilder } from './sandboxes/builder.ts';
+import type { WorkspaceCredentials } from './credentials/service.ts';
 import type { McpRegistry } from './mcp/registry.ts';
 import type { TableJobRunner } from './tables/jobs.ts';
 import type { GroupRunner } from './tables/group-runs.ts';
@@ -32,6 +35,12 @@ export interface Services {
   closeEngine(): Promise<void>;
   /** Encrypted workspace and personal secrets, resolved for {{NAME}} references in runs. */
   secrets: SecretVault;
+  /** Every tool this server can run (catalog, executeTool, agent blocks); other modules add providers with registerTool. */
+  tools: ToolRegistry;
+  /** Builds sandboxes (dependency sets) in the background and runs function blocks inside built ones. */
+  sandboxes: SandboxBuilder;
+  /** Workspace credentials (OAuth connections, service-account keys): sealing, the OAuth flow, fresh access tokens. */
+  workspaceCredentials: WorkspaceCredentials;
   /** Registered external MCP servers: their tools (for MCP tool blocks and agents) and calling them. */
   mcp: McpRegistry;
   /** Table imports and exports running in the background. */

@@ -160,6 +160,22 @@ const samples = {
   cancelTableRuns: (api) => api.POST('/api/v2/tables/{tableId}/cancel-runs', { ...tbl, body: { workspaceId: WS, scope: 'all' } }),
   runRowEnrichment: (api) =>
     api.POST('/api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId}', { params: { path: { tableId: TBL, rowId: 'row_1', groupId: 'grp_1' } }, body: { workspaceId: WS } }),
+  setSecret: (api) => api.PUT('/api/v2/secrets/{name}', { params: { path: { name: 'API_TOKEN' } }, body: { workspaceId: WS, scope: 'workspace', value: 's3cret', description: null, unredacted: false } }),
+  createSkill: (api) => api.POST('/api/v2/skills', { body: { workspaceId: WS, name: 'house-style', description: 'Tone of voice', content: 'Answer briefly.' } }),
+  updateSkill: (api) => api.PATCH('/api/v2/skills/{skillId}', { params: { path: { skillId: 'sk_1' } }, body: { workspaceId: WS, content: 'Answer very briefly.' } }),
+  grantSkillEditor: (api) => api.POST('/api/v2/skills/{skillId}/editors', { params: { path: { skillId: 'sk_1' } }, body: { workspaceId: WS, email: 'ada@example.com' } }),
+  createCustomTool: (api) =>
+    api.POST('/api/v2/custom-tools', {
+      body: { workspaceId: WS, title: 'Adder', schema: { type: 'function', function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] } } }, code: 'return a + 1' },
+    }),
+  updateCustomTool: (api) => api.PATCH('/api/v2/custom-tools/{customToolId}', { params: { path: { customToolId: 'ct_1' } }, body: { workspaceId: WS, code: 'return a + 2' } }),
+  executeTool: (api) => api.POST('/api/v2/tools/{toolId}/execute', { params: { path: { toolId: 'http_request' } }, body: { workspaceId: WS, input: { url: 'https://example.com', headers: { accept: 'text/html' } }, timeoutSeconds: 10 } }),
+  createSandbox: (api) => api.POST('/api/v2/sandboxes', { body: { workspaceId: WS, name: 'dates', language: 'javascript', dependencies: ['date-fns@4'], cliTools: ['kubectl@1.36.3-r1'], systemPackages: [] } }),
+  updateSandbox: (api) => api.PATCH('/api/v2/sandboxes/{sandboxId}', { params: { path: { sandboxId: 'sb_1' } }, body: { workspaceId: WS, dependencies: ['date-fns@4', 'lodash@4'] } }),
+  createServiceAccountCredential: (api) =>
+    api.POST('/api/v2/credentials', { body: { workspaceId: WS, type: 'service_account', providerId: 'slack-custom-bot', displayName: 'Bot', credentials: '{"botToken":"xoxb-1","signingSecret":"s"}' } }),
+  createCredentialConnection: (api) => api.POST('/api/v2/credentials/connections', { body: { workspaceId: WS, providerId: 'github-repositories', displayName: 'My GitHub' } }),
+  updateCredential: (api) => api.PATCH('/api/v2/credentials/{credentialId}', { params: { path: { credentialId: 'cred_1' }, query: { workspaceId: WS } }, body: { displayName: 'Renamed', description: null } }),
 } satisfies Record<string, Sample>;
 
 /** Operation ids whose request has a body, read from the generated types: a missing sample fails the type check. */

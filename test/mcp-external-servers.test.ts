@@ -235,4 +235,16 @@ describe('the MCP tool block and the workspace tool registry', () => {
     await expect(failing.execute({}, { workspaceId: s.workspaceId, signal: controller.signal })).rejects.toThrow(/it went wrong/);
     expect(await provider.get(s.workspaceId, 'http_request')).toBeUndefined();
   });
+
+  it('reaches the catalog and executeTool of the server: the registry has the MCP provider registered', async () => {
+    const id = mcpToolId(serverId, 'add');
+    const listed = await s.call('GET', `/api/v2/tools?workspaceId=${s.workspaceId}&limit=100`);
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.data.map((t: { id: string }) => t.id)).toContain(id);
+    const ran = await s.call('POST', `/api/v2/tools/${id}/execute`, { workspaceId: s.workspaceId, input: { a: 20, b: 22 } });
+    expect(ran.status, ran.text).toBe(200);
+    expect(ran.body.data).toMatchObject({ status: 'succeeded', output: { result: { sum: 42 } } });
+    const wrong = await s.call('POST', `/api/v2/tools/${id}/execute`, { workspaceId: s.workspaceId, input: { a: 'twenty' } });
+    expect(wrong.status, wrong.text).toBe(400);
+  });
 });

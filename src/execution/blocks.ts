@@ -5,7 +5,8 @@
 import type { SandboxPool } from '../sandbox/pool.ts';
 import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
-import type { AgentProvider, ExecutionLimits, McpToolCaller } from './engine.ts';
+import type { AgentProvider, AgentTool, ExecutionLimits, McpToolCaller, RunResources } from './engine.ts';
+import { skillsInstructions } from '../resources/skills.ts';
 import { ExecutionError } from './errors.ts';
 import { mcpOutput } from '../mcp/result.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
@@ -38,6 +39,8 @@ export interface BlockContext {
   sandbox: SandboxPool;
   egress: EgressPolicy;
   agent: AgentProvider | null;
+  /** Workspace resources (skills, tools) supplied by the run's starter; undefined in bare engine runs. */
+  resources: RunResources | undefined;
   raw(subBlockId: string): unknown;
   /** References resolved in text (a lone reference keeps its type), deep through objects and arrays. */
   resolve(value: unknown): unknown;
@@ -188,15 +191,72 @@ const trigger: BlockHandler = async (ctx) => {
   return { output: { ...(input as Record<string, unknown>), input } };
 };
 
+/** Largest file a block may produce (decoded bytes). */
+const MAX_RUN_FILE_BYTES = 25 * 1024 * 1024;
+
+/** `{ name, type | mimeType | contentType, base64 }`: how a function returns a file. */
+function fileShape(v: unknown): { name: string; contentType: string; base64: string } | null {
+  if (!isRecord(v) || typeof v.name !== 'string' || typeof v.base64 !== 'string') return null;
+  const contentType = v.type ?? v.mimeType ?? v.contentType;
+  return typeof contentType === 'string' && v.name.trim() ? { name: v.name, contentType, base64: v.base64 } : null;
+}
+
+/** Stores every file found in a block's output (depth-limited) and puts its reference in its place. */
+async function storeFiles(ctx: BlockContext, value: unknown, depth = 0): Promise<unknown> {
+  if (!ctx.resources?.storeFile || depth > 6) return value;
+  const file = fileShape(value);
+  if (file) {
+    const data = Buffer.from(file.base64, 'base64');
+    if (data.length > MAX_RUN_FILE_BYTES) throw fail(ctx, `The file "${file.name}" is larger than ${MAX_RUN_FILE_BYTES} bytes`);
+    return ctx.resources.storeFile({ name: file.name, contentType: file.contentType, data, blockId: ctx.block.id });
+  }
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const v of value) out.push(await storeFiles(ctx, v, depth + 1));
+    return out;
+  }
+  if (isRecord(value)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = await storeFiles(ctx, v, depth + 1);
+    return out;
+  }
+  return value;
+}
+
+/** Media types an API response body is read as text for; anything else is kept as a file when it has bytes. */
+const TEXTUAL = /^(text\/|application\/(json|xml|javascript|x-www-form-urlencoded|[a-z.+-]*\+(json|xml)))|^$/i;
+
+function fileNameOf(url: URL, headers: Record<string, string>): string {
+  const cd = headers['content-disposition'] ?? '';
+  const star = /filename\*=UTF-8''([^;]+)/i.exec(cd);
+  if (star) return decodeURIComponent(star[1]!);
+  const plain = /filename="?([^";]+)"?/i.exec(cd);
+  if (plain) return plain[1]!;
+  const last = url.pathname.split('/').filter(Boolean).pop();
+  return last ? decodeURIComponent(last) : 'download';
+}
+
 const functionBlock: BlockHandler = async (ctx) => {
   const source = text(ctx.raw('code'));
   ctx.setTraceInput({ code: source });
   if (source.trim() === '') return { output: { result: null, stdout: '' } };
   const { code, refs } = ctx.resolveCode(source);
+  // A function block may name a built sandbox (a dependency set): it then runs where it can require those packages.
+  const sandboxRef = text(ctx.resolve(ctx.raw('sandboxId') ?? ctx.raw('sandbox'))).trim();
+  let pool = ctx.sandbox;
+  if (sandboxRef) {
+    if (!ctx.resources?.sandboxPool) throw fail(ctx, 'This function names a sandbox, but sandboxes are not available in this run');
+    try {
+      pool = await ctx.resources.sandboxPool(sandboxRef);
+    } catch (e) {
+      throw fail(ctx, (e as Error).message);
+    }
+  }
   try {
-    const r = await ctx.sandbox.run({ code, refs, signal: ctx.signal, timeoutMs: functionTimeout(ctx) });
-    return { output: { result: r.value, stdout: r.stdout } };
+    const r = await pool.run({ code, refs, signal: ctx.signal, timeoutMs: functionTimeout(ctx) });
+    return { output: { result: await storeFiles(ctx, r.value), stdout: r.stdout } };
   } catch (e) {
+    if (e instanceof ExecutionError) throw e;
     return sandboxFailure(ctx, e, 'The function');
   }
 };
@@ -342,7 +402,17 @@ const api: BlockHandler = async (ctx) => {
   }
   const requested = Number(ctx.resolve(ctx.raw('timeout')));
   const timeoutMs = Number.isFinite(requested) && requested > 0 ? requested : ctx.limits.apiTimeoutMs;
-  ctx.setTraceInput({ url: url.href, method, headers, body });
+  ctx.setTraceInput({ url: url.href, method, headers: { ...headers }, body });
+  // A named OAuth credential authenticates the request with a fresh token (added after the trace input: never traced).
+  const credentialId = text(ctx.resolve(ctx.raw('credentialId'))).trim();
+  if (credentialId && !Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
+    if (!ctx.resources?.accessToken) throw fail(ctx, 'This API block names a credential, but credentials are not available in this run');
+    try {
+      headers.Authorization = `Bearer ${await ctx.resources.accessToken(credentialId)}`;
+    } catch (e) {
+      throw fail(ctx, (e as Error).message);
+    }
+  }
   let res;
   try {
     res = await ctx.egress.request({ url: url.href, method, headers, body, timeoutMs, signal: ctx.signal });
@@ -364,6 +434,12 @@ const api: BlockHandler = async (ctx) => {
     }
   }
   if (res.status >= 400) throw fail(ctx, `The request to ${url.origin} failed with status ${res.status}: ${raw.slice(0, 200)}`);
+  // A binary body becomes a file of the run; the output carries its reference instead of mangled text.
+  const mediaType = (res.headers['content-type'] ?? '').split(';')[0]!.trim();
+  if (ctx.resources?.storeFile && res.body.length > 0 && !TEXTUAL.test(mediaType)) {
+    if (res.body.length > MAX_RUN_FILE_BYTES) throw fail(ctx, `The response of ${url.origin} is larger than ${MAX_RUN_FILE_BYTES} bytes`);
+    data = await ctx.resources.storeFile({ name: fileNameOf(url, res.headers), contentType: mediaType || 'application/octet-stream', data: res.body, blockId: ctx.block.id });
+  }
   return { output: { data, status: res.status, headers: res.headers } };
 };
 
@@ -390,18 +466,10 @@ const childWorkflow: BlockHandler = async (ctx) => {
   return { output: { success: true, childWorkflowName: name, childRunId: result.runId, result: result.output }, children: result.traceSpans };
 };
 
-const agent: BlockHandler = async (ctx) => {
-  const provider = ctx.agent;
-  if (!provider) throw fail(ctx, 'No agent provider is configured: set AGENT_API_BASE_URL (and AGENT_API_KEY, AGENT_MODEL) to an OpenAI-compatible endpoint');
-  const system = text(ctx.resolve(ctx.raw('systemPrompt')));
-  const user = text(ctx.resolve(ctx.raw('userPrompt') ?? ctx.raw('context')));
-  if (!user.trim()) throw fail(ctx, 'The agent has no user prompt');
-  const model = text(ctx.resolve(ctx.raw('model'))).trim() || provider.model;
-  const temperature = Number(ctx.resolve(ctx.raw('temperature')));
-  const messages = [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: user }];
-  const body: Record<string, unknown> = { model, messages };
-  if (Number.isFinite(temperature) && ctx.raw('temperature') !== undefined && ctx.raw('temperature') !== '') body.temperature = temperature;
-  ctx.setTraceInput({ model, messages });
+/** Most model round trips one agent block makes while the model keeps calling tools. */
+const MAX_AGENT_TOOL_ROUNDS = 10;
+
+async function chatCompletion(ctx: BlockContext, provider: AgentProvider, body: Record<string, unknown>): Promise<Record<string, unknown>> {
   const timeout = AbortSignal.timeout(provider.timeoutMs);
   let res: Response;
   try {
@@ -427,23 +495,85 @@ const agent: BlockHandler = async (ctx) => {
     const message = isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : raw.slice(0, 200);
     throw fail(ctx, `The agent provider answered ${res.status}: ${message}`);
   }
-  const choice = Array.isArray(json.choices) && isRecord(json.choices[0]) ? json.choices[0] : null;
-  const message = choice && isRecord(choice.message) ? choice.message : null;
-  if (!message) throw fail(ctx, 'The agent provider returned no message');
-  const usage = isRecord(json.usage) ? json.usage : {};
-  const prompt = Number(usage.prompt_tokens ?? 0) || 0;
-  const completion = Number(usage.completion_tokens ?? 0) || 0;
-  const usedModel = typeof json.model === 'string' ? json.model : model;
-  return {
-    output: {
-      content: typeof message.content === 'string' ? message.content : '',
-      model: usedModel,
-      tokens: { prompt, completion, total: prompt + completion },
-      toolCalls: Array.isArray(message.tool_calls) ? message.tool_calls : [],
-    },
-    tokens: { input: prompt, output: completion },
-    model: usedModel,
-  };
+  return json;
+}
+
+const agent: BlockHandler = async (ctx) => {
+  const provider = ctx.agent;
+  if (!provider) throw fail(ctx, 'No agent provider is configured: set AGENT_API_BASE_URL (and AGENT_API_KEY, AGENT_MODEL) to an OpenAI-compatible endpoint');
+  let system = text(ctx.resolve(ctx.raw('systemPrompt')));
+  const skillRefs = list(ctx.resolve(ctx.raw('skills')));
+  if (skillRefs.length > 0) {
+    if (!ctx.resources?.skills) throw fail(ctx, 'This agent names skills, but skills are not available in this run');
+    const { found, missing } = await ctx.resources.skills(skillRefs);
+    if (missing.length > 0) throw fail(ctx, `Unknown skill${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+    const section = skillsInstructions(found);
+    system = system.trim() ? `${system}\n\n${section}` : section;
+  }
+  const user = text(ctx.resolve(ctx.raw('userPrompt') ?? ctx.raw('context')));
+  if (!user.trim()) throw fail(ctx, 'The agent has no user prompt');
+  const toolEntries = list(ctx.resolve(ctx.raw('tools')));
+  let tools: AgentTool[] = [];
+  if (toolEntries.length > 0) {
+    if (!ctx.resources?.tools) throw fail(ctx, 'This agent lists tools, but tools are not available in this run');
+    const { found, missing } = await ctx.resources.tools(toolEntries, ctx.signal);
+    if (missing.length > 0) throw fail(ctx, `Unknown tool${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+    tools = found;
+  }
+  const model = text(ctx.resolve(ctx.raw('model'))).trim() || provider.model;
+  const temperature = Number(ctx.resolve(ctx.raw('temperature')));
+  const messages: Record<string, unknown>[] = [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: user }];
+  const body: Record<string, unknown> = { model, messages };
+  if (Number.isFinite(temperature) && ctx.raw('temperature') !== undefined && ctx.raw('temperature') !== '') body.temperature = temperature;
+  if (tools.length > 0) body.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  ctx.setTraceInput({ model, messages: messages.slice(), ...(tools.length ? { tools: tools.map((t) => t.name) } : {}) });
+  let prompt = 0;
+  let completion = 0;
+  let usedModel = model;
+  const calls: { name: string; arguments: unknown; status: string; output: unknown; error: string | null }[] = [];
+  for (let round = 0; ; round++) {
+    const json = await chatCompletion(ctx, provider, body);
+    const choice = Array.isArray(json.choices) && isRecord(json.choices[0]) ? json.choices[0] : null;
+    const message = choice && isRecord(choice.message) ? choice.message : null;
+    if (!message) throw fail(ctx, 'The agent provider returned no message');
+    const usage = isRecord(json.usage) ? json.usage : {};
+    prompt += Number(usage.prompt_tokens ?? 0) || 0;
+    completion += Number(usage.completion_tokens ?? 0) || 0;
+    if (typeof json.model === 'string') usedModel = json.model;
+    const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls.filter(isRecord) : [];
+    if (toolCalls.length === 0 || tools.length === 0) {
+      return {
+        output: {
+          content: typeof message.content === 'string' ? message.content : '',
+          model: usedModel,
+          tokens: { prompt, completion, total: prompt + completion },
+          toolCalls: tools.length > 0 ? calls : toolCalls,
+        },
+        tokens: { input: prompt, output: completion },
+        model: usedModel,
+      };
+    }
+    if (round >= MAX_AGENT_TOOL_ROUNDS) throw fail(ctx, `The model kept calling tools after ${MAX_AGENT_TOOL_ROUNDS} rounds`);
+    messages.push({ role: 'assistant', content: typeof message.content === 'string' ? message.content : null, tool_calls: toolCalls });
+    for (const call of toolCalls) {
+      const fn = isRecord(call.function) ? call.function : {};
+      const name = String(fn.name ?? '');
+      let args: Record<string, unknown> = {};
+      let result: Awaited<ReturnType<AgentTool['call']>>;
+      const tool = tools.find((t) => t.name === name);
+      try {
+        const parsed = typeof fn.arguments === 'string' && fn.arguments.trim() ? JSON.parse(fn.arguments) : (fn.arguments ?? {});
+        if (!isRecord(parsed)) throw new Error('the arguments are not a JSON object');
+        args = parsed;
+        result = tool ? await tool.call(args) : { status: 'failed', output: null, error: { message: `No tool named ${name}` } };
+      } catch (e) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        result = { status: 'failed', output: null, error: { message: (e as Error).message } };
+      }
+      calls.push({ name, arguments: args, status: result.status, output: result.output, error: result.error?.message ?? null });
+      messages.push({ role: 'tool', tool_call_id: String(call.id ?? name), content: JSON.stringify(result.status === 'succeeded' ? result.output : { error: result.error?.message }) });
+    }
+  }
 };
 
 /** Block implementations by registry type id. */

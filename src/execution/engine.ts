@@ -62,10 +62,53 @@ export interface EngineOptions {
   handlers?: Record<string, BlockHandler>;
 }
 
-/** Secret values by name (`{{NAME}}`): a map, or a function asked once per name per run. */
-export type SecretsProvider = Record<string, string> | ((name: string) => string | undefined | Promise<string | undefined>);
+/**
+ * Secret values by name (`{{NAME}}`): a map, or a function asked once per name per run. A function may answer
+ * `{ value, redact: false }` for a secret its owner marked unredacted (kept out of the redactor).
+ */
+export type SecretsProvider =
+  | Record<string, string>
+  | ((name: string) => string | { value: string; redact: boolean } | undefined | Promise<string | { value: string; redact: boolean } | undefined>);
+
+/**
+ * Workspace resources a run's blocks may use, supplied by whoever starts the run (the run service). Every member
+ * is optional: a block that needs a missing one fails with a message saying so.
+ */
+export interface RunResources {
+  /** The skills an agent block names (ids, names or editor objects), with the ones that do not exist. */
+  skills?(refs: unknown[]): Promise<{ found: { name: string; description: string; content: string }[]; missing: string[] }>;
+  /** The tools an agent block lists (tool-input entries), as functions the model may call. */
+  tools?(entries: unknown[], signal: AbortSignal): Promise<{ found: AgentTool[]; missing: string[] }>;
+  /** The sandbox pool of a built sandbox a function block names (id or name); throws with a clear message otherwise. */
+  sandboxPool?(ref: string): Promise<SandboxPool>;
+  /** A fresh access token of an OAuth credential of the run's workspace (API blocks naming a credential). */
+  accessToken?(credentialId: string): Promise<string>;
+  /** Keeps a file a block produced (a function's returned file, a binary API response) with the run. */
+  storeFile?(file: { name: string; contentType: string; data: Buffer; blockId: string }): Promise<RunFileRef>;
+}
+
+/** What replaces a produced file's content in block outputs: where to download it. */
+export interface RunFileRef {
+  id: string;
+  name: string;
+  size: number;
+  type: string;
+  downloadPath: string;
+}
+
+/** A tool as an agent sees it: an OpenAI function declaration and a way to call it. */
+export interface AgentTool {
+  /** Function name given to the model (unique within one agent call). */
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments the model fills in. */
+  parameters: Record<string, unknown>;
+  call(args: Record<string, unknown>): Promise<{ status: 'succeeded' | 'failed'; output: unknown; error: { message: string } | null }>;
+}
 
 export interface RunOptions {
+  /** Workspace resources (skills, tools) for agent and function blocks; passed on to child workflows. */
+  resources?: RunResources;
   /** Defaults to a random UUID. */
   runId?: string;
   /** The run's input, checked against the trigger block's input fields. */
@@ -705,10 +748,11 @@ class Run {
     for (const name of names) {
       if (this.secrets.has(name)) continue;
       const provider = this.options.secrets;
-      const value = typeof provider === 'function' ? await provider(name) : provider && Object.hasOwn(provider, name) ? provider[name] : undefined;
-      if (typeof value === 'string') {
-        this.secrets.set(name, value);
-        this.redactor.add(value);
+      const found = typeof provider === 'function' ? await provider(name) : provider && Object.hasOwn(provider, name) ? provider[name] : undefined;
+      const entry = typeof found === 'string' ? { value: found, redact: true } : found;
+      if (entry && typeof entry.value === 'string') {
+        this.secrets.set(name, entry.value);
+        if (entry.redact) this.redactor.add(entry.value);
       }
     }
   }
@@ -727,6 +771,7 @@ class Run {
       sandbox: engine.options.sandbox,
       egress: engine.options.egress,
       agent: engine.options.agent,
+      resources: this.options.resources,
       raw: (id) => block.subBlocks?.[id]?.value,
       resolve: (value) => resolveValue(value, source),
       resolveJson: (value, what) => (typeof value === 'string' ? resolveJson(value, source, what) : resolveValue(value, source)),
@@ -754,6 +799,7 @@ class Run {
           input,
           signal,
           secrets: this.options.secrets,
+          resources: this.options.resources,
           resolveWorkflow: this.options.resolveWorkflow,
           mcp: this.options.mcp,
           depth: this.depth + 1,

@@ -6,7 +6,7 @@ import { EgressPolicy } from './egress.ts';
 import { Engine } from './engine.ts';
 
 export { Engine, sleep, normalizeName } from './engine.ts';
-export type { AgentProvider, EngineOptions, ExecutionLimits, ResumeInput, RunOptions, SecretsProvider } from './engine.ts';
+export type { AgentProvider, EngineOptions, ExecutionLimits, ResumeInput, RunOptions, RunResources, AgentTool, RunFileRef, SecretsProvider } from './engine.ts';
 export { ExecutionError, ResumeError } from './errors.ts';
 export { EgressPolicy, EgressError } from './egress.ts';
 export { BLOCK_HANDLERS, TRIGGER_TYPES, CONTAINER_TYPES, parseInputFormat, validateFields } from './blocks.ts';

@@ -61,6 +61,7 @@ export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeO
   }
 
   const referenced = await store.files.referencedBlobKeys();
+  for (const key of await store.runFiles.blobKeys()) referenced.add(key); // files produced by runs
   for await (const blob of blobs.list()) {
     if (referenced.has(blob.key) || now - blob.modifiedAt < grace) continue;
     await blobs.delete(blob.key);

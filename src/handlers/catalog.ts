@@ -3,6 +3,7 @@ import type { Handler } from '../../generated/handlers.ts';
 import { notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import { getBlockDefinition, listBlockDefinitions, type BlockDefinition } from '../workflows/blocks.ts';
+import * as toolHandlers from './tools.ts';
 
 const summaryView = (b: BlockDefinition) => ({
   id: b.id,
@@ -60,3 +61,8 @@ export const getBlock: Handler<'getBlock'> = async ({ params }) => {
   if (!block) throw notFound('Block type');
   return { status: 200, body: { data: detailView(block) } };
 };
+
+// The tool catalog and tool execution live in their own module (same Catalog tag).
+export const listTools: Handler<'listTools'> = toolHandlers.listTools;
+export const getTool: Handler<'getTool'> = toolHandlers.getTool;
+export const executeTool: Handler<'executeTool'> = toolHandlers.executeTool;

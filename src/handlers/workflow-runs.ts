@@ -1,13 +1,16 @@
 // Handlers for the Workflow Runs operations: execute (sync, async, streamed), list, get, cancel and resume.
 // Execution itself is src/runs/service.ts; these check what the spec cannot express and shape the answers.
+import { serveContent } from '../files/download.ts';
+import { StreamBody } from '../http/stream-body.ts';
+import type { Readable } from 'node:stream';
 import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
-import { badRequest, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
+import { ApiError, badRequest, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import { RUN_STREAM_VARY, runStreamFormat } from '../http/negotiate.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
-import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, type Selector } from '../runs/views.ts';
+import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
 import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
@@ -148,7 +151,21 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
       throw selectorError(err, ['query', 'selectedOutputs']);
     }
   }
-  return { status: 200, body: { data: runView(run, { includeOutput: query.includeOutput === true, blockOutputs }) } };
+  const produced = await ctx.services.store.runFiles.forRun(run.id);
+  const ceiling = query.base64MaxBytes ?? 16 * 1024 * 1024;
+  const tooLarge = query.includeFileBase64 ? produced.find((f) => f.size > ceiling) : undefined;
+  if (tooLarge) {
+    const path = runFileView(tooLarge, run.key).downloadPath;
+    throw new ApiError('PAYLOAD_TOO_LARGE', `The file "${tooLarge.name}" (${tooLarge.size} bytes) is larger than the inline ceiling of ${ceiling} bytes; download it from ${path}.`, {
+      code: 'FILE_TOO_LARGE_TO_INLINE',
+      fileId: tooLarge.id,
+      downloadPath: path,
+    });
+  }
+  const files = await Promise.all(
+    produced.map(async (f) => runFileView(f, run.key, query.includeFileBase64 ? (await streamToBuffer(ctx.services.blobs.read(f.blobKey))).toString('base64') : null)),
+  );
+  return { status: 200, body: { data: runView(run, { includeOutput: query.includeOutput === true, blockOutputs, files }) } };
 };
 
 export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, ctx }) => {
@@ -208,3 +225,17 @@ export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, 
   const result = await ctx.services.runs.execute(fresh, { timeoutMs: ctx.services.config.runs.syncTimeoutMs, resume });
   return { status: 200, body: { data: runResultView(result, null) } };
 };
+
+export const downloadRunFile: Handler<'downloadRunFile'> = async ({ params, headers, ctx }) => {
+  const run = await loadRun(ctx, params.workflowId, params.runId);
+  const file = await ctx.services.store.runFiles.get(run.id, params.fileId);
+  if (!file) throw notFound('Run file');
+  const served = serveContent(ctx.services.blobs, { blobKey: file.blobKey, size: file.size, contentType: file.contentType, name: file.name }, headers.range);
+  return { status: served.status, headers: served.headers, body: new StreamBody(served.stream) };
+};
+
+async function streamToBuffer(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c));
+  return Buffer.concat(chunks);
+}

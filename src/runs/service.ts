@@ -3,6 +3,16 @@
 // queue's worker pool. No HTTP here. Every status change is a conditional UPDATE in the store, so a run that
 // reached a terminal status is never overwritten, even by a worker that finishes late.
 import type { SecretVault } from '../secrets/vault.ts';
+import { resolveSkills } from '../resources/skills.ts';
+import type { ToolRegistry } from '../tools/registry.ts';
+import { agentTools } from '../tools/agent.ts';
+import type { BlobStore } from '../files/blob-store.ts';
+import { Readable } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { runFilePath } from './views.ts';
+import { sandboxPoolFor, type SandboxBuilder } from '../sandboxes/index.ts';
+import type { WorkspaceCredentials } from '../credentials/service.ts';
+import type { RunResources } from '../execution/index.ts';
 import type { McpRegistry } from '../mcp/registry.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -85,7 +95,27 @@ export class RunService {
   private readonly secrets: SecretVault | null;
   private readonly mcp: McpRegistry | null;
 
-  constructor(deps: { store: Store; engine: Engine; config: Config; logger: Logger; startEngine?: () => Promise<void>; secrets?: SecretVault; mcp?: McpRegistry }) {
+  private readonly tools: ToolRegistry | null;
+  private readonly blobs: BlobStore | null;
+  private readonly sandboxes: SandboxBuilder | null;
+  private readonly workspaceCredentials: WorkspaceCredentials | null;
+  constructor(deps: {
+    store: Store;
+    engine: Engine;
+    config: Config;
+    logger: Logger;
+    startEngine?: () => Promise<void>;
+    secrets?: SecretVault;
+    tools?: ToolRegistry;
+    blobs?: BlobStore;
+    sandboxes?: SandboxBuilder;
+    workspaceCredentials?: WorkspaceCredentials;
+    mcp?: McpRegistry;
+  }) {
+    this.workspaceCredentials = deps.workspaceCredentials ?? null;
+    this.sandboxes = deps.sandboxes ?? null;
+    this.tools = deps.tools ?? null;
+    this.blobs = deps.blobs ?? null;
     this.secrets = deps.secrets ?? null;
     this.mcp = deps.mcp ?? null;
     this.startEngine = deps.startEngine ?? (async () => undefined);
@@ -172,6 +202,31 @@ export class RunService {
   }
 
   /** The plan's monthly usage limit: a message when the billing account has reached it. */
+  /** What blocks of a run in this workspace may use: its skills (and, as they arrive, tools). */
+  private resourcesFor(run: RunRecord): RunResources {
+    const { workspaceId, triggeredBy: userId } = run;
+    const tools = this.tools;
+    const blobs = this.blobs;
+    return {
+      skills: (refs) => resolveSkills(this.store, workspaceId, refs),
+      ...(this.workspaceCredentials ? { accessToken: (id: string) => this.workspaceCredentials!.accessToken(workspaceId, id) } : {}),
+      ...(this.sandboxes ? { sandboxPool: (ref: string) => sandboxPoolFor(this.store, this.sandboxes!, workspaceId, ref) } : {}),
+      ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs, accessToken: this.workspaceCredentials ? (id: string) => this.workspaceCredentials!.accessToken(workspaceId, id) : undefined }) } : {}),
+      ...(blobs
+        ? {
+            storeFile: async (file: { name: string; contentType: string; data: Buffer; blockId: string }) => {
+              const blob = await blobs.write(Readable.from([file.data]));
+              const id = `rf_${randomUUID()}`;
+              await this.store.transaction((tx) =>
+                tx.runFiles.insert({ id, runId: run.id, workflowId: run.workflowId, workspaceId, blockId: file.blockId, name: file.name, contentType: file.contentType, size: blob.size, blobKey: blob.key, createdAt: now() }),
+              );
+              return { id, name: file.name, size: blob.size, type: file.contentType, downloadPath: runFilePath(run.workflowId, run.key, id) };
+            },
+          }
+        : {}),
+    };
+  }
+
   private async usageProblem(billingAccountId: string): Promise<string | null> {
     const account = await this.store.billingAccounts.get(billingAccountId);
     const policy = this.config.runs.policies[account?.plan ?? 'free'];
@@ -206,8 +261,9 @@ export class RunService {
         triggerBlockId: run.triggerBlockId ?? undefined,
         resolveWorkflow: (id) => this.resolveChild(run.workspaceId, id),
         // {{NAME}}: the triggering user's personal secret, else the workspace's.
-        secrets: (name) => this.secrets?.resolve(run.workspaceId, run.triggeredBy, name),
+        secrets: (name) => this.secrets?.resolveEntry(run.workspaceId, run.triggeredBy, name),
         checkUsage: () => this.usageProblem(run.billingAccountId),
+        resources: this.resourcesFor(run),
         // MCP tool blocks call the servers registered in the run's workspace.
         mcp: this.mcp ? (serverId, toolName, args, signal) => this.mcp!.callTool(run.workspaceId, serverId, toolName, args, signal) : undefined,
       };

@@ -1,4 +1,5 @@
 // How runs and logs look on the wire (the shapes the CLI reads), and output selectors. No HTTP here.
+import type { RunFileRecord } from '../store/run-files.ts';
 import type { OperationResults } from '../../generated/handlers.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
 import type { ExecutionLogView } from '../store/execution-logs.ts';
@@ -110,7 +111,19 @@ function pauseView(run: RunRecord) {
 
 export const runStartedAt = (run: RunRecord) => run.startedAt ?? run.queuedAt;
 
-export function runView(run: RunRecord, options: { includeOutput: boolean; blockOutputs: Record<string, unknown> | null }) {
+/** Where a file a run produced is downloaded from. */
+export const runFilePath = (workflowId: string, runId: string, fileId: string) =>
+  `/api/v2/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}/files/${encodeURIComponent(fileId)}`;
+
+/** A run file as the run resource lists it (`runKey`: the run id callers see); `base64` only when asked for. */
+export function runFileView(f: RunFileRecord, runKey: string, base64: string | null = null) {
+  return { id: f.id, name: f.name, size: f.size, type: f.contentType, downloadPath: runFilePath(f.workflowId, runKey, f.id), base64 };
+}
+
+export function runView(
+  run: RunRecord,
+  options: { includeOutput: boolean; blockOutputs: Record<string, unknown> | null; files?: ReturnType<typeof runFileView>[] | null },
+) {
   return {
     runId: run.key,
     workflowId: run.workflowId,
@@ -124,7 +137,7 @@ export function runView(run: RunRecord, options: { includeOutput: boolean; block
     error: parse<RunError>(run.error),
     output: options.includeOutput && run.status === 'completed' ? (parse<unknown>(run.output) ?? null) : null,
     blockOutputs: options.blockOutputs,
-    files: null,
+    files: options.files && options.files.length > 0 ? options.files : null,
   };
 }
 

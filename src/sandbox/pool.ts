@@ -37,6 +37,13 @@ export interface SandboxPoolOptions {
   maxFetchesPerCall?: number;
   /** Performs a sandboxed fetch; without it fetch is not defined inside the sandbox. */
   fetch?: (request: SandboxFetchRequest, signal: AbortSignal) => Promise<SandboxFetchResponse>;
+  /**
+   * A built sandbox directory (with node_modules): the processes may read it (and nothing else), and the code gets
+   * a `require` for the packages installed there.
+   */
+  modulesDir?: string;
+  /** Replace the process after every call, so no state (module caches, patched prototypes) carries over. */
+  recycle?: boolean;
 }
 
 export type SandboxErrorKind = 'timeout' | 'memory' | 'cancelled' | 'crashed' | 'user' | 'too-large' | 'closed';
@@ -129,7 +136,7 @@ interface Worker {
 }
 
 export class SandboxPool {
-  private readonly options: Required<Omit<SandboxPoolOptions, 'fetch'>> & Pick<SandboxPoolOptions, 'fetch'>;
+  private readonly options: Required<Omit<SandboxPoolOptions, 'fetch' | 'modulesDir' | 'recycle'>> & Pick<SandboxPoolOptions, 'fetch' | 'modulesDir' | 'recycle'>;
   private readonly workers = new Set<Worker>();
   private readonly idle: Worker[] = [];
   private readonly waiting: ((w: Worker) => void)[] = [];
@@ -208,14 +215,14 @@ export class SandboxPool {
         cleanupSignal: () => call.signal?.removeEventListener('abort', onAbort),
       };
       worker.active = active;
-      worker.child.send({ type: 'run', id, code: call.code, refs, timeoutMs, allowFetch: this.options.fetch !== undefined });
+      worker.child.send({ type: 'run', id, code: call.code, refs, timeoutMs, allowFetch: this.options.fetch !== undefined, modulesDir: this.options.modulesDir });
     });
   }
 
   private spawnWorker(): Worker {
     const child = spawn(
       process.execPath,
-      [...sandboxNodeFlags(this.options.memoryMb), '-e', WORKER_SOURCE],
+      [...sandboxNodeFlags(this.options.memoryMb), ...(this.options.modulesDir ? [`--allow-fs-read=${this.options.modulesDir}`] : []), '-e', WORKER_SOURCE],
       // No inherited environment: nothing of the server's configuration is visible to a process that escapes.
       { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: {}, serialization: 'json' },
     );
@@ -312,7 +319,11 @@ export class SandboxPool {
   private onDone(worker: Worker, m: { id?: number; [k: string]: unknown }): void {
     if (!worker.active || worker.active.id !== m.id) return;
     const active = this.settle(worker)!;
-    this.release(worker);
+    if (this.options.recycle) {
+      // One call per process: its exit handler starts the replacement.
+      worker.dead = true;
+      worker.child.kill('SIGKILL');
+    } else this.release(worker);
     const stdout = typeof m.stdout === 'string' ? m.stdout : '';
     if (m.ok !== true) {
       const error = (m.error ?? {}) as { name?: string; message?: string };

@@ -18,6 +18,50 @@
 'use strict';
 
 const vm = require('node:vm');
+const Module = require('node:module');
+const path = require('node:path');
+
+// Packages of a built sandbox (src/sandboxes) are loaded with `require` inside the context. Their own code runs in
+// this realm, so the modules that reach the network, other processes or the loader itself are refused to them:
+// network access goes through the parent's egress policy (fetch), never around it. The permission model
+// limits file reads to the sandbox's own directory.
+const REFUSED_MODULES = new Set([
+  'net', 'tls', 'http', 'https', 'http2', 'dgram', 'dns', 'child_process', 'worker_threads', 'cluster', 'module',
+  'vm', 'inspector', 'repl', 'v8', 'wasi', 'trace_events', 'diagnostics_channel',
+]);
+const originalLoad = Module._load;
+Module._load = function (request, parent, isMain) {
+  const bare = String(request).replace(/^node:/, '').split('/')[0];
+  if (REFUSED_MODULES.has(bare)) throw new Error(`The sandbox does not allow the ${bare} module`);
+  return originalLoad.call(this, request, parent, isMain);
+};
+for (const name of ['fetch', 'WebSocket', 'EventSource', 'XMLHttpRequest']) {
+  try {
+    delete globalThis[name];
+  } catch {
+    /* ignore */
+  }
+}
+const PACKAGE_NAME = /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*(\/[A-Za-z0-9._~-]+)*$/i;
+
+/** `require` for one sandbox directory: bare package names installed there, nothing else. */
+function sandboxRequire(dir) {
+  const base = Module.createRequire(path.join(dir, 'package.json'));
+  const root = path.join(dir, 'node_modules') + path.sep;
+  return function require(name) {
+    const id = String(name);
+    if (Module.isBuiltin(id)) throw new Error(`Node built-in modules are not available in the sandbox: ${id}`);
+    if (!PACKAGE_NAME.test(id) || id.split('/').includes('..')) throw new Error(`Only packages installed in the sandbox can be required, not "${id}"`);
+    let resolved;
+    try {
+      resolved = base.resolve(id);
+    } catch {
+      throw new Error(`The package "${id}" is not installed in this sandbox`);
+    }
+    if (!resolved.startsWith(root)) throw new Error(`The package "${id}" is not installed in this sandbox`);
+    return base(id);
+  };
+}
 const nodeCrypto = require('node:crypto');
 const HostURL = URL;
 
@@ -305,6 +349,9 @@ function run(call) {
     const bootstrap = BOOTSTRAP_SCRIPT.runInContext(ctx);
     const installGlobals = GLOBALS_SCRIPT ? GLOBALS_SCRIPT.runInContext(ctx) : null;
     const deliver = bootstrap(hostSend, call.allowFetch === true, typeof call.refs === 'string' ? call.refs : '[]', hostCall, installGlobals);
+    if (typeof call.modulesDir === 'string' && call.modulesDir) {
+      Object.defineProperty(ctx, 'require', { value: sandboxRequire(call.modulesDir), writable: false, configurable: false });
+    }
     current = { id, deliver };
     // No vm `timeout` here: it starts a watchdog thread per call (~0.4 ms). The parent's wall-clock timer covers
     // synchronous and asynchronous runaways alike by killing this process.

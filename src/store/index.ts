@@ -24,6 +24,12 @@ import { FileUploadRepository } from './file-uploads.ts';
 import { WorkflowRunRepository } from './workflow-runs.ts';
 import { ExecutionLogRepository } from './execution-logs.ts';
 import { UsageRepository } from './usage.ts';
+import { SkillRepository } from './skills.ts';
+import { CustomToolRepository } from './custom-tools.ts';
+import { BillingLogRepository } from './billing-logs.ts';
+import { RunFileRepository } from './run-files.ts';
+import { SandboxRepository } from './sandboxes.ts';
+import { CredentialRepository } from './credentials.ts';
 import { ChatDeploymentRepository } from './chat-deployments.ts';
 import { WebAuthRepository } from './web-auth.ts';
 import { WorkflowMcpServerRepository } from './workflow-mcp-servers.ts';
@@ -49,6 +55,12 @@ export interface Repositories {
   workflowRuns: WorkflowRunRepository;
   executionLogs: ExecutionLogRepository;
   usage: UsageRepository;
+  skills: SkillRepository;
+  customTools: CustomToolRepository;
+  billingLogs: BillingLogRepository;
+  runFiles: RunFileRepository;
+  sandboxes: SandboxRepository;
+  credentials: CredentialRepository;
   chatDeployments: ChatDeploymentRepository;
   webAuth: WebAuthRepository;
   workflowMcpServers: WorkflowMcpServerRepository;
@@ -84,6 +96,12 @@ function repositories(db: SqlExecutor): Repositories {
     workflowRuns: new WorkflowRunRepository(db),
     executionLogs: new ExecutionLogRepository(db),
     usage: new UsageRepository(db),
+    skills: new SkillRepository(db),
+    customTools: new CustomToolRepository(db),
+    billingLogs: new BillingLogRepository(db),
+    runFiles: new RunFileRepository(db),
+    sandboxes: new SandboxRepository(db),
+    credentials: new CredentialRepository(db),
     chatDeployments: new ChatDeploymentRepository(db),
     webAuth: new WebAuthRepository(db),
     workflowMcpServers: new WorkflowMcpServerRepository(db),

@@ -729,6 +729,159 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX table_dispatches_open ON table_dispatches (status) WHERE status IN ('pending', 'dispatching');
     `,
   },
+  {
+    version: 70,
+    name: 'secrets: personal secrets follow their owner across workspaces; unredacted workspace secrets',
+    sql: `
+      CREATE TABLE secrets_v70 (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT REFERENCES workspaces(id) ON DELETE CASCADE,
+        scope TEXT NOT NULL CHECK (scope IN ('workspace', 'personal')),
+        owner_user_id TEXT REFERENCES users(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        ciphertext TEXT NOT NULL,
+        seal_workspace_id TEXT NOT NULL DEFAULT '',
+        description TEXT NOT NULL DEFAULT '',
+        unredacted INTEGER NOT NULL DEFAULT 0,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        CHECK ((scope = 'personal') = (owner_user_id IS NOT NULL)),
+        CHECK ((scope = 'workspace') = (workspace_id IS NOT NULL))
+      );
+      INSERT INTO secrets_v70 (id, workspace_id, scope, owner_user_id, name, ciphertext, seal_workspace_id, description, unredacted, created_by, created_at, updated_at)
+        SELECT id, CASE WHEN scope = 'workspace' THEN workspace_id END, scope, owner_user_id, name, ciphertext, workspace_id, description, 0, created_by, created_at, updated_at
+        FROM secrets s
+        WHERE s.scope = 'workspace' OR NOT EXISTS (
+          SELECT 1 FROM secrets n WHERE n.scope = 'personal' AND n.owner_user_id = s.owner_user_id AND n.name = s.name
+            AND (n.updated_at > s.updated_at OR (n.updated_at = s.updated_at AND n.id > s.id))
+        );
+      DROP TABLE secrets;
+      ALTER TABLE secrets_v70 RENAME TO secrets;
+      CREATE UNIQUE INDEX secrets_workspace_name ON secrets (workspace_id, name) WHERE scope = 'workspace';
+      CREATE UNIQUE INDEX secrets_personal_name ON secrets (owner_user_id, name) WHERE scope = 'personal';
+    `,
+  },
+  {
+    version: 71,
+    name: 'skills and their editors',
+    sql: `
+      CREATE TABLE skills (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_by TEXT REFERENCES users(id) ON DELETE SET NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX skills_by_name ON skills (workspace_id, name);
+      CREATE TABLE skill_editors (
+        skill_id TEXT NOT NULL REFERENCES skills(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        granted_by TEXT,
+        granted_at TEXT NOT NULL,
+        PRIMARY KEY (skill_id, user_id)
+      );
+    `,
+  },
+  {
+    version: 72,
+    name: 'custom tools',
+    sql: `
+      CREATE TABLE custom_tools (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        title TEXT NOT NULL,
+        schema TEXT NOT NULL,
+        code TEXT NOT NULL,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX custom_tools_by_title ON custom_tools (workspace_id, title);
+    `,
+  },
+  {
+    version: 73,
+    name: 'files produced by runs',
+    sql: `
+      CREATE TABLE run_files (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES workflow_runs(id) ON DELETE CASCADE,
+        workflow_id TEXT NOT NULL,
+        workspace_id TEXT NOT NULL,
+        block_id TEXT,
+        name TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        blob_key TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX run_files_by_run ON run_files (run_id, created_at);
+    `,
+  },
+  {
+    version: 74,
+    name: 'sandboxes (dependency sets for function blocks) and their builds',
+    sql: `
+      CREATE TABLE sandboxes (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        language TEXT NOT NULL CHECK (language IN ('javascript', 'python')),
+        dependencies TEXT NOT NULL,
+        cli_tools TEXT NOT NULL,
+        system_packages TEXT NOT NULL,
+        spec_hash TEXT NOT NULL,
+        build_status TEXT CHECK (build_status IN ('pending', 'building', 'ready', 'failed')),
+        error_code TEXT,
+        error_message TEXT,
+        error_detail TEXT,
+        built_at TEXT,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX sandboxes_by_name ON sandboxes (workspace_id, name);
+      CREATE INDEX sandboxes_by_hash ON sandboxes (spec_hash);
+    `,
+  },
+  {
+    version: 75,
+    name: 'credentials (service accounts and OAuth connections) and pending OAuth connection states',
+    sql: `
+      CREATE TABLE credentials (
+        id TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        type TEXT NOT NULL CHECK (type IN ('oauth', 'service_account')),
+        provider_id TEXT NOT NULL,
+        display_name TEXT NOT NULL,
+        description TEXT,
+        account_id TEXT,
+        sealed_secret TEXT NOT NULL,
+        access_expires_at TEXT,
+        created_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX credentials_by_workspace ON credentials (workspace_id, created_at);
+      CREATE TABLE oauth_connection_states (
+        state_hash TEXT PRIMARY KEY,
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        user_id TEXT NOT NULL,
+        provider_id TEXT NOT NULL,
+        display_name TEXT NOT NULL,
+        credential_id TEXT,
+        sealed_verifier TEXT NOT NULL,
+        redirect_uri TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT
+      );
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<number[]> {

@@ -40,6 +40,20 @@ export class UsageRepository {
     );
   }
 
+  /** Usage that is not a run (a tool execution, for instance): counts toward the period's cost, not its runs. */
+  async recordEvent(u: UsageRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO usage_records (id, billing_account_id, workspace_id, workflow_id, run_id, user_id, category, cost, block_executions, duration_ms, recorded_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [u.id, u.billingAccountId, u.workspaceId, u.workflowId, u.runId, u.userId, u.category, u.cost, u.blockExecutions, u.durationMs, u.recordedAt],
+    );
+    await this.db.run(
+      `INSERT INTO usage_totals (billing_account_id, period, cost, runs, block_executions) VALUES (?, ?, ?, 0, 0)
+       ON CONFLICT (billing_account_id, period) DO UPDATE SET cost = cost + excluded.cost`,
+      [u.billingAccountId, usagePeriod(u.recordedAt), u.cost],
+    );
+  }
+
   async periodTotal(billingAccountId: string, period: string): Promise<{ cost: number; runs: number; blockExecutions: number }> {
     const r = await this.db.get<{ cost: number; runs: number; block_executions: number }>(
       'SELECT cost, runs, block_executions FROM usage_totals WHERE billing_account_id = ? AND period = ?',

@@ -17,7 +17,8 @@ export type SubBlockType =
   | 'variables-input'
   | 'workflow-selector'
   | 'messages-input'
-  | 'tool-input';
+  | 'tool-input'
+  | 'skill-input';
 
 export interface SubBlockDefinition {
   id: string;
@@ -104,6 +105,7 @@ const DEFINITIONS: BlockDefinition[] = [
     tags: ['code'],
     inputs: [
       { id: 'code', type: 'code', title: 'Code', required: true, language: 'javascript' },
+      { id: 'sandboxId', type: 'short-input', title: 'Sandbox', description: 'A built JavaScript sandbox (id or name) whose npm packages the code may require().' },
       { id: 'timeout', type: 'short-input', title: 'Timeout (ms)', placeholder: '10000' },
     ],
     outputs: {
@@ -231,6 +233,7 @@ const DEFINITIONS: BlockDefinition[] = [
       { id: 'params', type: 'table', title: 'Query parameters' },
       { id: 'headers', type: 'table', title: 'Headers' },
       { id: 'body', type: 'code', title: 'Body', language: 'json' },
+      { id: 'credentialId', type: 'short-input', title: 'Credential', description: 'An OAuth credential of the workspace; its fresh access token is sent as Authorization: Bearer.' },
     ],
     outputs: {
       data: { type: 'any', description: 'The response body (parsed when it is JSON).' },
@@ -268,6 +271,7 @@ const DEFINITIONS: BlockDefinition[] = [
       { id: 'model', type: 'dropdown', title: 'Model', required: true, options: [], defaultValue: 'gpt-4o' },
       { id: 'temperature', type: 'slider', title: 'Temperature', min: 0, max: 2, defaultValue: 0.7 },
       { id: 'tools', type: 'tool-input', title: 'Tools' },
+      { id: 'skills', type: 'skill-input', title: 'Skills', description: 'Skills (ids or names) whose instructions are added to the system prompt.' },
       { id: 'responseFormat', type: 'response-format', title: 'Response format' },
     ],
     outputs: {

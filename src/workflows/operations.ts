@@ -130,6 +130,7 @@ function checkInputValue(sub: SubBlockDefinition, value: unknown): string | null
     case 'table':
     case 'messages-input':
     case 'tool-input':
+    case 'skill-input':
     case 'variables-input':
       return Array.isArray(value) ? null : 'expects a list';
     case 'response-format':
