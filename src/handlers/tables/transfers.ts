@@ -7,6 +7,7 @@ import type { RequestContext } from '../../http/context.ts';
 import { ApiError, conflict, forbidden, invalidField, notFound } from '../../http/errors.ts';
 import { StreamBody } from '../../http/stream-body.ts';
 import type { UploadSessionRecord } from '../../store/file-uploads.ts';
+import type { Repositories } from '../../store/index.ts';
 import type { TableExportRecord, TableImportRecord } from '../../store/table-jobs.ts';
 import { BlobSizeError } from '../../files/blob-store.ts';
 import { checkUploadToken, signUploadToken, transferUrl } from '../../files/tokens.ts';
@@ -57,7 +58,7 @@ async function loadImport(ctx: RequestContext, importId: string, token: string |
 }
 
 /** Marks an existing target table as running this import; one write job per table at a time. */
-async function claimTable(ctx: RequestContext, imp: TableImportRecord, tx: Parameters<Parameters<RequestContext['mutate']>[0]>[0]): Promise<void> {
+async function claimTable(tx: Repositories, imp: TableImportRecord): Promise<void> {
   if (imp.target.type !== 'existing') return;
   const t = await loadTable(tx, imp.workspaceId, imp.target.tableId);
   assertUnlocked(t, 'insert');
@@ -113,7 +114,7 @@ export const createTableImport: Handler<'createTableImport'> = async ({ body, ct
       if (!file || file.workspaceId !== workspace.id || file.deletedAt) throw notFound('File');
       blobKey = file.blobKey;
       imp.status = 'processing';
-      await claimTable(ctx, imp, tx);
+      await claimTable(tx, imp);
     }
     if (session) await tx.fileUploads.insert(session);
     await tx.tableImports.insert(imp);
@@ -169,7 +170,7 @@ export const completeTableImport: Handler<'completeTableImport'> = async ({ para
     if (missing.length > 0) {
       throw conflict(`Not every byte has arrived: ${missing.length} of ${session.partCount} parts are missing.`, { code: 'UPLOAD_INCOMPLETE', missingParts: missing.slice(0, 100) });
     }
-    await claimTable(ctx, current, tx);
+    await claimTable(tx, current);
     await tx.fileUploads.setStatus(session.id, 'completing', nowIso());
     await tx.tableImports.update(imp.id, { status: 'processing', updatedAt: nowIso() }, 'uploading');
     audit({ action: 'table_import.completed', resourceType: 'table_import', resourceId: imp.id });
