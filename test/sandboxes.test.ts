@@ -146,5 +146,11 @@ describe('deleting sandboxes', () => {
     const r = await runFn('return require("is-odd")(3)', readyId);
     expect(r.body.data.status).toBe('failed');
     expect(r.body.data.error.message).toContain('does not exist');
+     // the build stays while another sandbox (odd-again) uses it, and goes with the last one
+    const builds = () => fs.readdirSync(path.join(s.dataDir, 'sandboxes')).filter((d) => !d.startsWith('.'));
+    const shared = builds().length;
+    const again = (await s.call('GET', `/api/v2/sandboxes?workspaceId=${ws()}&search=odd-again`)).body.data[0];
+    expect((await s.call('DELETE', `/api/v2/sandboxes/${again.id}?workspaceId=${ws()}`)).status).toBe(200);
+    expect(builds().length).toBe(shared - 1);
   });
 });

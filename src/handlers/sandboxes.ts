@@ -110,11 +110,14 @@ export const updateSandbox: Handler<'updateSandbox'> = async ({ params, body, ct
 };
 
 export const deleteSandbox: Handler<'deleteSandbox'> = async ({ params, query, ctx }) => {
-  await ctx.mutate(async (tx, audit) => {
+  const deleted = await ctx.mutate(async (tx, audit) => {
     const current = await tx.sandboxes.get(query.workspaceId, params.sandboxId);
     if (!current) throw notFound('Sandbox');
     await tx.sandboxes.delete(current.id);
     audit({ action: 'sandbox.deleted', resourceType: 'sandbox', resourceId: current.id, resourceName: current.name });
+    return current;
   });
+  // Builds are shared by content address: the directory goes once no sandbox in any workspace uses it.
+  await ctx.services.sandboxes.discard(deleted.specHash).catch((e) => ctx.log.warn({ err: e, sandboxId: deleted.id }, 'could not remove an unused sandbox build'));
   return { status: 200, body: { data: { id: params.sandboxId, deleted: true as const } } };
 };

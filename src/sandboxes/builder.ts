@@ -257,6 +257,17 @@ export class SandboxBuilder {
     return pool;
   }
 
+  /** Removes a build no sandbox uses any more (its pool and its directory); a build in flight is left alone. */
+  async discard(hash: string): Promise<boolean> {
+    if (this.inFlight.has(hash)) return false;
+    if ((await this.store.sandboxes.countByHash(hash)) > 0) return false;
+    const pool = this.pools.get(hash);
+    this.pools.delete(hash);
+    await pool?.close();
+    await fsp.rm(this.dirOf(hash), { recursive: true, force: true });
+    return true;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.pools.values()].map((p) => p.close()));

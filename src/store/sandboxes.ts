@@ -127,6 +127,11 @@ export class SandboxRepository {
     );
   }
 
+  /** How many sandboxes (in any workspace) use the build with this spec hash. */
+  async countByHash(specHash: string): Promise<number> {
+    return Number((await this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM sandboxes WHERE spec_hash = ?', [specHash]))?.n ?? 0);
+  }
+
   async delete(id: string): Promise<boolean> {
     return (await this.db.run('DELETE FROM sandboxes WHERE id = ?', [id])).changes > 0;
   }
