@@ -20,9 +20,9 @@ beforeAll(async () => {
   if (!haveChromium) return;
   s = await startTestServer();
   const start = apiBlock('start_trigger', 'Start');
-  const first = apiBlock('function', 'First', { code: 'return "Thinking about: " + <start.input.input>' });
+  const first = apiBlock('function', 'First', { code: 'return "Thinking about: " + <start.input>' });
   const hidden = apiBlock('function', 'Hidden', { code: 'const t = Date.now(); while (Date.now() - t < 700) {} return "internal scratch"' });
-  const second = apiBlock('function', 'Second', { code: 'return "Answer #" + String(<start.conversationId>).length + ": " + <start.input.input>.toUpperCase()' });
+  const second = apiBlock('function', 'Second', { code: 'return "Answer #" + String(<start.conversationId>).length + ": " + <start.input>.toUpperCase()' });
   const wf = await buildWorkflow(s, 'Browser bot', [start, first, hidden, second], [link(start, first), link(first, hidden), link(hidden, second)]);
   const r = await s.call('PUT', `/api/v2/workflows/${wf.id}/deployments/chat`, {
     identifier: 'browser-bot',

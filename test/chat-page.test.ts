@@ -18,7 +18,7 @@ beforeAll(async () => {
   s = await startTestServer();
   const start = apiBlock('start_trigger', 'Start', { inputFormat: [{ name: 'conversationId', type: 'string' }] });
   const secret = apiBlock('function', 'Internal', { code: 'return "INTERNAL NOTE: do not show"' });
-  const answer = apiBlock('function', 'Answer', { code: 'return "You said: " + <start.input.input> + " (" + <start.conversationId> + ")"' });
+  const answer = apiBlock('function', 'Answer', { code: 'return "You said: " + <start.input> + " (" + <start.conversationId> + ")"' });
   wf = await buildWorkflow(s, 'Echo bot', [start, secret, answer], [link(start, secret), link(secret, answer)]);
 });
 afterAll(() => s.stop());

@@ -188,7 +188,9 @@ const trigger: BlockHandler = async (ctx) => {
   ctx.setTraceInput(input);
   const problem = validateFields(fields, input);
   if (problem) throw fail(ctx, `Invalid input: ${problem}`, 'INVALID_INPUT');
-  return { output: { ...(input as Record<string, unknown>), input } };
+  // `<start.input>` is the whole run input, unless the input has a field of that name: a chat run's input is
+  // `{input: message, conversationId, files}`, and there `<start.input>` is the message, as on the platform.
+  return { output: { input, ...(input as Record<string, unknown>) } };
 };
 
 /** Largest file a block may produce (decoded bytes). */
