@@ -30,6 +30,7 @@ import { recoverUploads } from './files/recovery.ts';
 import { createMailer } from './mail/mailer.ts';
 import { McpRegistry } from './mcp/registry.ts';
 import { mcpToolProvider } from './mcp/tool-provider.ts';
+import { workspaceDataToolProvider } from './tools/workspace-data.ts';
 import { KnowledgeService } from './knowledge/service.ts';
 
 export interface RunningServer {
@@ -81,6 +82,9 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
   tools.registerTool(mcpToolProvider(mcp));
   const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
+  const knowledge = new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets });
+  // Table, file and knowledge tools over this workspace's own data.
+  tools.registerTool(workspaceDataToolProvider({ store: opened, blobs, config, knowledge }));
   return {
     config,
     store: opened,
@@ -104,7 +108,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     tableGroups: new GroupRunner({ store: opened, runs, config, logger }),
     dataDirLock,
     mailer: createMailer(config.web.mail),
-    knowledge: new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets }),
+    knowledge,
   };
 }
 
