@@ -52,7 +52,7 @@ export function workspaceDataTools(deps: WorkspaceDataDeps): Tool[] {
       type: 'object',
       properties: {
         tableId: { type: 'string', minLength: 1, description: 'The table to read' },
-        filter: { type: 'object', description: 'A predicate, e.g. {"status": "open"} or {"amount": {"$gt": 10}}' },
+        filter: { type: 'object', description: 'A predicate, e.g. {"field": "status", "op": "eq", "value": "open"}' },
         limit: { type: 'integer', minimum: 1, maximum: MAX_QUERY_ROWS, default: 100, description: 'Most rows to return' },
       },
       required: ['tableId'],
