@@ -120,6 +120,13 @@ describe('enrichment groups', () => {
       expect(r.status, JSON.stringify(g)).toBe(400);
       expect(r.body.error).toBeTruthy();
     }
+    const { base, groupId } = await setup('bad_update');
+    for (const patch of [{ workflowId: 'wf' }, { outputs: [{ outputId: 'nope', columnName: 'domain' }] }, { inputMappings: [{ inputName: 'x', columnName: 'company' }] }]) {
+      const r = await s.call('PATCH', `${base}/groups`, { workspaceId: ws, groupId, ...patch });
+      expect(r.status, JSON.stringify(patch)).toBe(400);
+    }
+    const renamed = await ok('PATCH', `${base}/groups`, { workspaceId: ws, groupId, name: 'Domains' });
+    expect(renamed.group ?? renamed).toMatchObject({ name: 'Domains', type: 'enrichment', enrichmentId: 'company-domain' });
     const after = await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`);
     expect(JSON.stringify(after)).not.toContain('"domain"');
   });

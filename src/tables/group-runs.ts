@@ -203,7 +203,8 @@ export class GroupRunner {
     const { store } = this.deps;
     for (const rr of await store.tableGroupRuns.active(200)) {
       if (!rr.runId) {
-        if (rr.status === 'queued') await this.enrich(rr);
+        // collect() runs one cell at a time, so a `running` enrichment cell seen here was left by a stopped process: run it again.
+        await this.enrich(rr);
         continue;
       }
       const run = await store.workflowRuns.get(rr.runId);

@@ -177,10 +177,14 @@ export const updateWorkflowGroup: Handler<'updateWorkflowGroup'> = async ({ para
     if (body.type !== undefined && body.type !== current.type) throw invalidField(['body', 'type'], 'A group keeps the type it was created with.');
     const mode = body.deploymentMode ?? current.deploymentMode;
     const workflowId = body.workflowId ?? current.workflowId;
-    if (body.workflowId !== undefined || body.deploymentMode !== undefined) await checkWorkflow(tx, t, workflowId, mode);
+    const enrichment = current.type === 'enrichment' ? getEnrichment(current.enrichmentId ?? '') : undefined;
+    if (current.type === 'enrichment') {
+      if (body.workflowId !== undefined) throw invalidField(['body', 'workflowId'], 'An enrichment group runs its enrichment, not a workflow.');
+      if (body.mappingUpdates?.length) throw invalidField(['body', 'mappingUpdates'], 'An enrichment group maps its outputs by outputId in `outputs`.');
+    } else if (body.workflowId !== undefined || body.deploymentMode !== undefined) await checkWorkflow(tx, t, workflowId, mode);
     const specs = (body.newOutputColumns ?? []) as ColumnSpec[];
     const columns = newColumns(t.columns.map((c) => ({ ...c })), specs, current.id, 'newOutputColumns');
-    let outputs = body.outputs ? attachOutputs(columns, current.id, body.outputs, 'outputs', specs) : current.outputs;
+    let outputs = body.outputs ? attachOutputs(columns, current.id, body.outputs, 'outputs', specs, enrichment) : current.outputs;
     for (const [i, m] of (body.mappingUpdates ?? []).entries()) {
       const c = columnByName(columns, m.columnName, ['body', 'mappingUpdates', i, 'columnName']);
       if (c.workflowGroupId && c.workflowGroupId !== current.id) throw conflict(`Column "${c.name}" is already filled by another group.`, { column: c.name });
@@ -201,6 +205,9 @@ export const updateWorkflowGroup: Handler<'updateWorkflowGroup'> = async ({ para
       deploymentMode: mode,
       autoRun: body.autoRun ?? current.autoRun,
     };
+    for (const [i, m] of (enrichment && body.inputMappings ? body.inputMappings : []).entries()) {
+      if (!enrichment!.inputs.includes(m.inputName)) throw invalidField(['body', 'inputMappings', i, 'inputName'], `"${enrichment!.id}" reads ${enrichment!.inputs.join(', ')}.`);
+    }
     for (const c of columns) if (!t.columns.some((x) => x.id === c.id)) await tx.tableRows.addColumn(t.id, c);
     await tx.userTables.update(t.id, { columns, groups: groups.map((x) => (x.id === g.id ? g : x)), updatedAt: nowIso() });
     audit({ action: 'table.group_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { groupId: g.id } });
