@@ -2215,7 +2215,7 @@ export interface paths {
     put?: never;
     /**
      * Add a workflow group
-     * @description Adds a group whose workflow fills output columns row by row: `outputs` map block output paths to columns (named in `outputColumns` to create them, or existing ones of the same type, which the group then fills); `inputMappings` feed Start-block inputs from columns; `dependencies.columns` must be filled before a row runs. `deploymentMode` live runs the draft, deployed the active deployment. Sent with `autoRun`, the group runs at once on the rows whose dependencies are filled. Enrichment groups are not available (400). 423 when the schema is locked.
+     * @description Adds a group whose workflow fills output columns row by row: `outputs` map block output paths to columns (named in `outputColumns` to create them, or existing ones of the same type, which the group then fills); `inputMappings` feed Start-block inputs from columns; `dependencies.columns` must be filled before a row runs. `deploymentMode` live runs the draft, deployed the active deployment. Sent with `autoRun`, the group runs at once on the rows whose dependencies are filled. An enrichment group (`type: enrichment`) names a built-in `enrichmentId` instead of a workflow, maps its outputs by `outputId` and its inputs by the enrichment's input names; an unknown enrichment, output or input is a 400. 423 when the schema is locked.
      */
     post: operations['addWorkflowGroup'];
     /**
@@ -2309,7 +2309,7 @@ export interface paths {
     };
     /**
      * Get one row's group run
-     * @description One row's run of a group: its run state, the values of the group's output columns, and `cascade` (null: workflow groups run one workflow, not a cascade of providers).
+     * @description One row's run of a group: its run state, the values of the group's output columns, and `cascade` (for an enrichment group, what each provider of the cascade did: matched, no_match, skipped when it has no configured credential, error, not_run after a match; null for workflow groups and enrichment cells that have not run).
      */
     get: operations['getRowEnrichment'];
     put?: never;
@@ -13748,7 +13748,24 @@ export interface operations {
               outputs: {
                 [key: string]: unknown;
               };
-              cascade: null;
+              cascade: null | {
+                startedAt: string | null;
+                completedAt: string | null;
+                durationMs: number;
+                totalCost: number;
+                matchedProvider: string | null;
+                aborted: boolean;
+                providers: {
+                  id: string;
+                  label: string;
+                  toolId: string;
+                  /** @enum {string} */
+                  status: 'matched' | 'no_match' | 'skipped' | 'error' | 'not_run';
+                  cost: number;
+                  durationMs: number;
+                  error: string | null;
+                }[];
+              };
             };
           };
         };

@@ -105,7 +105,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     rateLimits: new MemoryRateLimitStore(),
     blobs,
     tableJobs: new TableJobRunner({ store: opened, blobs, config, logger }),
-    tableGroups: new GroupRunner({ store: opened, runs, config, logger }),
+    tableGroups: new GroupRunner({ store: opened, runs, config, logger, egress: engine.engine.options.egress }),
     dataDirLock,
     mailer: createMailer(config.web.mail),
     knowledge,

@@ -104,7 +104,7 @@ describe('workflow groups', () => {
     const base = `/api/v2/tables/${t.id}`;
     const bad = (group: unknown, extra: object = {}) => s.call('POST', `${base}/groups`, { workspaceId: ws, group, ...extra });
     expect((await bad({ workflowId: 'nope', outputs: [] })).status).toBe(404);
-    expect((await bad({ type: 'enrichment', enrichmentId: 'work-email', outputs: [] })).status).toBe(400);
+    expect((await bad({ type: 'enrichment', enrichmentId: 'no-such-enrichment', outputs: [] })).status).toBe(400);
     expect((await bad({ workflowId: boom.id, outputs: [{ blockId: 'b', path: 'result', columnName: 'missing' }] })).status).toBe(400);
     expect((await bad({ workflowId: boom.id, outputs: [{ blockId: 'b', columnName: 'out' }] }, { outputColumns: [{ name: 'out', type: 'number' }] })).status).toBe(409);
     const g = (await ok('POST', `${base}/groups`, { workspaceId: ws, group: { workflowId: boom.id, autoRun: false, outputs: [{ blockId: boom.ids.Boom, path: 'result', columnName: 'out' }] } })).group;

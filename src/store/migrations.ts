@@ -730,6 +730,11 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 54,
+    name: 'tables: the provider cascade of enrichment cells',
+    sql: `ALTER TABLE table_row_runs ADD COLUMN enrichment_details TEXT;`,
+  },
+  {
     version: 70,
     name: 'secrets: personal secrets follow their owner across workspaces; unredacted workspace secrets',
     sql: `

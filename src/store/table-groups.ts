@@ -3,7 +3,7 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { limitClause } from './keyset.ts';
 
-export type RowRunStatus = 'pending' | 'queued' | 'running' | 'completed' | 'error' | 'cancelled';
+export type RowRunStatus = 'pending' | 'queued' | 'running' | 'completed' | 'error' | 'cancelled' | 'skipped';
 
 export interface RowRunRecord {
   tableId: string;
@@ -18,6 +18,8 @@ export interface RowRunRecord {
   blockErrors: Record<string, string>;
   canceledAt: string | null;
   updatedAt: string;
+  /** The provider cascade of an enrichment cell (JSON), null for workflow cells. */
+  enrichmentDetails?: unknown;
 }
 
 interface RowRunRow {
@@ -33,6 +35,7 @@ interface RowRunRow {
   block_errors: string;
   canceled_at: string | null;
   updated_at: string;
+  enrichment_details: string | null;
 }
 
 const toRowRun = (r: RowRunRow): RowRunRecord => ({
@@ -48,6 +51,7 @@ const toRowRun = (r: RowRunRow): RowRunRecord => ({
   blockErrors: JSON.parse(r.block_errors),
   canceledAt: r.canceled_at,
   updatedAt: r.updated_at,
+  enrichmentDetails: r.enrichment_details ? JSON.parse(r.enrichment_details) : null,
 });
 
 export type DispatchStatus = 'pending' | 'dispatching' | 'complete' | 'canceled';
@@ -112,12 +116,12 @@ export class TableGroupRunRepository {
 
   async upsert(r: RowRunRecord): Promise<void> {
     await this.db.run(
-      `INSERT INTO table_row_runs (table_id, row_id, group_id, status, run_id, workflow_id, dispatch_id, error, running_block_ids, block_errors, canceled_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO table_row_runs (table_id, row_id, group_id, status, run_id, workflow_id, dispatch_id, error, running_block_ids, block_errors, canceled_at, updated_at, enrichment_details)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (table_id, row_id, group_id) DO UPDATE SET status = excluded.status, run_id = excluded.run_id, workflow_id = excluded.workflow_id,
          dispatch_id = excluded.dispatch_id, error = excluded.error, running_block_ids = excluded.running_block_ids, block_errors = excluded.block_errors,
-         canceled_at = excluded.canceled_at, updated_at = excluded.updated_at`,
-      [r.tableId, r.rowId, r.groupId, r.status, r.runId, r.workflowId, r.dispatchId, r.error, JSON.stringify(r.runningBlockIds), JSON.stringify(r.blockErrors), r.canceledAt, r.updatedAt],
+         canceled_at = excluded.canceled_at, updated_at = excluded.updated_at, enrichment_details = excluded.enrichment_details`,
+      [r.tableId, r.rowId, r.groupId, r.status, r.runId, r.workflowId, r.dispatchId, r.error, JSON.stringify(r.runningBlockIds), JSON.stringify(r.blockErrors), r.canceledAt, r.updatedAt, r.enrichmentDetails == null ? null : JSON.stringify(r.enrichmentDetails)],
     );
   }
 

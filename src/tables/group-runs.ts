@@ -14,6 +14,8 @@ import type { UserTableRecord, WorkflowGroup } from '../store/user-tables.ts';
 import type { StoredRow } from '../store/table-rows.ts';
 import { ColumnError, fromStored, toStored, type Column, type StoredValue } from './columns.ts';
 import { parsePredicate } from './predicate.ts';
+import { getEnrichment, runCascade } from './enrichment.ts';
+import type { EgressPolicy } from '../execution/egress.ts';
 
 export const newGroupId = () => `grp_${randomBytes(10).toString('hex')}`;
 export const newDispatchId = () => `dsp_${randomBytes(12).toString('hex')}`;
@@ -26,6 +28,8 @@ export interface GroupRunnerDeps {
   runs: RunService;
   config: Config;
   logger: Logger;
+  /** Outbound calls of enrichment providers. */
+  egress?: EgressPolicy;
 }
 
 /** A cell is filled when it holds something other than an empty string or an empty list. */
@@ -154,12 +158,17 @@ export class GroupRunner {
     if (d.mode === 'incomplete' && existing?.status === 'completed') return false;
     if (d.mode === 'new' && existing) return false;
     if (!g.dependencies.columns.every((c) => filled(row.cells[c]))) return false;
-    const w = await tx.workflows.get(g.workflowId);
     const now = new Date().toISOString();
     const base: RowRunRecord = {
       tableId: t.id, rowId: row.id, groupId: g.id, status: 'queued', runId: null, workflowId: g.workflowId, dispatchId: d.id, error: null,
-      runningBlockIds: [], blockErrors: {}, canceledAt: null, updatedAt: now,
+      runningBlockIds: [], blockErrors: {}, canceledAt: null, updatedAt: now, enrichmentDetails: null,
     };
+    // Enrichment cells are queued without a workflow run; collect() runs their provider cascade.
+    if (g.type === 'enrichment') {
+      await tx.tableGroupRuns.upsert(base);
+      return true;
+    }
+    const w = await tx.workflows.get(g.workflowId);
     const deployed = g.deploymentMode === 'deployed';
     if (!w || w.archived || w.workspaceId !== t.workspaceId || (deployed && (!w.isDeployed || !w.activeVersionId))) {
       await tx.tableGroupRuns.upsert({ ...base, status: 'error', error: !w || w.archived ? 'The workflow no longer exists.' : 'The workflow has no active deployment.' });
@@ -193,7 +202,11 @@ export class GroupRunner {
   private async collect(): Promise<void> {
     const { store } = this.deps;
     for (const rr of await store.tableGroupRuns.active(200)) {
-      if (!rr.runId) continue;
+      if (!rr.runId) {
+        // collect() runs one cell at a time, so a `running` enrichment cell seen here was left by a stopped process: run it again.
+        await this.enrich(rr);
+        continue;
+      }
       const run = await store.workflowRuns.get(rr.runId);
       if (!run) continue;
       if (run.status === 'running' && rr.status === 'queued') {
@@ -244,5 +257,54 @@ export class GroupRunner {
         await tx.tableGroupRuns.upsert({ ...current, status: ok ? 'completed' : 'error', error: ok ? null : 'Some outputs could not be written.', blockErrors, runningBlockIds: [], updatedAt: now });
       });
     }
+  }
+
+  /** Runs the provider cascade of one enrichment cell and writes the matched provider's outputs into the row. */
+  private async enrich(rr: RowRunRecord): Promise<void> {
+    const { store } = this.deps;
+    const t = await store.userTables.get(rr.tableId);
+    const g = t?.groups?.find((x) => x.id === rr.groupId);
+    const row = t && (await store.tableRows.get(t.id, t.columns, rr.rowId));
+    const def = g?.enrichmentId ? getEnrichment(g.enrichmentId) : undefined;
+    const finish = (patch: Partial<RowRunRecord>, cells?: Record<string, StoredValue>) =>
+      store.transaction(async (tx) => {
+        const current = await tx.tableGroupRuns.get(rr.tableId, rr.rowId, rr.groupId);
+        if (!current || current.runId !== null || current.dispatchId !== rr.dispatchId || (current.status !== 'queued' && current.status !== 'running')) return;
+        const now = new Date().toISOString();
+        if (cells && t && Object.keys(cells).length > 0) await tx.tableRows.update(t.id, rr.rowId, cells, now);
+        await tx.tableGroupRuns.upsert({ ...current, ...patch, updatedAt: now });
+      });
+    if (!t || !g || !row || !def || !this.deps.egress) {
+      await finish({ status: 'error', error: !def ? 'The enrichment is not known to this server.' : 'The row or its group no longer exists.' });
+      return;
+    }
+    await finish({ status: 'running' });
+    const input: Record<string, unknown> = {};
+    for (const m of g.inputMappings) {
+      const c = t.columns.find((x) => x.id === m.columnId);
+      if (c) input[m.inputName] = fromStored(c, row.cells[c.id] ?? null);
+    }
+    const { cascade, outputs } = await runCascade(def, input, this.deps.egress, this.deps.config.execution.apiTimeoutMs);
+    const cells: Record<string, StoredValue> = {};
+    const blockErrors: Record<string, string> = {};
+    if (outputs) {
+      for (const o of g.outputs) {
+        const column = t.columns.find((c) => c.id === o.columnId);
+        const key = o.outputId ?? o.path;
+        if (!column || !key) continue;
+        try {
+          cells[column.id] = outputCell(column, atPath(outputs, key));
+        } catch (err) {
+          blockErrors[key] = `Output ${key} does not fit column "${column.name}": ${(err as Error).message}`;
+        }
+      }
+    }
+    const all = cascade.providers;
+    let patch: Partial<RowRunRecord>;
+    if (outputs) patch = { status: Object.keys(blockErrors).length ? 'error' : 'completed', error: Object.keys(blockErrors).length ? 'Some outputs could not be written.' : null, blockErrors };
+    else if (all.every((p) => p.status === 'skipped')) patch = { status: 'skipped', error: `No provider of "${def.id}" is configured: ${all.map((p) => p.id).join(', ')} were skipped.` };
+    else if (all.some((p) => p.status === 'error') && !all.some((p) => p.status === 'no_match')) patch = { status: 'error', error: all.find((p) => p.status === 'error')!.error };
+    else patch = { status: 'completed', error: null };
+    await finish({ ...patch, enrichmentDetails: cascade }, cells);
   }
 }

@@ -9,6 +9,7 @@ import type { UserTableRecord, WorkflowGroup } from '../../store/user-tables.ts'
 import { type Column, defineColumn, fromStored, MAX_COLUMNS } from '../../tables/columns.ts';
 import { newDispatchId, newGroupId } from '../../tables/group-runs.ts';
 import { parsePredicate } from '../../tables/predicate.ts';
+import { ENRICHMENTS, getEnrichment, type EnrichmentDef } from '../../tables/enrichment.ts';
 import { asBadRequest, assertUnlocked, columnView, loadTable } from '../../tables/service.ts';
 import { nowIso, workspaceOf } from './shared.ts';
 
@@ -26,6 +27,7 @@ function groupView(t: UserTableRecord, g: WorkflowGroup) {
     workflowId: g.workflowId,
     ...(g.name !== undefined ? { name: g.name } : {}),
     type: g.type,
+    ...(g.enrichmentId ? { enrichmentId: g.enrichmentId } : {}),
     dependencies: { columns: g.dependencies.columns.map(name) },
     outputs: g.outputs.map((o) => ({ blockId: o.blockId, path: o.path, ...(o.outputId ? { outputId: o.outputId } : {}), columnName: name(o.columnId) })),
     inputMappings: g.inputMappings.map((m) => ({ inputName: m.inputName, columnName: name(m.columnId) })),
@@ -72,12 +74,19 @@ function newColumns(columns: Column[], specs: ColumnSpec[], groupId: string, fie
 }
 
 /** Output mappings as stored: each names a column (created or existing), which the group then fills. */
-function attachOutputs(columns: Column[], groupId: string, outputs: { blockId?: string; path?: string; outputId?: string; columnName: string }[], field: string, specs: ColumnSpec[]): WorkflowGroup['outputs'] {
+function attachOutputs(columns: Column[], groupId: string, outputs: { blockId?: string; path?: string; outputId?: string; columnName: string }[], field: string, specs: ColumnSpec[], enrichment?: EnrichmentDef): WorkflowGroup['outputs'] {
   return outputs.map((o, i) => {
     const c = columnByName(columns, o.columnName, ['body', field, i, 'columnName']);
     if (c.workflowGroupId && c.workflowGroupId !== groupId) throw conflict(`Column "${c.name}" is already filled by another group.`, { column: c.name });
     const spec = specs.find((s) => s.name === c.name);
     if (spec && spec.type !== c.type) throw conflict(`Column "${c.name}" exists as ${c.type}, not ${spec.type}.`, { column: c.name });
+    if (enrichment) {
+      if (!o.outputId || !enrichment.outputs.includes(o.outputId)) {
+        throw invalidField(['body', field, i, 'outputId'], `An enrichment output names one of the outputs of "${enrichment.id}": ${enrichment.outputs.join(', ')}.`);
+      }
+      c.workflowGroupId = groupId;
+      return { blockId: '', path: '', outputId: o.outputId, columnId: c.id };
+    }
     if (!o.blockId) throw invalidField(['body', field, i, 'blockId'], 'A workflow output names its block.');
     c.workflowGroupId = groupId;
     return { blockId: o.blockId, path: o.path ?? '', ...(o.outputId ? { outputId: o.outputId } : {}), columnId: c.id };
@@ -112,10 +121,17 @@ export const listWorkflowGroups: Handler<'listWorkflowGroups'> = async ({ params
 export const addWorkflowGroup: Handler<'addWorkflowGroup'> = async ({ params, body, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
   const input = body.group;
-  if ((input.type ?? 'manual') === 'enrichment' || input.enrichmentId !== undefined) {
-    throw invalidField(['body', 'group', 'type'], 'Enrichment groups are not available on this server: it has no enrichment provider registry. Use a workflow group.');
-  }
-  if (!input.workflowId) throw invalidField(['body', 'group', 'workflowId'], 'A workflow group names its workflowId.');
+  const isEnrichment = (input.type ?? (input.enrichmentId !== undefined ? 'enrichment' : 'manual')) === 'enrichment';
+  let enrichment: EnrichmentDef | undefined;
+  if (isEnrichment) {
+    if (input.workflowId) throw invalidField(['body', 'group', 'workflowId'], 'An enrichment group names an enrichmentId, not a workflow.');
+    enrichment = getEnrichment(input.enrichmentId ?? '');
+    if (!enrichment) throw invalidField(['body', 'group', 'enrichmentId'], `Unknown enrichment "${input.enrichmentId ?? ''}". Known: ${ENRICHMENTS.map((e) => e.id).join(', ')}.`);
+    for (const [i, m] of (input.inputMappings ?? []).entries()) {
+      if (!enrichment.inputs.includes(m.inputName)) throw invalidField(['body', 'group', 'inputMappings', i, 'inputName'], `"${enrichment.id}" reads ${enrichment.inputs.join(', ')}.`);
+    }
+  } else if (input.enrichmentId !== undefined) throw invalidField(['body', 'group', 'enrichmentId'], 'Only an enrichment group names an enrichmentId.');
+  if (!isEnrichment && !input.workflowId) throw invalidField(['body', 'group', 'workflowId'], 'A workflow group names its workflowId.');
   const autoRun = body.autoRun ?? input.autoRun ?? true;
   const result = await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
@@ -124,16 +140,17 @@ export const addWorkflowGroup: Handler<'addWorkflowGroup'> = async ({ params, bo
     if (groups.length >= MAX_GROUPS) throw badRequest(`A table has at most ${MAX_GROUPS} workflow groups.`);
     const id = newGroupId();
     const mode = input.deploymentMode ?? 'live';
-    await checkWorkflow(tx, t, input.workflowId!, mode);
+    if (!enrichment) await checkWorkflow(tx, t, input.workflowId!, mode);
     const specs = (body.outputColumns ?? []) as ColumnSpec[];
     const columns = newColumns(t.columns.map((c) => ({ ...c })), specs, id, 'outputColumns');
     const g: WorkflowGroup = {
       id,
-      workflowId: input.workflowId!,
+      workflowId: enrichment ? '' : input.workflowId!,
       ...(input.name !== undefined ? { name: input.name } : {}),
-      type: 'manual',
+      type: enrichment ? 'enrichment' : 'manual',
+      ...(enrichment ? { enrichmentId: enrichment.id } : {}),
       dependencies: { columns: (input.dependencies?.columns ?? []).map((n, i) => columnByName(columns, n, ['body', 'group', 'dependencies', 'columns', i]).id) },
-      outputs: attachOutputs(columns, id, input.outputs, 'group', specs),
+      outputs: attachOutputs(columns, id, input.outputs, 'group', specs, enrichment),
       inputMappings: (input.inputMappings ?? []).map((m, i) => ({ inputName: m.inputName, columnId: columnByName(columns, m.columnName, ['body', 'group', 'inputMappings', i, 'columnName']).id })),
       deploymentMode: mode,
       autoRun,
@@ -160,10 +177,14 @@ export const updateWorkflowGroup: Handler<'updateWorkflowGroup'> = async ({ para
     if (body.type !== undefined && body.type !== current.type) throw invalidField(['body', 'type'], 'A group keeps the type it was created with.');
     const mode = body.deploymentMode ?? current.deploymentMode;
     const workflowId = body.workflowId ?? current.workflowId;
-    if (body.workflowId !== undefined || body.deploymentMode !== undefined) await checkWorkflow(tx, t, workflowId, mode);
+    const enrichment = current.type === 'enrichment' ? getEnrichment(current.enrichmentId ?? '') : undefined;
+    if (current.type === 'enrichment') {
+      if (body.workflowId !== undefined) throw invalidField(['body', 'workflowId'], 'An enrichment group runs its enrichment, not a workflow.');
+      if (body.mappingUpdates?.length) throw invalidField(['body', 'mappingUpdates'], 'An enrichment group maps its outputs by outputId in `outputs`.');
+    } else if (body.workflowId !== undefined || body.deploymentMode !== undefined) await checkWorkflow(tx, t, workflowId, mode);
     const specs = (body.newOutputColumns ?? []) as ColumnSpec[];
     const columns = newColumns(t.columns.map((c) => ({ ...c })), specs, current.id, 'newOutputColumns');
-    let outputs = body.outputs ? attachOutputs(columns, current.id, body.outputs, 'outputs', specs) : current.outputs;
+    let outputs = body.outputs ? attachOutputs(columns, current.id, body.outputs, 'outputs', specs, enrichment) : current.outputs;
     for (const [i, m] of (body.mappingUpdates ?? []).entries()) {
       const c = columnByName(columns, m.columnName, ['body', 'mappingUpdates', i, 'columnName']);
       if (c.workflowGroupId && c.workflowGroupId !== current.id) throw conflict(`Column "${c.name}" is already filled by another group.`, { column: c.name });
@@ -184,6 +205,9 @@ export const updateWorkflowGroup: Handler<'updateWorkflowGroup'> = async ({ para
       deploymentMode: mode,
       autoRun: body.autoRun ?? current.autoRun,
     };
+    for (const [i, m] of (enrichment && body.inputMappings ? body.inputMappings : []).entries()) {
+      if (!enrichment!.inputs.includes(m.inputName)) throw invalidField(['body', 'inputMappings', i, 'inputName'], `"${enrichment!.id}" reads ${enrichment!.inputs.join(', ')}.`);
+    }
     for (const c of columns) if (!t.columns.some((x) => x.id === c.id)) await tx.tableRows.addColumn(t.id, c);
     await tx.userTables.update(t.id, { columns, groups: groups.map((x) => (x.id === g.id ? g : x)), updatedAt: nowIso() });
     audit({ action: 'table.group_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { groupId: g.id } });
@@ -328,8 +352,9 @@ export const getRowEnrichment: Handler<'getRowEnrichment'> = async ({ params, ct
     const c = t.columns.find((x) => x.id === o.columnId);
     if (c) outputs[c.name] = fromStored(c, row.cells[c.id] ?? null);
   }
-  // Workflow groups run one workflow, not a cascade of enrichment providers.
-  return { status: 200, body: { data: { groupId: g.id, runState: state ? runStateView(state) : null, outputs, cascade: null } } };
+  // Workflow groups run one workflow, not a cascade of enrichment providers: their cascade is null.
+  const cascade = g.type === 'enrichment' && state?.enrichmentDetails ? (state.enrichmentDetails as never) : null;
+  return { status: 200, body: { data: { groupId: g.id, runState: state ? runStateView(state) : null, outputs, cascade } } };
 };
 
 export const runRowEnrichment: Handler<'runRowEnrichment'> = async ({ params, ctx }) => {
