@@ -221,6 +221,7 @@ export const handlers = {
   restoreFile: filesHandlers.restoreFile,
   restoreFileFolder: filesHandlers.restoreFileFolder,
   restoreKnowledgeBase: knowledgeBasesHandlers.restoreKnowledgeBase,
+  restoreKnowledgeFolder: knowledgeBasesHandlers.restoreKnowledgeFolder,
   restoreTable: tablesHandlers.restoreTable,
   restoreTableFolder: tablesHandlers.restoreTableFolder,
   restoreWorkflow: workflowsHandlers.restoreWorkflow,

@@ -1811,6 +1811,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  restoreKnowledgeFolder: {
+    params: Params<operations['restoreKnowledgeFolder'], 'path'>;
+    query: Params<operations['restoreKnowledgeFolder'], 'query'>;
+    headers: Params<operations['restoreKnowledgeFolder'], 'header'>;
+    body: Body<operations['restoreKnowledgeFolder']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   restoreTable: {
     params: Params<operations['restoreTable'], 'path'>;
     query: Params<operations['restoreTable'], 'query'>;
@@ -3234,6 +3243,11 @@ export interface OperationResults {
     body: Json<operations['restoreKnowledgeBase']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  restoreKnowledgeFolder: {
+    status: 200;
+    body: Json<operations['restoreKnowledgeFolder']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   restoreTable: {
     status: 200;
     body: Json<operations['restoreTable']['responses'][200]>;
@@ -3862,6 +3876,8 @@ export interface Handlers {
   restoreFileFolder: Handler<'restoreFileFolder'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/restore — Restore an archived knowledge base */
   restoreKnowledgeBase: Handler<'restoreKnowledgeBase'>;
+  /** POST /api/v2/knowledge/folders/restore — Restore a knowledge folder */
+  restoreKnowledgeFolder: Handler<'restoreKnowledgeFolder'>;
   /** POST /api/v2/tables/{tableId}/restore — Restore an archived table */
   restoreTable: Handler<'restoreTable'>;
   /** POST /api/v2/tables/folders/restore — Restore a table folder */

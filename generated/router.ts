@@ -163,6 +163,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/knowledge/folders',
     ...bind(OPERATIONS.createKnowledgeFolder, handlers.createKnowledgeFolder),
   );
+  router.post(
+    '/api/v2/knowledge/folders/restore',
+    ...bind(OPERATIONS.restoreKnowledgeFolder, handlers.restoreKnowledgeFolder),
+  );
   router.post('/api/v2/knowledge/search', ...bind(OPERATIONS.searchKnowledge, handlers.searchKnowledge));
   router.delete(
     '/api/v2/knowledge/:knowledgeBaseId',

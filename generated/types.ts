@@ -2812,6 +2812,26 @@ export interface paths {
     patch: operations['relocateKnowledgeFolder'];
     trace?: never;
   };
+  '/api/v2/knowledge/folders/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Restore a knowledge folder
+     * @description Extension (the CLI has no knowledge folder restore): brings back the folder last archived at `path` with the folders and knowledge bases archived with it. An archived parent moves it to the root; a taken name gets a suffix, so the returned path may differ. A path that is not archived is a 404.
+     */
+    post: operations['restoreKnowledgeFolder'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/connector-types': {
     parameters: {
       query?: never;
@@ -15622,6 +15642,55 @@ export interface operations {
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  restoreKnowledgeFolder: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Workspace containing the folder. */
+          workspaceId: string;
+          /** @description Folder path, each segment percent-encoded as the CLI sends it. */
+          path: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The restored folder and what came back with it. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              folder: components['schemas']['KnowledgeFolder'];
+              restoredItems: {
+                folders: number;
+                knowledgeBases: number;
+              };
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -207,6 +207,7 @@ const samples = {
     }),
   createKnowledgeFolder: (api) => api.POST('/api/v2/knowledge/folders', { body: { workspaceId: WS, path: '/Docs/HR' } }),
   relocateKnowledgeFolder: (api) => api.PATCH('/api/v2/knowledge/folders', { body: { workspaceId: WS, path: '/Docs', destinationPath: '/Archive' } }),
+  restoreKnowledgeFolder: (api) => api.POST('/api/v2/knowledge/folders/restore', { body: { workspaceId: WS, path: '/Docs' } }),
   createKnowledgeConnector: (api) =>
     api.POST('/api/v2/knowledge/{knowledgeBaseId}/connectors', { ...kbp, body: { workspaceId: WS, connectorType: 'web', sourceConfig: { urls: ['https://example.com/a'], maxPages: 10 }, syncIntervalMinutes: 60 } }),
   updateKnowledgeConnector: (api) =>

@@ -45,6 +45,7 @@ export const listKnowledgeFolders = folders.listKnowledgeFolders;
 export const createKnowledgeFolder = folders.createKnowledgeFolder;
 export const relocateKnowledgeFolder = folders.relocateKnowledgeFolder;
 export const deleteKnowledgeFolder = folders.deleteKnowledgeFolder;
+export const restoreKnowledgeFolder = folders.restoreKnowledgeFolder;
 export const listKnowledgeConnectors = connectors.listKnowledgeConnectors;
 export const createKnowledgeConnector = connectors.createKnowledgeConnector;
 export const getKnowledgeConnector = connectors.getKnowledgeConnector;

@@ -171,6 +171,15 @@ export class KnowledgeBaseRepository {
     return rows.map((r) => r.id);
   }
 
+  /** The bases a folder delete archived: in the folder or below it, archived at the folder's own archive time. */
+  async archivedWithFolder(workspaceId: string, path: string, archivedAt: string): Promise<KnowledgeBaseRecord[]> {
+    const rows = await this.db.all<Row>(
+      'SELECT * FROM knowledge_bases WHERE workspace_id = ? AND deleted_at = ? AND (folder_path = ? OR substr(folder_path, 1, ?) = ?)',
+      [workspaceId, archivedAt, path, path.length + 1, path + '/'],
+    );
+    return rows.map(toRecord);
+  }
+
   /** Rewrites the folder of every base (active or archived) in a moved subtree. */
   async relocateSubtree(workspaceId: string, from: string, to: string, now: string): Promise<void> {
     await this.db.run(

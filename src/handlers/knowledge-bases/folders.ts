@@ -1,8 +1,11 @@
-// Knowledge-base folders on the shared folder tree: list, create, relocate (mv semantics), delete (archive).
+// Knowledge-base folders on the shared folder tree: list, create, relocate (mv semantics), delete (archive) and
+// restore (extension: the folders and bases archived with it come back; an archived parent sends it to the root).
 import type { Handler } from '../../../generated/handlers.ts';
 import { badRequest, conflict } from '../../http/errors.ts';
 import type { FolderRecord } from '../../store/folders.ts';
 import { folderName } from '../../domain/folder-paths.ts';
+import { rebase } from '../../domain/folder-tree.ts';
+import { notFound } from '../../http/errors.ts';
 import { folderPathToWire } from '../../workflows/folder-wire.ts';
 import { inKnowledgeTree, knowledgeTree } from '../../knowledge/folders.ts';
 import { nowIso, parseKbFolder, workspaceOf } from './shared.ts';
@@ -76,4 +79,26 @@ export const deleteKnowledgeFolder: Handler<'deleteKnowledgeFolder'> = async ({ 
   });
   for (const id of archived) ctx.services.knowledge.invalidate(id);
   return { status: 200, body: { data: { path: folderPathToWire(path), deleted: true as const, deletedItems: result } } };
+};
+
+export const restoreKnowledgeFolder: Handler<'restoreKnowledgeFolder'> = async ({ body, ctx }) => {
+  const ws = workspaceOf(ctx).id;
+  const path = parseKbFolder(body.path, ['body', 'path']);
+  if (path === '/') throw badRequest('The root folder is never archived.', [{ code: 'custom', keys: [], path: ['body', 'path'], message: 'The root is never archived' }]);
+  const { folder, restoredItems, bases } = await ctx.mutate(async (tx, audit) => {
+    // Bases carry no archive batch: a folder delete archives them at the folder's own archive time.
+    const archived = await tx.knowledgeFolders.latestArchived(ws, path);
+    if (!archived?.archivedAt) throw notFound('Folder');
+    const at = nowIso();
+    const restored = await inKnowledgeTree(() => knowledgeTree(tx).restore(ws, path, at, { archivedParent: 'root', onConflict: 'rename' }));
+    const bases = await tx.knowledgeBases.archivedWithFolder(ws, path, archived.archivedAt);
+    for (const kb of bases) await tx.knowledgeBases.update(kb.id, { deletedAt: null, folderPath: rebase(kb.folderPath, restored.from, restored.to), updatedAt: at });
+    audit({
+      action: 'knowledge_folder.restored', resourceType: 'knowledge_folder', resourceId: restored.folder.id, resourceName: restored.folder.name,
+      metadata: { path: folderPathToWire(path), restoredTo: folderPathToWire(restored.to), folders: restored.folders, knowledgeBases: bases.length },
+    });
+    return { folder: restored.folder, restoredItems: { folders: restored.folders, knowledgeBases: bases.length }, bases };
+  });
+  for (const kb of bases) ctx.services.knowledge.invalidate(kb.id);
+  return { status: 200, body: { data: { folder: folderView(folder), restoredItems } } };
 };
