@@ -1,6 +1,6 @@
 // Runs a chat message on the workflow's active deployment through the shared run machinery (trigger `chat`,
 // billed to the chat's creator) and reports only the block outputs the chat's outputConfigs allow.
-import { randomUUID } from 'node:crypto';
+import { newRunRecord } from '../runs/records.ts';
 import type { Services } from '../services.ts';
 import type { ChatDeployment } from '../store/chat-deployments.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
@@ -32,37 +32,21 @@ async function acceptRun(services: Services, chat: ChatDeployment, input: unknow
   const workspace = await store.workspaces.get(w.workspaceId);
   if (!workspace) throw new ChatUnavailable('This chat is not available.');
   const at = new Date().toISOString();
-  const id = randomUUID();
-  const run: RunRecord = {
-    id,
-    key: id,
+  const run = newRunRecord({
     workflowId: w.id,
     workspaceId: w.workspaceId,
     billingAccountId: workspace.billingAccountId,
     deploymentVersionId: w.activeVersionId,
-    status: 'running',
+    queued: false,
     mode: 'stream',
     trigger: 'chat',
     source: 'deployment',
     triggerBlockId: null,
-    input: JSON.stringify(input),
+    input,
     timeoutMs: null,
     triggeredBy: chat.createdBy,
-    resumeInput: null,
-    checkpoint: null,
-    pause: null,
-    resumedCount: 0,
-    output: null,
-    blockOutputs: null,
-    error: null,
-    costTotal: null,
-    blockExecutions: 0,
-    queuedAt: at,
-    startedAt: at,
-    endedAt: null,
-    durationMs: null,
-    updatedAt: at,
-  };
+    at,
+  });
   await store.transaction(async (tx) => {
     await tx.workflowRuns.insert(run);
     await tx.executionLogs.insert({

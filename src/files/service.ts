@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Repositories } from '../store/index.ts';
 import type { StoredFile, VersionSource } from '../store/files.ts';
+import type { UploadSessionRecord } from '../store/file-uploads.ts';
 import type { Workspace } from '../store/workspaces.ts';
 import type { FileLimits } from '../config.ts';
 import type { BlobInfo } from './blob-store.ts';
@@ -15,6 +16,36 @@ import { folderDisplayName } from './names.ts';
 
 export const newFileId = () => `wf_${randomBytes(18).toString('base64url')}`;
 export const newUploadId = () => `upl_${randomBytes(18).toString('base64url')}`;
+
+/**
+ * A new upload session (not yet stored): one signed PUT up to the configured part size, multipart above it.
+ * Files, knowledge documents and table imports all start their uploads here.
+ */
+export function newUploadSession(
+  of: { workspaceId: string; userId: string; name: string; contentType: string; size: number; folderPath?: string },
+  limits: Pick<FileLimits, 'uploadPartSize' | 'uploadSessionTtlMs'>,
+  now = new Date(),
+): UploadSessionRecord {
+  const multipart = of.size > limits.uploadPartSize;
+  return {
+    id: newUploadId(),
+    workspaceId: of.workspaceId,
+    userId: of.userId,
+    name: of.name,
+    contentType: of.contentType,
+    size: of.size,
+    folderPath: of.folderPath ?? '/',
+    partSize: multipart ? limits.uploadPartSize : Math.max(of.size, 1),
+    partCount: multipart ? Math.ceil(of.size / limits.uploadPartSize) : 1,
+    multipart,
+    status: 'uploading',
+    error: null,
+    fileId: null,
+    expiresAt: new Date(now.getTime() + limits.uploadSessionTtlMs).toISOString(),
+    createdAt: now.toISOString(),
+    updatedAt: now.toISOString(),
+  };
+}
 
 export interface Actor {
   id: string;

@@ -18,7 +18,7 @@ import { fileRevision, fileView, folderView, sessionView, shareView, versionView
 import { hashShareToken, openShareToken, sealShareToken } from '../files/share-tokens.ts';
 import type { FileShareRecord } from '../store/file-shares.ts';
 import {
-  actorOf, appendVersion, assertNameFree, assertStorageFits, assertTreeSize, ensureFolderChain, fileTree, insertNewFile, loadFile, newUploadId, requireFolder, withFileTree,
+  actorOf, appendVersion, assertNameFree, assertStorageFits, assertTreeSize, ensureFolderChain, fileTree, insertNewFile, loadFile, newUploadSession, requireFolder, withFileTree,
 } from '../files/service.ts';
 import { serveContent } from '../files/download.ts';
 import { extractText, readPrefix, selectLines, textKind } from '../files/text.ts';
@@ -111,26 +111,9 @@ export const createFileUpload: Handler<'createFileUpload'> = async ({ body, ctx 
   const name = checked('body', () => checkFileName(body.name));
   const folderPath = checked('body', () => folderPathOf(body.folderPath));
   const limits = ctx.services.config.files;
-  const now = new Date();
-  const multipart = body.size > limits.uploadPartSize;
-  const session: UploadSessionRecord = {
-    id: newUploadId(),
-    workspaceId: workspace.id,
-    userId: ctx.principal.userId,
-    name,
-    contentType: body.contentType,
-    size: body.size,
-    folderPath,
-    partSize: multipart ? limits.uploadPartSize : Math.max(body.size, 1),
-    partCount: multipart ? Math.ceil(body.size / limits.uploadPartSize) : 1,
-    multipart,
-    status: 'uploading',
-    error: null,
-    fileId: null,
-    expiresAt: new Date(now.getTime() + limits.uploadSessionTtlMs).toISOString(),
-    createdAt: now.toISOString(),
-    updatedAt: now.toISOString(),
-  };
+  const session = newUploadSession({ workspaceId: workspace.id, userId: ctx.principal.userId, name, contentType: body.contentType, size: body.size, folderPath }, limits);
+  const { multipart } = session;
+
   await ctx.mutate(async (tx, audit) => {
     await requireFolder(tx, workspace.id, folderPath);
     await assertNameFree(tx, workspace.id, folderPath, name);

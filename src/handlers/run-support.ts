@@ -1,6 +1,6 @@
 // What the v2 and legacy execution handlers share: finding a runnable workflow, accepting a run (the run row,
 // its log and one audit event in one transaction) and streaming a run's events.
-import { randomUUID } from 'node:crypto';
+import { newRunRecord } from '../runs/records.ts';
 import { PassThrough } from 'node:stream';
 import type { RequestContext } from '../http/context.ts';
 import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
@@ -74,40 +74,25 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
     if (!w.isDeployed || !w.activeVersionId) throw notDeployed();
     versionId = w.activeVersionId;
   }
-  const id = randomUUID();
-  const key = req.runId ?? id;
   const at = now();
   const queued = req.mode === 'async';
-  const run: RunRecord = {
-    id,
-    key,
+  const run = newRunRecord({
+    key: req.runId ?? undefined,
     workflowId: w.id,
     workspaceId: w.workspaceId,
     billingAccountId: workspace.billingAccountId,
     deploymentVersionId: versionId,
-    status: queued ? 'queued' : 'running',
+    queued,
     mode: req.mode,
     trigger: req.trigger,
     source: req.source,
     triggerBlockId: req.triggerBlockId,
-    input: JSON.stringify(req.input ?? {}),
+    input: req.input,
     timeoutMs: req.timeoutMs,
     triggeredBy: ctx.principal.userId,
-    resumeInput: null,
-    checkpoint: null,
-    pause: null,
-    resumedCount: 0,
-    output: null,
-    blockOutputs: null,
-    error: null,
-    costTotal: null,
-    blockExecutions: 0,
-    queuedAt: at,
-    startedAt: queued ? null : at,
-    endedAt: null,
-    durationMs: null,
-    updatedAt: at,
-  };
+    at,
+  });
+  const { id, key } = run;
   try {
     await ctx.mutate(async (tx, audit) => {
       if (await tx.workflowRuns.keyTaken(w.workspaceId, key)) throw runIdConflict(key);

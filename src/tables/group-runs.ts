@@ -3,7 +3,8 @@
 // watcher copies the chosen block outputs of finished runs into the group's columns and keeps `runState`
 // (status, error, errors per block, cancellation) in table_row_runs. Everything lives in the store, so a restart
 // picks up where the last process stopped: open dispatches go on, finished runs are still collected.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { newRunRecord } from '../runs/records.ts';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store, Repositories } from '../store/index.ts';
 import type { Config } from '../config.ts';
@@ -181,13 +182,11 @@ export class GroupRunner {
     }
     const ws = await tx.workspaces.get(t.workspaceId);
     const policy = this.deps.config.runs.policies[ws?.plan ?? 'free'];
-    const run: RunRecord = {
-      id: randomUUID(), key: '', workflowId: w.id, workspaceId: w.workspaceId, billingAccountId: ws?.billingAccountId ?? '', deploymentVersionId: deployed ? w.activeVersionId : null,
-      status: 'queued', mode: 'async', trigger: 'table', source: deployed ? 'deployment' : 'manual', triggerBlockId: null, input: JSON.stringify(input),
-      timeoutMs: policy.maxAsyncSeconds * 1000, triggeredBy: d.userId, resumeInput: null, checkpoint: null, pause: null, resumedCount: 0, output: null,
-      blockOutputs: null, error: null, costTotal: null, blockExecutions: 0, queuedAt: now, startedAt: null, endedAt: null, durationMs: null, updatedAt: now,
-    };
-    run.key = run.id;
+    const run = newRunRecord({
+      workflowId: w.id, workspaceId: w.workspaceId, billingAccountId: ws?.billingAccountId ?? '', deploymentVersionId: deployed ? w.activeVersionId : null,
+      queued: true, mode: 'async', trigger: 'table', source: deployed ? 'deployment' : 'manual', triggerBlockId: null, input,
+      timeoutMs: policy.maxAsyncSeconds * 1000, triggeredBy: d.userId, at: now,
+    });
     await tx.workflowRuns.insert(run);
     await tx.executionLogs.insert({
       runId: run.id, workspaceId: w.workspaceId, workflowId: w.id, deploymentVersionId: run.deploymentVersionId, trigger: 'table', level: 'info', status: 'pending',

@@ -8,7 +8,7 @@ import type { KnowledgeBaseRecord } from '../../store/knowledge-bases.ts';
 import type { KnowledgeDocumentRecord, TagValue } from '../../store/knowledge-documents.ts';
 import type { UploadSessionRecord } from '../../store/file-uploads.ts';
 import { BlobSizeError, type BlobInfo } from '../../files/blob-store.ts';
-import { assertStorageFits, newUploadId } from '../../files/service.ts';
+import { assertStorageFits, newUploadSession } from '../../files/service.ts';
 import { checkFileName, mediaTypeFor, NameError } from '../../files/names.ts';
 import Busboy from 'busboy';
 import { documentFormat } from '../../knowledge/extract.ts';
@@ -254,26 +254,9 @@ export const createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUplo
   const max = ctx.services.config.knowledge.maxDocumentBytes;
   if (body.size > max) throw new ApiError('PAYLOAD_TOO_LARGE', `A knowledge document may be at most ${max} bytes.`, { code: 'FILE_TOO_LARGE', limit: max });
   const limits = ctx.services.config.files;
-  const now = new Date();
-  const multipart = body.size > limits.uploadPartSize;
-  const session: UploadSessionRecord = {
-    id: newUploadId(),
-    workspaceId: workspace.id,
-    userId: ctx.principal.userId,
-    name,
-    contentType: body.contentType,
-    size: body.size,
-    folderPath: '/',
-    partSize: multipart ? limits.uploadPartSize : Math.max(body.size, 1),
-    partCount: multipart ? Math.ceil(body.size / limits.uploadPartSize) : 1,
-    multipart,
-    status: 'uploading',
-    error: null,
-    fileId: null,
-    expiresAt: new Date(now.getTime() + limits.uploadSessionTtlMs).toISOString(),
-    createdAt: now.toISOString(),
-    updatedAt: now.toISOString(),
-  };
+  const session = newUploadSession({ workspaceId: workspace.id, userId: ctx.principal.userId, name, contentType: body.contentType, size: body.size }, limits);
+  const { multipart } = session;
+
   const tags = Object.fromEntries(Object.entries(body).filter(([k, v]) => /^tag[1-7]$/.test(k) && v !== undefined));
   await ctx.mutate(async (tx, audit) => {
     await assertStorageFits(tx, workspace, limits, body.size);

@@ -11,7 +11,7 @@ import type { Repositories } from '../../store/index.ts';
 import type { TableExportRecord, TableImportRecord } from '../../store/table-jobs.ts';
 import { BlobSizeError } from '../../files/blob-store.ts';
 import { checkUploadToken, signUploadToken, transferUrl } from '../../files/tokens.ts';
-import { newUploadId } from '../../files/service.ts';
+import { newUploadSession } from '../../files/service.ts';
 import { validTimeZone } from '../../tables/csv.ts';
 import { INLINE_EXPORT_ROWS } from '../../tables/jobs.ts';
 import { assertUnlocked, loadTable } from '../../tables/service.ts';
@@ -92,12 +92,7 @@ export const createTableImport: Handler<'createTableImport'> = async ({ body, ct
     rejectedSamples: [], error: null, expiresAt, createdAt: now.toISOString(), updatedAt: now.toISOString(), completedAt: null,
   };
   if (source.type === 'upload') {
-    const multipart = source.size > limits.uploadPartSize;
-    session = {
-      id: newUploadId(), workspaceId: workspace.id, userId: ctx.principal.userId, name: source.name, contentType: source.contentType, size: source.size, folderPath: '/',
-      partSize: multipart ? limits.uploadPartSize : Math.max(source.size, 1), partCount: multipart ? Math.ceil(source.size / limits.uploadPartSize) : 1, multipart,
-      status: 'uploading', error: null, fileId: null, expiresAt, createdAt: imp.createdAt, updatedAt: imp.createdAt,
-    };
+    session = newUploadSession({ workspaceId: workspace.id, userId: ctx.principal.userId, name: source.name, contentType: source.contentType, size: source.size }, limits, now);
     imp.uploadId = session.id;
   }
   await ctx.mutate(async (tx, audit) => {

@@ -1,0 +1,58 @@
+// The record a run starts with. Execute, hosted chat and table groups all create runs; they differ only in who
+// starts them and how, so the rest of the fresh record (nothing resumed, no output, no cost yet) is written once.
+import { randomUUID } from 'node:crypto';
+import type { RunMode, RunRecord } from '../store/workflow-runs.ts';
+
+export interface NewRun {
+  /** The caller-visible key (X-Run-Id); the internal id when none was chosen. */
+  key?: string;
+  workflowId: string;
+  workspaceId: string;
+  billingAccountId: string;
+  deploymentVersionId: string | null;
+  /** Queued for the workers (async) or running in the request (sync, stream). */
+  queued: boolean;
+  mode: RunMode;
+  trigger: string;
+  source: RunRecord['source'];
+  triggerBlockId: string | null;
+  input: unknown;
+  timeoutMs: number | null;
+  triggeredBy: string | null;
+  /** ISO time the run is created. */
+  at: string;
+}
+
+export function newRunRecord(n: NewRun): RunRecord {
+  const id = randomUUID();
+  return {
+    id,
+    key: n.key ?? id,
+    workflowId: n.workflowId,
+    workspaceId: n.workspaceId,
+    billingAccountId: n.billingAccountId,
+    deploymentVersionId: n.deploymentVersionId,
+    status: n.queued ? 'queued' : 'running',
+    mode: n.mode,
+    trigger: n.trigger,
+    source: n.source,
+    triggerBlockId: n.triggerBlockId,
+    input: JSON.stringify(n.input ?? {}),
+    timeoutMs: n.timeoutMs,
+    triggeredBy: n.triggeredBy,
+    resumeInput: null,
+    checkpoint: null,
+    pause: null,
+    resumedCount: 0,
+    output: null,
+    blockOutputs: null,
+    error: null,
+    costTotal: null,
+    blockExecutions: 0,
+    queuedAt: n.at,
+    startedAt: n.queued ? null : n.at,
+    endedAt: null,
+    durationMs: null,
+    updatedAt: n.at,
+  };
+}
