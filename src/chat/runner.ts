@@ -1,10 +1,9 @@
 // Runs a chat message on the workflow's active deployment through the shared run machinery (trigger `chat`,
 // billed to the chat's creator) and reports only the block outputs the chat's outputConfigs allow.
-import { newRunRecord } from '../runs/records.ts';
+import { newRunLog, newRunRecord } from '../runs/records.ts';
 import type { Services } from '../services.ts';
 import type { ChatDeployment } from '../store/chat-deployments.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
-import { logStatusOf } from '../runs/service.ts';
 
 export type ChatFrame =
   | { blockId: string; chunk: string }
@@ -49,29 +48,7 @@ async function acceptRun(services: Services, chat: ChatDeployment, input: unknow
   });
   await store.transaction(async (tx) => {
     await tx.workflowRuns.insert(run);
-    await tx.executionLogs.insert({
-      runId: run.id,
-      runKey: run.key,
-      workspaceId: w.workspaceId,
-      workflowId: w.id,
-      deploymentVersionId: w.activeVersionId,
-      trigger: 'chat',
-      level: 'info',
-      status: logStatusOf(run.status),
-      startedAt: at,
-      endedAt: null,
-      durationMs: null,
-      costTotal: null,
-      cost: null,
-      hasHandledErrors: false,
-      errorMessage: null,
-      models: null,
-      executedBy: chat.createdBy,
-      workflowInput: run.input,
-      finalOutput: null,
-      traceSpans: null,
-      createdAt: at,
-    });
+    await tx.executionLogs.insert(newRunLog(run));
     await tx.workflows.recordRun(w.id, at);
   });
   return run;

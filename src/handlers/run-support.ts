@@ -1,6 +1,6 @@
 // What the v2 and legacy execution handlers share: finding a runnable workflow, accepting a run (the run row,
 // its log and one audit event in one transaction) and streaming a run's events.
-import { newRunRecord } from '../runs/records.ts';
+import { newRunLog, newRunRecord } from '../runs/records.ts';
 import { PassThrough } from 'node:stream';
 import type { RequestContext } from '../http/context.ts';
 import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
@@ -9,7 +9,6 @@ import type { WorkflowRecord } from '../store/workflows.ts';
 import type { Workspace } from '../store/workspaces.ts';
 import type { RunMode, RunRecord } from '../store/workflow-runs.ts';
 import type { RunEvent, RunResult } from '../execution/index.ts';
-import { logStatusOf } from '../runs/service.ts';
 import { pickOutputs, runResultView, type Selector } from '../runs/views.ts';
 
 const now = () => new Date().toISOString();
@@ -97,29 +96,7 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
     await ctx.mutate(async (tx, audit) => {
       if (await tx.workflowRuns.keyTaken(w.workspaceId, key)) throw runIdConflict(key);
       await tx.workflowRuns.insert(run);
-      await tx.executionLogs.insert({
-        runId: id,
-        runKey: key,
-        workspaceId: w.workspaceId,
-        workflowId: w.id,
-        deploymentVersionId: versionId,
-        trigger: req.trigger,
-        level: 'info',
-        status: logStatusOf(run.status),
-        startedAt: at,
-        endedAt: null,
-        durationMs: null,
-        costTotal: null,
-        cost: null,
-        hasHandledErrors: false,
-        errorMessage: null,
-        models: null,
-        executedBy: ctx.principal.userId,
-        workflowInput: run.input,
-        finalOutput: null,
-        traceSpans: null,
-        createdAt: at,
-      });
+      await tx.executionLogs.insert(newRunLog(run));
       if (!queued) await tx.workflows.recordRun(w.id, at);
       audit({
         action: 'workflow_run.started',

@@ -1,7 +1,9 @@
 // The record a run starts with. Execute, hosted chat and table groups all create runs; they differ only in who
-// starts them and how, so the rest of the fresh record (nothing resumed, no output, no cost yet) is written once.
+// starts them and how, so the rest of the fresh record (nothing resumed, no output, no cost yet) is written once,
+// and so is the execution log entry that opens with it.
 import { randomUUID } from 'node:crypto';
 import type { RunMode, RunRecord } from '../store/workflow-runs.ts';
+import type { ExecutionLogRecord } from '../store/execution-logs.ts';
 
 export interface NewRun {
   /** The caller-visible key (X-Run-Id); the internal id when none was chosen. */
@@ -54,5 +56,32 @@ export function newRunRecord(n: NewRun): RunRecord {
     endedAt: null,
     durationMs: null,
     updatedAt: n.at,
+  };
+}
+
+/** The execution log entry a new run opens with: everything in it follows from the run record. */
+export function newRunLog(run: RunRecord): ExecutionLogRecord {
+  return {
+    runId: run.id,
+    runKey: run.key,
+    workspaceId: run.workspaceId,
+    workflowId: run.workflowId,
+    deploymentVersionId: run.deploymentVersionId,
+    trigger: run.trigger,
+    level: 'info',
+    status: run.status === 'queued' ? 'pending' : 'running',
+    startedAt: run.queuedAt,
+    endedAt: null,
+    durationMs: null,
+    costTotal: null,
+    cost: null,
+    hasHandledErrors: false,
+    errorMessage: null,
+    models: null,
+    executedBy: run.triggeredBy,
+    workflowInput: run.input,
+    finalOutput: null,
+    traceSpans: null,
+    createdAt: run.queuedAt,
   };
 }

@@ -3,7 +3,7 @@
 // watcher copies the chosen block outputs of finished runs into the group's columns and keeps `runState`
 // (status, error, errors per block, cancellation) in table_row_runs. Everything lives in the store, so a restart
 // picks up where the last process stopped: open dispatches go on, finished runs are still collected.
-import { newRunRecord } from '../runs/records.ts';
+import { newRunLog, newRunRecord } from '../runs/records.ts';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store, Repositories } from '../store/index.ts';
@@ -188,11 +188,7 @@ export class GroupRunner {
       timeoutMs: policy.maxAsyncSeconds * 1000, triggeredBy: d.userId, at: now,
     });
     await tx.workflowRuns.insert(run);
-    await tx.executionLogs.insert({
-      runId: run.id, workspaceId: w.workspaceId, workflowId: w.id, deploymentVersionId: run.deploymentVersionId, trigger: 'table', level: 'info', status: 'pending',
-      startedAt: now, endedAt: null, durationMs: null, costTotal: null, cost: null, hasHandledErrors: false, errorMessage: null, models: null,
-      executedBy: d.userId, workflowInput: run.input, finalOutput: null, traceSpans: null, createdAt: now,
-    });
+    await tx.executionLogs.insert(newRunLog(run));
     await tx.tableGroupRuns.upsert({ ...base, runId: run.id });
     return true;
   }
