@@ -105,3 +105,15 @@ export function tenBlockDirect(input: { values: number[] }): unknown {
   const total = results.reduce((a, r) => a + r.result, 0);
   return JSON.parse(JSON.stringify({ total, sum: big }));
 }
+
+/** A JSON API call with a key; anything but 2xx throws with the answer, so a suite never measures errors. */
+export async function apiCall(server: Proc, key: string, method: string, pathname: string, body?: unknown): Promise<any> {
+  const r = await fetch(server.url + pathname, {
+    method,
+    headers: { 'X-API-Key': key, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  if (r.status >= 300) throw new Error(`${method} ${pathname}: ${r.status} ${text}`);
+  return JSON.parse(text);
+}

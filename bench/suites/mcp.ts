@@ -2,11 +2,11 @@
 // workflow MCP server, against a direct synchronous POST /execute of the same deployed workflow on the same
 // server, in the same run. The SDK client keeps its connection (initialize once), so the difference is what the
 // protocol layer (SDK server per request, JSON-RPC, tool lookup) adds to a run.
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { fmt, median, percentile, root, startProcess, tempDir, time, type Proc } from '../lib.ts';
+import { apiCall, fmt, median, percentile, root, startProcess, tempDir, time, type Proc } from '../lib.ts';
+import { threeBlocks } from './runs.ts';
 
 const KEY = 'sk-owa-bench-mcp-00000000000000000000000';
 const ENV = {
@@ -19,35 +19,7 @@ const ENV = {
   SANDBOX_POOL_SIZE: '2',
 };
 
-const block = (type: string, name: string, values: Record<string, unknown> = {}) => ({
-  id: randomUUID(),
-  type,
-  name,
-  position: { x: 0, y: 0 },
-  subBlocks: Object.fromEntries(Object.entries(values).map(([id, value]) => [id, { id, type: 'short-input', value }])),
-  outputs: {},
-  enabled: true,
-});
-
-/** start → function → response: the three-block workflow of the runs suite. */
-function threeBlocks() {
-  const start = block('start_trigger', 'Start', { inputFormat: [{ name: 'n', type: 'number' }] });
-  const inc = block('function', 'Inc', { code: 'return <start.n> + 1' });
-  const reply = block('response', 'Reply', { data: '{"n": <inc.result>}' });
-  const edge = (s: { id: string }, t: { id: string }) => ({ id: randomUUID(), source: s.id, target: t.id, sourceHandle: 'source', targetHandle: 'target' });
-  return { blocks: Object.fromEntries([start, inc, reply].map((b) => [b.id, b])), edges: [edge(start, inc), edge(inc, reply)] };
-}
-
-async function api(server: Proc, method: string, pathname: string, body?: unknown): Promise<any> {
-  const r = await fetch(server.url + pathname, {
-    method,
-    headers: { 'X-API-Key': KEY, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  if (r.status >= 300) throw new Error(`${method} ${pathname}: ${r.status} ${text}`);
-  return JSON.parse(text);
-}
+const api = (server: Proc, method: string, pathname: string, body?: unknown) => apiCall(server, KEY, method, pathname, body);
 
 export async function mcp(options: { seconds: number; rounds: number }): Promise<void> {
   const server = await startProcess(path.join(root, 'bin', 'start.js'), { ...ENV, DATA_DIR: tempDir('owa-bench-mcp-') });

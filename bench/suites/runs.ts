@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { openSqliteStore } from '../../src/store/index.ts';
-import { fmt, median, percentile, root, startProcess, tempDir, tenBlockDirect, time, type Proc } from '../lib.ts';
+import { apiCall, fmt, median, percentile, root, startProcess, tempDir, tenBlockDirect, time, type Proc } from '../lib.ts';
 
 const KEY = 'sk-owa-bench-runs-0000000000000000000000';
 const ENV = {
@@ -66,23 +66,15 @@ function tenBlocks() {
   };
 }
 
-function threeBlocks() {
+/** start → function → response (also the workflow the mcp suite serves as a tool). */
+export function threeBlocks() {
   const start = block('start_trigger', 'Start', { inputFormat: [{ name: 'n', type: 'number' }] });
   const inc = block('function', 'Inc', { code: 'return <start.n> + 1' });
   const reply = block('response', 'Reply', { data: '{"n": <inc.result>}' });
   return { blocks: Object.fromEntries([start, inc, reply].map((b) => [b.id, b])), edges: [edge(start, inc), edge(inc, reply)] };
 }
 
-async function api(server: Proc, method: string, pathname: string, body?: unknown): Promise<any> {
-  const r = await fetch(server.url + pathname, {
-    method,
-    headers: { 'X-API-Key': KEY, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  if (r.status >= 300) throw new Error(`${method} ${pathname}: ${r.status} ${text}`);
-  return JSON.parse(text);
-}
+const api = (server: Proc, method: string, pathname: string, body?: unknown) => apiCall(server, KEY, method, pathname, body);
 
 async function deployed(server: Proc, workspaceId: string, name: string, state: object): Promise<string> {
   const id = (await api(server, 'POST', '/api/v2/workflows', { workspaceId, name })).data.id as string;
