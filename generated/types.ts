@@ -3388,7 +3388,9 @@ export interface components {
       | 'USAGE_LIMIT_EXCEEDED'
       | 'METHOD_NOT_ALLOWED'
       | 'REQUEST_TIMEOUT'
-      | 'HEADERS_TOO_LARGE';
+      | 'HEADERS_TOO_LARGE'
+      | 'PRECONDITION_FAILED'
+      | 'IDEMPOTENCY_KEY_REUSED';
     ErrorBody: {
       error: {
         code: components['schemas']['ErrorCode'];
@@ -6239,6 +6241,10 @@ export interface components {
     SortOrder: 'asc' | 'desc';
     /** @description Workspace identifier. */
     WorkspaceIdPath: string;
+    /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. */
+    IdempotencyKey: string;
+    /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+    IfMatch: string;
     /** @description Workflow identifier (a UUID). */
     WorkflowIdPath: string;
     /** @description Deployment version number. */

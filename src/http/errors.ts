@@ -22,6 +22,8 @@ const STATUS_OF: Record<ErrorCode, number> = {
   METHOD_NOT_ALLOWED: 405,
   REQUEST_TIMEOUT: 408,
   HEADERS_TOO_LARGE: 431,
+  PRECONDITION_FAILED: 412,
+  IDEMPOTENCY_KEY_REUSED: 422,
 };
 
 /** The challenge a 401 carries unless the error names its own: both credentials this API takes. */
