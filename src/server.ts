@@ -32,6 +32,7 @@ import { McpRegistry } from './mcp/registry.ts';
 import { mcpToolProvider } from './mcp/tool-provider.ts';
 import { workspaceDataToolProvider } from './tools/workspace-data.ts';
 import { KnowledgeService } from './knowledge/service.ts';
+import { CallbackWorker } from './callbacks/worker.ts';
 
 export interface RunningServer {
   url: string;
@@ -109,6 +110,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     dataDirLock,
     mailer: createMailer(config.web.mail),
     knowledge,
+    callbacks: new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger }),
   };
 }
 
@@ -179,6 +181,8 @@ export async function startServer(services: Services, options: StartOptions = {}
   services.tableGroups.start();
   // Documents a previous process left processing go back to the queue; the queue's workers start.
   await services.knowledge.start();
+  // Callback deliveries a previous process was sending are sent again (recovery only under the lock).
+  await services.callbacks.start(Boolean(services.dataDirLock));
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -205,6 +209,7 @@ export async function startServer(services: Services, options: StartOptions = {}
           server.closeIdleConnections();
         });
         await runsClosed;
+        await services.callbacks.close();
         await services.tableJobs.close();
         await services.tableGroups.close();
         await services.knowledge.close();

@@ -11,6 +11,7 @@ import { RUN_STREAM_VARY, runStreamFormat } from '../http/negotiate.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
 import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
+import { moveRun } from '../runs/transitions.ts';
 import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
@@ -180,7 +181,7 @@ export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, 
       audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
     if (run.status === 'queued' || run.status === 'paused' || (run.status === 'running' && !runs.isLocal(run.id))) {
       // Not executing here: cancelled right away (a worker that still finishes it later cannot overwrite this).
-      if (!(await tx.workflowRuns.stop(run.id, run.status, 'cancelled', error, at))) return { ...base, reason: 'cancellation_not_finalized' as const };
+      if (!(await moveRun(tx, run.id, { kind: 'stop', from: run.status, to: 'cancelled', error, at }))) return { ...base, reason: 'cancellation_not_finalized' as const };
       await tx.executionLogs.stop(run.id, 'cancelled', at, 'The run was cancelled.');
       record(run.status);
       return { ...base, success: true, durablyRecorded: true, pausedCancelled: run.status === 'paused', reason: run.status === 'queued' ? ('queue_cancelled' as const) : ('recorded' as const) };
@@ -212,7 +213,7 @@ export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, 
   const queued = run.mode === 'async';
   const at = now();
   await ctx.mutate(async (tx, audit) => {
-    const moved = await tx.workflowRuns.transition(run.id, 'paused', queued ? 'queued' : 'running', at, queued ? { resumeInput: JSON.stringify(resume) } : {});
+    const moved = await moveRun(tx, run.id, { kind: 'transition', from: 'paused', to: queued ? 'queued' : 'running', at, ...(queued ? { resumeInput: JSON.stringify(resume) } : {}) });
     if (!moved) throw conflict('The run is no longer paused.');
     await tx.executionLogs.setStatus(run.id, queued ? 'pending' : 'running');
     audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });
