@@ -12,6 +12,7 @@ import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
 import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
 import { moveRun } from '../runs/transitions.ts';
+import { checkCallbackUrl } from './run-callbacks.ts';
 import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
@@ -38,6 +39,7 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   const field = (name: string, message: string) => invalidField(['body', name], message);
   if (body.executionTimeoutSeconds !== undefined && body.async !== true) throw field('executionTimeoutSeconds', 'executionTimeoutSeconds requires async: true.');
   if (body.async && body.stream) throw field('stream', 'stream cannot be combined with async.');
+  if (body.callbackUrl !== undefined && body.async !== true) throw field('callbackUrl', 'callbackUrl requires async: true.');
   if (body.async) {
     for (const name of ['selectedOutputs', 'includeThinking', 'includeToolCalls', 'includeFileBase64', 'base64MaxBytes'] as const) {
       if (body[name] !== undefined && body[name] !== false) throw field(name, `${name} cannot be combined with async: select outputs from the finished run instead.`);
@@ -74,7 +76,17 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   const format = body.stream ? runStreamFormat(ctx.header('accept'), ctx.header('user-agent')) : null;
   const mode = body.async ? 'async' : body.stream ? 'stream' : 'sync';
   const timeoutMs = mode === 'async' ? Math.min(body.executionTimeoutSeconds ?? policy.maxAsyncSeconds, policy.maxAsyncSeconds) * 1000 : config.runs.syncTimeoutMs;
+  // Extension: an async run reports to its own callback URL, else to the workflow's default one.
+  let callback: { url: string; source: 'run' | 'workflow' } | null = null;
+  if (body.callbackUrl !== undefined) {
+    await checkCallbackUrl(ctx, w.workspaceId, body.callbackUrl, ['body', 'callbackUrl']);
+    callback = { url: body.callbackUrl, source: 'run' };
+  } else if (mode === 'async') {
+    const fallback = await ctx.services.store.runCallbacks.getDefault(w.id);
+    if (fallback) callback = { url: fallback.url, source: 'workflow' };
+  }
   const run = await createRun(ctx, w, workspace, {
+    callback,
     mode,
     source: manual ? 'manual' : 'deployment',
     trigger: manual ? 'manual' : 'api',

@@ -4,6 +4,7 @@
 // src/callbacks/ claims due rows with a lease (`in_flight_until`) so a delivery is never sent twice at once,
 // and a lease left by a dead process is given back at start.
 import type { SqlExecutor } from './database.ts';
+import { limitClause } from './keyset.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 export type AttemptOutcome = 'delivered' | 'retry' | 'failed';
@@ -190,8 +191,8 @@ export class RunCallbackRepository {
   async dueIds(at: string, limit: number): Promise<string[]> {
     const rows = await this.db.all<{ id: string }>(
       `SELECT id FROM run_callback_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND (in_flight_until IS NULL OR in_flight_until <= ?)
-       ORDER BY next_attempt_at, id LIMIT ?`,
-      [at, at, limit],
+       ORDER BY next_attempt_at, id ${limitClause(limit)}`,
+      [at, at],
     );
     return rows.map((r) => r.id);
   }
