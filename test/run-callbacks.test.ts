@@ -393,8 +393,8 @@ describe('restart', () => {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 
-  async function startOn(dataDir: string): Promise<RunningServer & { request: TestServer['request'] }> {
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', BOOTSTRAP_API_KEY: 'sk-owa-callbacks-test-key-0000000000000', ...FAST, CALLBACK_MAX_DELIVERY_SECONDS: '600', CALLBACK_RETRY_BASE_MS: '100000', CALLBACK_RETRY_MAX_MS: '100000' });
+  async function startOn(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer & { request: TestServer['request'] }> {
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', BOOTSTRAP_API_KEY: 'sk-owa-callbacks-test-key-0000000000000', ...FAST, CALLBACK_MAX_DELIVERY_SECONDS: '600', CALLBACK_RETRY_BASE_MS: '100000', CALLBACK_RETRY_MAX_MS: '100000', ...env });
     const services = await createServices(config, createLogger('silent'));
     await bootstrapIfEmpty(services.store, { apiKey: config.bootstrapApiKey });
     const server = await startServer(services);
@@ -458,6 +458,40 @@ describe('restart', () => {
         [3, 200, 'delivered'],
       ]);
       expect(log.attemptLog[1].error).toMatch(/server stopped/);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('every attempt is checked against the egress policy again: a URL allowed when given is refused at send time once the policy refuses it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-callbacks-'));
+    dirs.push(dir);
+    const first = await startOn(dir, { CALLBACK_RETRY_BASE_MS: '50', CALLBACK_RETRY_MAX_MS: '50' });
+    const json = async (server: typeof first, method: string, p: string, body?: unknown) => {
+      const r = await server.request(p, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return (await r.json()) as any;
+    };
+    const workspaceId = (await json(first, 'GET', '/api/v2/workspaces')).data[0].id;
+    await json(first, 'POST', `/api/v2/workspaces/${workspaceId}/callback-signing-secret/rotate`, {});
+    const start = apiBlock('start_trigger', 'Start');
+    const wf = await buildWorkflow(first as unknown as TestServer, 'Rebind', [start], [], { workspaceId });
+    // Accepted while loopback is allowed; the receiver fails it so the delivery is still pending at the restart.
+    const url = receiver.script('/rebind', [500]);
+    const runId = (await json(first, 'POST', `/api/v2/workflows/${wf.id}/execute`, { async: true, callbackUrl: url })).data.runId;
+    await receiver.waitFor('/rebind', 1);
+    await first.close();
+
+    const second = await startOn(dir, { EGRESS_ALLOW_CIDRS: '', CALLBACK_RETRY_BASE_MS: '50', CALLBACK_RETRY_MAX_MS: '50' });
+    try {
+      let log: any;
+      const end = Date.now() + 5000;
+      do {
+        log = (await json(second, 'GET', `/api/v2/workflows/${wf.id}/runs/${runId}/callbacks`)).data[0];
+        if (log.attemptLog.some((a: any) => /not allowed/.test(a.error ?? ''))) break;
+        await sleep(20);
+      } while (Date.now() < end);
+      expect(log.attemptLog.find((a: any) => a.error !== null)).toMatchObject({ statusCode: null, outcome: 'retry', error: expect.stringMatching(/Egress to 127\.0\.0\.1 is not allowed/) });
+      expect(receiver.at('/rebind')).toHaveLength(1);
     } finally {
       await second.close();
     }
