@@ -82,7 +82,9 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
   // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
   tools.registerTool(mcpToolProvider(mcp));
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
+  const callbacks = new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger });
+  // A settled run's callback is sent at once rather than at the worker's next poll.
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials, onSettled: () => callbacks.notify() });
   const knowledge = new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets });
   // Table, file and knowledge tools over this workspace's own data.
   tools.registerTool(workspaceDataToolProvider({ store: opened, blobs, config, knowledge }));
@@ -110,7 +112,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     dataDirLock,
     mailer: createMailer(config.web.mail),
     knowledge,
-    callbacks: new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger }),
+    callbacks,
   };
 }
 

@@ -192,6 +192,10 @@ describe('before a signing secret exists, and input checks', () => {
     const writer = await s.newUser('writer@example.com', { [s.workspaceId]: 'write' });
     expect((await s.call('POST', `/api/v2/workspaces/${s.workspaceId}/callback-signing-secret/rotate`, {}, writer.key)).status).toBe(403);
     expect((await s.call('GET', `/api/v2/workspaces/${s.workspaceId}/callback-signing-secret`, undefined, writer.key)).status).toBe(403);
+    // A bad grace period is a 400 and rotates nothing.
+    const bad = await s.call('POST', `/api/v2/workspaces/${s.workspaceId}/callback-signing-secret/rotate`, { previousSecretGraceSeconds: -1 });
+    expect(bad.status).toBe(400);
+    expect((await s.call('GET', `/api/v2/workspaces/${s.workspaceId}/callback-signing-secret`)).body.data.current).toBeNull();
   });
 });
 

@@ -207,6 +207,7 @@ export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, 
   const { abort, ...data } = outcome as typeof outcome & { abort?: boolean };
   // The engine stops at the next block boundary (or kills a sandbox call) and records the run as cancelled.
   if (abort) await runs.abort(found.id);
+  else if (data.success) ctx.services.callbacks.notify();
   if (data.reason === 'cancellation_not_finalized') throw conflict('The run changed status while it was being cancelled; read it again.');
   return { status: 200, body: { data } };
 };

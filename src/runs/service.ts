@@ -100,6 +100,7 @@ export class RunService {
   private readonly blobs: BlobStore | null;
   private readonly sandboxes: SandboxBuilder | null;
   private readonly workspaceCredentials: WorkspaceCredentials | null;
+  private readonly onSettled: () => void;
   constructor(deps: {
     store: Store;
     engine: Engine;
@@ -112,7 +113,10 @@ export class RunService {
     sandboxes?: SandboxBuilder;
     workspaceCredentials?: WorkspaceCredentials;
     mcp?: McpRegistry;
+    /** Called after a run's outcome is recorded (the completion-callback worker looks for due deliveries). */
+    onSettled?: () => void;
   }) {
+    this.onSettled = deps.onSettled ?? (() => undefined);
     this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
     this.tools = deps.tools ?? null;
@@ -286,6 +290,7 @@ export class RunService {
     if (entry.shutdown && result.status === 'cancelled') result = { ...result, status: 'failed', error: SHUTDOWN_ERROR };
     try {
       await this.finish(run, result, options.resume !== undefined);
+      this.onSettled();
     } catch (err) {
       this.logger.error({ err, runId: run.id }, 'recording a run outcome failed');
     } finally {
