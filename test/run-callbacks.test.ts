@@ -22,7 +22,7 @@ const FAST = {
   CALLBACK_RETRY_BASE_MS: '40',
   CALLBACK_RETRY_MAX_MS: '150',
   CALLBACK_POLL_MS: '20',
-  CALLBACK_ATTEMPT_TIMEOUT_MS: '2000',
+  CALLBACK_ATTEMPT_TIMEOUT_MS: '500',
   CALLBACK_MAX_DELIVERY_SECONDS: '2',
   RATE_LIMIT_FREE_ASYNC: '50000',
   RATE_LIMIT_FREE_SYNC: '50000',
@@ -51,7 +51,9 @@ class Receiver {
         const p = req.url ?? '/';
         this.received.push({ path: p, headers: req.headers, raw });
         const status = this.scripts.get(p)?.shift() ?? 200;
-        res.writeHead(status, { 'content-type': 'text/plain' });
+        // 0: never answer (the attempt times out).
+        if (status === 0) return;
+        res.writeHead(status, { 'content-type': 'text/plain', ...(status >= 300 && status < 400 ? { location: '/elsewhere' } : {}) });
         res.end(status < 300 ? 'ok' : 'nope');
       });
     });
@@ -254,6 +256,20 @@ describe('deliveries', () => {
     expect(log[0].attemptLog.filter((a: any) => a.outcome === 'delivered')).toHaveLength(1);
     expect(log[0].attemptLog[0].nextAttemptAt).not.toBeNull();
     expect(log[0].deliveredAt).not.toBeNull();
+  });
+
+  it('a redirect and an attempt that gets no answer within the timeout are retried (the redirect is not followed)', async () => {
+    const url = receiver.script('/slow', [302, 0]);
+    const runId = (await execute(simple.id, { async: true, input: { n: 9 }, callbackUrl: url })).body.data.runId;
+    const [log] = await waitForDeliveries(simple.id, runId, (d) => d[0]?.status === 'delivered', 8000);
+    expect(log.attemptLog.map((a: any) => [a.attempt, a.statusCode, a.outcome])).toEqual([
+      [1, 302, 'retry'],
+      [2, null, 'retry'],
+      [3, 200, 'delivered'],
+    ]);
+    expect(log.attemptLog[1].error).toMatch(/within 500 ms/);
+    expect(log.attemptLog[1].durationMs).toBeGreaterThanOrEqual(450);
+    expect(receiver.at('/elsewhere')).toEqual([]);
   });
 
   it('failed and cancelled runs report too', async () => {
