@@ -1,5 +1,6 @@
 // Background table jobs: CSV/TSV imports and CSV/JSON exports. An import stages its rows in a table of its own,
-// in short batches (so other writes go on), and becomes visible in one final transaction: a crash or restart
+// in short batches (so other writes go on), written by a worker thread that parses the file
+// (src/tables/import-worker.ts), and becomes visible in one final transaction: a crash or restart
 // before that leaves nothing of it in the target, and start-up marks it failed and drops the staging rows.
 // An export streams the table in batches into a file under $DATA_DIR/table-exports without holding it in memory.
 import fs from 'node:fs';
@@ -7,25 +8,24 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
 import { generateNKeysBetween } from 'fractional-indexing';
 import type { Logger } from 'pino';
 import type { Store, Repositories } from '../store/index.ts';
 import type { BlobStore } from '../files/blob-store.ts';
 import type { Config } from '../config.ts';
-import type { RejectedSample, TableImportRecord } from '../store/table-jobs.ts';
-import type { StoredRow } from '../store/table-rows.ts';
+import type { TableImportRecord } from '../store/table-jobs.ts';
 import type { UserTableRecord } from '../store/user-tables.ts';
-import { type Column, ColumnError, defineColumn, fromStored, type StoredValue } from './columns.ts';
-import { cellFromText, columnNamesFor, INFER_ROWS, inferType, MAX_RECORD_BYTES, sniffDelimiter } from './csv.ts';
-import { DEFAULT_VIEW_NAME, newRowId, newTableId, newViewId } from './service.ts';
+import { type Column, defineColumn, fromStored, type StoredValue } from './columns.ts';
+import { columnNamesFor, inferType, sniffDelimiter } from './csv.ts';
+import { ImportWorker, ImportWorkerError } from './import-parser.ts';
+import { DEFAULT_VIEW_NAME, newTableId, newViewId } from './service.ts';
 import { FolderTree } from '../domain/folder-tree.ts';
 import type { FieldRef } from './predicate.ts';
 import { newDispatchId } from './group-runs.ts';
 
 /** Rows staged per transaction. */
-export const IMPORT_BATCH = 2500;
+export const IMPORT_BATCH = 500;
 const MAX_SAMPLES = 20;
 /** Tables up to this many rows export within the request; larger ones queue. */
 export const INLINE_EXPORT_ROWS = 10_000;
@@ -43,6 +43,7 @@ class ImportFailure extends Error {}
 export class TableJobRunner {
   private readonly deps: TableJobDeps;
   private readonly running = new Set<Promise<void>>();
+  private readonly importWorkers = new Set<ImportWorker>();
   private closed = false;
   readonly exportDir: string;
 
@@ -70,6 +71,7 @@ export class TableJobRunner {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const worker of this.importWorkers) worker.stop();
     await Promise.allSettled([...this.running]);
   }
 
@@ -141,42 +143,27 @@ export class TableJobRunner {
   }
 
   private async importRows(imp: TableImportRecord, blobKey: string, onStaging: (id: string) => void): Promise<void> {
-    const { store, blobs, config } = this.deps;
+    const { blobs, config } = this.deps;
     const head = await readHead(blobs.read(blobKey, { start: 0, end: 64 * 1024 - 1 }));
     const delimiter = sniffDelimiter(head);
-    const parser = blobs.read(blobKey).pipe(
-      parse({ delimiter, bom: true, relax_column_count: true, skip_empty_lines: false, raw: true, max_record_size: MAX_RECORD_BYTES, relax_quotes: false }),
-    );
-    const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string }>;
-    // Line numbers are counted from the raw text (\n only), so CRLF and quoted line breaks count once.
-    let newlines = 0;
-    const next = async (): Promise<{ record: string[]; info: { lines: number } } | null> => {
-      try {
-        for (;;) {
-          const r = await records.next();
-          if (r.done) return null;
-          const line = newlines + 1;
-          // The raw text of a record holds its inner line breaks but not the one that ends it.
-          newlines++;
-          for (const ch of r.value.raw) if (ch === '\n') newlines++;
-          if (r.value.record.length === 1 && r.value.record[0]!.trim() === '') continue; // a blank line
-          return { record: r.value.record, info: { lines: line } };
-        }
-      } catch (err) {
-        const e = err as { code?: string; message?: string; lines?: number };
-        throw new ImportFailure(`The file is not valid CSV${e.lines ? ` (line ${e.lines})` : ''}: ${e.message ?? e.code ?? 'unreadable'}.`);
-      }
-    };
-    const first = await next();
-    if (!first) throw new ImportFailure('The file is empty: a header row is needed.');
-    const headers = first.record;
-    const buffered: { record: string[]; info: { lines: number } }[] = [];
-    while (buffered.length < INFER_ROWS) {
-      const r = await next();
-      if (!r) break;
-      buffered.push(r);
+    if (config.databaseFile === ':memory:') throw new ImportFailure('Imports need the database in a file; this server keeps it in memory.');
+    const worker = new ImportWorker(blobs.read(blobKey), { delimiter, databaseFile: config.databaseFile, importId: imp.id });
+    this.importWorkers.add(worker);
+    try {
+      await this.stageRows(imp, worker, onStaging);
+    } catch (err) {
+      throw err instanceof ImportWorkerError ? new ImportFailure(err.message) : err;
+    } finally {
+      this.importWorkers.delete(worker);
+      await worker.close();
     }
-    const infer = (i: number) => inferType(buffered.map((r) => r.record[i] ?? ''));
+  }
+
+  private async stageRows(imp: TableImportRecord, worker: ImportWorker, onStaging: (id: string) => void): Promise<void> {
+    const { store, config } = this.deps;
+    const { headers, samples: sampled } = await worker.head();
+    if (!headers) throw new ImportFailure('The file is empty: a header row is needed.');
+    const infer = (i: number) => inferType(sampled.map((r) => r[i] ?? ''));
 
     // Which column each header fills (null: skipped), and the columns of the staging table.
     let target: UserTableRecord | null = null;
@@ -219,89 +206,19 @@ export class TableJobRunner {
       // The order index from the start: rows arrive in key order, so it grows by appending and never needs the
       // large in-memory sort that building it over a million rows at the end would.
       await tx.tableRows.createTable(stagingId, columns, { indexes: false });
-      await tx.tableRows.createIndexes(stagingId, [], { lazy: true });
+      // Unique columns get their index now: the worker checks each staged value against the rows staged before.
+      await tx.tableRows.createIndexes(stagingId, columns.filter((c) => c.unique), { lazy: true });
       await tx.tableImports.update(imp.id, { stagingId, updatedAt: new Date().toISOString() });
     });
 
-    const uniques = columns.filter((c) => c.unique);
-    const seen = new Map(uniques.map((c) => [c.id, new Set<StoredValue>()]));
     const append = imp.target.type === 'existing' && imp.target.mode === 'append';
-    let lastKey = append ? await store.tableRows.lastOrderKey(target!.id) : null;
-    const firstKeyBase = lastKey;
-    const samples: RejectedSample[] = [];
-    let accepted = 0;
-    let rejected = 0;
-    let cellsRejected = 0;
-    let processed = 0;
-    let batch: StoredRow[] = [];
-    const now = new Date().toISOString();
-    const timeZone = imp.options.timezone;
-
-    const reject = (line: number, code: string, message: string, cells = 0) => {
-      rejected++;
-      cellsRejected += cells;
-      if (samples.length < MAX_SAMPLES) samples.push({ code, line, message });
-    };
-    const flush = async () => {
-      const keys = generateNKeysBetween(lastKey, null, batch.length);
-      batch.forEach((r, i) => (r.orderKey = keys[i]!));
-      if (batch.length > 0) lastKey = keys.at(-1)!;
-      const rows = batch;
-      batch = [];
-      const canceled = await store.transaction(async (tx) => {
-        const current = await tx.tableImports.get(imp.id);
-        if (current?.status !== 'processing') return true;
-        await tx.tableRows.insert(stagingId, columns, rows);
-        const t = new Date().toISOString();
-        await tx.tableImports.update(imp.id, { rowsProcessed: processed, rowsRejected: rejected, cellsRejected, rejectedSamples: samples, updatedAt: t });
-        if (target) await setJobProgress(tx, target.id, imp.id, processed);
-        return false;
-      });
-      if (canceled || this.closed) throw new ImportFailure(canceled ? 'The import was canceled.' : 'The server is shutting down.');
-    };
-
-    const handle = async (rec: { record: string[]; info: { lines: number } }) => {
-      processed++;
-      const line = rec.info.lines;
-      if (rec.record.length !== headers.length) return reject(line, 'FIELD_COUNT', `The row has ${rec.record.length} fields; the header has ${headers.length}.`);
-      const cells: Record<string, StoredValue> = {};
-      const problems: string[] = [];
-      for (const [i, text] of rec.record.entries()) {
-        const c = byHeader[i];
-        if (!c) continue;
-        try {
-          cells[c.id] = cellFromText(c, text, timeZone);
-        } catch (err) {
-          if (!(err instanceof ColumnError)) throw err;
-          problems.push(`${c.name}: ${err.message}`);
-        }
-      }
-      if (problems.length > 0) return reject(line, 'INVALID_VALUE', problems.join('; '), problems.length);
-      for (const c of columns) {
-        if (c.required && (cells[c.id] === undefined || cells[c.id] === null)) return reject(line, 'REQUIRED', `Column "${c.name}" is required.`, 1);
-      }
-      for (const c of uniques) {
-        const v = cells[c.id];
-        if (v === undefined || v === null) continue;
-        if (seen.get(c.id)!.has(v) || (append && (await store.tableRows.findUnique(target!.id, target!.columns, c, v)))) {
-          return reject(line, 'UNIQUE', `Column "${c.name}" is unique and ${JSON.stringify(fromStored(c, v))} is already used.`, 1);
-        }
-      }
-      // A UTF-8 character takes at most 3 bytes per UTF-16 unit: only rows that could be too large are measured.
-      let chars = 0;
-      for (const f of rec.record) chars += f.length + 3;
-      if (chars * 3 > config.tables.maxRowBytes && Buffer.byteLength(JSON.stringify(rec.record)) > config.tables.maxRowBytes) {
-        return reject(line, 'ROW_TOO_LARGE', 'The row is larger than a row may be.');
-      }
-      for (const c of uniques) if (cells[c.id] !== undefined && cells[c.id] !== null) seen.get(c.id)!.add(cells[c.id]!);
-      accepted++;
-      batch.push({ id: newRowId(), orderKey: '', createdAt: now, updatedAt: now, cells });
-      if (batch.length >= IMPORT_BATCH) await flush();
-    };
-
-    for (const r of buffered) await handle(r);
-    for (let r = await next(); r; r = await next()) await handle(r);
-    await flush();
+    const firstKeyBase = append ? await store.tableRows.lastOrderKey(target!.id) : null;
+    const { processed, accepted, rejected, cellsRejected, samples } = await worker.stage({
+      byHeader, columns, stagingId, lastKey: firstKeyBase, timeZone: imp.options.timezone, maxRowBytes: config.tables.maxRowBytes, batchSize: IMPORT_BATCH,
+      maxSamples: MAX_SAMPLES, target: target ? { id: target.id, columns: target.columns, append } : null,
+    });
+    if (this.closed) throw new ImportFailure('The server is shutting down.');
+    samples.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 
     // The one transaction that makes the import visible.
     await store.transaction(async (tx) => {
@@ -456,11 +373,6 @@ async function rekey(tx: Repositories, stagingId: string, columns: Column[], aft
   }
   const keys = generateNKeysBetween(after, null, ids.length);
   for (const [i, id] of ids.entries()) await tx.tableRows.setOrderKey(stagingId, id, keys[i]!);
-}
-
-async function setJobProgress(tx: Repositories, tableId: string, jobId: string, rowsProcessed: number): Promise<void> {
-  const t = await tx.userTables.get(tableId);
-  if (t?.job?.id === jobId) await tx.userTables.update(tableId, { job: { ...t.job, rowsProcessed } });
 }
 
 export async function clearJob(tx: Repositories, tableId: string, jobId: string): Promise<void> {
