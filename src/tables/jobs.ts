@@ -18,7 +18,7 @@ import type { TableImportRecord } from '../store/table-jobs.ts';
 import type { UserTableRecord } from '../store/user-tables.ts';
 import { type Column, defineColumn, fromStored, type StoredValue } from './columns.ts';
 import { columnNamesFor, inferType, sniffDelimiter } from './csv.ts';
-import { ImportWorker, ImportWorkerError } from './import-parser.ts';
+import { ImportWorker, ImportWorkerError } from './import-worker-handle.ts';
 import { DEFAULT_VIEW_NAME, newTableId, newViewId } from './service.ts';
 import { FolderTree } from '../domain/folder-tree.ts';
 import type { FieldRef } from './predicate.ts';
