@@ -309,3 +309,28 @@ async function waitFor(check: () => Promise<boolean>, ms = 20_000): Promise<void
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('export retention', () => {
+  it('deletes an ended export and its file once the retention is over; links never outlive it', async () => {
+    const p = await startTestServer({ TABLE_EXPORT_RETENTION_SECONDS: '1' });
+    const call = async (method: string, url: string, body?: unknown) => {
+      const r = await p.call(method, url, body);
+      if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${r.text}`);
+      return r.body.data;
+    };
+    const ws2 = p.workspaceId;
+    const t = await call('POST', '/api/v2/tables', { workspaceId: ws2, name: 'short_lived', schema: { columns: [{ name: 'a', type: 'string' }] } });
+    await call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws2, rows: [{ a: 'x' }] });
+    const e = await call('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws2, format: 'csv' });
+    expect(e.status).toBe('completed');
+    const link = await call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`);
+    expect(Date.parse(link.expiresAt)).toBeLessThanOrEqual(Date.parse(e.completedAt ?? new Date().toISOString()) + 1000);
+    const file = p.services.tableJobs.exportPath(e.id, 'csv');
+    expect(fs.existsSync(file)).toBe(true);
+    await waitFor(async () => (await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws2}`)).status === 404, 10_000);
+    expect(fs.existsSync(file)).toBe(false);
+    expect((await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`)).status).toBe(404);
+    expect((await fetch(link.url)).status).toBeGreaterThanOrEqual(403);
+    await p.stop();
+  });
+});

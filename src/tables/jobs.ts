@@ -44,6 +44,7 @@ export class TableJobRunner {
   private readonly deps: TableJobDeps;
   private readonly running = new Set<Promise<void>>();
   private readonly importWorkers = new Set<ImportWorker>();
+  private purgeTimer: NodeJS.Timeout | null = null;
   private closed = false;
   readonly exportDir: string;
 
@@ -67,10 +68,31 @@ export class TableJobRunner {
     for (const e of await store.tableExports.withStatus(['queued', 'processing'])) {
       await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued', 'processing'], 'failed', { error: 'The export was interrupted by a server restart. Start it again.', completedAt: now }, now));
     }
+    // Ended exports and their files go once their retention is over (checked twice per retention, at most hourly).
+    const every = Math.max(1000, Math.min(this.deps.config.tables.exportRetentionMs / 2, 3600_000));
+    this.purgeTimer = setInterval(() => this.track(this.purgeExports().then(() => undefined, (err) => this.deps.logger.warn({ err }, 'purging table exports failed'))), every);
+    this.purgeTimer.unref();
+  }
+
+  /** Deletes exports that ended longer ago than the retention, with their files; the number deleted. */
+  async purgeExports(): Promise<number> {
+    const { store, config } = this.deps;
+    const cutoff = new Date(Date.now() - config.tables.exportRetentionMs).toISOString();
+    let deleted = 0;
+    for (;;) {
+      const ended = await store.tableExports.endedBefore(cutoff, 200);
+      if (ended.length === 0 || this.closed) return deleted;
+      for (const e of ended) {
+        await fsp.rm(this.exportPath(e.id, e.format), { force: true });
+        await store.transaction((tx) => tx.tableExports.delete(e.id));
+        deleted++;
+      }
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.purgeTimer) clearInterval(this.purgeTimer);
     for (const worker of this.importWorkers) worker.stop();
     await Promise.allSettled([...this.running]);
   }
