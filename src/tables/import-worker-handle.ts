@@ -22,7 +22,7 @@ export class ImportWorkerError extends Error {
  * Heap of one import's worker: it holds one batch (bounded in rows and in text), the inference samples and the
  * unique values seen so far; the cap keeps its garbage small.
  */
-const WORKER_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8, stackSizeMb: 4 };
+const WORKER_LIMITS = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 8, stackSizeMb: 4 };
 
 export class ImportWorker {
   private readonly worker: Worker;

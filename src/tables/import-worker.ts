@@ -61,9 +61,9 @@ export type WorkerMessage =
 export type MainMessage = { type: 'chunk'; data: Uint8Array } | { type: 'end' } | { type: 'plan'; plan: ImportPlan } | { type: 'stop' };
 
 /** Text a batch of rows may hold before it is written (wide rows make smaller batches). */
-const BATCH_CHARS = 2 * 1024 * 1024;
+const BATCH_CHARS = 1024 * 1024;
 /** Text the type-inference samples may hold. */
-const SAMPLE_CHARS = 4 * 1024 * 1024;
+const SAMPLE_CHARS = 2 * 1024 * 1024;
 
 class Failure extends Error {
   readonly canceled: boolean;

@@ -25,7 +25,7 @@ import type { FieldRef } from './predicate.ts';
 import { newDispatchId } from './group-runs.ts';
 
 /** Rows staged per transaction. */
-export const IMPORT_BATCH = 500;
+export const IMPORT_BATCH = 2000;
 const MAX_SAMPLES = 20;
 /** Tables up to this many rows export within the request; larger ones queue. */
 export const INLINE_EXPORT_ROWS = 10_000;
