@@ -12,7 +12,7 @@ let s: TestServer;
 let ws: string;
 let dir: string;
 beforeAll(async () => {
-  s = await startTestServer({ TABLES_LIMIT_FREE: '100', UPLOAD_PART_SIZE: '64kb' });
+  s = await startTestServer({ TABLES_LIMIT_FREE: '100', UPLOAD_PART_SIZE: '64kb', RATE_LIMIT_FREE_API: '100000' });
   ws = s.workspaceId;
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-timp-'));
 });
@@ -268,7 +268,7 @@ describe('the import worker', () => {
   });
 
   it('a server shutting down mid-import stops the worker between batches and reports the import failed', async () => {
-    const p = await startTestServer({ TABLES_LIMIT_FREE: '10' });
+    const p = await startTestServer({ TABLES_LIMIT_FREE: '10', RATE_LIMIT_FREE_API: '100000' });
     const call = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
       const r = await p.request(url, { method, headers: { ...headers, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
       const text = await r.text();
@@ -306,7 +306,7 @@ async function waitFor(check: () => Promise<boolean>, ms = 20_000): Promise<void
   const until = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
