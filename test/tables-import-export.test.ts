@@ -12,7 +12,7 @@ let s: TestServer;
 let ws: string;
 let dir: string;
 beforeAll(async () => {
-  s = await startTestServer({ TABLES_LIMIT_FREE: '100', UPLOAD_PART_SIZE: '64kb', RATE_LIMIT_FREE_API: '100000' });
+  s = await startTestServer({ TABLES_LIMIT_FREE: '100', TABLE_ROWS_LIMIT_FREE: '1000000', UPLOAD_PART_SIZE: '64kb', RATE_LIMIT_FREE_API: '100000' });
   ws = s.workspaceId;
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-timp-'));
 });
@@ -256,9 +256,24 @@ describe('the import worker', () => {
     expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).rowCount).toBe(1202);
   });
 
+  it('reads long records and many short ones within its memory cap', async () => {
+    // 40 rows of ~300 KB (wider than a batch's text bound) and, separately, 300,000 tiny rows (read in 1 MB
+    // chunks, each tens of thousands of records: the worker hands them to the parser in small slices).
+    const wide = ['id,blob', ...Array.from({ length: 40 }, (_, i) => `${i},${String.fromCharCode(97 + (i % 26)).repeat(300_000)}`)].join('\n') + '\n';
+    const a = await importCsv(wide, { type: 'new', name: 'wide_rows' });
+    expect(a).toMatchObject({ status: 'completed', rowsProcessed: 40, rowsRejected: 0 });
+    const b = await waitImport(await startImport(numbered(300_000), { type: 'new', name: 'tiny_rows' }));
+    expect(b).toMatchObject({ status: 'completed', rowsProcessed: 300_000, rowsRejected: 0 });
+    expect((await ok('GET', `/api/v2/tables/${b.tableId}?workspaceId=${ws}`)).rowCount).toBe(300_000);
+  });
+
   it('a canceled import stops its worker and leaves nothing staged', async () => {
-    const imp = await startImport(numbered(300_000), { type: 'new', name: 'to_cancel' });
-    await waitFor(async () => (await ok('GET', `/api/v2/tables/imports/${imp}?workspaceId=${ws}`)).rowsProcessed > 0);
+    const imp = await startImport(numbered(600_000), { type: 'new', name: 'to_cancel' });
+    await waitFor(async () => {
+      const now = await ok('GET', `/api/v2/tables/imports/${imp}?workspaceId=${ws}`);
+      if (now.status !== 'processing') throw new Error(`the import ended before it could be canceled: ${JSON.stringify(now)}`);
+      return now.rowsProcessed > 0;
+    });
     const stagingId = (await s.services.store.tableImports.get(imp))!.stagingId!;
     expect((await s.call('DELETE', `/api/v2/tables/imports/${imp}?workspaceId=${ws}`)).status).toBe(200);
     await waitFor(async () => !(await s.services.store.tableRows.tableExists(stagingId)));
@@ -275,7 +290,7 @@ describe('the import worker', () => {
       if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${text}`);
       return JSON.parse(text).data;
     };
-    const bytes = Buffer.from(numbered(300_000));
+    const bytes = Buffer.from(numbered(1_000_000));
     const created = await call('POST', '/api/v2/tables/imports', { workspaceId: p.workspaceId, source: { type: 'upload', name: 'big.csv', contentType: 'text/csv', size: bytes.length }, target: { type: 'new', name: 'interrupted' } });
     expect(created.transfer.method).toBe('put');
     expect((await fetch(created.transfer.url, { method: 'PUT', headers: created.transfer.headers, body: bytes })).status).toBe(200);
@@ -289,7 +304,7 @@ describe('the import worker', () => {
     const imp = (await p.services.store.tableImports.get(id))!;
     expect(imp.status).toBe('failed');
     expect(imp.error).toMatch(/shutting down/);
-    expect(imp.rowsProcessed).toBeLessThan(300_000);
+    expect(imp.rowsProcessed).toBeLessThan(1_000_000);
     expect(await p.services.store.tableRows.tableExists(imp.stagingId!)).toBe(false);
     await p.stop();
   });
@@ -298,7 +313,7 @@ describe('the import worker', () => {
 /** Creates and completes an import of `csv` (one PUT) without waiting for it; its id. */
 async function startImport(csv: string, target: unknown): Promise<string> {
   const bytes = Buffer.from(csv);
-  const file = await ok('POST', '/api/v2/files', { workspaceId: ws, name: 'big.csv', content: bytes.toString('utf8') });
+  const file = await ok('POST', '/api/v2/files', { workspaceId: ws, name: `rows-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`, content: bytes.toString('utf8') });
   return (await ok('POST', '/api/v2/tables/imports', { workspaceId: ws, source: { type: 'workspace_file', fileId: file.id }, target })).session.id;
 }
 

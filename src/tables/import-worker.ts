@@ -88,12 +88,24 @@ port.on('message', (m: MainMessage) => {
   else onChunk?.(m);
 });
 
+/** Bytes handed to the parser at a time: a file of short records yields this many bytes' worth of records at once. */
+const PARSE_SLICE = 64 * 1024;
+let pending: Buffer | null = null;
 const source = new Readable({
   highWaterMark: 0,
   read() {
+    const pushSlice = () => {
+      const slice = pending!.subarray(0, PARSE_SLICE);
+      pending = pending!.length > PARSE_SLICE ? pending!.subarray(PARSE_SLICE) : null;
+      this.push(slice);
+    };
+    if (pending) return pushSlice();
     onChunk = (m) => {
       onChunk = null;
-      this.push(m.type === 'chunk' ? Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength) : null);
+      if (m.type !== 'chunk') return void this.push(null);
+      if (m.data.byteLength === 0) return void this._read(0);
+      pending = Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength);
+      pushSlice();
     };
     post({ type: 'need' });
   },
