@@ -2,7 +2,7 @@
 // external-memory threshold (64 MB) forces a collection. Simulated with 64 KB buffers like the ones Node reads
 // a request body into; the files bench and the tables import bench measure it on a real server.
 import { describe, expect, it } from 'vitest';
-import { releaseTransferBuffers } from '../src/files/transfer-memory.ts';
+import { releaseTransferBuffers } from '../src/http/transfer-memory.ts';
 
 const MB = 1024 * 1024;
 

@@ -26,7 +26,7 @@ import { applyEdit, EditError, lineCount, type TextEdit } from '../files/edit.ts
 import { extractZip, planZip, ZipRefused, zipStream } from '../files/zip.ts';
 import { folderDisplayName } from '../files/names.ts';
 import { isWithin, MAX_FOLDERS_PER_TREE, parentFolderPath } from '../domain/folder-paths.ts';
-import { releaseTransferBuffers } from '../files/transfer-memory.ts';
+import { releaseTransferBuffers } from '../http/transfer-memory.ts';
 
 /** Inline content (createFile, updateFileContent) is capped; larger content goes through an upload session. */
 const MAX_INLINE_BYTES = 50 * 1024 * 1024;
