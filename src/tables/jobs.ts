@@ -3,12 +3,9 @@
 // (src/tables/import-worker.ts), and becomes visible in one final transaction: a crash or restart
 // before that leaves nothing of it in the target, and start-up marks it failed and drops the staging rows.
 // An export streams the table in batches into a file under $DATA_DIR/table-exports without holding it in memory.
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { stringify } from 'csv-stringify/sync';
 import { generateNKeysBetween } from 'fractional-indexing';
 import type { Logger } from 'pino';
 import type { Store, Repositories } from '../store/index.ts';
@@ -16,9 +13,12 @@ import type { BlobStore } from '../files/blob-store.ts';
 import type { Config } from '../config.ts';
 import type { TableImportRecord } from '../store/table-jobs.ts';
 import type { UserTableRecord } from '../store/user-tables.ts';
-import { type Column, defineColumn, fromStored, type StoredValue } from './columns.ts';
+import { type Column, defineColumn } from './columns.ts';
 import { columnNamesFor, inferType, sniffDelimiter } from './csv.ts';
-import { ImportWorker, ImportWorkerError } from './import-worker-handle.ts';
+import { JobWorker, JobWorkerError } from './job-worker.ts';
+import type { ImportPlan, ImportSummary, ImportWorkerData } from './import-worker.ts';
+import type { ExportWorkerData } from './export-worker.ts';
+import { ExportStopped, writeTableExport } from './export-writer.ts';
 import { DEFAULT_VIEW_NAME, newTableId, newViewId } from './service.ts';
 import { FolderTree } from '../domain/folder-tree.ts';
 import type { FieldRef } from './predicate.ts';
@@ -29,7 +29,6 @@ export const IMPORT_BATCH = 2000;
 const MAX_SAMPLES = 20;
 /** Tables up to this many rows export within the request; larger ones queue. */
 export const INLINE_EXPORT_ROWS = 10_000;
-const EXPORT_BATCH = 2000;
 
 export interface TableJobDeps {
   store: Store;
@@ -40,10 +39,14 @@ export interface TableJobDeps {
 
 class ImportFailure extends Error {}
 
+/** An import's worker and the messages of its own it sends: the header and samples, then the summary. */
+type ImportJob = JobWorker<{ type: 'head'; headers: string[] | null; samples: string[][] } | ({ type: 'done' } & ImportSummary)>;
+
 export class TableJobRunner {
   private readonly deps: TableJobDeps;
   private readonly running = new Set<Promise<void>>();
-  private readonly importWorkers = new Set<ImportWorker>();
+  /** Workers of running imports and exports, told to stop when the server shuts down. */
+  private readonly workers = new Set<JobWorker<{ type: string }>>();
   private purgeTimer: NodeJS.Timeout | null = null;
   private closed = false;
   readonly exportDir: string;
@@ -93,7 +96,7 @@ export class TableJobRunner {
   async close(): Promise<void> {
     this.closed = true;
     if (this.purgeTimer) clearInterval(this.purgeTimer);
-    for (const worker of this.importWorkers) worker.stop();
+    for (const worker of this.workers) worker.stop();
     await Promise.allSettled([...this.running]);
   }
 
@@ -107,7 +110,7 @@ export class TableJobRunner {
   }
 
   startExport(exportId: string): void {
-    this.track(this.runExport(exportId).catch((err) => this.deps.logger.error({ err, exportId }, 'table export crashed')));
+    this.track(this.runExport(exportId, true).catch((err) => this.deps.logger.error({ err, exportId }, 'table export crashed')));
   }
 
   // ───────────── indexes on first use
@@ -169,21 +172,24 @@ export class TableJobRunner {
     const head = await readHead(blobs.read(blobKey, { start: 0, end: 64 * 1024 - 1 }));
     const delimiter = sniffDelimiter(head);
     if (config.databaseFile === ':memory:') throw new ImportFailure('Imports need the database in a file; this server keeps it in memory.');
-    const worker = new ImportWorker(blobs.read(blobKey), { delimiter, databaseFile: config.databaseFile, importId: imp.id });
-    this.importWorkers.add(worker);
+    const data: ImportWorkerData = { delimiter, databaseFile: config.databaseFile, importId: imp.id };
+    const worker: ImportJob = new JobWorker(new URL('./import-worker.ts', import.meta.url), data, 'import', blobs.read(blobKey));
+    this.workers.add(worker);
     try {
       await this.stageRows(imp, worker, onStaging);
     } catch (err) {
-      throw err instanceof ImportWorkerError ? new ImportFailure(err.message) : err;
+      throw err instanceof JobWorkerError ? new ImportFailure(err.message) : err;
     } finally {
-      this.importWorkers.delete(worker);
+      this.workers.delete(worker);
       await worker.close();
     }
   }
 
-  private async stageRows(imp: TableImportRecord, worker: ImportWorker, onStaging: (id: string) => void): Promise<void> {
+  private async stageRows(imp: TableImportRecord, worker: ImportJob, onStaging: (id: string) => void): Promise<void> {
     const { store, config } = this.deps;
-    const { headers, samples: sampled } = await worker.head();
+    const head = await worker.take();
+    if (head.type !== 'head') throw new Error(`unexpected ${head.type} from the import worker`);
+    const { headers, samples: sampled } = head;
     if (!headers) throw new ImportFailure('The file is empty: a header row is needed.');
     const infer = (i: number) => inferType(sampled.map((r) => r[i] ?? ''));
 
@@ -235,10 +241,14 @@ export class TableJobRunner {
 
     const append = imp.target.type === 'existing' && imp.target.mode === 'append';
     const firstKeyBase = append ? await store.tableRows.lastOrderKey(target!.id) : null;
-    const { processed, accepted, rejected, cellsRejected, samples } = await worker.stage({
+    const plan: ImportPlan = {
       byHeader, columns, stagingId, lastKey: firstKeyBase, timeZone: imp.options.timezone, maxRowBytes: config.tables.maxRowBytes, batchSize: IMPORT_BATCH,
       maxSamples: MAX_SAMPLES, target: target ? { id: target.id, columns: target.columns, append } : null,
-    });
+    };
+    worker.post({ type: 'plan', plan });
+    const done = await worker.take();
+    if (done.type !== 'done') throw new Error(`unexpected ${done.type} from the import worker`);
+    const { processed, accepted, rejected, cellsRejected, samples } = done;
     if (this.closed) throw new ImportFailure('The server is shutting down.');
     samples.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 
@@ -310,71 +320,43 @@ export class TableJobRunner {
     return path.join(this.exportDir, `${exportId}.${format}`);
   }
 
-  async runExport(exportId: string): Promise<void> {
-    const { store } = this.deps;
+  /**
+   * Runs an export: within the caller (small tables, answered in the request) or in a worker thread (`inWorker`,
+   * larger ones queued by startExport). The file is written under a temporary name and renamed once complete.
+   */
+  async runExport(exportId: string, inWorker = false): Promise<void> {
+    const { store, config } = this.deps;
     const e = (await store.tableExports.get(exportId))!;
     const now = () => new Date().toISOString();
     if (!(await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued'], 'processing', {}, now())))) return;
     const file = this.exportPath(e.id, e.format);
     const temp = `${file}.part`;
     try {
-      const t = await store.userTables.get(e.tableId);
-      if (!t) throw new Error('The table no longer exists.');
       await fsp.mkdir(this.exportDir, { recursive: true });
-      const out = fs.createWriteStream(temp);
-      const write = async (s: string) => {
-        if (!out.write(s)) await once(out, 'drain');
-      };
-      const columns = t.columns;
-      if (e.format === 'csv') await write(stringify([columns.map((c) => c.name)], { bom: false }));
-      else await write('[');
-      let after: [string, string] | null = null;
-      let count = 0;
-      for (;;) {
-        const rows = await store.tableRows.batchAfter(t.id, columns, after, EXPORT_BATCH);
-        if (rows.length === 0) break;
-        if (e.format === 'csv') {
-          await write(stringify(rows.map((r) => columns.map((c) => csvCell(c, r.cells[c.id] ?? null)))));
-        } else {
-          const parts = rows.map((r) => {
-            const data: Record<string, unknown> = {};
-            for (const c of columns) data[c.name] = fromStored(c, r.cells[c.id] ?? null);
-            return JSON.stringify({ id: r.id, ...data, createdAt: r.createdAt, updatedAt: r.updatedAt });
-          });
-          await write((count === 0 ? '\n' : ',\n') + parts.join(',\n'));
+      let count: number;
+      if (inWorker && config.databaseFile !== ':memory:') {
+        const data: ExportWorkerData = { databaseFile: config.databaseFile, exportId: e.id, tableId: e.tableId, format: e.format, file: temp };
+        const worker = new JobWorker<{ type: 'done'; count: number }>(new URL('./export-worker.ts', import.meta.url), data, 'export');
+        this.workers.add(worker);
+        try {
+          count = (await worker.take()).count;
+        } finally {
+          this.workers.delete(worker);
+          await worker.close();
         }
-        count += rows.length;
-        after = [rows.at(-1)!.orderKey, rows.at(-1)!.id];
-        const status = await store.tableExports.get(e.id);
-        if (status?.status !== 'processing') throw new Error('canceled');
-        await store.transaction((tx) => tx.tableExports.progress(e.id, count, now()));
-      }
-      if (e.format === 'json') await write(count === 0 ? ']\n' : '\n]\n');
-      out.end();
-      await once(out, 'finish');
+      } else count = await writeTableExport(store, e, temp, () => this.closed);
       await fsp.rename(temp, file);
       const size = (await fsp.stat(file)).size;
       await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'completed', { rowsProcessed: count, size, completedAt: now() }, now()));
     } catch (err) {
       await fsp.rm(temp, { force: true });
-      const message = err instanceof Error ? err.message : String(err);
-      if (message !== 'canceled') {
+      const canceled = (err instanceof JobWorkerError || err instanceof ExportStopped) && err.canceled;
+      if (!canceled) {
+        const message = err instanceof Error ? err.message : String(err);
         await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'failed', { error: message, completedAt: now() }, now()));
       }
     }
   }
-}
-
-/** RFC 4180 cell text: select cells by option name, json as JSON, empty cells empty. */
-function csvCell(c: Column, v: StoredValue): string {
-  if (v === null) return '';
-  const value = fromStored(c, v);
-  if (c.type === 'select') {
-    const name = (id: string) => c.options?.find((o) => o.id === id)?.name ?? id;
-    return c.multiple ? (value as string[]).map(name).join(', ') : name(value as string);
-  }
-  if (c.type === 'json') return JSON.stringify(value);
-  return String(value);
 }
 
 async function readHead(stream: Readable): Promise<string> {
