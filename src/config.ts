@@ -83,6 +83,8 @@ export interface WebSettings {
 export interface TableSettings {
   perPlan: Record<Plan, { tables: number; rowsPerTable: number }>;
   maxRowBytes: number;
+  /** How long an ended export (and its file) is kept; then both are deleted. */
+  exportRetentionMs: number;
 }
 
 /** Knowledge bases: the embedding provider, the processing queue and search defaults. */
@@ -293,6 +295,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ]),
       ) as Record<Plan, { tables: number; rowsPerTable: number }>,
       maxRowBytes: byteSize(env, 'TABLE_MAX_ROW_SIZE_BYTES', 400 * 1024),
+      exportRetentionMs: integer(env, 'TABLE_EXPORT_RETENTION_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,
     },
     http: httpLimits(env),
   };
