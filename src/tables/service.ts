@@ -1,9 +1,8 @@
 // The rules of tables that operations share: loading a table of a workspace, locks, plan limits, turning client
 // rows (keyed by column name) into stored cells (keyed by column id) and back, positions, uniqueness, and the
 // wire views. Works on repositories inside the caller's transaction; errors are the shared ApiError.
-import { randomBytes } from 'node:crypto';
 import { generateKeyBetween, generateNKeysBetween } from 'fractional-indexing';
-import type { Repositories } from '../store/index.ts';
+import type { Repositories, Store } from '../store/index.ts';
 import type { StoredRow } from '../store/table-rows.ts';
 import type { TableLocks, UserTableRecord } from '../store/user-tables.ts';
 import type { Workspace } from '../store/workspaces.ts';
@@ -13,31 +12,7 @@ import { type Column, ColumnError, type StoredValue, fromStored, toStored } from
 import { PredicateError } from './predicate.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
 
-export const newTableId = () => `tbl_${randomBytes(16).toString('hex')}`;
-/**
- * Row ids grow with time (milliseconds and a counter, then random bits), so inserts append to the id index
- * instead of landing at random places in it; random bytes come from a pool rather than one call per row.
- */
-let pool = Buffer.alloc(0);
-let poolAt = 0;
-let lastMs = 0;
-let counter = 0;
-export function newRowId(): string {
-  const ms = Date.now();
-  if (ms === lastMs) counter++;
-  else {
-    lastMs = ms;
-    counter = 0;
-  }
-  if (poolAt + 5 > pool.length) {
-    pool = randomBytes(4096);
-    poolAt = 0;
-  }
-  const rand = pool.toString('hex', poolAt, poolAt + 5);
-  poolAt += 5;
-  return `row_${ms.toString(16).padStart(12, '0')}${counter.toString(16).padStart(5, '0')}${rand}`;
-}
-export const newViewId = () => `view_${randomBytes(12).toString('hex')}`;
+export { newRowId, newTableId, newViewId } from './ids.ts';
 
 export type LockKind = 'schema' | 'insert' | 'update' | 'delete';
 
@@ -52,6 +27,16 @@ export async function loadTable(repos: Repositories, workspaceId: string, tableI
   const t = await repos.userTables.get(tableId);
   if (!t || t.workspaceId !== workspaceId || (archived === 'no' && t.archivedAt !== null)) throw notFound('Table');
   return t;
+}
+
+/**
+ * Brings every table's `maxRows` to its workspace's current plan limit (the limits are configuration and a plan
+ * can change): at start-up, and after a plan change. Tables over a lowered limit keep their rows and take no more.
+ */
+export async function syncTableRowLimits(store: Store, perPlan: TableSettings['perPlan']): Promise<number> {
+  let changed = 0;
+  for (const [plan, limits] of Object.entries(perPlan)) changed += await store.transaction((tx) => tx.userTables.setMaxRowsForPlan(plan, limits.rowsPerTable));
+  return changed;
 }
 
 export function planTableLimits(settings: TableSettings, workspace: Workspace) {
