@@ -6,6 +6,8 @@
 // reserves it; its change and the mark "applied" (with what it created, e.g. the run) commit in one
 // transaction (ctx.mutate); its 2xx answer is then stored and a repeat with the same fingerprint (method,
 // path, canonical body hash, declared headers such as X-Run-Id) gets it back with `Idempotent-Replayed: true`.
+// While the first request is processed, the key is held in memory only (one process serves a data directory):
+// nothing is written for a request until its change commits, and the key row is part of that commit.
 //
 // - Another fingerprint under the same key: 422 IDEMPOTENCY_KEY_REUSED, `details.conflicts` naming what differs.
 // - A repeat while the first is still being processed here: 409 IDEMPOTENCY_REQUEST_IN_PROGRESS + Retry-After.
@@ -15,8 +17,9 @@
 //   commit and storing the answer: the key stays "applied" and a repeat is answered from what was created,
 //   through the replay source registered for its kind (runs: src/handlers/run-support.ts); without one, 409
 //   IDEMPOTENCY_OUTCOME_UNKNOWN (the change was made; read it back rather than repeat it).
-// - A reservation left by a process that died before committing anything is taken over by the retry.
-// Keys expire after IDEMPOTENCY_TTL_SECONDS (24 h); expired ones are purged while claiming new ones.
+// - A process that died before the change committed left no row: the retry is processed as a first request.
+// Keys expire after IDEMPOTENCY_TTL_SECONDS (24 h); expired ones are purged (at most once a minute) when an
+// answer is stored.
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request } from 'express';
 import type { OperationSpec } from '../../generated/operations.ts';
@@ -91,8 +94,10 @@ function fingerprintOf(operation: OperationSpec, req: Request): Fingerprint {
   };
 }
 
-function conflictsOf(stored: string, now: Fingerprint): string[] {
+function conflictsOf(stored: string, current: string): string[] {
+  if (stored === current) return [];
   const was = JSON.parse(stored) as Fingerprint;
+  const now = JSON.parse(current) as Fingerprint;
   const out: string[] = [];
   if (was.method !== now.method) out.push('method');
   if (was.path !== now.path) out.push('path');
@@ -132,10 +137,16 @@ function crashPointReached(operationId: string): void {
   if (process.env.NODE_ENV === 'test' && process.env.IDEMPOTENCY_TEST_CRASH_BEFORE_STORE === operationId) process.kill(process.pid, 'SIGKILL');
 }
 
-/** Idempotency for one server: the process instance that owns reservations, and the purge pace. */
+/** Idempotency for one server: the process instance, the requests it is answering now, the purge pace. */
 export class Idempotency {
-  /** Reservations made by this process; any other owner found on a row is a process that is gone. */
+  /** Rows applied by this process carry it; it tells a row being answered here from one left by a crash. */
   readonly owner = randomUUID();
+  /**
+   * Keys whose first request is being processed by this process, with its fingerprint. Only one process serves
+   * a data directory (src/store/data-dir-lock.ts), so this is the whole in-flight set: a reservation needs no
+   * write of its own, and one that dies with the process committed nothing, so the retry simply runs again.
+   */
+  readonly inFlight = new Map<string, string>();
   private readonly services: Services;
   private nextPurge = 0;
   constructor(services: Services) {
@@ -156,7 +167,7 @@ export class Idempotency {
     return new IdempotentRequest(this, this.services, scope, fingerprintOf(operation, req), req.body);
   }
 
-  /** Purges expired keys at most once a minute (or once a TTL, when shorter), inside a claim. */
+  /** Purges expired keys at most once a minute (or once a TTL, when shorter), inside a write it makes anyway. */
   async maybePurge(tx: Repositories, now: number): Promise<void> {
     if (now < this.nextPurge) return;
     this.nextPurge = now + Math.min(60_000, this.services.config.idempotency.ttlMs);
@@ -164,26 +175,29 @@ export class Idempotency {
   }
 }
 
-type Decision = { kind: 'claimed' } | { kind: 'conflict'; conflicts: string[] } | { kind: 'replay'; row: IdempotencyRecord } | { kind: 'busy' } | { kind: 'recover'; row: IdempotencyRecord };
-
 export class IdempotentRequest {
-  private readonly owner: string;
-  private resource: { kind: string; id: string } | null = null;
-  /** A ctx.mutate of this request committed (with the key marked applied). */
-  private applied = false;
-  private readonly fingerprint: Fingerprint;
   private readonly manager: Idempotency;
   private readonly services: Services;
   readonly scope: IdempotencyScope;
+  private readonly id: string;
+  private readonly fingerprint: string;
   private readonly body: unknown;
+  private resource: { kind: string; id: string } | null = null;
+  /** A ctx.mutate of this request committed (with the key applied). */
+  private applied = false;
+  private readonly startedAt = Date.now();
 
   constructor(manager: Idempotency, services: Services, scope: IdempotencyScope, fingerprint: Fingerprint, body: unknown) {
     this.manager = manager;
     this.services = services;
-    this.owner = manager.owner;
     this.scope = scope;
-    this.fingerprint = fingerprint;
+    this.id = JSON.stringify([scope.subject, scope.scope, scope.operationId, scope.key]);
+    this.fingerprint = JSON.stringify(fingerprint);
     this.body = body;
+  }
+
+  private get expiresAt(): string {
+    return new Date(this.startedAt + this.services.config.idempotency.ttlMs).toISOString();
   }
 
   /** Names what the request creates; recorded with the key by the next ctx.mutate. */
@@ -191,9 +205,10 @@ export class IdempotentRequest {
     this.resource = { kind, id };
   }
 
-  /** Inside each ctx.mutate transaction: the key is applied together with the change. */
+  /** Inside each ctx.mutate transaction: the key is applied together with the change (or the change is refused). */
   async markApplied(tx: Repositories): Promise<void> {
-    await tx.idempotencyKeys.markApplied(this.scope, this.owner, this.resource);
+    const applied = await tx.idempotencyKeys.apply(this.scope, this.fingerprint, this.manager.owner, this.resource, new Date().toISOString(), this.expiresAt);
+    if (!applied) throw inProgress();
   }
 
   /** After that transaction committed. */
@@ -203,61 +218,32 @@ export class IdempotentRequest {
 
   /** Processes the request once: a repeat is answered from the first, and the first's answer is kept. */
   async run(ctx: RequestContext, invoke: () => Promise<Answer>): Promise<Answer> {
-    const early = await this.claim(ctx);
-    if (early) return early;
-    let result: Answer;
+    const { inFlight } = this.manager;
+    const current = inFlight.get(this.id);
+    if (current !== undefined) {
+      const conflicts = conflictsOf(current, this.fingerprint);
+      throw conflicts.length > 0 ? keyReused(conflicts) : inProgress();
+    }
+    // Taken before the first await, so parallel repeats see it.
+    inFlight.set(this.id, this.fingerprint);
     try {
-      result = await invoke();
-    } catch (err) {
-      await this.letGo();
-      throw err;
-    }
-    await this.settle(result);
-    return result;
-  }
-
-  private async claim(ctx: RequestContext): Promise<Answer | null> {
-    const { store } = this.services;
-    const now = Date.now();
-    const nowIso = new Date(now).toISOString();
-    // The common repeat, a stored answer, needs no write lock.
-    const seen = await store.idempotencyKeys.get(this.scope);
-    if (seen && seen.state === 'completed' && seen.expiresAt > nowIso) {
-      const conflicts = conflictsOf(seen.fingerprint, this.fingerprint);
-      if (conflicts.length > 0) throw keyReused(conflicts);
-      return replay(seen);
-    }
-    const expiresAt = new Date(now + this.services.config.idempotency.ttlMs).toISOString();
-    const decision = await store.transaction(async (tx): Promise<Decision> => {
-      await this.manager.maybePurge(tx, now);
-      let row = await tx.idempotencyKeys.get(this.scope);
-      if (row && row.expiresAt <= nowIso) {
-        await tx.idempotencyKeys.delete(this.scope);
-        row = undefined;
+      const row = await this.services.store.idempotencyKeys.get(this.scope);
+      if (row && row.expiresAt > new Date().toISOString()) {
+        const conflicts = conflictsOf(row.fingerprint, this.fingerprint);
+        if (conflicts.length > 0) throw keyReused(conflicts);
+        return row.state === 'completed' ? replay(row) : await this.recover(ctx, row);
       }
-      if (!row) {
-        await tx.idempotencyKeys.reserve(this.scope, JSON.stringify(this.fingerprint), this.owner, nowIso, expiresAt);
-        return { kind: 'claimed' };
+      let result: Answer;
+      try {
+        result = await invoke();
+      } catch (err) {
+        if (this.applied) await this.disown();
+        throw err;
       }
-      const conflicts = conflictsOf(row.fingerprint, this.fingerprint);
-      if (conflicts.length > 0) return { kind: 'conflict', conflicts };
-      if (row.state === 'completed') return { kind: 'replay', row };
-      if (row.owner === this.owner) return { kind: 'busy' };
-      // Whoever held it is gone: nothing committed means the request can simply run again.
-      if (row.state === 'processing' && (await tx.idempotencyKeys.takeOver(this.scope, row.owner, this.owner))) return { kind: 'claimed' };
-      return { kind: 'recover', row };
-    });
-    switch (decision.kind) {
-      case 'claimed':
-        return null;
-      case 'conflict':
-        throw keyReused(decision.conflicts);
-      case 'replay':
-        return replay(decision.row);
-      case 'busy':
-        throw inProgress();
-      case 'recover':
-        return this.recover(ctx, decision.row);
+      await this.settle(result);
+      return result;
+    } finally {
+      inFlight.delete(this.id);
     }
   }
 
@@ -267,21 +253,33 @@ export class IdempotentRequest {
     if (!source || !row.resourceId) throw outcomeUnknown();
     const answer = await source(ctx, row.resourceId, this.body);
     if (!answer) throw inProgress();
-    if (answer.status >= 200 && answer.status < 300 && !(answer.body instanceof StreamBody)) {
-      await this.services.store.transaction((tx) => tx.idempotencyKeys.complete(this.scope, stored(answer)));
-    }
+    if (answer.status >= 200 && answer.status < 300 && !(answer.body instanceof StreamBody)) await this.store(answer);
     return { ...answer, headers: { ...answer.headers, [REPLAYED]: 'true' } };
   }
 
-  /** The handler answered: keep a 2xx answer; otherwise release the key, or leave it for recovery if applied. */
+  /**
+   * The handler answered: a 2xx answer is stored. Anything else (or a stream) is not: a request that changed
+   * nothing leaves no trace, so a retry runs afresh; one whose change committed is left for recovery.
+   */
   private async settle(result: Answer): Promise<void> {
-    if (result.status < 200 || result.status >= 300 || result.body instanceof StreamBody) return this.letGo();
+    if (result.status < 200 || result.status >= 300 || result.body instanceof StreamBody) {
+      if (this.applied) await this.disown();
+      return;
+    }
     crashPointReached(this.scope.operationId);
-    await this.services.store.transaction((tx) => tx.idempotencyKeys.complete(this.scope, stored(result)));
+    await this.store(result);
   }
 
-  private async letGo(): Promise<void> {
-    await this.services.store.transaction((tx) => (this.applied ? tx.idempotencyKeys.disown(this.scope, this.owner) : tx.idempotencyKeys.release(this.scope, this.owner)));
+  private async store(answer: Answer): Promise<void> {
+    const now = Date.now();
+    await this.services.store.transaction(async (tx) => {
+      await this.manager.maybePurge(tx, now);
+      await tx.idempotencyKeys.complete(this.scope, this.fingerprint, stored(answer), new Date(now).toISOString(), this.expiresAt);
+    });
+  }
+
+  private async disown(): Promise<void> {
+    await this.services.store.transaction((tx) => tx.idempotencyKeys.disown(this.scope, this.manager.owner));
   }
 }
 

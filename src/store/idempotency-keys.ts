@@ -1,6 +1,6 @@
-// Idempotency keys: one row per key in its scope (caller, workspace, operation, key). The row is reserved
-// when the first request with the key starts, marked applied in the same transaction as the change the request
-// commits, and completed with the answer to replay. See src/http/idempotency.ts for the rules.
+// Idempotency keys: one row per key in its scope (caller, workspace, operation, key). The row is written in the
+// same transaction as the change the first request commits ('applied', naming what it created), and completed
+// with the answer to replay. See src/http/idempotency.ts for the rules.
 import type { SqlExecutor } from './database.ts';
 
 export interface IdempotencyScope {
@@ -12,13 +12,13 @@ export interface IdempotencyScope {
   key: string;
 }
 
-export type IdempotencyState = 'processing' | 'applied' | 'completed';
+export type IdempotencyState = 'applied' | 'completed';
 
 export interface IdempotencyRecord extends IdempotencyScope {
   /** JSON of what identifies the request (method, path, body hash, headers). */
   fingerprint: string;
   state: IdempotencyState;
-  /** The process instance working on it; null once nobody is (answered, or left for recovery). */
+  /** The process instance that applied it and is still answering; null once nobody is (answered, or left for recovery). */
   owner: string | null;
   resourceKind: string | null;
   resourceId: string | null;
@@ -79,49 +79,38 @@ export class IdempotencyKeyRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  /** Reserves the key for `owner`; false when a row already holds it. */
-  async reserve(s: IdempotencyScope, fingerprint: string, owner: string, now: string, expiresAt: string): Promise<boolean> {
+  /**
+   * In the transaction of the request's change: the key is applied (with what the change created) together
+   * with it. False when a live row of another owner holds the key (the caller rolls its change back).
+   */
+  async apply(s: IdempotencyScope, fingerprint: string, owner: string, resource: { kind: string; id: string } | null, now: string, expiresAt: string): Promise<boolean> {
+    await this.db.run(`DELETE FROM idempotency_keys WHERE ${WHERE} AND expires_at <= ?`, [...at(s), now]);
     const r = await this.db.run(
-      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, owner, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, 'processing', ?, ?, ?) ON CONFLICT DO NOTHING`,
-      [...at(s), fingerprint, owner, now, expiresAt],
+      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, owner, resource_kind, resource_id, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, 'applied', ?, ?, ?, ?, ?)
+       ON CONFLICT (subject, scope, operation_id, idem_key) DO UPDATE SET
+         resource_kind = COALESCE(excluded.resource_kind, idempotency_keys.resource_kind),
+         resource_id = COALESCE(excluded.resource_id, idempotency_keys.resource_id)
+       WHERE idempotency_keys.owner = excluded.owner AND idempotency_keys.state = 'applied'`,
+      [...at(s), fingerprint, owner, resource?.kind ?? null, resource?.id ?? null, now, expiresAt],
     );
     return r.changes === 1;
   }
 
-  /** A reservation whose process is gone and that committed nothing is taken over by `owner`. */
-  async takeOver(s: IdempotencyScope, from: string | null, owner: string): Promise<boolean> {
-    const r = await this.db.run(`UPDATE idempotency_keys SET owner = ? WHERE ${WHERE} AND state = 'processing' AND owner IS ?`, [owner, ...at(s), from]);
-    return r.changes === 1;
-  }
-
-  /** In the transaction of the request's change: the change committed, and (optionally) what it created. */
-  async markApplied(s: IdempotencyScope, owner: string, resource: { kind: string; id: string } | null): Promise<void> {
+  /** Stores the answer to replay (the row exists when the request's change applied it, else it is created). */
+  async complete(s: IdempotencyScope, fingerprint: string, answer: { status: number; headers: string; body: string | null }, now: string, expiresAt: string): Promise<void> {
     await this.db.run(
-      `UPDATE idempotency_keys SET state = 'applied', resource_kind = COALESCE(?, resource_kind), resource_id = COALESCE(?, resource_id)
-       WHERE ${WHERE} AND owner = ? AND state IN ('processing', 'applied')`,
-      [resource?.kind ?? null, resource?.id ?? null, ...at(s), owner],
+      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, owner, status, headers, body, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, 'completed', NULL, ?, ?, ?, ?, ?)
+       ON CONFLICT (subject, scope, operation_id, idem_key) DO UPDATE SET
+         state = 'completed', owner = NULL, status = excluded.status, headers = excluded.headers, body = excluded.body`,
+      [...at(s), fingerprint, answer.status, answer.headers, answer.body, now, expiresAt],
     );
-  }
-
-  /** Stores the answer to replay. */
-  async complete(s: IdempotencyScope, answer: { status: number; headers: string; body: string | null }): Promise<void> {
-    await this.db.run(`UPDATE idempotency_keys SET state = 'completed', owner = NULL, status = ?, headers = ?, body = ? WHERE ${WHERE}`, [
-      answer.status,
-      answer.headers,
-      answer.body,
-      ...at(s),
-    ]);
   }
 
   /** Nobody works on it any more; a repeat answers from what it created (or says the outcome is unknown). */
   async disown(s: IdempotencyScope, owner: string): Promise<void> {
     await this.db.run(`UPDATE idempotency_keys SET owner = NULL WHERE ${WHERE} AND owner = ?`, [...at(s), owner]);
-  }
-
-  /** Frees a key whose request changed nothing, so a retry is processed afresh. */
-  async release(s: IdempotencyScope, owner: string): Promise<void> {
-    await this.db.run(`DELETE FROM idempotency_keys WHERE ${WHERE} AND owner = ? AND state = 'processing'`, [...at(s), owner]);
   }
 
   async delete(s: IdempotencyScope): Promise<void> {

@@ -1025,9 +1025,9 @@ export const MIGRATIONS: Migration[] = [
   {
     version: 90,
     name: 'idempotency_keys',
-    // One row per Idempotency-Key in its scope: reserved while the first request runs (owner: the process
-    // instance), 'applied' once the request's change committed (in the same transaction; resource_* names what
-    // it created), 'completed' once its answer is stored for replay.
+    // One row per Idempotency-Key in its scope: 'applied' in the same transaction as the first request's change
+    // (owner: the process instance answering it; resource_* names what it created), 'completed' once its answer
+    // is stored for replay.
     sql: `
       CREATE TABLE idempotency_keys (
         subject TEXT NOT NULL,
@@ -1035,7 +1035,7 @@ export const MIGRATIONS: Migration[] = [
         operation_id TEXT NOT NULL,
         idem_key TEXT NOT NULL,
         fingerprint TEXT NOT NULL,
-        state TEXT NOT NULL CHECK (state IN ('processing', 'applied', 'completed')),
+        state TEXT NOT NULL CHECK (state IN ('applied', 'completed')),
         owner TEXT,
         resource_kind TEXT,
         resource_id TEXT,
