@@ -137,6 +137,12 @@ function crashPointReached(operationId: string): void {
   if (process.env.NODE_ENV === 'test' && process.env.IDEMPOTENCY_TEST_CRASH_BEFORE_STORE === operationId) process.kill(process.pid, 'SIGKILL');
 }
 
+interface InFlight {
+  fingerprint: string;
+  /** Set once the first request answered: the write of its answer. */
+  storing: Promise<void> | null;
+}
+
 /** Idempotency for one server: the process instance, the requests it is answering now, the purge pace. */
 export class Idempotency {
   /** Rows applied by this process carry it; it tells a row being answered here from one left by a crash. */
@@ -146,7 +152,7 @@ export class Idempotency {
    * a data directory (src/store/data-dir-lock.ts), so this is the whole in-flight set: a reservation needs no
    * write of its own, and one that dies with the process committed nothing, so the retry simply runs again.
    */
-  readonly inFlight = new Map<string, string>();
+  readonly inFlight = new Map<string, InFlight>();
   private readonly services: Services;
   private nextPurge = 0;
   constructor(services: Services) {
@@ -221,11 +227,19 @@ export class IdempotentRequest {
     const { inFlight } = this.manager;
     const current = inFlight.get(this.id);
     if (current !== undefined) {
-      const conflicts = conflictsOf(current, this.fingerprint);
-      throw conflicts.length > 0 ? keyReused(conflicts) : inProgress();
+      const conflicts = conflictsOf(current.fingerprint, this.fingerprint);
+      if (conflicts.length > 0) throw keyReused(conflicts);
+      // The first request has answered and its answer is being written: wait for it and replay it.
+      if (!current.storing) throw inProgress();
+      await current.storing;
+      const row = await this.services.store.idempotencyKeys.get(this.scope);
+      if (row?.state !== 'completed') throw inProgress();
+      return replay(row);
     }
     // Taken before the first await, so parallel repeats see it.
-    inFlight.set(this.id, this.fingerprint);
+    const entry: InFlight = { fingerprint: this.fingerprint, storing: null };
+    inFlight.set(this.id, entry);
+    let release = true;
     try {
       const row = await this.services.store.idempotencyKeys.get(this.scope);
       if (row && row.expiresAt > new Date().toISOString()) {
@@ -240,10 +254,21 @@ export class IdempotentRequest {
         if (this.applied) await this.disown();
         throw err;
       }
-      await this.settle(result);
+      if (result.status < 200 || result.status >= 300 || result.body instanceof StreamBody) {
+        // Not stored: a request that changed nothing leaves no trace, so a retry runs afresh; one whose change
+        // committed (a streamed run) is answered from what it created.
+        if (this.applied) await this.disown();
+        return result;
+      }
+      crashPointReached(this.scope.operationId);
+      // The answer goes out while it is written; a repeat meanwhile waits for the write and replays it.
+      release = false;
+      entry.storing = this.store(result)
+        .catch((err: unknown) => ctx.log.error({ err, operationId: this.scope.operationId }, 'storing an idempotent answer failed'))
+        .finally(() => inFlight.delete(this.id));
       return result;
     } finally {
-      inFlight.delete(this.id);
+      if (release) inFlight.delete(this.id);
     }
   }
 
@@ -255,19 +280,6 @@ export class IdempotentRequest {
     if (!answer) throw inProgress();
     if (answer.status >= 200 && answer.status < 300 && !(answer.body instanceof StreamBody)) await this.store(answer);
     return { ...answer, headers: { ...answer.headers, [REPLAYED]: 'true' } };
-  }
-
-  /**
-   * The handler answered: a 2xx answer is stored. Anything else (or a stream) is not: a request that changed
-   * nothing leaves no trace, so a retry runs afresh; one whose change committed is left for recovery.
-   */
-  private async settle(result: Answer): Promise<void> {
-    if (result.status < 200 || result.status >= 300 || result.body instanceof StreamBody) {
-      if (this.applied) await this.disown();
-      return;
-    }
-    crashPointReached(this.scope.operationId);
-    await this.store(result);
   }
 
   private async store(answer: Answer): Promise<void> {
