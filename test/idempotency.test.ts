@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
+import { createApiKey } from '../src/identity/admin.ts';
 
 const FAST_LIMITS = { RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_ASYNC: '60000', RATE_LIMIT_FREE_API: '100000' };
 
@@ -163,6 +164,19 @@ describe('Idempotency-Key on execute', () => {
     const theirsAgain = await execute(echo.id, { async: true, input: { n: 3 } }, { 'Idempotency-Key': key }, other.key);
     expect(theirsAgain.body.data.runId).toBe(theirs.body.data.runId);
     expect(theirsAgain.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('a workspace key is its own caller: its keys never meet those of the user who made it', async () => {
+    const wsKey = (await createApiKey(s.services.store, { kind: 'workspace', userId: s.userId, workspaceId: s.workspaceId })).key;
+    const key = freshKey();
+    const personal = await execute(echo.id, { async: true, input: { n: 6 } }, { 'Idempotency-Key': key });
+    const workspace = await execute(echo.id, { async: true, input: { n: 6 } }, { 'Idempotency-Key': key }, wsKey);
+    expect(workspace.status).toBe(202);
+    expect(workspace.headers.get('idempotent-replayed')).toBeNull();
+    expect(workspace.body.data.runId).not.toBe(personal.body.data.runId);
+    const again = await execute(echo.id, { async: true, input: { n: 6 } }, { 'Idempotency-Key': key }, wsKey);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(workspace.body);
   });
 
   it('an error answer that changed nothing releases the key, so the retry is processed', async () => {
