@@ -145,7 +145,7 @@ interface InFlight {
 
 /** Idempotency for one server: the process instance, the requests it is answering now, the purge pace. */
 export class Idempotency {
-  /** Rows applied by this process carry it; it tells a row being answered here from one left by a crash. */
+  /** Rows this process applies carry it, so it only ever changes (disowns) its own. */
   readonly owner = randomUUID();
   /**
    * Keys whose first request is being processed by this process, with its fingerprint. Only one process serves
