@@ -6158,9 +6158,10 @@ export interface components {
         'application/json': components['schemas']['ErrorBody'];
       };
     };
-    /** @description The request conflicts with the current state. */
+    /** @description The request conflicts with the current state. A repeat of an Idempotency-Key request still being processed is this too (`details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS`), with `Retry-After`. */
     Conflict: {
       headers: {
+        'Retry-After': components['headers']['Retry-After'];
         [name: string]: unknown;
       };
       content: {
