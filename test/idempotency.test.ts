@@ -262,6 +262,19 @@ describe('Idempotency-Key on create operations', () => {
   });
 });
 
+describe('Idempotency-Key on create operations, in parallel', () => {
+  it('10 parallel createWorkflow calls with one key create one workflow', async () => {
+    const key = freshKey();
+    const name = `Parallel ${key}`;
+    const answers = await Promise.all(Array.from({ length: 10 }, () => call('POST', '/api/v2/workflows', { workspaceId: s.workspaceId, name }, { 'Idempotency-Key': key })));
+    const created = answers.filter((a) => a.status === 201);
+    expect(created.length + answers.filter((a) => a.status === 409 && a.body.error.details?.code === 'IDEMPOTENCY_REQUEST_IN_PROGRESS').length).toBe(10);
+    expect(new Set(created.map((a) => a.body.data.id)).size).toBe(1);
+    const list = await call('GET', `/api/v2/workflows?workspaceId=${s.workspaceId}&limit=100`);
+    expect(list.body.data.filter((w: any) => w.name === name)).toHaveLength(1);
+  });
+});
+
 describe('key expiry', () => {
   it('a key past IDEMPOTENCY_TTL_SECONDS is forgotten: the repeat runs again, and expired keys are purged', async () => {
     const t = await startTestServer({ ...FAST_LIMITS, IDEMPOTENCY_TTL_SECONDS: '2' });
