@@ -1095,7 +1095,7 @@ export interface paths {
     put?: never;
     /**
      * Execute a workflow
-     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`. `Idempotency-Key` (an extension) makes a retry safe: the key and the run it created commit together, so a repeat never starts a second run, even after a server crash. The repeat of an async execute replays the 202 receipt; of a synchronous one, the stored result; of a streamed one, the finished run's result as one JSON document (a stream is never replayed), or 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` while the run goes on. With `X-Run-Id`, a different key (or none) for a taken id is still the 409 `RUN_ID_CONFLICT`.
      */
     post: operations['executeWorkflow'];
     delete?: never;
@@ -6158,8 +6158,18 @@ export interface components {
         'application/json': components['schemas']['ErrorBody'];
       };
     };
-    /** @description The request conflicts with the current state. */
+    /** @description The request conflicts with the current state. A repeat of an Idempotency-Key request still being processed is this too (`details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS`), with `Retry-After`. */
     Conflict: {
+      headers: {
+        'Retry-After': components['headers']['Retry-After'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['ErrorBody'];
+      };
+    };
+    /** @description The Idempotency-Key was already used for a different request (`details.conflicts` lists what differs: method, path, body or a header). */
+    IdempotencyKeyReused: {
       headers: {
         [name: string]: unknown;
       };
@@ -6241,7 +6251,7 @@ export interface components {
     SortOrder: 'asc' | 'desc';
     /** @description Workspace identifier. */
     WorkspaceIdPath: string;
-    /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. */
+    /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
     IdempotencyKey: string;
     /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
     IfMatch: string;
@@ -6268,6 +6278,8 @@ export interface components {
     'X-RateLimit-Reset': number;
     /** @description Seconds to wait before retrying. */
     'Retry-After': number;
+    /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key, replayed without doing the work again (an extension of this server). */
+    'Idempotent-Replayed': 'true';
   };
   pathItems: never;
 }
@@ -6571,7 +6583,10 @@ export interface operations {
   createWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6592,6 +6607,7 @@ export interface operations {
       /** @description The created workflow with its seeded blocks. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6610,6 +6626,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -6663,7 +6680,10 @@ export interface operations {
   importWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6707,6 +6727,7 @@ export interface operations {
       /** @description The imported workflow. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6725,6 +6746,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -6847,7 +6869,10 @@ export interface operations {
   createWorkflowFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6865,6 +6890,7 @@ export interface operations {
       /** @description The created folder. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6883,6 +6909,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -7133,7 +7160,10 @@ export interface operations {
   duplicateWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7153,6 +7183,7 @@ export interface operations {
       /** @description The copy. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7171,6 +7202,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -7482,7 +7514,10 @@ export interface operations {
   deployWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7503,6 +7538,7 @@ export interface operations {
       /** @description The deployment status with the new version. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7518,8 +7554,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -7985,7 +8023,10 @@ export interface operations {
   createFileUpload: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -8006,6 +8047,7 @@ export interface operations {
       /** @description The session, its control token and the transfer instructions. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -8024,6 +8066,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -8261,7 +8304,10 @@ export interface operations {
   createFile: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -8286,6 +8332,7 @@ export interface operations {
       /** @description The new file. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -8304,6 +8351,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -9305,7 +9353,10 @@ export interface operations {
   createFileFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -9322,6 +9373,7 @@ export interface operations {
       /** @description The new folder. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9340,6 +9392,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -9476,6 +9529,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
         /** @description The id for this run (API-key and OAuth callers). Reusing an id answers 409. */
         'x-run-id'?: string;
         /** @description Comma-separated workflow ids of the workflow-to-workflow call chain that led here. */
@@ -9545,6 +9600,7 @@ export interface operations {
       /** @description The finished (or paused) run, or its event stream when `stream` was set. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9561,6 +9617,7 @@ export interface operations {
       /** @description The run was queued. */
       202: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9579,6 +9636,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10453,7 +10511,10 @@ export interface operations {
   createWorkflowMcpServer: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -10480,6 +10541,7 @@ export interface operations {
       /** @description The created server. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10498,6 +10560,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10662,7 +10725,10 @@ export interface operations {
   deployWorkflowMcpTool: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow MCP server identifier. */
         serverId: string;
@@ -10690,6 +10756,7 @@ export interface operations {
       /** @description The published tool. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10708,6 +10775,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10937,7 +11005,10 @@ export interface operations {
   createMcpServer: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -10983,6 +11054,7 @@ export interface operations {
       /** @description The registered server. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10998,8 +11070,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11251,7 +11325,10 @@ export interface operations {
   createTable: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -11274,6 +11351,7 @@ export interface operations {
       /** @description Create a table. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11292,6 +11370,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11575,7 +11654,10 @@ export interface operations {
   addTableColumn: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11608,6 +11690,7 @@ export interface operations {
       /** @description Add a column. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11626,6 +11709,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -11782,7 +11866,10 @@ export interface operations {
   createTableRows: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11810,6 +11897,7 @@ export interface operations {
       /** @description Create rows. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11833,6 +11921,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -12386,7 +12475,10 @@ export interface operations {
   createTableView: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -12407,6 +12499,7 @@ export interface operations {
       /** @description Create a view. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12425,6 +12518,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12608,7 +12702,10 @@ export interface operations {
   createTableFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -12626,6 +12723,7 @@ export interface operations {
       /** @description Create a table folder. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12644,6 +12742,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12798,7 +12897,10 @@ export interface operations {
   createTableImport: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -12821,6 +12923,7 @@ export interface operations {
       /** @description Start a table import. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12859,6 +12962,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -13053,7 +13157,10 @@ export interface operations {
   createTableExport: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13077,6 +13184,7 @@ export interface operations {
       /** @description Export a table. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13095,6 +13203,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -13303,7 +13412,10 @@ export interface operations {
   addWorkflowGroup: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13353,6 +13465,7 @@ export interface operations {
       /** @description Add a workflow group. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13374,6 +13487,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -13554,7 +13668,10 @@ export interface operations {
   createTableDispatch: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13584,6 +13701,7 @@ export interface operations {
       /** @description Run workflow groups. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13601,8 +13719,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14049,7 +14169,10 @@ export interface operations {
   createSkill: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -14071,6 +14194,7 @@ export interface operations {
       /** @description Create a skill. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14087,6 +14211,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14405,7 +14530,10 @@ export interface operations {
   createCustomTool: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -14426,6 +14554,7 @@ export interface operations {
       /** @description Create a custom tool. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14442,6 +14571,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14899,7 +15029,10 @@ export interface operations {
   createSandbox: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -14924,6 +15057,7 @@ export interface operations {
       /** @description Create a sandbox. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14940,6 +15074,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15130,7 +15265,10 @@ export interface operations {
   createServiceAccountCredential: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15155,6 +15293,7 @@ export interface operations {
       /** @description Create a service-account credential. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15171,6 +15310,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15217,7 +15357,10 @@ export interface operations {
   createCredentialConnection: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15304,6 +15447,7 @@ export interface operations {
       /** @description Create a credential connection. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15319,6 +15463,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15520,7 +15666,10 @@ export interface operations {
   createKnowledgeFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15538,6 +15687,7 @@ export interface operations {
       /** @description The new folder. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15555,6 +15705,7 @@ export interface operations {
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15852,7 +16003,10 @@ export interface operations {
   createKnowledgeBase: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15875,6 +16029,7 @@ export interface operations {
       /** @description The new knowledge base. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15890,6 +16045,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16268,7 +16425,10 @@ export interface operations {
   addWorkspaceFilesToKnowledgeBase: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16288,6 +16448,7 @@ export interface operations {
       /** @description Added and failed references. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16312,6 +16473,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16320,7 +16483,10 @@ export interface operations {
   createKnowledgeDocumentUpload: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16364,6 +16530,7 @@ export interface operations {
       /** @description The session, its control token and the transfer instructions. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16382,6 +16549,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16756,7 +16924,10 @@ export interface operations {
   createKnowledgeChunk: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16780,6 +16951,7 @@ export interface operations {
       /** @description The new chunk. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16796,6 +16968,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -17083,7 +17256,10 @@ export interface operations {
   createKnowledgeTag: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -17105,6 +17281,7 @@ export interface operations {
       /** @description The new definition. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -17121,6 +17298,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -17404,7 +17582,10 @@ export interface operations {
   createKnowledgeConnector: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -17431,6 +17612,7 @@ export interface operations {
       /** @description The connector. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -17446,6 +17628,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
