@@ -1095,7 +1095,7 @@ export interface paths {
     put?: never;
     /**
      * Execute a workflow
-     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`. Extension: an asynchronous run reports to `callbackUrl` (or the workflow's default callback URL) when it settles; see the `runCallback` webhook.
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`. `Idempotency-Key` (an extension) makes a retry safe: the key and the run it created commit together, so a repeat never starts a second run, even after a server crash. The repeat of an async execute replays the 202 receipt; of a synchronous one, the stored result; of a streamed one, the finished run's result as one JSON document (a stream is never replayed), or 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` while the run goes on. With `X-Run-Id`, a different key (or none) for a taken id is still the 409 `RUN_ID_CONFLICT`. Completion callbacks (an extension): an asynchronous run reports to `callbackUrl` (or the workflow's default callback URL) when it settles; see the `runCallback` webhook.
      */
     post: operations['executeWorkflow'];
     delete?: never;
@@ -6322,8 +6322,18 @@ export interface components {
         'application/json': components['schemas']['ErrorBody'];
       };
     };
-    /** @description The request conflicts with the current state. */
+    /** @description The request conflicts with the current state. A repeat of an Idempotency-Key request still being processed is this too (`details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS`), with `Retry-After`. */
     Conflict: {
+      headers: {
+        'Retry-After': components['headers']['Retry-After'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['ErrorBody'];
+      };
+    };
+    /** @description The Idempotency-Key was already used for a different request (`details.conflicts` lists what differs: method, path, body or a header). */
+    IdempotencyKeyReused: {
       headers: {
         [name: string]: unknown;
       };
@@ -6405,7 +6415,7 @@ export interface components {
     SortOrder: 'asc' | 'desc';
     /** @description Workspace identifier. */
     WorkspaceIdPath: string;
-    /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. */
+    /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
     IdempotencyKey: string;
     /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
     IfMatch: string;
@@ -6432,6 +6442,8 @@ export interface components {
     'X-RateLimit-Reset': number;
     /** @description Seconds to wait before retrying. */
     'Retry-After': number;
+    /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key, replayed without doing the work again (an extension of this server). */
+    'Idempotent-Replayed': 'true';
   };
   pathItems: never;
 }
@@ -6735,7 +6747,10 @@ export interface operations {
   createWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6756,6 +6771,7 @@ export interface operations {
       /** @description The created workflow with its seeded blocks. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6774,6 +6790,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -6827,7 +6844,10 @@ export interface operations {
   importWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6871,6 +6891,7 @@ export interface operations {
       /** @description The imported workflow. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6889,6 +6910,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -7011,7 +7033,10 @@ export interface operations {
   createWorkflowFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -7029,6 +7054,7 @@ export interface operations {
       /** @description The created folder. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7047,6 +7073,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -7297,7 +7324,10 @@ export interface operations {
   duplicateWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7317,6 +7347,7 @@ export interface operations {
       /** @description The copy. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7335,6 +7366,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -7646,7 +7678,10 @@ export interface operations {
   deployWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7667,6 +7702,7 @@ export interface operations {
       /** @description The deployment status with the new version. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7682,8 +7718,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -8149,7 +8187,10 @@ export interface operations {
   createFileUpload: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -8170,6 +8211,7 @@ export interface operations {
       /** @description The session, its control token and the transfer instructions. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -8188,6 +8230,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -8425,7 +8468,10 @@ export interface operations {
   createFile: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -8450,6 +8496,7 @@ export interface operations {
       /** @description The new file. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -8468,6 +8515,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -9469,7 +9517,10 @@ export interface operations {
   createFileFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -9486,6 +9537,7 @@ export interface operations {
       /** @description The new folder. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9504,6 +9556,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -9640,6 +9693,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
         /** @description The id for this run (API-key and OAuth callers). Reusing an id answers 409. */
         'x-run-id'?: string;
         /** @description Comma-separated workflow ids of the workflow-to-workflow call chain that led here. */
@@ -9714,6 +9769,7 @@ export interface operations {
       /** @description The finished (or paused) run, or its event stream when `stream` was set. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9730,6 +9786,7 @@ export interface operations {
       /** @description The run was queued. */
       202: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9748,6 +9805,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10622,7 +10680,10 @@ export interface operations {
   createWorkflowMcpServer: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -10649,6 +10710,7 @@ export interface operations {
       /** @description The created server. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10667,6 +10729,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10831,7 +10894,10 @@ export interface operations {
   deployWorkflowMcpTool: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow MCP server identifier. */
         serverId: string;
@@ -10859,6 +10925,7 @@ export interface operations {
       /** @description The published tool. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10877,6 +10944,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11106,7 +11174,10 @@ export interface operations {
   createMcpServer: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -11152,6 +11223,7 @@ export interface operations {
       /** @description The registered server. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11167,8 +11239,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11420,7 +11494,10 @@ export interface operations {
   createTable: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -11443,6 +11520,7 @@ export interface operations {
       /** @description Create a table. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11461,6 +11539,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11744,7 +11823,10 @@ export interface operations {
   addTableColumn: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11777,6 +11859,7 @@ export interface operations {
       /** @description Add a column. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11795,6 +11878,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -11951,7 +12035,10 @@ export interface operations {
   createTableRows: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11979,6 +12066,7 @@ export interface operations {
       /** @description Create rows. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12002,6 +12090,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -12555,7 +12644,10 @@ export interface operations {
   createTableView: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -12576,6 +12668,7 @@ export interface operations {
       /** @description Create a view. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12594,6 +12687,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12777,7 +12871,10 @@ export interface operations {
   createTableFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -12795,6 +12892,7 @@ export interface operations {
       /** @description Create a table folder. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12813,6 +12911,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12967,7 +13066,10 @@ export interface operations {
   createTableImport: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -12990,6 +13092,7 @@ export interface operations {
       /** @description Start a table import. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13028,6 +13131,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -13222,7 +13326,10 @@ export interface operations {
   createTableExport: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13246,6 +13353,7 @@ export interface operations {
       /** @description Export a table. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13264,6 +13372,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -13472,7 +13581,10 @@ export interface operations {
   addWorkflowGroup: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13522,6 +13634,7 @@ export interface operations {
       /** @description Add a workflow group. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13543,6 +13656,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -13723,7 +13837,10 @@ export interface operations {
   createTableDispatch: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13753,6 +13870,7 @@ export interface operations {
       /** @description Run workflow groups. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13770,8 +13888,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14218,7 +14338,10 @@ export interface operations {
   createSkill: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -14240,6 +14363,7 @@ export interface operations {
       /** @description Create a skill. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14256,6 +14380,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14574,7 +14699,10 @@ export interface operations {
   createCustomTool: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -14595,6 +14723,7 @@ export interface operations {
       /** @description Create a custom tool. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14611,6 +14740,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15068,7 +15198,10 @@ export interface operations {
   createSandbox: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15093,6 +15226,7 @@ export interface operations {
       /** @description Create a sandbox. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15109,6 +15243,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15299,7 +15434,10 @@ export interface operations {
   createServiceAccountCredential: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15324,6 +15462,7 @@ export interface operations {
       /** @description Create a service-account credential. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15340,6 +15479,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15386,7 +15526,10 @@ export interface operations {
   createCredentialConnection: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15473,6 +15616,7 @@ export interface operations {
       /** @description Create a credential connection. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15488,6 +15632,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15689,7 +15835,10 @@ export interface operations {
   createKnowledgeFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15707,6 +15856,7 @@ export interface operations {
       /** @description The new folder. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15724,6 +15874,7 @@ export interface operations {
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16021,7 +16172,10 @@ export interface operations {
   createKnowledgeBase: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -16044,6 +16198,7 @@ export interface operations {
       /** @description The new knowledge base. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16059,6 +16214,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16437,7 +16594,10 @@ export interface operations {
   addWorkspaceFilesToKnowledgeBase: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16457,6 +16617,7 @@ export interface operations {
       /** @description Added and failed references. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16481,6 +16642,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16489,7 +16652,10 @@ export interface operations {
   createKnowledgeDocumentUpload: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16533,6 +16699,7 @@ export interface operations {
       /** @description The session, its control token and the transfer instructions. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16551,6 +16718,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16925,7 +17093,10 @@ export interface operations {
   createKnowledgeChunk: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16949,6 +17120,7 @@ export interface operations {
       /** @description The new chunk. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16965,6 +17137,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -17252,7 +17425,10 @@ export interface operations {
   createKnowledgeTag: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -17274,6 +17450,7 @@ export interface operations {
       /** @description The new definition. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -17290,6 +17467,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -17573,7 +17751,10 @@ export interface operations {
   createKnowledgeConnector: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -17600,6 +17781,7 @@ export interface operations {
       /** @description The connector. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -17615,6 +17797,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

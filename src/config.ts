@@ -53,6 +53,8 @@ export interface Config {
   /** Hosted chat pages and browser sign-in (sessions, the CLI's OAuth server and pairing handoff). */
   web: WebSettings;
   knowledge: KnowledgeSettings;
+  /** Idempotency-Key: how long a key (and the answer it replays) is kept. */
+  idempotency: { ttlMs: number };
   callbacks: CallbackSettings;
 }
 
@@ -319,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       enrichmentProviders: enrichmentProviders(env),
     },
     http: httpLimits(env),
+    idempotency: { ttlMs: integer(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000 },
     callbacks: {
       retryBaseMs: integer(env, 'CALLBACK_RETRY_BASE_MS', 5000, 1, 3_600_000),
       retryMaxMs: integer(env, 'CALLBACK_RETRY_MAX_MS', 3_600_000, 1, 86_400_000),

@@ -13,7 +13,7 @@ import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, ty
 import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
 import { moveRun } from '../runs/transitions.ts';
 import { checkCallbackUrl } from './run-callbacks.ts';
-import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
+import { createRun, loadRunnableWorkflow, notDeployed, runReceipt, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
 
@@ -98,9 +98,8 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
 
   if (mode === 'async') {
     ctx.services.runs.notify();
-    const queuePosition = await ctx.services.store.workflowRuns.countQueuedBefore(run.queuedAt, run.id);
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
-    return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, w.id, run.key), queuePosition } } };
+    return runReceipt(ctx, run);
   }
   if (mode === 'stream') {
     const streamed = streamRun(ctx, run, timeoutMs, format ?? 'ndjson', selectors);

@@ -37,4 +37,10 @@ export interface RequestContext<P extends Principal | null = Principal> {
    * call this.
    */
   mutate<T>(fn: (tx: Repositories, audit: (entry: AuditEntry) => void) => Promise<T>): Promise<T>;
+  /**
+   * Names the resource this request creates, so a retry with the same Idempotency-Key after a crash (or of a
+   * streamed answer) is answered from it (see registerReplaySource in src/http/idempotency.ts). Call it before
+   * the ctx.mutate that creates it: the name is recorded with the key in that transaction. A no-op without a key.
+   */
+  createdResource(kind: string, id: string): void;
 }

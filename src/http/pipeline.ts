@@ -16,6 +16,7 @@ import { ApiError, badRequest, forbidden, notFound, unauthorized } from './error
 import type { ValidatorFactory } from './validator.ts';
 import { rateLimit } from './rate-limit.ts';
 import { assertJsonDepth } from '../domain/json-depth.ts';
+import { Idempotency, StoredJson } from './idempotency.ts';
 
 interface Locals {
   principal?: Principal;
@@ -140,6 +141,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
     verify: (_req, _res, buf) => assertJsonDepth(buf, maxDepth),
   });
   const auth = options.authenticate ?? authenticate(services);
+  const idempotency = new Idempotency(services);
 
   return (operation, handler) => {
     const invoke = async (req: Request, res: Response, next: NextFunction) => {
@@ -155,6 +157,8 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           if (!id) throw badRequest('workspaceId is required.', [{ code: 'invalid_type', keys: [], path: [operation.workspaceIdIn, 'workspaceId'], message: 'Required' }]);
           workspace = await authorizeWorkspace(services, principal, operation, id);
         }
+        // Idempotency-Key (operations marked x-idempotent): the key is applied in each ctx.mutate transaction.
+        const idem = idempotency.begin(operation, req, principal, workspace?.workspace.id ?? null);
         const ctx: RequestContext<Principal | null> = {
           requestId: req.id,
           operation,
@@ -167,28 +171,36 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
             if (!principal) throw new Error(`${operation.operationId} is public: it has no caller to authorize`);
             return authorizeWorkspace(services, principal, { ...operation, minRole: options.minRole ?? operation.minRole ?? 'read' }, workspaceId, options.resource);
           },
-          mutate: (fn) =>
-            services.store.transaction(async (tx) => {
+          mutate: async (fn) => {
+            const result = await services.store.transaction(async (tx) => {
               const entries: AuditEntry[] = [];
               const result = await fn(tx, (entry) => entries.push(entry));
               for (const entry of entries) {
                 await recordAudit(tx, principal, workspace?.workspace.id ?? null, entry, principal ? undefined : 'Anonymous (signed link)');
               }
+              if (idem) await idem.markApplied(tx);
               return result;
-            }),
+            });
+            idem?.committed();
+            return result;
+          },
+          createdResource: (kind, id) => idem?.created(kind, id),
         };
-        const result = await handler({
-          params: req.params,
-          query: req.query,
-          headers: pickHeaders(req, operation.headerParams),
-          body: operation.streamBody ? req : req.body,
-          principal,
-          ctx,
-        });
+        const call = () =>
+          handler({
+            params: req.params,
+            query: req.query,
+            headers: pickHeaders(req, operation.headerParams),
+            body: operation.streamBody ? req : req.body,
+            principal,
+            ctx,
+          });
+        const result = idem ? await idem.run(ctx as RequestContext, call) : await call();
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
         res.status(result.status);
         if (result.body === undefined) res.end();
         else if (result.body instanceof StreamBody) await pipeline(result.body.stream, res);
+        else if (result.body instanceof StoredJson) res.type('application/json; charset=utf-8').send(result.body.text);
         else res.json(result.body);
       } catch (err) {
         next(err);

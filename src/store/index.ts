@@ -39,6 +39,7 @@ import { KnowledgeDocumentRepository } from './knowledge-documents.ts';
 import { KnowledgeChunkRepository } from './knowledge-chunks.ts';
 import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
 import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
+import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 import { RunCallbackRepository } from './run-callbacks.ts';
 
 export interface Repositories {
@@ -84,6 +85,7 @@ export interface Repositories {
   knowledgeChunks: KnowledgeChunkRepository;
   knowledgeUploads: KnowledgeUploadRepository;
   knowledgeConnectors: KnowledgeConnectorRepository;
+  idempotencyKeys: IdempotencyKeyRepository;
   runCallbacks: RunCallbackRepository;
 }
 
@@ -131,6 +133,7 @@ function repositories(db: SqlExecutor): Repositories {
     knowledgeChunks: new KnowledgeChunkRepository(db),
     knowledgeUploads: new KnowledgeUploadRepository(db),
     knowledgeConnectors: new KnowledgeConnectorRepository(db),
+    idempotencyKeys: new IdempotencyKeyRepository(db),
     runCallbacks: new RunCallbackRepository(db),
   };
 }
