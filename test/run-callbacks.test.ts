@@ -372,6 +372,24 @@ describe('deliveries', () => {
     expect(verifies(old, g2!.headers['x-sim-signature'], g2!.raw)).toBe(false);
   });
 
+  it('with an Idempotency-Key, a repeated async execute replays its receipt: one run, one delivery', async () => {
+    const url = receiver.script('/idem', []);
+    const send = () =>
+      s.request(`/api/v2/workflows/${simple.id}/execute`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'callback-once' },
+        body: JSON.stringify({ async: true, input: { n: 10 }, callbackUrl: url }),
+      });
+    const first = (await (await send()).json()) as any;
+    const again = await send();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await again.json()) as any).data.runId).toBe(first.data.runId);
+    await receiver.waitFor('/idem', 1);
+    await sleep(150);
+    expect(receiver.at('/idem')).toHaveLength(1);
+    expect(await deliveries(simple.id, first.data.runId)).toHaveLength(1);
+  });
+
   it('the delivery log of a run is 404 for a caller outside the workspace', async () => {
     const outsider = await s.newUser('outsider@example.com');
     const runId = (await execute(simple.id, { async: true, input: { n: 8 } })).body.data.runId;
