@@ -16,6 +16,7 @@ import { ApiError, badRequest, forbidden, notFound, unauthorized } from './error
 import type { ValidatorFactory } from './validator.ts';
 import { rateLimit } from './rate-limit.ts';
 import { assertJsonDepth } from '../domain/json-depth.ts';
+import { assertPrecondition, ifNoneMatchHits, parseTagCondition } from './conditional.ts';
 
 interface Locals {
   principal?: Principal;
@@ -155,6 +156,10 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           if (!id) throw badRequest('workspaceId is required.', [{ code: 'invalid_type', keys: [], path: [operation.workspaceIdIn, 'workspaceId'], message: 'Required' }]);
           workspace = await authorizeWorkspace(services, principal, operation, id);
         }
+        // Conditional requests (x-etag): the headers are read before any work, so a malformed one is a 400.
+        const ifMatch = operation.etag === 'write' ? parseTagCondition(req.get('if-match'), 'if-match') : null;
+        const ifNoneMatch = operation.headerParams.includes('if-none-match') ? parseTagCondition(req.get('if-none-match'), 'if-none-match') : null;
+        let preconditionChecked = false;
         const ctx: RequestContext<Principal | null> = {
           requestId: req.id,
           operation,
@@ -176,6 +181,11 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
               }
               return result;
             }),
+          precondition: (current) => {
+            if (operation.etag !== 'write') throw new Error(`${operation.operationId} does not declare x-etag: write`);
+            preconditionChecked = true;
+            assertPrecondition(ifMatch, current);
+          },
         };
         const result = await handler({
           params: req.params,
@@ -185,7 +195,20 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           principal,
           ctx,
         });
+        if (ifMatch && !preconditionChecked && result.status < 300) {
+          req.log.error({ operationId: operation.operationId }, 'If-Match was sent but the handler never checked it');
+        }
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
+        if (operation.etag === 'read' && result.status < 300) {
+          const tag = result.headers?.ETag ?? null;
+          if (ifNoneMatch && ifNoneMatchHits(ifNoneMatch, tag)) {
+            res.status(304).end();
+            return;
+          }
+          // Where the spec offers no If-None-Match, the tag leaves out parts of the answer (run and row counts):
+          // Express's own freshness check must not answer 304 on it.
+          if (!ifNoneMatch) delete req.headers['if-none-match'];
+        }
         res.status(result.status);
         if (result.body === undefined) res.end();
         else if (result.body instanceof StreamBody) await pipeline(result.body.stream, res);
