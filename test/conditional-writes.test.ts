@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow } from './support/api-workflow.ts';
+import { OPERATIONS } from '../generated/operations.ts';
 
 let s: TestServer;
 const ws = () => s.workspaceId;
@@ -34,6 +35,8 @@ interface Family {
   missing: () => { method: string; path: string; body?: unknown };
   /** What a write with If-Match answers for a missing document (404 unless the write would create it). */
   missingStatus: number;
+  /** The read answers 304 to a matching If-None-Match (its tag covers the whole answer). */
+  notModified: boolean;
   /** Deletes it (If-Match honoured); omitted where a family's delete is tested elsewhere. */
   remove?: () => { method: string; path: string };
 }
@@ -67,6 +70,7 @@ beforeAll(async () => {
     other: addVariable,
     missing: () => ({ ...moveStart(1), path: `/api/v2/workflows/${randomUUID()}/state` }),
     missingStatus: 404,
+    notModified: true,
   });
 
   const meta = await ok('POST', '/api/v2/workflows', { workspaceId: ws(), name: 'Meta doc' });
@@ -78,6 +82,7 @@ beforeAll(async () => {
     other: async () => void (await ok('POST', `/api/v2/workflows/${metaId}/deploy`)),
     missing: () => ({ method: 'PATCH', path: `/api/v2/workflows/${randomUUID()}`, body: { description: 'x' } }),
     missingStatus: 404,
+    notModified: false,
     remove: () => ({ method: 'DELETE', path: `/api/v2/workflows/${metaId}` }),
   });
 
@@ -90,6 +95,7 @@ beforeAll(async () => {
     other: async (i) => void (await ok('POST', `/api/v2/tables/${tableId}/columns`, { workspaceId: ws(), column: { name: `c${i}`, type: 'number' } })),
     missing: () => ({ method: 'PATCH', path: `/api/v2/tables/tbl_${'0'.repeat(32)}`, body: { workspaceId: ws(), description: 'x' } }),
     missingStatus: 404,
+    notModified: false,
   });
 
   const viewTable = await ok('POST', '/api/v2/tables', { workspaceId: ws(), name: 'cond_views', schema: { columns: [{ name: 'done', type: 'boolean' }] } });
@@ -108,6 +114,7 @@ beforeAll(async () => {
     },
     missing: () => ({ method: 'PATCH', path: `/api/v2/tables/${vt}/views/view_nope`, body: { workspaceId: ws(), name: 'x' } }),
     missingStatus: 404,
+    notModified: true,
     remove: () => ({ method: 'DELETE', path: `/api/v2/tables/${vt}/views/${viewId}?workspaceId=${ws()}` }),
   });
 
@@ -120,6 +127,7 @@ beforeAll(async () => {
     other: async (i) => void (await ok('PATCH', `/api/v2/skills/${skillId}`, { workspaceId: ws(), content: `Other ${i}` })),
     missing: () => ({ method: 'PATCH', path: `/api/v2/skills/${randomUUID()}`, body: { workspaceId: ws(), description: 'x' } }),
     missingStatus: 404,
+    notModified: true,
     remove: () => ({ method: 'DELETE', path: `/api/v2/skills/${skillId}?workspaceId=${ws()}` }),
   });
 
@@ -133,6 +141,7 @@ beforeAll(async () => {
     other: async (i) => void (await ok('PATCH', `/api/v2/custom-tools/${toolId}`, { workspaceId: ws(), title: `Cond tool ${i}` })),
     missing: () => ({ method: 'PATCH', path: `/api/v2/custom-tools/${randomUUID()}`, body: { workspaceId: ws(), code: 'return 1' } }),
     missingStatus: 404,
+    notModified: true,
     remove: () => ({ method: 'DELETE', path: `/api/v2/custom-tools/${toolId}?workspaceId=${ws()}` }),
   });
 
@@ -153,6 +162,7 @@ beforeAll(async () => {
     missing: () => ({ method: 'PUT', path: chatPath(noChatWf.id), body: { identifier: 'never-made', title: 'No' } }),
     // The PUT would create the chat, so If-Match (even `*`) fails for want of one (RFC 9110 §13.1.1).
     missingStatus: 412,
+    notModified: true,
     remove: () => ({ method: 'DELETE', path: chatPath(chatWf.id) }),
   });
 });
@@ -228,6 +238,15 @@ describe.each([0, 1, 2, 3, 4, 5, 6])('document family #%i', (index) => {
     const after = (await readTag(f())).etag!;
     expect(after).not.toBe(before);
     expect((await writeWith(f(), before)).status).toBe(412);
+  });
+
+  it('If-None-Match with the current tag is a 304 where the read offers it, else a 200', async () => {
+    const current = await readTag(f());
+    const r = await send('GET', f().read(), { headers: { 'if-none-match': current.etag! } });
+    expect(r.status).toBe(f().notModified ? 304 : 200);
+    expect(r.etag).toBe(current.etag);
+    if (r.status === 304) expect(r.body).toBeUndefined();
+    else expect(r.body).toEqual(current.body);
   });
 
   it('a delete honours If-Match too', async () => {
@@ -395,5 +414,19 @@ describe('what the tags leave out', () => {
     expect((await send('GET', path)).etag).toBe(dropped.etag);
     expect((await send('DELETE', `/api/v2/tables/${id}?workspaceId=${ws()}`, { headers: { 'if-match': tag } })).status).toBe(412);
     expect((await send('DELETE', `/api/v2/tables/${id}?workspaceId=${ws()}`, { headers: { 'if-match': dropped.etag! } })).status).toBe(200);
+  });
+});
+
+describe('coverage', () => {
+  it('every operation declaring x-etag is exercised above', () => {
+    const tested = [
+      'getWorkflow', 'updateWorkflow', 'deleteWorkflow', 'getWorkflowState', 'headWorkflowState', 'replaceWorkflowState',
+      'applyWorkflowOperations', 'applyWorkflowVariables', 'revertWorkflowVersion', 'getTable', 'updateTable', 'deleteTable',
+      'addTableColumn', 'updateTableColumn', 'deleteTableColumn', 'getTableView', 'updateTableView', 'deleteTableView',
+      'getSkill', 'updateSkill', 'deleteSkill', 'getCustomTool', 'updateCustomTool', 'deleteCustomTool',
+      'getWorkflowChatDeployment', 'replaceWorkflowChatDeployment', 'deleteWorkflowChatDeployment',
+    ].sort();
+    const declared = Object.values(OPERATIONS).filter((o) => o.etag !== null).map((o) => o.operationId).sort();
+    expect(declared).toEqual(tested);
   });
 });
