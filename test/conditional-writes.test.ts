@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow } from './support/api-workflow.ts';
 import { OPERATIONS } from '../generated/operations.ts';
+import { buildModel } from '../generator/model.ts';
+import { ifMatchPasses, ifNoneMatchHits, parseTagCondition } from '../src/http/conditional.ts';
 
 let s: TestServer;
 const ws = () => s.workspaceId;
@@ -428,5 +430,57 @@ describe('coverage', () => {
     ].sort();
     const declared = Object.values(OPERATIONS).filter((o) => o.etag !== null).map((o) => o.operationId).sort();
     expect(declared).toEqual(tested);
+  });
+});
+
+describe('the spec rules for x-etag (generator/model.ts)', () => {
+  const err = { description: 'e', content: { 'application/json': { schema: { type: 'string' } } } };
+  const errors = { '400': err, '401': err, '429': err, '500': err };
+  const ifMatch = { name: 'if-match', in: 'header', schema: { type: 'string' } };
+  const docWith = (op: Record<string, unknown>) => ({
+    paths: {
+      '/x': {
+        patch: { operationId: 'updateX', tags: ['X'], description: 'd', security: [{ apiKey: [] }, { oauth2: ['api:write'] }], 'x-rate-bucket': 'api', ...op },
+      },
+    },
+  });
+  const ok200 = { description: 'ok', headers: { ETag: { schema: { type: 'string' } } } };
+
+  it('accepts a complete declaration and emits etag', () => {
+    const { operations, problems } = buildModel(docWith({ 'x-etag': 'write', parameters: [ifMatch], responses: { '200': ok200, '412': err, ...errors } }));
+    expect(problems).toEqual([]);
+    expect(operations[0]!.etag).toBe('write');
+  });
+
+  it('names what a write lacks: If-Match, the 412, the ETag header', () => {
+    const { problems } = buildModel(docWith({ 'x-etag': 'write', responses: { '200': { description: 'ok' }, ...errors } }));
+    expect(problems.join('\n')).toMatch(/IfMatch header parameter/);
+    expect(problems.join('\n')).toMatch(/412 response/);
+    expect(problems.join('\n')).toMatch(/ETag header/);
+  });
+
+  it('refuses If-Match without x-etag, an unknown x-etag, and If-None-Match without a 304', () => {
+    expect(buildModel(docWith({ parameters: [ifMatch], responses: { '200': ok200, ...errors } })).problems.join()).toMatch(/need x-etag/);
+    expect(buildModel(docWith({ 'x-etag': 'maybe', responses: { '200': ok200, ...errors } })).problems.join()).toMatch(/read or write/);
+    const inm = { name: 'if-none-match', in: 'header', schema: { type: 'string' } };
+    expect(buildModel(docWith({ 'x-etag': 'read', parameters: [inm], responses: { '200': ok200, ...errors } })).problems.join()).toMatch(/304/);
+  });
+});
+
+describe('If-Match and If-None-Match parsing (src/http/conditional.ts)', () => {
+  it('reads *, lists, weak tags and empty list members; refuses unquoted values', () => {
+    expect(parseTagCondition(undefined, 'if-match')).toBeNull();
+    expect(parseTagCondition(' * ', 'if-match')).toEqual({ any: true });
+    expect(parseTagCondition('"a", W/"b",,"c"', 'if-match')).toEqual({ any: false, tags: [{ weak: false, opaque: 'a' }, { weak: true, opaque: 'b' }, { weak: false, opaque: 'c' }] });
+    for (const bad of ['a', '"a', '*, "a"', ',', 'W/a', '"a b"']) expect(() => parseTagCondition(bad, 'if-match'), bad).toThrow(/entity tag/);
+  });
+
+  it('If-Match compares strongly, If-None-Match weakly; nothing matches a missing document', () => {
+    const cond = parseTagCondition('W/"a", "b"', 'if-match')!;
+    expect(ifMatchPasses(cond, '"a"')).toBe(false);
+    expect(ifMatchPasses(cond, '"b"')).toBe(true);
+    expect(ifNoneMatchHits(cond, '"a"')).toBe(true);
+    expect(ifMatchPasses({ any: true }, null)).toBe(false);
+    expect(ifNoneMatchHits({ any: true }, null)).toBe(false);
   });
 });
