@@ -200,7 +200,8 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
         }
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
         if (operation.etag === 'read' && result.status < 300) {
-          const tag = result.headers?.ETag ?? null;
+          const set = res.getHeader('etag');
+          const tag = typeof set === 'string' ? set : null;
           if (ifNoneMatch && ifNoneMatchHits(ifNoneMatch, tag)) {
             res.status(304).end();
             return;
