@@ -4305,7 +4305,7 @@ export const OPERATIONS = {
     public: false,
     bodyContentTypes: ['application/json'],
     streamBody: false,
-    headerParams: ['if-match'],
+    headerParams: ['if-match', 'if-none-match'],
     successStatus: 200,
     isList: false,
   },

@@ -1378,7 +1378,7 @@ export interface paths {
     get: operations['getWorkflowChatDeployment'];
     /**
      * Create or replace the workflow's hosted chat
-     * @description Creates the workflow's chat, or replaces every setting of the existing one (omitted optional fields take their defaults; an omitted `outputConfigs` shows no block output). `password` is required whenever `authType` is `password` and refused otherwise (15 to 1024 characters, not only whitespace); it is stored only as a scrypt hash. Output configs must name blocks of the workflow. `allowedEmails` needs at least one address or `@domain` for `email` and `sso`. An identifier another chat uses is a 409. Needs workspace admin access; workspace API keys get 403. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server). This PUT creates a missing chat, so If-Match (even `*`) on a workflow without one is a 412 with `details.etag` null.
+     * @description Creates the workflow's chat, or replaces every setting of the existing one (omitted optional fields take their defaults; an omitted `outputConfigs` shows no block output). `password` is required whenever `authType` is `password` and refused otherwise (15 to 1024 characters, not only whitespace); it is stored only as a scrypt hash. Output configs must name blocks of the workflow. `allowedEmails` needs at least one address or `@domain` for `email` and `sso`. An identifier another chat uses is a 409. Needs workspace admin access; workspace API keys get 403. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server). This PUT creates a missing chat, so If-Match (even `*`) on a workflow without one is a 412 with `details.etag` null; `If-None-Match: *` makes it create-only (412 when the workflow has a chat).
      */
     put: operations['replaceWorkflowChatDeployment'];
     post?: never;
@@ -6274,7 +6274,7 @@ export interface components {
     IdempotencyKey: string;
     /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
     IfMatch: string;
-    /** @description Answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*` (an extension of this server). */
+    /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
     IfNoneMatch: string;
     /** @description Workflow identifier (a UUID). */
     WorkflowIdPath: string;
@@ -7263,7 +7263,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description Answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*` (an extension of this server). */
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
         'if-none-match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
@@ -7373,7 +7373,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description Answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*` (an extension of this server). */
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
         'if-none-match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
@@ -10268,7 +10268,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description Answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*` (an extension of this server). */
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
         'if-none-match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
@@ -10310,6 +10310,8 @@ export interface operations {
       header?: {
         /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
         'if-match'?: components['parameters']['IfMatch'];
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
         /** @description Workflow identifier (a UUID). */
@@ -12549,7 +12551,7 @@ export interface operations {
         workspaceId: string;
       };
       header?: {
-        /** @description Answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*` (an extension of this server). */
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
         'if-none-match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
@@ -14225,7 +14227,7 @@ export interface operations {
         workspaceId: string;
       };
       header?: {
-        /** @description Answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*` (an extension of this server). */
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
         'if-none-match'?: components['parameters']['IfNoneMatch'];
       };
       path: {
@@ -14594,7 +14596,7 @@ export interface operations {
         workspaceId: string;
       };
       header?: {
-        /** @description Answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*` (an extension of this server). */
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
         'if-none-match'?: components['parameters']['IfNoneMatch'];
       };
       path: {

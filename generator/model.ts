@@ -182,7 +182,9 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
           if (headerNames.includes('if-match')) fail('x-etag: read takes no If-Match');
           if (!success.every(declaresETag)) fail('x-etag: read needs an ETag header on its success responses');
         }
-        if (headerNames.includes('if-none-match') !== statuses.includes('304')) fail('If-None-Match and a 304 response go together');
+        // On a read a matching If-None-Match is a 304; on a write (create-only with `*`) it is the 412.
+        if (etag === 'read' && headerNames.includes('if-none-match') !== statuses.includes('304')) fail('If-None-Match and a 304 response go together');
+        if (etag === 'write' && statuses.includes('304')) fail('a write answers no 304');
       } else if (params.some((p) => p.in === 'header' && /^if-(none-)?match$/i.test(String(p.name)))) {
         fail('If-Match and If-None-Match need x-etag');
       }

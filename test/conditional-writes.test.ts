@@ -419,6 +419,22 @@ describe('what the tags leave out', () => {
   });
 });
 
+describe('create-only chat settings', () => {
+  it('If-None-Match: * creates a chat once; the second such PUT is a 412 naming the chat that exists', async () => {
+    const wf = await buildWorkflow(s, 'Create only', [apiBlock('start_trigger', 'Start')], []);
+    const path = `/api/v2/workflows/${wf.id}/deployments/chat`;
+    const headers = { 'if-none-match': '*' };
+    const first = await send('PUT', path, { body: { identifier: 'create-only', title: 'First' }, headers });
+    expect(first.status).toBe(200);
+    expect(first.etag).toMatch(STRONG);
+    const second = await send('PUT', path, { body: { identifier: 'create-only', title: 'Second' }, headers });
+    expect(second.status).toBe(412);
+    expect(second.body.error.details).toEqual({ etag: first.etag });
+    expect((await send('GET', path)).body.data.title).toBe('First');
+    expect((await send('PUT', path, { body: { identifier: 'create-only', title: 'Third' }, headers: { 'if-none-match': '"other-tag"' } })).status).toBe(200);
+  });
+});
+
 describe('coverage', () => {
   it('every operation declaring x-etag is exercised above', () => {
     const tested = [

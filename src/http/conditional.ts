@@ -72,11 +72,15 @@ export function preconditionFailed(current: string | null): ApiError {
 }
 
 /**
- * Throws the 412 unless `condition` accepts the document's current tag. `current` may be a function, so a
- * request without If-Match never pays for computing a tag. No condition (no header): nothing to check.
+ * Throws the 412 unless the write's conditions accept the document's current tag: If-Match must match it,
+ * If-None-Match (where a write declares it; `*` makes a write create-only) must not. `current` may be a
+ * function, so a request without either header never pays for computing a tag.
  */
-export function assertPrecondition(condition: TagCondition | null, current: string | null | (() => string | null)): void {
-  if (condition === null) return;
+export function assertPrecondition(ifMatch: TagCondition | null, ifNoneMatch: TagCondition | null, current: string | null | (() => string | null)): void {
+  if (ifMatch === null && ifNoneMatch === null) return;
   const tag = typeof current === 'function' ? current() : current;
-  if (!ifMatchPasses(condition, tag)) throw preconditionFailed(tag);
+  if (ifMatch !== null && !ifMatchPasses(ifMatch, tag)) throw preconditionFailed(tag);
+  if (ifNoneMatch !== null && ifNoneMatchHits(ifNoneMatch, tag)) {
+    throw new ApiError('PRECONDITION_FAILED', `If-None-Match names the document's current tag ${tag} (or *, and it exists); nothing was written.`, { etag: tag }, tag === null ? {} : { ETag: tag });
+  }
 }

@@ -39,8 +39,9 @@ export interface RequestContext<P extends Principal | null = Principal> {
   mutate<T>(fn: (tx: Repositories, audit: (entry: AuditEntry) => void) => Promise<T>): Promise<T>;
   /**
    * For operations with `x-etag: write` (src/http/conditional.ts): throws 412 PRECONDITION_FAILED unless the
-   * request's If-Match accepts the document's current tag (null when there is no document); without If-Match
-   * it does nothing. Call it inside the transaction that writes, with the tag of what that transaction read.
+   * request's If-Match accepts the document's current tag (null when there is no document) and its
+   * If-None-Match (where declared) does not; without either header it does nothing. Call it inside the
+   * transaction that writes, with the tag of what that transaction read.
    */
   precondition(current: string | null | (() => string | null)): void;
 }

@@ -184,7 +184,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           precondition: (current) => {
             if (operation.etag !== 'write') throw new Error(`${operation.operationId} does not declare x-etag: write`);
             preconditionChecked = true;
-            assertPrecondition(ifMatch, current);
+            assertPrecondition(ifMatch, ifNoneMatch, current);
           },
         };
         const result = await handler({
@@ -195,7 +195,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           principal,
           ctx,
         });
-        if (ifMatch && !preconditionChecked && result.status < 300) {
+        if ((ifMatch || (operation.etag === 'write' && ifNoneMatch)) && !preconditionChecked && result.status < 300) {
           req.log.error({ operationId: operation.operationId }, 'If-Match was sent but the handler never checked it');
         }
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
