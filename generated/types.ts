@@ -2127,7 +2127,7 @@ export interface paths {
     put?: never;
     /**
      * Export a table
-     * @description Writes the table to a CSV (RFC 4180, header of column names) or JSON file, streamed from the database. Tables up to 10,000 rows finish within the request; larger ones queue and run in the background. Reads are never blocked by locks.
+     * @description Writes the table to a CSV (RFC 4180, header of column names) or JSON file, streamed from the database. Tables up to 10,000 rows finish within the request; larger ones queue and run in the background. Reads are never blocked by locks. An export that has ended is kept, with its file, for `TABLE_EXPORT_RETENTION_SECONDS` (a day by default), then deleted (404).
      */
     post: operations['createTableExport'];
     delete?: never;
@@ -2169,7 +2169,7 @@ export interface paths {
     };
     /**
      * Get the download link of a table export
-     * @description A signed URL of the finished export file, valid for an hour. 409 until the export has completed.
+     * @description A signed URL of the finished export file, valid for an hour or until the export's retention ends, whichever comes first. 409 until the export has completed.
      */
     get: operations['tableExportDownload'];
     put?: never;

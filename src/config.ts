@@ -83,6 +83,10 @@ export interface WebSettings {
 export interface TableSettings {
   perPlan: Record<Plan, { tables: number; rowsPerTable: number }>;
   maxRowBytes: number;
+  /** How long an ended export (and its file) is kept; then both are deleted. */
+  exportRetentionMs: number;
+  /** Enrichment providers with an endpoint (ENRICHMENT_<ID>_URL, optional _API_KEY), by upper-case id. */
+  enrichmentProviders: Record<string, { url: string; apiKey: string | null }>;
 }
 
 /** Knowledge bases: the embedding provider, the processing queue and search defaults. */
@@ -293,9 +297,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ]),
       ) as Record<Plan, { tables: number; rowsPerTable: number }>,
       maxRowBytes: byteSize(env, 'TABLE_MAX_ROW_SIZE_BYTES', 400 * 1024),
+      exportRetentionMs: integer(env, 'TABLE_EXPORT_RETENTION_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000,
+      enrichmentProviders: enrichmentProviders(env),
     },
     http: httpLimits(env),
   };
+}
+
+function enrichmentProviders(env: NodeJS.ProcessEnv): TableSettings['enrichmentProviders'] {
+  const out: TableSettings['enrichmentProviders'] = {};
+  for (const key of Object.keys(env)) {
+    const m = /^ENRICHMENT_([A-Z0-9_]+)_URL$/.exec(key);
+    if (!m || !env[key]) continue;
+    const url = env[key]!;
+    if (!/^https?:\/\//i.test(url)) throw new ConfigError(`${key} must be an http(s) URL.`);
+    out[m[1]!] = { url, apiKey: env[`ENRICHMENT_${m[1]}_API_KEY`] || null };
+  }
+  return out;
 }
 
 function oauthProviders(env: NodeJS.ProcessEnv): Config['oauthProviders'] {

@@ -29,13 +29,12 @@ beforeAll(async () => {
   ws = s.workspaceId;
 });
 afterAll(async () => {
-  for (const k of ['ENRICHMENT_HUNTER_URL', 'ENRICHMENT_PDL_URL', 'ENRICHMENT_PDL_API_KEY']) delete process.env[k];
   await s?.stop();
   await new Promise((r) => provider.close(r));
 });
 
-async function ok(method: string, p: string, body?: unknown) {
-  const r = await s.call(method, p, body);
+async function ok(method: string, p: string, body?: unknown, srv: TestServer = s) {
+  const r = await srv.call(method, p, body);
   if (r.status >= 300) throw new Error(`${method} ${p} → ${r.status} ${r.text}`);
   return r.body.data;
 }
@@ -49,8 +48,9 @@ async function until<T>(fn: () => Promise<T>, done: (v: T) => boolean, ms = 10_0
   }
 }
 
-async function setup(name: string) {
-  const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name, schema: { columns: [{ name: 'company', type: 'string' }] } });
+async function setup(name: string, srv: TestServer = s) {
+  const ws = srv.workspaceId;
+  const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name, schema: { columns: [{ name: 'company', type: 'string' }] } }, srv);
   const base = `/api/v2/tables/${t.id}`;
   const added = await ok('POST', `${base}/groups`, {
     workspaceId: ws,
@@ -59,13 +59,13 @@ async function setup(name: string) {
       outputs: [{ outputId: 'domain', columnName: 'domain' }], inputMappings: [{ inputName: 'companyName', columnName: 'company' }],
     },
     outputColumns: [{ name: 'domain', type: 'string' }],
-  });
-  const rows = await ok('POST', `${base}/rows`, { workspaceId: ws, rows: [{ company: 'Acme' }] });
+  }, srv);
+  const rows = await ok('POST', `${base}/rows`, { workspaceId: ws, rows: [{ company: 'Acme' }] }, srv);
   const rowId = (rows.rows ?? rows)[0].id;
   return { base, groupId: added.group.id as string, group: added.group, rowId };
 }
 
-const enrichmentOf = (base: string, rowId: string, groupId: string) => ok('GET', `${base}/rows/${rowId}/enrichment/${groupId}?workspaceId=${ws}`);
+const enrichmentOf = (base: string, rowId: string, groupId: string, srv: TestServer = s) => ok('GET', `${base}/rows/${rowId}/enrichment/${groupId}?workspaceId=${srv.workspaceId}`, undefined, srv);
 
 describe('enrichment groups', () => {
   it('skip every cell when no provider of the cascade is configured, writing nothing', async () => {
@@ -83,27 +83,33 @@ describe('enrichment groups', () => {
   });
 
   it('fills the columns from a configured provider, falling through a no_match to the next one', async () => {
+    // Providers are configured when the server starts (ENRICHMENT_<ID>_URL, _API_KEY).
     const port = (provider.address() as AddressInfo).port;
-    process.env.ENRICHMENT_HUNTER_URL = `http://127.0.0.1:${port}/hunter`;
-    process.env.ENRICHMENT_PDL_URL = `http://127.0.0.1:${port}/pdl`;
-    process.env.ENRICHMENT_PDL_API_KEY = 'k-test';
+    const c = await startTestServer({
+      EGRESS_ALLOW_CIDRS: '127.0.0.1/32', ENRICHMENT_HUNTER_URL: `http://127.0.0.1:${port}/hunter`, ENRICHMENT_PDL_URL: `http://127.0.0.1:${port}/pdl`, ENRICHMENT_PDL_API_KEY: 'k-test',
+    });
     try {
-      const { base, groupId, rowId } = await setup('configured');
-      await ok('POST', `${base}/dispatches`, { workspaceId: ws, groupIds: [groupId] });
-      const e = await until(() => enrichmentOf(base, rowId, groupId), (v: any) => v.runState?.status === 'completed');
+      const { base, groupId, rowId } = await setup('configured', c);
+      await ok('POST', `${base}/dispatches`, { workspaceId: c.workspaceId, groupIds: [groupId] }, c);
+      const e = await until(() => enrichmentOf(base, rowId, groupId, c), (v: any) => v.runState?.status === 'completed');
       expect(e.runState).toMatchObject({ status: 'completed', error: null });
       expect(e.outputs).toEqual({ domain: 'acme.example' });
       expect(e.cascade).toMatchObject({ matchedProvider: 'pdl', aborted: false });
       expect(e.cascade.totalCost).toBeCloseTo(0.06);
       expect(e.cascade.providers.map((p: any) => [p.id, p.status])).toEqual([['hunter', 'no_match'], ['pdl', 'matched']]);
-      const row = await ok('GET', `${base}/rows/${rowId}?workspaceId=${ws}`);
+      const row = await ok('GET', `${base}/rows/${rowId}?workspaceId=${c.workspaceId}`, undefined, c);
       expect(JSON.stringify(row)).toContain('acme.example');
-      const pdl = calls.find((c) => c.path === '/pdl')!;
+      const pdl = calls.find((x) => x.path === '/pdl')!;
       expect(pdl.auth).toBe('Bearer k-test');
       expect(pdl.body).toEqual({ enrichmentId: 'company-domain', input: { companyName: 'Acme' } });
     } finally {
-      for (const k of ['ENRICHMENT_HUNTER_URL', 'ENRICHMENT_PDL_URL', 'ENRICHMENT_PDL_API_KEY']) delete process.env[k];
+      await c.stop();
     }
+  });
+
+  it('refuses a provider endpoint that is not an http(s) URL at start-up', async () => {
+    const { loadConfig, ConfigError } = await import('../src/config.ts');
+    expect(() => loadConfig({ DATA_DIR: '/tmp/x', ENRICHMENT_HUNTER_URL: 'ftp://example.com' })).toThrow(ConfigError);
   });
 
   it('refuses unknown enrichments, outputs and inputs, and enrichmentId on a workflow group, with 400', async () => {

@@ -152,6 +152,14 @@ describe('workflow groups', () => {
     const { rows } = await ok('POST', `${base}/rows`, { workspaceId: ws, rows: [{ x: '1' }, { x: '2' }] });
     await ok('POST', `${base}/dispatches`, { workspaceId: ws, groupIds: [g.id] });
     await until(() => ok('GET', `${base}/rows?workspaceId=${ws}&includeRunState=true`), (page: any[]) => page.every((r) => r.runState?.[g.id]));
+    // A running cell names the block executing now (the wait block); the row read and the query say the same.
+    const running = await until(
+      () => ok('GET', `${base}/rows/${rows[0].id}?workspaceId=${ws}&includeRunState=true`),
+      (r: any) => r.runState[g.id].status === 'running' && r.runState[g.id].runningBlockIds.length > 0,
+    );
+    expect(running.runState[g.id].runningBlockIds).toEqual([sleepy.ids.Nap]);
+    const queried = await ok('POST', `${base}/query`, { workspaceId: ws, includeRunState: true, limit: 1 });
+    expect(queried[0].runState[g.id].runningBlockIds).toEqual([sleepy.ids.Nap]);
     const one = await ok('POST', `${base}/cancel-runs`, { workspaceId: ws, scope: 'row', rowId: rows[0].id });
     expect(one.cancelled).toBe(1);
     const all = await ok('POST', `${base}/cancel-runs`, { workspaceId: ws, scope: 'all' });
@@ -159,6 +167,7 @@ describe('workflow groups', () => {
     const page = await ok('GET', `${base}/rows?workspaceId=${ws}&includeRunState=true`);
     expect(page.map((r: any) => r.runState[g.id].status)).toEqual(['cancelled', 'cancelled']);
     expect(page[0].runState[g.id].canceledAt).toEqual(expect.any(String));
+    expect(page.map((r: any) => r.runState[g.id].runningBlockIds)).toEqual([[], []]);
     expect((await s.call('POST', `${base}/cancel-runs`, { workspaceId: ws, scope: 'row' })).status).toBe(400);
   });
 

@@ -12,7 +12,7 @@ let s: TestServer;
 let ws: string;
 let dir: string;
 beforeAll(async () => {
-  s = await startTestServer({ TABLES_LIMIT_FREE: '100', UPLOAD_PART_SIZE: '64kb' });
+  s = await startTestServer({ TABLES_LIMIT_FREE: '100', TABLE_ROWS_LIMIT_FREE: '1000000', UPLOAD_PART_SIZE: '64kb', RATE_LIMIT_FREE_API: '100000' });
   ws = s.workspaceId;
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-timp-'));
 });
@@ -237,5 +237,115 @@ describe('exports', () => {
     const cancelled = await s.call('DELETE', `/api/v2/tables/${t.id}/exports/${second.id}?workspaceId=${ws}`);
     if (cancelled.status === 200) expect(cancelled.body.data.status).toBe('canceled');
     else expect(cancelled.status).toBe(409); // it finished first
+  });
+});
+
+describe('the import worker', () => {
+  /** A CSV of `n` rows `k<i>,<i>` under the header `k,n`. */
+  const numbered = (n: number, extra: string[] = []) => ['k,n', ...Array.from({ length: n }, (_, i) => `k${i},${i}`), ...extra].join('\n') + '\n';
+
+  it('checks unique values against earlier batches, the same batch and the target, naming each line', async () => {
+    const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'uniq_batches', schema: { columns: [{ name: 'k', type: 'string', unique: true }, { name: 'n', type: 'number' }] } });
+    await ok('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, rows: [{ k: 'present', n: 0 }] });
+    // 1,200 rows span three staging batches; then a repeat of row 3 (an earlier batch), a row twice in a row
+    // (the same batch) and a value the table already holds.
+    const csv = numbered(1200, ['k3,99', 'twin,1', 'twin,2', 'present,5']);
+    const imp = await importCsv(csv, { type: 'existing', tableId: t.id, mode: 'append' });
+    expect(imp).toMatchObject({ status: 'completed', rowsProcessed: 1204, rowsRejected: 3 });
+    expect(imp.rejectedSamples.map((r: any) => [r.line, r.code])).toEqual([[1202, 'UNIQUE'], [1204, 'UNIQUE'], [1205, 'UNIQUE']]);
+    expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).rowCount).toBe(1202);
+  });
+
+  it('reads long records and many short ones within its memory cap', async () => {
+    // 40 rows of ~300 KB (wider than a batch's text bound) and, separately, 300,000 tiny rows (read in 1 MB
+    // chunks, each tens of thousands of records: the worker hands them to the parser in small slices).
+    const wide = ['id,blob', ...Array.from({ length: 40 }, (_, i) => `${i},${String.fromCharCode(97 + (i % 26)).repeat(300_000)}`)].join('\n') + '\n';
+    const a = await importCsv(wide, { type: 'new', name: 'wide_rows' });
+    expect(a).toMatchObject({ status: 'completed', rowsProcessed: 40, rowsRejected: 0 });
+    const b = await waitImport(await startImport(numbered(300_000), { type: 'new', name: 'tiny_rows' }));
+    expect(b).toMatchObject({ status: 'completed', rowsProcessed: 300_000, rowsRejected: 0 });
+    expect((await ok('GET', `/api/v2/tables/${b.tableId}?workspaceId=${ws}`)).rowCount).toBe(300_000);
+  });
+
+  it('a canceled import stops its worker and leaves nothing staged', async () => {
+    const imp = await startImport(numbered(600_000), { type: 'new', name: 'to_cancel' });
+    await waitFor(async () => {
+      const now = await ok('GET', `/api/v2/tables/imports/${imp}?workspaceId=${ws}`);
+      if (now.status !== 'processing') throw new Error(`the import ended before it could be canceled: ${JSON.stringify(now)}`);
+      return now.rowsProcessed > 0;
+    });
+    const stagingId = (await s.services.store.tableImports.get(imp))!.stagingId!;
+    expect((await s.call('DELETE', `/api/v2/tables/imports/${imp}?workspaceId=${ws}`)).status).toBe(200);
+    await waitFor(async () => !(await s.services.store.tableRows.tableExists(stagingId)));
+    const after = await ok('GET', `/api/v2/tables/imports/${imp}?workspaceId=${ws}`);
+    expect(after.status).toBe('canceled');
+    expect((await s.call('GET', `/api/v2/tables?workspaceId=${ws}&search=to_cancel`)).body.data).toEqual([]);
+  });
+
+  it('a server shutting down mid-import stops the worker between batches and reports the import failed', async () => {
+    const p = await startTestServer({ TABLES_LIMIT_FREE: '10', RATE_LIMIT_FREE_API: '100000' });
+    const call = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const r = await p.request(url, { method, headers: { ...headers, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      const text = await r.text();
+      if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${text}`);
+      return JSON.parse(text).data;
+    };
+    const bytes = Buffer.from(numbered(1_000_000));
+    const created = await call('POST', '/api/v2/tables/imports', { workspaceId: p.workspaceId, source: { type: 'upload', name: 'big.csv', contentType: 'text/csv', size: bytes.length }, target: { type: 'new', name: 'interrupted' } });
+    expect(created.transfer.method).toBe('put');
+    expect((await fetch(created.transfer.url, { method: 'PUT', headers: created.transfer.headers, body: bytes })).status).toBe(200);
+    await call('POST', `/api/v2/tables/imports/${created.session.id}/complete?workspaceId=${p.workspaceId}`, undefined, { 'upload-token': created.uploadToken });
+    const id = created.session.id;
+    await waitFor(async () => (await call('GET', `/api/v2/tables/imports/${id}?workspaceId=${p.workspaceId}`)).rowsProcessed > 0);
+    // What a shutdown does first: the table jobs stop, while the store stays open to record how they ended.
+    const started = Date.now();
+    await p.services.tableJobs.close();
+    expect(Date.now() - started).toBeLessThan(5000);
+    const imp = (await p.services.store.tableImports.get(id))!;
+    expect(imp.status).toBe('failed');
+    expect(imp.error).toMatch(/shutting down/);
+    expect(imp.rowsProcessed).toBeLessThan(1_000_000);
+    expect(await p.services.store.tableRows.tableExists(imp.stagingId!)).toBe(false);
+    await p.stop();
+  });
+});
+
+/** Creates and completes an import of `csv` (one PUT) without waiting for it; its id. */
+async function startImport(csv: string, target: unknown): Promise<string> {
+  const bytes = Buffer.from(csv);
+  const file = await ok('POST', '/api/v2/files', { workspaceId: ws, name: `rows-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`, content: bytes.toString('utf8') });
+  return (await ok('POST', '/api/v2/tables/imports', { workspaceId: ws, source: { type: 'workspace_file', fileId: file.id }, target })).session.id;
+}
+
+async function waitFor(check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('export retention', () => {
+  it('deletes an ended export and its file once the retention is over; links never outlive it', async () => {
+    const p = await startTestServer({ TABLE_EXPORT_RETENTION_SECONDS: '1' });
+    const call = async (method: string, url: string, body?: unknown) => {
+      const r = await p.call(method, url, body);
+      if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${r.text}`);
+      return r.body.data;
+    };
+    const ws2 = p.workspaceId;
+    const t = await call('POST', '/api/v2/tables', { workspaceId: ws2, name: 'short_lived', schema: { columns: [{ name: 'a', type: 'string' }] } });
+    await call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws2, rows: [{ a: 'x' }] });
+    const e = await call('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws2, format: 'csv' });
+    expect(e.status).toBe('completed');
+    const link = await call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`);
+    expect(Date.parse(link.expiresAt)).toBeLessThanOrEqual(Date.parse(e.completedAt ?? new Date().toISOString()) + 1000);
+    const file = p.services.tableJobs.exportPath(e.id, 'csv');
+    expect(fs.existsSync(file)).toBe(true);
+    await waitFor(async () => (await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws2}`)).status === 404, 10_000);
+    expect(fs.existsSync(file)).toBe(false);
+    expect((await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`)).status).toBe(404);
+    expect((await fetch(link.url)).status).toBeGreaterThanOrEqual(403);
+    await p.stop();
   });
 });

@@ -138,35 +138,43 @@ export async function tables(options: { rounds: number }): Promise<void> {
     const count = (await api(`/api/v2/tables/${up.id}/query/count`, { method: 'POST', body: JSON.stringify({ workspaceId, predicate: { field: 'k', op: 'eq', value: 'same' } }) })).totalCount;
     console.log(`  20 concurrent upserts on one key: ${count} row(s) (target 1); ${results.filter((r) => r.operation === 'insert').length} insert, ${results.filter((r) => r.operation === 'update').length} updates`);
 
-    // ── import of 1,000,000 rows
+    // ── import of 1,000,000 rows, `rounds` times (each into a new table), growth measured from before each upload
     const big = path.join(work, 'big.csv');
     const bytes = writeCsv(big, 1_000_000);
-    let peak = 0;
-    let peakAnon = 0;
-    const before = rssOf(pid);
-    const beforeAnon = anonOf(pid);
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, rssOf(pid));
-      peakAnon = Math.max(peakAnon, anonOf(pid));
-    }, 20);
-    let t = performance.now();
-    const bigImport = await importFile(big, 'events');
-    const importMs = performance.now() - t;
-    clearInterval(sampler);
-    console.log(`\ntables: CSV import of 1,000,000 rows × 5 columns (${fmt(bytes / MB)} MB) through upload, complete and poll`);
-    console.log(`  ${fmt(1_000_000 / (importMs / 1000), 0)} rows/s (${fmt(importMs / 1000, 2)} s; target ≥ 100,000 rows/s); server RSS before ${fmt(before / MB)} MB, peak ${fmt(peak / MB)} MB, growth ${fmt((peak - before) / MB)} MB; anonymous (heap) growth ${fmt((peakAnon - beforeAnon) / MB)} MB (target < 100 MB)`);
-    if (bigImport.rowsRejected !== 0) console.log(`  (rejected ${bigImport.rowsRejected} rows!)`);
+    console.log(`\ntables: CSV import of 1,000,000 rows × 5 columns (${fmt(bytes / MB)} MB) through upload, complete and poll (${options.rounds} rounds)`);
+    const rates: number[] = [];
+    const growths: number[] = [];
+    let bigImport: any;
+    for (let round = 0; round < options.rounds; round++) {
+      let peak = 0;
+      let peakAnon = 0;
+      const before = rssOf(pid);
+      const beforeAnon = anonOf(pid);
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, rssOf(pid));
+        peakAnon = Math.max(peakAnon, anonOf(pid));
+      }, 20);
+      const t = performance.now();
+      bigImport = await importFile(big, `events_${round}`);
+      const importMs = performance.now() - t;
+      clearInterval(sampler);
+      rates.push(1_000_000 / (importMs / 1000));
+      growths.push((peak - before) / MB);
+      console.log(`  round ${round + 1}: ${fmt(1_000_000 / (importMs / 1000), 0)} rows/s (${fmt(importMs / 1000, 2)} s); server RSS before ${fmt(before / MB)} MB, growth ${fmt((peak - before) / MB)} MB (anonymous ${fmt((peakAnon - beforeAnon) / MB)} MB)`);
+      if (bigImport.rowsRejected !== 0) console.log(`  (rejected ${bigImport.rowsRejected} rows!)`);
+    }
+    console.log(`  median ${fmt(median(rates), 0)} rows/s (target ≥ 100,000); median RSS growth ${fmt(median(growths))} MB (target < 100 MB)`);
 
     // ── export of 1,000,000 rows
     const beforeExport = rssOf(pid);
     const beforeExportAnon = anonOf(pid);
-    peak = beforeExport;
-    peakAnon = beforeExportAnon;
+    let peak = beforeExport;
+    let peakAnon = beforeExportAnon;
     const sampler2 = setInterval(() => {
       peak = Math.max(peak, rssOf(pid));
       peakAnon = Math.max(peakAnon, anonOf(pid));
     }, 20);
-    t = performance.now();
+    const t = performance.now();
     const exp = await api(`/api/v2/tables/${bigImport.tableId}/exports`, { method: 'POST', body: JSON.stringify({ workspaceId, format: 'csv' }) });
     for (;;) {
       const e = await api(`/api/v2/tables/${bigImport.tableId}/exports/${exp.id}?workspaceId=${workspaceId}`);

@@ -26,6 +26,7 @@ import { applyEdit, EditError, lineCount, type TextEdit } from '../files/edit.ts
 import { extractZip, planZip, ZipRefused, zipStream } from '../files/zip.ts';
 import { folderDisplayName } from '../files/names.ts';
 import { isWithin, MAX_FOLDERS_PER_TREE, parentFolderPath } from '../domain/folder-paths.ts';
+import { releaseTransferBuffers } from '../http/transfer-memory.ts';
 
 /** Inline content (createFile, updateFileContent) is capped; larger content goes through an upload session. */
 const MAX_INLINE_BYTES = 50 * 1024 * 1024;
@@ -847,6 +848,7 @@ export const putFileUploadPart: Handler<'putFileUploadPart'> = async ({ params, 
     }
     throw err;
   }
+  releaseTransferBuffers(expected);
   // Recording a part is bookkeeping of an upload whose creation and completion are audited.
   await services.store.transaction((tx) => tx.fileUploads.recordPart(uploadId, partNumber, expected));
   return { status: 200, body: undefined, headers: { ETag: `"${uploadId}-${partNumber}"` } };

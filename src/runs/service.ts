@@ -38,6 +38,8 @@ interface ActiveRun {
   done: Promise<void>;
   /** Aborted because the server is shutting down (recorded as failed, not cancelled). */
   shutdown: boolean;
+  /** Blocks that have started and not yet ended (a table cell's `runningBlockIds`). */
+  runningBlocks: Set<string>;
 }
 
 export interface ExecuteOptions {
@@ -159,6 +161,11 @@ export class RunService {
     this.wakeAll();
   }
 
+  /** Blocks of a run executing here that have started and not yet ended; empty for any other run. */
+  runningBlockIds(runId: string): string[] {
+    return [...(this.active.get(runId)?.runningBlocks ?? [])];
+  }
+
   /** True when the run executes in this process (so cancelling can stop it here). */
   isLocal(runId: string): boolean {
     return this.active.has(runId);
@@ -242,7 +249,7 @@ export class RunService {
   async execute(run: RunRecord, options: ExecuteOptions = {}): Promise<RunResult> {
     const controller = new AbortController();
     let settle!: () => void;
-    const entry: ActiveRun = { controller, done: new Promise<void>((r) => (settle = r)), shutdown: false };
+    const entry: ActiveRun = { controller, done: new Promise<void>((r) => (settle = r)), shutdown: false, runningBlocks: new Set() };
     this.active.set(run.id, entry);
     const startedAt = run.startedAt ?? now();
     let result: RunResult;
@@ -257,7 +264,11 @@ export class RunService {
         input: JSON.parse(run.input),
         signal: controller.signal,
         timeoutMs: options.timeoutMs,
-        onEvent: options.onEvent,
+        onEvent: (event) => {
+          if (event.type === 'block_started') entry.runningBlocks.add(event.blockId);
+          else if (event.type === 'block_completed' || event.type === 'block_failed' || event.type === 'block_skipped') entry.runningBlocks.delete(event.blockId);
+          options.onEvent?.(event);
+        },
         triggerBlockId: run.triggerBlockId ?? undefined,
         resolveWorkflow: (id) => this.resolveChild(run.workspaceId, id),
         // {{NAME}}: the triggering user's personal secret, else the workspace's.

@@ -158,4 +158,12 @@ export async function openSqliteStore(file: string): Promise<Store> {
   return createStore(db);
 }
 
+/**
+ * A second store on a database a server has already opened and migrated: for worker threads that write on
+ * their own connection (a table import's staging rows). Never migrates.
+ */
+export function attachSqliteStore(file: string): Store {
+  return createStore(new SqliteDatabase(file));
+}
+
 export type { Database, SqlExecutor } from './database.ts';

@@ -1,5 +1,6 @@
 // Table imports (CSV/TSV into a new or existing table) and exports (CSV/JSON files), with their progress.
 import type { SqlExecutor, SqlValue } from './database.ts';
+import { limitClause } from './keyset.ts';
 
 export type ImportStatus = 'uploading' | 'processing' | 'completed' | 'failed' | 'canceled' | 'expired';
 export type ImportSource = { type: 'upload'; name: string; contentType: string; size: number } | { type: 'workspace_file'; fileId: string };
@@ -204,5 +205,18 @@ export class TableExportRepository {
 
   async withStatus(statuses: ExportStatus[]): Promise<TableExportRecord[]> {
     return (await this.db.all<ExportRow>(`SELECT * FROM table_exports WHERE status IN (${statuses.map(() => '?').join(', ')})`, statuses)).map(toExport);
+  }
+
+  /** Exports that ended (completed, failed or canceled) before `cutoff`, oldest first. */
+  async endedBefore(cutoff: string, limit: number): Promise<TableExportRecord[]> {
+    const rows = await this.db.all<ExportRow>(
+      `SELECT * FROM table_exports WHERE status IN ('completed', 'failed', 'canceled') AND completed_at < ? ORDER BY completed_at ${limitClause(limit)}`,
+      [cutoff],
+    );
+    return rows.map(toExport);
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.run('DELETE FROM table_exports WHERE id = ?', [id]);
   }
 }

@@ -279,21 +279,41 @@ export class TableRowsRepository {
 
   /** Inserts rows, many per statement (at most ~30,000 bound values each, in fixed chunk sizes so statements are reused). */
   async insert(tableId: string, columns: Column[], rows: StoredRow[]): Promise<void> {
-    if (rows.length === 0) return;
+    await this.insertFlat(tableId, columns, {
+      ids: rows.map((r) => r.id),
+      orderKeys: rows.map((r) => r.orderKey),
+      createdAt: rows.map((r) => r.createdAt),
+      updatedAt: rows.map((r) => r.updatedAt),
+      cells: rows.flatMap((r) => columns.map((c) => r.cells[c.id] ?? null)),
+    });
+  }
+
+  /**
+   * Inserts rows given as parallel arrays: `cells` holds each row's values in `columns` order, row after row
+   * (bulk imports build them that way, without an object per row).
+   */
+  async insertFlat(
+    tableId: string,
+    columns: Column[],
+    rows: { ids: string[]; orderKeys: string[]; createdAt: string[]; updatedAt: string[]; cells: readonly (StoredValue | undefined)[] },
+  ): Promise<void> {
+    const count = rows.ids.length;
+    if (count === 0) return;
+    const width = columns.length;
     const names = ['id', 'order_key', 'created_at', 'updated_at', ...columns.map((c) => cellColumn(c.id))];
     const tuple = `(${names.map(() => '?').join(', ')})`;
     const perStatement = Math.max(1, Math.min(500, Math.floor(30_000 / names.length)));
     const head = `INSERT INTO ${rowsTable(tableId)} (${names.join(', ')}) VALUES `;
-    for (let i = 0; i < rows.length; ) {
-      const left = rows.length - i;
+    const full = head + Array(perStatement).fill(tuple).join(', ');
+    for (let i = 0; i < count; ) {
       // Full chunks, then single rows for the remainder: two statement shapes per table.
-      const n = left >= perStatement ? perStatement : 1;
+      const n = count - i >= perStatement ? perStatement : 1;
       const params: SqlValue[] = [];
-      for (const r of rows.slice(i, i + n)) {
-        params.push(r.id, r.orderKey, r.createdAt, r.updatedAt);
-        for (const c of columns) params.push(r.cells[c.id] ?? null);
+      for (let row = i; row < i + n; row++) {
+        params.push(rows.ids[row]!, rows.orderKeys[row]!, rows.createdAt[row]!, rows.updatedAt[row]!);
+        for (let c = 0; c < width; c++) params.push(rows.cells[row * width + c] ?? null);
       }
-      await this.db.run(head + Array(n).fill(tuple).join(', '), params);
+      await this.db.run(n === perStatement ? full : head + tuple, params);
       i += n;
     }
   }
@@ -404,6 +424,11 @@ export class TableRowsRepository {
   async findUnique(tableId: string, columns: Column[], column: Column, value: StoredValue): Promise<StoredRow | undefined> {
     const r = await this.db.get<RawRow>(`SELECT * FROM ${rowsTable(tableId)} WHERE ${cellColumn(column.id)} = ?`, [value]);
     return r && this.toRow(r, columns);
+  }
+
+  /** Whether any row holds this value in the column (an index probe, for bulk checks). */
+  async hasValue(tableId: string, column: Column, value: StoredValue): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 AS found FROM ${rowsTable(tableId)} WHERE ${cellColumn(column.id)} = ? LIMIT 1`, [value])) !== undefined;
   }
 
   /** Ids of rows whose value in the column repeats an earlier row's (a unique column cannot be made of them). */

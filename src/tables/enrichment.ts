@@ -30,10 +30,13 @@ export interface ProviderConfig {
   apiKey: string | null;
 }
 
-/** A provider's endpoint settings from the environment. */
-export function providerConfig(providerId: string, env: NodeJS.ProcessEnv = process.env): ProviderConfig {
-  const key = providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_');
-  return { url: env[`ENRICHMENT_${key}_URL`] || null, apiKey: env[`ENRICHMENT_${key}_API_KEY`] || null };
+/** The configured providers (from the server's configuration), keyed by upper-case id. */
+export type ProviderSettings = Record<string, { url: string; apiKey: string | null }>;
+
+/** A provider's endpoint settings. */
+export function providerConfig(providerId: string, settings: ProviderSettings): ProviderConfig {
+  const p = settings[providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_')];
+  return { url: p?.url ?? null, apiKey: p?.apiKey ?? null };
 }
 
 export interface ProviderResult {
@@ -65,7 +68,7 @@ export interface CascadeOutcome {
  * Runs the cascade: each configured provider gets `POST {url}` with `{enrichmentId, input}` and answers
  * `{matched: boolean, outputs?: {...}, cost?: number}`; the first match wins and later providers are `not_run`.
  */
-export async function runCascade(def: EnrichmentDef, input: Record<string, unknown>, egress: EgressPolicy, timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<CascadeOutcome> {
+export async function runCascade(def: EnrichmentDef, input: Record<string, unknown>, egress: EgressPolicy, timeoutMs: number, settings: ProviderSettings): Promise<CascadeOutcome> {
   const started = Date.now();
   const providers: ProviderResult[] = [];
   let outputs: Record<string, unknown> | null = null;
@@ -77,7 +80,7 @@ export async function runCascade(def: EnrichmentDef, input: Record<string, unkno
       providers.push({ ...base, status: 'not_run' });
       continue;
     }
-    const cfg = providerConfig(id, env);
+    const cfg = providerConfig(id, settings);
     if (!cfg.url) {
       providers.push({ ...base, status: 'skipped', error: `Provider "${id}" is not configured (set ENRICHMENT_${id.toUpperCase()}_URL).` });
       continue;

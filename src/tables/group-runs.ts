@@ -279,7 +279,7 @@ export class GroupRunner {
       const c = t.columns.find((x) => x.id === m.columnId);
       if (c) input[m.inputName] = fromStored(c, row.cells[c.id] ?? null);
     }
-    const { cascade, outputs } = await runCascade(def, input, this.deps.egress, this.deps.config.execution.apiTimeoutMs);
+    const { cascade, outputs } = await runCascade(def, input, this.deps.egress, this.deps.config.execution.apiTimeoutMs, this.deps.config.tables.enrichmentProviders);
     const cells: Record<string, StoredValue> = {};
     const blockErrors: Record<string, string> = {};
     if (outputs) {

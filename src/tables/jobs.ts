@@ -1,35 +1,34 @@
 // Background table jobs: CSV/TSV imports and CSV/JSON exports. An import stages its rows in a table of its own,
-// in short batches (so other writes go on), and becomes visible in one final transaction: a crash or restart
+// in short batches (so other writes go on), written by a worker thread that parses the file
+// (src/tables/import-worker.ts), and becomes visible in one final transaction: a crash or restart
 // before that leaves nothing of it in the target, and start-up marks it failed and drops the staging rows.
 // An export streams the table in batches into a file under $DATA_DIR/table-exports without holding it in memory.
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { parse } from 'csv-parse';
-import { stringify } from 'csv-stringify/sync';
 import { generateNKeysBetween } from 'fractional-indexing';
 import type { Logger } from 'pino';
 import type { Store, Repositories } from '../store/index.ts';
 import type { BlobStore } from '../files/blob-store.ts';
 import type { Config } from '../config.ts';
-import type { RejectedSample, TableImportRecord } from '../store/table-jobs.ts';
-import type { StoredRow } from '../store/table-rows.ts';
+import type { TableImportRecord } from '../store/table-jobs.ts';
 import type { UserTableRecord } from '../store/user-tables.ts';
-import { type Column, ColumnError, defineColumn, fromStored, type StoredValue } from './columns.ts';
-import { cellFromText, columnNamesFor, INFER_ROWS, inferType, MAX_RECORD_BYTES, sniffDelimiter } from './csv.ts';
-import { DEFAULT_VIEW_NAME, newRowId, newTableId, newViewId } from './service.ts';
+import { type Column, defineColumn } from './columns.ts';
+import { columnNamesFor, inferType, sniffDelimiter } from './csv.ts';
+import { JobWorker, JobWorkerError } from './job-worker.ts';
+import type { ImportPlan, ImportSummary, ImportWorkerData } from './import-worker.ts';
+import type { ExportWorkerData } from './export-worker.ts';
+import { ExportStopped, writeTableExport } from './export-writer.ts';
+import { DEFAULT_VIEW_NAME, newTableId, newViewId } from './service.ts';
 import { FolderTree } from '../domain/folder-tree.ts';
 import type { FieldRef } from './predicate.ts';
 import { newDispatchId } from './group-runs.ts';
 
 /** Rows staged per transaction. */
-export const IMPORT_BATCH = 2500;
+export const IMPORT_BATCH = 2000;
 const MAX_SAMPLES = 20;
 /** Tables up to this many rows export within the request; larger ones queue. */
 export const INLINE_EXPORT_ROWS = 10_000;
-const EXPORT_BATCH = 2000;
 
 export interface TableJobDeps {
   store: Store;
@@ -40,9 +39,15 @@ export interface TableJobDeps {
 
 class ImportFailure extends Error {}
 
+/** An import's worker and the messages of its own it sends: the header and samples, then the summary. */
+type ImportJob = JobWorker<{ type: 'head'; headers: string[] | null; samples: string[][] } | ({ type: 'done' } & ImportSummary)>;
+
 export class TableJobRunner {
   private readonly deps: TableJobDeps;
   private readonly running = new Set<Promise<void>>();
+  /** Workers of running imports and exports, told to stop when the server shuts down. */
+  private readonly workers = new Set<JobWorker<{ type: string }>>();
+  private purgeTimer: NodeJS.Timeout | null = null;
   private closed = false;
   readonly exportDir: string;
 
@@ -66,10 +71,32 @@ export class TableJobRunner {
     for (const e of await store.tableExports.withStatus(['queued', 'processing'])) {
       await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued', 'processing'], 'failed', { error: 'The export was interrupted by a server restart. Start it again.', completedAt: now }, now));
     }
+    // Ended exports and their files go once their retention is over (checked twice per retention, at most hourly).
+    const every = Math.max(1000, Math.min(this.deps.config.tables.exportRetentionMs / 2, 3600_000));
+    this.purgeTimer = setInterval(() => this.track(this.purgeExports().then(() => undefined, (err) => this.deps.logger.warn({ err }, 'purging table exports failed'))), every);
+    this.purgeTimer.unref();
+  }
+
+  /** Deletes exports that ended longer ago than the retention, with their files; the number deleted. */
+  async purgeExports(): Promise<number> {
+    const { store, config } = this.deps;
+    const cutoff = new Date(Date.now() - config.tables.exportRetentionMs).toISOString();
+    let deleted = 0;
+    for (;;) {
+      const ended = await store.tableExports.endedBefore(cutoff, 200);
+      if (ended.length === 0 || this.closed) return deleted;
+      for (const e of ended) {
+        await fsp.rm(this.exportPath(e.id, e.format), { force: true });
+        await store.transaction((tx) => tx.tableExports.delete(e.id));
+        deleted++;
+      }
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.purgeTimer) clearInterval(this.purgeTimer);
+    for (const worker of this.workers) worker.stop();
     await Promise.allSettled([...this.running]);
   }
 
@@ -83,7 +110,7 @@ export class TableJobRunner {
   }
 
   startExport(exportId: string): void {
-    this.track(this.runExport(exportId).catch((err) => this.deps.logger.error({ err, exportId }, 'table export crashed')));
+    this.track(this.runExport(exportId, true).catch((err) => this.deps.logger.error({ err, exportId }, 'table export crashed')));
   }
 
   // ───────────── indexes on first use
@@ -141,42 +168,30 @@ export class TableJobRunner {
   }
 
   private async importRows(imp: TableImportRecord, blobKey: string, onStaging: (id: string) => void): Promise<void> {
-    const { store, blobs, config } = this.deps;
+    const { blobs, config } = this.deps;
     const head = await readHead(blobs.read(blobKey, { start: 0, end: 64 * 1024 - 1 }));
     const delimiter = sniffDelimiter(head);
-    const parser = blobs.read(blobKey).pipe(
-      parse({ delimiter, bom: true, relax_column_count: true, skip_empty_lines: false, raw: true, max_record_size: MAX_RECORD_BYTES, relax_quotes: false }),
-    );
-    const records = parser[Symbol.asyncIterator]() as AsyncIterator<{ record: string[]; raw: string }>;
-    // Line numbers are counted from the raw text (\n only), so CRLF and quoted line breaks count once.
-    let newlines = 0;
-    const next = async (): Promise<{ record: string[]; info: { lines: number } } | null> => {
-      try {
-        for (;;) {
-          const r = await records.next();
-          if (r.done) return null;
-          const line = newlines + 1;
-          // The raw text of a record holds its inner line breaks but not the one that ends it.
-          newlines++;
-          for (const ch of r.value.raw) if (ch === '\n') newlines++;
-          if (r.value.record.length === 1 && r.value.record[0]!.trim() === '') continue; // a blank line
-          return { record: r.value.record, info: { lines: line } };
-        }
-      } catch (err) {
-        const e = err as { code?: string; message?: string; lines?: number };
-        throw new ImportFailure(`The file is not valid CSV${e.lines ? ` (line ${e.lines})` : ''}: ${e.message ?? e.code ?? 'unreadable'}.`);
-      }
-    };
-    const first = await next();
-    if (!first) throw new ImportFailure('The file is empty: a header row is needed.');
-    const headers = first.record;
-    const buffered: { record: string[]; info: { lines: number } }[] = [];
-    while (buffered.length < INFER_ROWS) {
-      const r = await next();
-      if (!r) break;
-      buffered.push(r);
+    if (config.databaseFile === ':memory:') throw new ImportFailure('Imports need the database in a file; this server keeps it in memory.');
+    const data: ImportWorkerData = { delimiter, databaseFile: config.databaseFile, importId: imp.id };
+    const worker: ImportJob = new JobWorker(new URL('./import-worker.ts', import.meta.url), data, 'import', blobs.read(blobKey));
+    this.workers.add(worker);
+    try {
+      await this.stageRows(imp, worker, onStaging);
+    } catch (err) {
+      throw err instanceof JobWorkerError ? new ImportFailure(err.message) : err;
+    } finally {
+      this.workers.delete(worker);
+      await worker.close();
     }
-    const infer = (i: number) => inferType(buffered.map((r) => r.record[i] ?? ''));
+  }
+
+  private async stageRows(imp: TableImportRecord, worker: ImportJob, onStaging: (id: string) => void): Promise<void> {
+    const { store, config } = this.deps;
+    const head = await worker.take();
+    if (head.type !== 'head') throw new Error(`unexpected ${head.type} from the import worker`);
+    const { headers, samples: sampled } = head;
+    if (!headers) throw new ImportFailure('The file is empty: a header row is needed.');
+    const infer = (i: number) => inferType(sampled.map((r) => r[i] ?? ''));
 
     // Which column each header fills (null: skipped), and the columns of the staging table.
     let target: UserTableRecord | null = null;
@@ -219,89 +234,23 @@ export class TableJobRunner {
       // The order index from the start: rows arrive in key order, so it grows by appending and never needs the
       // large in-memory sort that building it over a million rows at the end would.
       await tx.tableRows.createTable(stagingId, columns, { indexes: false });
-      await tx.tableRows.createIndexes(stagingId, [], { lazy: true });
+      // Unique columns get their index now: the worker checks each staged value against the rows staged before.
+      await tx.tableRows.createIndexes(stagingId, columns.filter((c) => c.unique), { lazy: true });
       await tx.tableImports.update(imp.id, { stagingId, updatedAt: new Date().toISOString() });
     });
 
-    const uniques = columns.filter((c) => c.unique);
-    const seen = new Map(uniques.map((c) => [c.id, new Set<StoredValue>()]));
     const append = imp.target.type === 'existing' && imp.target.mode === 'append';
-    let lastKey = append ? await store.tableRows.lastOrderKey(target!.id) : null;
-    const firstKeyBase = lastKey;
-    const samples: RejectedSample[] = [];
-    let accepted = 0;
-    let rejected = 0;
-    let cellsRejected = 0;
-    let processed = 0;
-    let batch: StoredRow[] = [];
-    const now = new Date().toISOString();
-    const timeZone = imp.options.timezone;
-
-    const reject = (line: number, code: string, message: string, cells = 0) => {
-      rejected++;
-      cellsRejected += cells;
-      if (samples.length < MAX_SAMPLES) samples.push({ code, line, message });
+    const firstKeyBase = append ? await store.tableRows.lastOrderKey(target!.id) : null;
+    const plan: ImportPlan = {
+      byHeader, columns, stagingId, lastKey: firstKeyBase, timeZone: imp.options.timezone, maxRowBytes: config.tables.maxRowBytes, batchSize: IMPORT_BATCH,
+      maxSamples: MAX_SAMPLES, target: target ? { id: target.id, columns: target.columns, append } : null,
     };
-    const flush = async () => {
-      const keys = generateNKeysBetween(lastKey, null, batch.length);
-      batch.forEach((r, i) => (r.orderKey = keys[i]!));
-      if (batch.length > 0) lastKey = keys.at(-1)!;
-      const rows = batch;
-      batch = [];
-      const canceled = await store.transaction(async (tx) => {
-        const current = await tx.tableImports.get(imp.id);
-        if (current?.status !== 'processing') return true;
-        await tx.tableRows.insert(stagingId, columns, rows);
-        const t = new Date().toISOString();
-        await tx.tableImports.update(imp.id, { rowsProcessed: processed, rowsRejected: rejected, cellsRejected, rejectedSamples: samples, updatedAt: t });
-        if (target) await setJobProgress(tx, target.id, imp.id, processed);
-        return false;
-      });
-      if (canceled || this.closed) throw new ImportFailure(canceled ? 'The import was canceled.' : 'The server is shutting down.');
-    };
-
-    const handle = async (rec: { record: string[]; info: { lines: number } }) => {
-      processed++;
-      const line = rec.info.lines;
-      if (rec.record.length !== headers.length) return reject(line, 'FIELD_COUNT', `The row has ${rec.record.length} fields; the header has ${headers.length}.`);
-      const cells: Record<string, StoredValue> = {};
-      const problems: string[] = [];
-      for (const [i, text] of rec.record.entries()) {
-        const c = byHeader[i];
-        if (!c) continue;
-        try {
-          cells[c.id] = cellFromText(c, text, timeZone);
-        } catch (err) {
-          if (!(err instanceof ColumnError)) throw err;
-          problems.push(`${c.name}: ${err.message}`);
-        }
-      }
-      if (problems.length > 0) return reject(line, 'INVALID_VALUE', problems.join('; '), problems.length);
-      for (const c of columns) {
-        if (c.required && (cells[c.id] === undefined || cells[c.id] === null)) return reject(line, 'REQUIRED', `Column "${c.name}" is required.`, 1);
-      }
-      for (const c of uniques) {
-        const v = cells[c.id];
-        if (v === undefined || v === null) continue;
-        if (seen.get(c.id)!.has(v) || (append && (await store.tableRows.findUnique(target!.id, target!.columns, c, v)))) {
-          return reject(line, 'UNIQUE', `Column "${c.name}" is unique and ${JSON.stringify(fromStored(c, v))} is already used.`, 1);
-        }
-      }
-      // A UTF-8 character takes at most 3 bytes per UTF-16 unit: only rows that could be too large are measured.
-      let chars = 0;
-      for (const f of rec.record) chars += f.length + 3;
-      if (chars * 3 > config.tables.maxRowBytes && Buffer.byteLength(JSON.stringify(rec.record)) > config.tables.maxRowBytes) {
-        return reject(line, 'ROW_TOO_LARGE', 'The row is larger than a row may be.');
-      }
-      for (const c of uniques) if (cells[c.id] !== undefined && cells[c.id] !== null) seen.get(c.id)!.add(cells[c.id]!);
-      accepted++;
-      batch.push({ id: newRowId(), orderKey: '', createdAt: now, updatedAt: now, cells });
-      if (batch.length >= IMPORT_BATCH) await flush();
-    };
-
-    for (const r of buffered) await handle(r);
-    for (let r = await next(); r; r = await next()) await handle(r);
-    await flush();
+    worker.post({ type: 'plan', plan });
+    const done = await worker.take();
+    if (done.type !== 'done') throw new Error(`unexpected ${done.type} from the import worker`);
+    const { processed, accepted, rejected, cellsRejected, samples } = done;
+    if (this.closed) throw new ImportFailure('The server is shutting down.');
+    samples.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 
     // The one transaction that makes the import visible.
     await store.transaction(async (tx) => {
@@ -371,71 +320,43 @@ export class TableJobRunner {
     return path.join(this.exportDir, `${exportId}.${format}`);
   }
 
-  async runExport(exportId: string): Promise<void> {
-    const { store } = this.deps;
+  /**
+   * Runs an export: within the caller (small tables, answered in the request) or in a worker thread (`inWorker`,
+   * larger ones queued by startExport). The file is written under a temporary name and renamed once complete.
+   */
+  async runExport(exportId: string, inWorker = false): Promise<void> {
+    const { store, config } = this.deps;
     const e = (await store.tableExports.get(exportId))!;
     const now = () => new Date().toISOString();
     if (!(await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued'], 'processing', {}, now())))) return;
     const file = this.exportPath(e.id, e.format);
     const temp = `${file}.part`;
     try {
-      const t = await store.userTables.get(e.tableId);
-      if (!t) throw new Error('The table no longer exists.');
       await fsp.mkdir(this.exportDir, { recursive: true });
-      const out = fs.createWriteStream(temp);
-      const write = async (s: string) => {
-        if (!out.write(s)) await once(out, 'drain');
-      };
-      const columns = t.columns;
-      if (e.format === 'csv') await write(stringify([columns.map((c) => c.name)], { bom: false }));
-      else await write('[');
-      let after: [string, string] | null = null;
-      let count = 0;
-      for (;;) {
-        const rows = await store.tableRows.batchAfter(t.id, columns, after, EXPORT_BATCH);
-        if (rows.length === 0) break;
-        if (e.format === 'csv') {
-          await write(stringify(rows.map((r) => columns.map((c) => csvCell(c, r.cells[c.id] ?? null)))));
-        } else {
-          const parts = rows.map((r) => {
-            const data: Record<string, unknown> = {};
-            for (const c of columns) data[c.name] = fromStored(c, r.cells[c.id] ?? null);
-            return JSON.stringify({ id: r.id, ...data, createdAt: r.createdAt, updatedAt: r.updatedAt });
-          });
-          await write((count === 0 ? '\n' : ',\n') + parts.join(',\n'));
+      let count: number;
+      if (inWorker && config.databaseFile !== ':memory:') {
+        const data: ExportWorkerData = { databaseFile: config.databaseFile, exportId: e.id, tableId: e.tableId, format: e.format, file: temp };
+        const worker = new JobWorker<{ type: 'done'; count: number }>(new URL('./export-worker.ts', import.meta.url), data, 'export');
+        this.workers.add(worker);
+        try {
+          count = (await worker.take()).count;
+        } finally {
+          this.workers.delete(worker);
+          await worker.close();
         }
-        count += rows.length;
-        after = [rows.at(-1)!.orderKey, rows.at(-1)!.id];
-        const status = await store.tableExports.get(e.id);
-        if (status?.status !== 'processing') throw new Error('canceled');
-        await store.transaction((tx) => tx.tableExports.progress(e.id, count, now()));
-      }
-      if (e.format === 'json') await write(count === 0 ? ']\n' : '\n]\n');
-      out.end();
-      await once(out, 'finish');
+      } else count = await writeTableExport(store, e, temp, () => this.closed);
       await fsp.rename(temp, file);
       const size = (await fsp.stat(file)).size;
       await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'completed', { rowsProcessed: count, size, completedAt: now() }, now()));
     } catch (err) {
       await fsp.rm(temp, { force: true });
-      const message = err instanceof Error ? err.message : String(err);
-      if (message !== 'canceled') {
+      const canceled = (err instanceof JobWorkerError || err instanceof ExportStopped) && err.canceled;
+      if (!canceled) {
+        const message = err instanceof Error ? err.message : String(err);
         await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'failed', { error: message, completedAt: now() }, now()));
       }
     }
   }
-}
-
-/** RFC 4180 cell text: select cells by option name, json as JSON, empty cells empty. */
-function csvCell(c: Column, v: StoredValue): string {
-  if (v === null) return '';
-  const value = fromStored(c, v);
-  if (c.type === 'select') {
-    const name = (id: string) => c.options?.find((o) => o.id === id)?.name ?? id;
-    return c.multiple ? (value as string[]).map(name).join(', ') : name(value as string);
-  }
-  if (c.type === 'json') return JSON.stringify(value);
-  return String(value);
 }
 
 async function readHead(stream: Readable): Promise<string> {
@@ -456,11 +377,6 @@ async function rekey(tx: Repositories, stagingId: string, columns: Column[], aft
   }
   const keys = generateNKeysBetween(after, null, ids.length);
   for (const [i, id] of ids.entries()) await tx.tableRows.setOrderKey(stagingId, id, keys[i]!);
-}
-
-async function setJobProgress(tx: Repositories, tableId: string, jobId: string, rowsProcessed: number): Promise<void> {
-  const t = await tx.userTables.get(tableId);
-  if (t?.job?.id === jobId) await tx.userTables.update(tableId, { job: { ...t.job, rowsProcessed } });
 }
 
 export async function clearJob(tx: Repositories, tableId: string, jobId: string): Promise<void> {

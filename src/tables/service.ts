@@ -1,7 +1,6 @@
 // The rules of tables that operations share: loading a table of a workspace, locks, plan limits, turning client
 // rows (keyed by column name) into stored cells (keyed by column id) and back, positions, uniqueness, and the
 // wire views. Works on repositories inside the caller's transaction; errors are the shared ApiError.
-import { randomBytes } from 'node:crypto';
 import { generateKeyBetween, generateNKeysBetween } from 'fractional-indexing';
 import type { Repositories } from '../store/index.ts';
 import type { StoredRow } from '../store/table-rows.ts';
@@ -14,31 +13,7 @@ import { type Column, ColumnError, type StoredValue, fromStored, toStored } from
 import { PredicateError } from './predicate.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
 
-export const newTableId = () => `tbl_${randomBytes(16).toString('hex')}`;
-/**
- * Row ids grow with time (milliseconds and a counter, then random bits), so inserts append to the id index
- * instead of landing at random places in it; random bytes come from a pool rather than one call per row.
- */
-let pool = Buffer.alloc(0);
-let poolAt = 0;
-let lastMs = 0;
-let counter = 0;
-export function newRowId(): string {
-  const ms = Date.now();
-  if (ms === lastMs) counter++;
-  else {
-    lastMs = ms;
-    counter = 0;
-  }
-  if (poolAt + 5 > pool.length) {
-    pool = randomBytes(4096);
-    poolAt = 0;
-  }
-  const rand = pool.toString('hex', poolAt, poolAt + 5);
-  poolAt += 5;
-  return `row_${ms.toString(16).padStart(12, '0')}${counter.toString(16).padStart(5, '0')}${rand}`;
-}
-export const newViewId = () => `view_${randomBytes(12).toString('hex')}`;
+export { newRowId, newTableId, newViewId } from './ids.ts';
 
 export type LockKind = 'schema' | 'insert' | 'update' | 'delete';
 

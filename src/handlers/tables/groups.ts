@@ -16,8 +16,10 @@ import { nowIso, workspaceOf } from './shared.ts';
 const MAX_GROUPS = 100;
 type ColumnSpec = { name: string; type: Column['type']; required?: boolean; unique?: boolean };
 
-export function runStateView(r: RowRunRecord) {
-  return { status: r.status, executionId: r.runId, workflowId: r.workflowId, error: r.error, runningBlockIds: r.runningBlockIds, blockErrors: r.blockErrors, canceledAt: r.canceledAt };
+/** A cell's run as the wire shows it; `runningBlocks` names the blocks of a running run that are executing now. */
+export function runStateView(r: RowRunRecord, runningBlocks: (runId: string) => string[]) {
+  const runningBlockIds = r.status === 'running' && r.runId ? runningBlocks(r.runId) : r.runningBlockIds;
+  return { status: r.status, executionId: r.runId, workflowId: r.workflowId, error: r.error, runningBlockIds, blockErrors: r.blockErrors, canceledAt: r.canceledAt };
 }
 
 function groupView(t: UserTableRecord, g: WorkflowGroup) {
@@ -354,7 +356,7 @@ export const getRowEnrichment: Handler<'getRowEnrichment'> = async ({ params, ct
   }
   // Workflow groups run one workflow, not a cascade of enrichment providers: their cascade is null.
   const cascade = g.type === 'enrichment' && state?.enrichmentDetails ? (state.enrichmentDetails as never) : null;
-  return { status: 200, body: { data: { groupId: g.id, runState: state ? runStateView(state) : null, outputs, cascade } } };
+  return { status: 200, body: { data: { groupId: g.id, runState: state ? runStateView(state, (runId) => ctx.services.runs.runningBlockIds(runId)) : null, outputs, cascade } } };
 };
 
 export const runRowEnrichment: Handler<'runRowEnrichment'> = async ({ params, ctx }) => {

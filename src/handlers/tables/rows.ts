@@ -66,7 +66,7 @@ async function guarded<T>(t: UserTableRecord, fn: () => Promise<T>): Promise<T> 
  * One page of a query: table order pages by (order_key, id), a sort by offset. `limit` null is unbounded (and
  * refused past MAX_PAGE_BYTES); a bounded page stops early at MAX_PAGE_BYTES with a cursor to the rest.
  */
-async function readPage(repos: Repositories, t: UserTableRecord, q: { where: Predicate | null; sort: SortKey[]; limit: number | null; after: CursorKey | null }, runState: boolean): Promise<{ rows: ReturnType<typeof rowView>[]; next: CursorKey | null }> {
+async function readPage(repos: Repositories, t: UserTableRecord, q: { where: Predicate | null; sort: SortKey[]; limit: number | null; after: CursorKey | null }, runState: RunningBlocks | null): Promise<{ rows: ReturnType<typeof rowView>[]; next: CursorKey | null }> {
   const sorted = q.sort.length > 0;
   const offset = sorted && q.after ? Number(q.after[0]) : 0;
   const query: RowQuery = {
@@ -82,7 +82,7 @@ async function readPage(repos: Repositories, t: UserTableRecord, q: { where: Pre
   const views: ReturnType<typeof rowView>[] = [];
   let bytes = 0;
   let cut = page.rows.length;
-  const states = runState ? await runStates(repos, t.id, page.rows.map((r) => r.id)) : null;
+  const states = runState ? await runStates(repos, t.id, page.rows.map((r) => r.id), runState) : null;
   for (const [i, r] of page.rows.entries()) {
     const v = rowView(t.columns, r, states ? (states.get(r.id) ?? {}) : undefined);
     bytes += Buffer.byteLength(JSON.stringify(v));
@@ -100,12 +100,15 @@ async function readPage(repos: Repositories, t: UserTableRecord, q: { where: Pre
   return { rows: views, next };
 }
 
+type RunningBlocks = (runId: string) => string[];
+const runningBlocksOf = (ctx: RequestContext): RunningBlocks => (runId) => ctx.services.runs.runningBlockIds(runId);
+
 /** The run state of each row (group id → state), for rows read with includeRunState. */
-async function runStates(repos: Repositories, tableId: string, rowIds: string[]): Promise<Map<string, Record<string, ReturnType<typeof runStateView>>>> {
+async function runStates(repos: Repositories, tableId: string, rowIds: string[], runningBlocks: RunningBlocks): Promise<Map<string, Record<string, ReturnType<typeof runStateView>>>> {
   const out = new Map<string, Record<string, ReturnType<typeof runStateView>>>();
   for (const r of await repos.tableGroupRuns.forRows(tableId, rowIds)) {
     const m = out.get(r.rowId) ?? {};
-    m[r.groupId] = runStateView(r);
+    m[r.groupId] = runStateView(r, runningBlocks);
     out.set(r.rowId, m);
   }
   return out;
@@ -122,7 +125,7 @@ export const listTableRows: Handler<'listTableRows'> = async ({ params, query, c
   const limit = Math.min(query.limit ?? 100, runState ? 200 : 1000);
   const binding = { tableId: t.id, op: 'rows' };
   const after = readCursor(ctx, query.cursor, binding);
-  const page = await readPage(ctx.services.store, t, { where: null, sort: [], limit, after }, runState);
+  const page = await readPage(ctx.services.store, t, { where: null, sort: [], limit, after }, runState ? runningBlocksOf(ctx) : null);
   return { status: 200, body: pageBody(ctx, page, binding) };
 };
 
@@ -136,7 +139,7 @@ export const queryRows: Handler<'queryRows'> = async ({ params, body, ctx }) => 
   const binding = { tableId: t.id, predicate: JSON.stringify(body.predicate ?? null), sort: JSON.stringify(body.sort ?? null) };
   const after = readCursor(ctx, body.cursor, binding);
   ctx.services.tableJobs.ensureIndexes(t.id, fieldsOf(where, sort));
-  const page = await readPage(ctx.services.store, t, { where, sort, limit, after }, runState);
+  const page = await readPage(ctx.services.store, t, { where, sort, limit, after }, runState ? runningBlocksOf(ctx) : null);
   return { status: 200, body: pageBody(ctx, page, binding) };
 };
 
@@ -152,7 +155,7 @@ export const getTableRow: Handler<'getTableRow'> = async ({ params, query, ctx }
   const t = await loadTable(store, workspaceOf(ctx).id, params.tableId);
   const row = await store.tableRows.get(t.id, t.columns, params.rowId);
   if (!row) throw notFound('Row');
-  const states = query.includeRunState ? await runStates(store, t.id, [row.id]) : null;
+  const states = query.includeRunState ? await runStates(store, t.id, [row.id], runningBlocksOf(ctx)) : null;
   return { status: 200, body: { data: rowView(t.columns, row, states ? (states.get(row.id) ?? {}) : undefined) } };
 };
 

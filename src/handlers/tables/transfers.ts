@@ -264,7 +264,10 @@ function signDownload(key: Buffer, exportId: string, expires: number): string {
 export const tableExportDownload: Handler<'tableExportDownload'> = async ({ params, ctx }) => {
   const e = await loadExport(ctx, params.tableId, params.exportId);
   if (e.status !== 'completed') throw conflict(`The export is ${e.status}; a download is available once it has completed.`, { status: e.status });
-  const expires = Date.now() + DOWNLOAD_TTL_MS;
+  // A link never outlives the export's file, which goes when its retention is over.
+  const kept = Date.parse(e.completedAt ?? e.updatedAt) + ctx.services.config.tables.exportRetentionMs;
+  if (kept <= Date.now()) throw notFound('Export');
+  const expires = Math.min(Date.now() + DOWNLOAD_TTL_MS, kept);
   const url = `${ctx.services.config.baseUrl}/transfers/tables/exports/${e.id}?expires=${expires}&signature=${signDownload(ctx.services.signingKey, e.id, expires)}`;
   return { status: 200, body: { data: { url, fileName: e.fileName, expiresAt: new Date(expires).toISOString() } } };
 };
