@@ -12,6 +12,7 @@ import { resources } from './suites/resources.ts';
 import { mcp } from './suites/mcp.ts';
 import { tables } from './suites/tables.ts';
 import { knowledge } from './suites/knowledge.ts';
+import { idempotency } from './suites/idempotency.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -25,6 +26,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   mcp,
   tables,
   knowledge,
+  idempotency,
 };
 
 export async function main(argv: string[]): Promise<void> {

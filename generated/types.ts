@@ -1095,7 +1095,7 @@ export interface paths {
     put?: never;
     /**
      * Execute a workflow
-     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`.
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`. `Idempotency-Key` (an extension) makes a retry safe: the key and the run it created commit together, so a repeat never starts a second run, even after a server crash. The repeat of an async execute replays the 202 receipt; of a synchronous one, the stored result; of a streamed one, the finished run's result as one JSON document (a stream is never replayed), or 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` while the run goes on. With `X-Run-Id`, a different key (or none) for a taken id is still the 409 `RUN_ID_CONFLICT`.
      */
     post: operations['executeWorkflow'];
     delete?: never;
@@ -6187,8 +6187,18 @@ export interface components {
         'application/json': components['schemas']['ErrorBody'];
       };
     };
-    /** @description The request conflicts with the current state. */
+    /** @description The request conflicts with the current state. A repeat of an Idempotency-Key request still being processed is this too (`details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS`), with `Retry-After`. */
     Conflict: {
+      headers: {
+        'Retry-After': components['headers']['Retry-After'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['ErrorBody'];
+      };
+    };
+    /** @description The Idempotency-Key was already used for a different request (`details.conflicts` lists what differs: method, path, body or a header). */
+    IdempotencyKeyReused: {
       headers: {
         [name: string]: unknown;
       };
@@ -6270,7 +6280,7 @@ export interface components {
     SortOrder: 'asc' | 'desc';
     /** @description Workspace identifier. */
     WorkspaceIdPath: string;
-    /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. */
+    /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
     IdempotencyKey: string;
     /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
     IfMatch: string;
@@ -6301,6 +6311,8 @@ export interface components {
     'Retry-After': number;
     /** @description The document's entity tag (strong, quoted; an extension of this server). Send it back in `If-Match` to write only if nobody changed the document since. */
     ETag: string;
+    /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key, replayed without doing the work again (an extension of this server). */
+    'Idempotent-Replayed': 'true';
   };
   pathItems: never;
 }
@@ -6604,7 +6616,10 @@ export interface operations {
   createWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6625,6 +6640,7 @@ export interface operations {
       /** @description The created workflow with its seeded blocks. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6643,6 +6659,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -6696,7 +6713,10 @@ export interface operations {
   importWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6740,6 +6760,7 @@ export interface operations {
       /** @description The imported workflow. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6758,6 +6779,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -6880,7 +6902,10 @@ export interface operations {
   createWorkflowFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -6898,6 +6923,7 @@ export interface operations {
       /** @description The created folder. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -6916,6 +6942,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -7176,7 +7203,10 @@ export interface operations {
   duplicateWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7196,6 +7226,7 @@ export interface operations {
       /** @description The copy. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7214,6 +7245,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -7550,7 +7582,10 @@ export interface operations {
   deployWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7571,6 +7606,7 @@ export interface operations {
       /** @description The deployment status with the new version. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7586,8 +7622,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -8058,7 +8096,10 @@ export interface operations {
   createFileUpload: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -8079,6 +8120,7 @@ export interface operations {
       /** @description The session, its control token and the transfer instructions. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -8097,6 +8139,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -8334,7 +8377,10 @@ export interface operations {
   createFile: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -8359,6 +8405,7 @@ export interface operations {
       /** @description The new file. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -8377,6 +8424,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -9378,7 +9426,10 @@ export interface operations {
   createFileFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -9395,6 +9446,7 @@ export interface operations {
       /** @description The new folder. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9413,6 +9465,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -9549,6 +9602,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
         /** @description The id for this run (API-key and OAuth callers). Reusing an id answers 409. */
         'x-run-id'?: string;
         /** @description Comma-separated workflow ids of the workflow-to-workflow call chain that led here. */
@@ -9618,6 +9673,7 @@ export interface operations {
       /** @description The finished (or paused) run, or its event stream when `stream` was set. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9634,6 +9690,7 @@ export interface operations {
       /** @description The run was queued. */
       202: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -9652,6 +9709,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10542,7 +10600,10 @@ export interface operations {
   createWorkflowMcpServer: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -10569,6 +10630,7 @@ export interface operations {
       /** @description The created server. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10587,6 +10649,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10751,7 +10814,10 @@ export interface operations {
   deployWorkflowMcpTool: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Workflow MCP server identifier. */
         serverId: string;
@@ -10779,6 +10845,7 @@ export interface operations {
       /** @description The published tool. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10797,6 +10864,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11026,7 +11094,10 @@ export interface operations {
   createMcpServer: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -11072,6 +11143,7 @@ export interface operations {
       /** @description The registered server. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11087,8 +11159,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11340,7 +11414,10 @@ export interface operations {
   createTable: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -11363,6 +11440,7 @@ export interface operations {
       /** @description Create a table. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11381,6 +11459,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11677,6 +11756,8 @@ export interface operations {
       header?: {
         /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
         'if-match'?: components['parameters']['IfMatch'];
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
       };
       path: {
         /** @description Table identifier. */
@@ -11711,6 +11792,7 @@ export interface operations {
       200: {
         headers: {
           ETag: components['headers']['ETag'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11730,6 +11812,7 @@ export interface operations {
       412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -11896,7 +11979,10 @@ export interface operations {
   createTableRows: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11924,6 +12010,7 @@ export interface operations {
       /** @description Create rows. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11947,6 +12034,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -12500,7 +12588,10 @@ export interface operations {
   createTableView: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -12521,6 +12612,7 @@ export interface operations {
       /** @description Create a view. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12539,6 +12631,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12736,7 +12829,10 @@ export interface operations {
   createTableFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -12754,6 +12850,7 @@ export interface operations {
       /** @description Create a table folder. */
       201: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12772,6 +12869,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12926,7 +13024,10 @@ export interface operations {
   createTableImport: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -12949,6 +13050,7 @@ export interface operations {
       /** @description Start a table import. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12987,6 +13089,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -13181,7 +13284,10 @@ export interface operations {
   createTableExport: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13205,6 +13311,7 @@ export interface operations {
       /** @description Export a table. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13223,6 +13330,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -13431,7 +13539,10 @@ export interface operations {
   addWorkflowGroup: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13481,6 +13592,7 @@ export interface operations {
       /** @description Add a workflow group. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13502,6 +13614,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -13682,7 +13795,10 @@ export interface operations {
   createTableDispatch: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -13712,6 +13828,7 @@ export interface operations {
       /** @description Run workflow groups. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -13729,8 +13846,10 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14177,7 +14296,10 @@ export interface operations {
   createSkill: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -14199,6 +14321,7 @@ export interface operations {
       /** @description Create a skill. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14215,6 +14338,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14547,7 +14671,10 @@ export interface operations {
   createCustomTool: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -14568,6 +14695,7 @@ export interface operations {
       /** @description Create a custom tool. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14584,6 +14712,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15055,7 +15184,10 @@ export interface operations {
   createSandbox: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15080,6 +15212,7 @@ export interface operations {
       /** @description Create a sandbox. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15096,6 +15229,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15286,7 +15420,10 @@ export interface operations {
   createServiceAccountCredential: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15311,6 +15448,7 @@ export interface operations {
       /** @description Create a service-account credential. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15327,6 +15465,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15373,7 +15512,10 @@ export interface operations {
   createCredentialConnection: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15460,6 +15602,7 @@ export interface operations {
       /** @description Create a credential connection. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15475,6 +15618,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -15676,7 +15821,10 @@ export interface operations {
   createKnowledgeFolder: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -15694,6 +15842,7 @@ export interface operations {
       /** @description The new folder. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -15711,6 +15860,7 @@ export interface operations {
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16008,7 +16158,10 @@ export interface operations {
   createKnowledgeBase: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -16031,6 +16184,7 @@ export interface operations {
       /** @description The new knowledge base. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16046,6 +16200,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16424,7 +16580,10 @@ export interface operations {
   addWorkspaceFilesToKnowledgeBase: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16444,6 +16603,7 @@ export interface operations {
       /** @description Added and failed references. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16468,6 +16628,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16476,7 +16638,10 @@ export interface operations {
   createKnowledgeDocumentUpload: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16520,6 +16685,7 @@ export interface operations {
       /** @description The session, its control token and the transfer instructions. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16538,6 +16704,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -16912,7 +17079,10 @@ export interface operations {
   createKnowledgeChunk: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -16936,6 +17106,7 @@ export interface operations {
       /** @description The new chunk. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -16952,6 +17123,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -17239,7 +17411,10 @@ export interface operations {
   createKnowledgeTag: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -17261,6 +17436,7 @@ export interface operations {
       /** @description The new definition. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -17277,6 +17453,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -17560,7 +17737,10 @@ export interface operations {
   createKnowledgeConnector: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
+        'idempotency-key'?: components['parameters']['IdempotencyKey'];
+      };
       path: {
         /** @description Knowledge base identifier. */
         knowledgeBaseId: string;
@@ -17587,6 +17767,7 @@ export interface operations {
       /** @description The connector. */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -17602,6 +17783,8 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      422: components['responses']['IdempotencyKeyReused'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -24,6 +24,8 @@ export interface OperationModel {
   minRole: (typeof ROLES)[number] | null;
   workspaceIdIn: 'path' | 'query' | 'body' | null;
   rejectsWorkspaceKeys: boolean;
+  /** `x-idempotent`: an `Idempotency-Key` header makes a retry replay the first answer (POST only). */
+  idempotent: boolean;
   rateBucket: 'api' | 'execution';
   /** `x-etag`: the operation reads (answers `ETag`) or conditionally writes (honours `If-Match`) a document. */
   etag: 'read' | 'write' | null;
@@ -128,6 +130,14 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
       if (typeof rejects !== 'boolean') fail('x-rejects-workspace-keys must be a boolean');
 
       const params = [...shared, ...(op.parameters ?? [])].map((p) => deref(doc, p));
+      const idempotent = op['x-idempotent'] ?? false;
+      if (typeof idempotent !== 'boolean') fail('x-idempotent must be a boolean');
+      const declaresKey = params.some((p) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key');
+      if (idempotent === true) {
+        if (method !== 'post') fail('x-idempotent applies to POST operations only');
+        if (!declaresKey) fail('x-idempotent needs the Idempotency-Key header (components/parameters/IdempotencyKey)');
+        for (const s of ['409', '422']) if (!op.responses?.[s]) fail(`x-idempotent needs a ${s} response (request in progress, key reused)`);
+      } else if (declaresKey) fail('declares the Idempotency-Key header but not x-idempotent: true');
       const byIn = (where: string): ParamModel[] =>
         params.filter((p) => p.in === where).map((p) => ({ name: p.name, required: Boolean(p.required) }));
       const pathParams = byIn('path');
@@ -147,6 +157,7 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         const rb = deref(doc, op.requestBody);
         const contentTypes = Object.keys(rb.content ?? {}).sort();
         body = { required: Boolean(rb.required), contentTypes, stream: !contentTypes.some((t) => /json$/.test(t)) };
+        if (idempotent === true && body.stream) fail('x-idempotent needs a JSON request body (a streamed body cannot be fingerprinted)');
         for (const ct of contentTypes) {
           const schema = deref(doc, rb.content[ct].schema);
           if (ct === 'application/json' && schema?.type === 'object' && !isClosed(schema)) {
@@ -210,6 +221,7 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         minRole,
         workspaceIdIn,
         rejectsWorkspaceKeys: rejects,
+        idempotent: idempotent === true,
         rateBucket,
         etag,
         errorFormat,

@@ -53,6 +53,8 @@ export interface Config {
   /** Hosted chat pages and browser sign-in (sessions, the CLI's OAuth server and pairing handoff). */
   web: WebSettings;
   knowledge: KnowledgeSettings;
+  /** Idempotency-Key: how long a key (and the answer it replays) is kept. */
+  idempotency: { ttlMs: number };
 }
 
 export interface HttpLimits {
@@ -301,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       enrichmentProviders: enrichmentProviders(env),
     },
     http: httpLimits(env),
+    idempotency: { ttlMs: integer(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000 },
   };
 }
 

@@ -166,6 +166,25 @@ describe('generator', () => {
     expect(r.stderr).toContain('POST /api/v2/workflows/{workflowId}/execute: content.application/json.schema.input: an object schema with neither properties nor additionalProperties');
   });
 
+  it('refuses x-idempotent without the Idempotency-Key header, and the header without x-idempotent', () => {
+    const file = path.join(scratch, 'spec', 'paths', 'workflow-runs.yaml');
+    const original = fs.readFileSync(file, 'utf8');
+    const key = '      - $ref: ../openapi.yaml#/components/parameters/IdempotencyKey\n';
+    const withoutHeader = original.replace(key, '');
+    expect(withoutHeader).not.toBe(original);
+    fs.writeFileSync(file, withoutHeader);
+    const noHeader = run(['bin/generate.js']);
+    const withoutFlag = original.replace('    x-idempotent: true\n', '');
+    expect(withoutFlag).not.toBe(original);
+    fs.writeFileSync(file, withoutFlag);
+    const noFlag = run(['bin/generate.js']);
+    fs.writeFileSync(file, original);
+    expect(noHeader.status).toBe(1);
+    expect(noHeader.stderr).toContain('POST /api/v2/workflows/{workflowId}/execute: x-idempotent needs the Idempotency-Key header');
+    expect(noFlag.status).toBe(1);
+    expect(noFlag.stderr).toContain('POST /api/v2/workflows/{workflowId}/execute: declares the Idempotency-Key header but not x-idempotent: true');
+  });
+
   it('refuses an unknown option', () => {
     const r = run(['bin/generate.js', '--chek']);
     expect(r.status).toBe(2);

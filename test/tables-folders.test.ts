@@ -103,3 +103,23 @@ describe('locks', () => {
     expect((await s.call('PATCH', `/api/v2/tables/${t.id}/rows/${row.id}`, { workspaceId: ws, data: { amount: 7 } })).status).toBe(200);
   });
 });
+
+describe('row limits', () => {
+  it("follow the workspace's plan: the admin plan change and a restart bring maxRows to the plan's limit", async () => {
+    const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'limits', schema: { columns: [{ name: 'a', type: 'string' }] } });
+    const before = (await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows;
+    const admin = (...args: string[]) =>
+      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir, TABLE_ROWS_LIMIT_PRO: '7' }, encoding: 'utf8' });
+    expect(admin('workspace', 'plan', '--workspace', ws, '--plan', 'pro').status).toBe(0);
+    expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows).toBe(7);
+    await ok('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, rows: Array.from({ length: 7 }, (_, i) => ({ a: String(i) })) });
+    const full = await s.call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, data: { a: 'one more' } });
+    expect(full.status).toBe(403);
+    expect(full.body.error.details).toMatchObject({ code: 'TABLE_ROW_LIMIT', maxRows: 7, rowCount: 7 });
+    // Back on the free plan; the server applies its own configured limits when it starts (as here).
+    expect(admin('workspace', 'plan', '--workspace', ws, '--plan', 'free').status).toBe(0);
+    const { syncTableRowLimits } = await import('../src/tables/service.ts');
+    await syncTableRowLimits(s.services.store, s.services.config.tables.perPlan);
+    expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows).toBe(before);
+  });
+});

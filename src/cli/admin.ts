@@ -25,6 +25,7 @@ import { SecretCipher, loadSecretsKey } from '../secrets/cipher.ts';
 import { setTableLocks, TableLockError } from '../tables/locks.ts';
 import type { TableLocks } from '../store/user-tables.ts';
 import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
+import { syncTableRowLimits } from '../tables/service.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -142,6 +143,8 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
       if (!PLANS.includes(plan as Plan)) throw new IdentityError(`--plan must be one of ${PLANS.join(', ')}`);
       const workspaceId = required(flags, 'workspace');
       await setWorkspacePlan(store, workspaceId, plan as Plan);
+      // Tables take the new plan's row limit now (a running server reads it from the database).
+      await syncTableRowLimits(store, loadConfig().tables.perPlan);
       return { workspaceId, plan };
     }
     case 'oauth app create':

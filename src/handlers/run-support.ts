@@ -7,9 +7,10 @@ import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
 import { StreamBody } from '../http/stream-body.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { Workspace } from '../store/workspaces.ts';
-import type { RunMode, RunRecord } from '../store/workflow-runs.ts';
-import type { RunEvent, RunResult } from '../execution/index.ts';
-import { pickOutputs, runResultView, type Selector } from '../runs/views.ts';
+import { TERMINAL_STATUSES, type RunMode, type RunRecord } from '../store/workflow-runs.ts';
+import type { RunError, RunEvent, RunResult } from '../execution/index.ts';
+import { pickOutputs, recordedSelectors, resolveSelectors, runResultView, type Selector } from '../runs/views.ts';
+import { registerReplaySource } from '../http/idempotency.ts';
 
 const now = () => new Date().toISOString();
 
@@ -92,6 +93,8 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
     at,
   });
   const { id, key } = run;
+  // An Idempotency-Key is recorded with this run in the transaction below, so a retry never starts a second one.
+  ctx.createdResource(RUN_RESOURCE, id);
   try {
     await ctx.mutate(async (tx, audit) => {
       if (await tx.workflowRuns.keyTaken(w.workspaceId, key)) throw runIdConflict(key);
@@ -114,6 +117,47 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
   }
   return run;
 }
+
+const RUN_RESOURCE = 'workflow_run';
+
+const parse = <T>(json: string | null): T | null => (json === null ? null : (JSON.parse(json) as T));
+
+/** The 202 receipt of an async execute. */
+export async function runReceipt(ctx: RequestContext, run: RunRecord) {
+  const queuePosition = run.status === 'queued' ? await ctx.services.store.workflowRuns.countQueuedBefore(run.queuedAt, run.id) : 0;
+  return { status: 202 as const, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, run.workflowId, run.key), queuePosition } } };
+}
+
+/**
+ * A repeat of an execute whose answer was not stored (a streamed run, or a crash after the run was accepted)
+ * is answered from the run: an async run's receipt; otherwise the result once the run has finished or paused,
+ * with the request's selectedOutputs picked from the recorded outputs; null (409 in progress) before that.
+ */
+registerReplaySource(RUN_RESOURCE, async (ctx, runId, requestBody) => {
+  const run = await ctx.services.store.workflowRuns.get(runId);
+  if (!run) throw notFound('Workflow run');
+  if (run.mode === 'async') return runReceipt(ctx, run);
+  if (!TERMINAL_STATUSES.has(run.status) && run.status !== 'paused') return null;
+  const recorded = parse<Record<string, unknown>>(run.blockOutputs) ?? {};
+  const selected = (requestBody as { selectedOutputs?: string[] } | undefined)?.selectedOutputs;
+  let blockOutputs: Record<string, unknown> | null = null;
+  if (selected) {
+    const definition = await ctx.services.runs.definitionFor(run);
+    blockOutputs = pickOutputs(definition ? resolveSelectors(selected, definition.state) : recordedSelectors(selected.join(','), null, recorded), recorded);
+  }
+  const data = {
+    runId: run.key,
+    workflowId: run.workflowId,
+    status: run.status,
+    output: parse<unknown>(run.output) ?? null,
+    blockOutputs,
+    error: parse<RunError>(run.error),
+    startedAt: run.startedAt ?? run.queuedAt,
+    endedAt: run.endedAt ?? run.updatedAt,
+    durationMs: run.durationMs ?? 0,
+  };
+  return { status: 200, body: { data }, headers: { 'X-Run-Id': run.key } };
+});
 
 /**
  * Streams a run that is already accepted, in one of three forms:

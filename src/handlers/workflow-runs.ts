@@ -11,7 +11,7 @@ import { RUN_STREAM_VARY, runStreamFormat } from '../http/negotiate.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
 import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
-import { createRun, loadRunnableWorkflow, notDeployed, statusUrl, streamRun } from './run-support.ts';
+import { createRun, loadRunnableWorkflow, notDeployed, runReceipt, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
 
@@ -85,9 +85,8 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
 
   if (mode === 'async') {
     ctx.services.runs.notify();
-    const queuePosition = await ctx.services.store.workflowRuns.countQueuedBefore(run.queuedAt, run.id);
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
-    return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, w.id, run.key), queuePosition } } };
+    return runReceipt(ctx, run);
   }
   if (mode === 'stream') {
     const streamed = streamRun(ctx, run, timeoutMs, format ?? 'ndjson', selectors);

@@ -38,6 +38,12 @@ export interface RequestContext<P extends Principal | null = Principal> {
    */
   mutate<T>(fn: (tx: Repositories, audit: (entry: AuditEntry) => void) => Promise<T>): Promise<T>;
   /**
+   * Names the resource this request creates, so a retry with the same Idempotency-Key after a crash (or of a
+   * streamed answer) is answered from it (see registerReplaySource in src/http/idempotency.ts). Call it before
+   * the ctx.mutate that creates it: the name is recorded with the key in that transaction. A no-op without a key.
+   */
+  createdResource(kind: string, id: string): void;
+  /**
    * For operations with `x-etag: write` (src/http/conditional.ts): throws 412 PRECONDITION_FAILED unless the
    * request's If-Match accepts the document's current tag (null when there is no document) and its
    * If-None-Match (where declared) does not; without either header it does nothing. Call it inside the

@@ -17,6 +17,7 @@ import type { ValidatorFactory } from './validator.ts';
 import { rateLimit } from './rate-limit.ts';
 import { assertJsonDepth } from '../domain/json-depth.ts';
 import { assertPrecondition, ifNoneMatchHits, parseTagCondition } from './conditional.ts';
+import { Idempotency, StoredJson } from './idempotency.ts';
 
 interface Locals {
   principal?: Principal;
@@ -141,6 +142,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
     verify: (_req, _res, buf) => assertJsonDepth(buf, maxDepth),
   });
   const auth = options.authenticate ?? authenticate(services);
+  const idempotency = new Idempotency(services);
 
   return (operation, handler) => {
     const invoke = async (req: Request, res: Response, next: NextFunction) => {
@@ -160,6 +162,9 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
         const ifMatch = operation.etag === 'write' ? parseTagCondition(req.get('if-match'), 'if-match') : null;
         const ifNoneMatch = operation.headerParams.includes('if-none-match') ? parseTagCondition(req.get('if-none-match'), 'if-none-match') : null;
         let preconditionChecked = false;
+        let handlerRan = false;
+        // Idempotency-Key (operations marked x-idempotent): the key is applied in each ctx.mutate transaction.
+        const idem = idempotency.begin(operation, req, principal, workspace?.workspace.id ?? null);
         const ctx: RequestContext<Principal | null> = {
           requestId: req.id,
           operation,
@@ -172,30 +177,40 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
             if (!principal) throw new Error(`${operation.operationId} is public: it has no caller to authorize`);
             return authorizeWorkspace(services, principal, { ...operation, minRole: options.minRole ?? operation.minRole ?? 'read' }, workspaceId, options.resource);
           },
-          mutate: (fn) =>
-            services.store.transaction(async (tx) => {
+          mutate: async (fn) => {
+            const result = await services.store.transaction(async (tx) => {
               const entries: AuditEntry[] = [];
               const result = await fn(tx, (entry) => entries.push(entry));
               for (const entry of entries) {
                 await recordAudit(tx, principal, workspace?.workspace.id ?? null, entry, principal ? undefined : 'Anonymous (signed link)');
               }
+              if (idem) await idem.markApplied(tx);
               return result;
-            }),
+            });
+            idem?.committed();
+            return result;
+          },
+          createdResource: (kind, id) => idem?.created(kind, id),
           precondition: (current) => {
             if (operation.etag !== 'write') throw new Error(`${operation.operationId} does not declare x-etag: write`);
             preconditionChecked = true;
             assertPrecondition(ifMatch, ifNoneMatch, current);
           },
         };
-        const result = await handler({
-          params: req.params,
-          query: req.query,
-          headers: pickHeaders(req, operation.headerParams),
-          body: operation.streamBody ? req : req.body,
-          principal,
-          ctx,
-        });
-        if ((ifMatch || (operation.etag === 'write' && ifNoneMatch)) && !preconditionChecked && result.status < 300) {
+        const call = () => {
+          handlerRan = true;
+          return handler({
+            params: req.params,
+            query: req.query,
+            headers: pickHeaders(req, operation.headerParams),
+            body: operation.streamBody ? req : req.body,
+            principal,
+            ctx,
+          });
+        };
+        const result = idem ? await idem.run(ctx as RequestContext, call) : await call();
+        // A replayed answer (Idempotency-Key) never ran the handler, so it checked nothing.
+        if ((ifMatch || (operation.etag === 'write' && ifNoneMatch)) && handlerRan && !preconditionChecked && result.status < 300) {
           req.log.error({ operationId: operation.operationId }, 'If-Match was sent but the handler never checked it');
         }
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
@@ -213,6 +228,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
         res.status(result.status);
         if (result.body === undefined) res.end();
         else if (result.body instanceof StreamBody) await pipeline(result.body.stream, res);
+        else if (result.body instanceof StoredJson) res.type('application/json; charset=utf-8').send(result.body.text);
         else res.json(result.body);
       } catch (err) {
         next(err);

@@ -39,6 +39,7 @@ import { KnowledgeDocumentRepository } from './knowledge-documents.ts';
 import { KnowledgeChunkRepository } from './knowledge-chunks.ts';
 import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
 import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
+import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -83,6 +84,7 @@ export interface Repositories {
   knowledgeChunks: KnowledgeChunkRepository;
   knowledgeUploads: KnowledgeUploadRepository;
   knowledgeConnectors: KnowledgeConnectorRepository;
+  idempotencyKeys: IdempotencyKeyRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -129,6 +131,7 @@ function repositories(db: SqlExecutor): Repositories {
     knowledgeChunks: new KnowledgeChunkRepository(db),
     knowledgeUploads: new KnowledgeUploadRepository(db),
     knowledgeConnectors: new KnowledgeConnectorRepository(db),
+    idempotencyKeys: new IdempotencyKeyRepository(db),
   };
 }
 

@@ -1022,6 +1022,33 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX knowledge_documents_by_connector ON knowledge_documents (connector_id, external_id) WHERE connector_id IS NOT NULL
     `,
   },
+  {
+    version: 90,
+    name: 'idempotency_keys',
+    // One row per Idempotency-Key in its scope: 'applied' in the same transaction as the first request's change
+    // (owner: the process instance answering it; resource_* names what it created), 'completed' once its answer
+    // is stored for replay.
+    sql: `
+      CREATE TABLE idempotency_keys (
+        subject TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        operation_id TEXT NOT NULL,
+        idem_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('applied', 'completed')),
+        owner TEXT,
+        resource_kind TEXT,
+        resource_id TEXT,
+        status INTEGER,
+        headers TEXT,
+        body TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (subject, scope, operation_id, idem_key)
+      );
+      CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at)
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<number[]> {

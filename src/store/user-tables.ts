@@ -155,6 +155,16 @@ export class UserTableRepository {
     return r && toRecord(r);
   }
 
+  /** Sets every table's row limit to its plan's, for the tables of workspaces whose billing account is on `plan`. */
+  async setMaxRowsForPlan(plan: string, maxRows: number): Promise<number> {
+    const r = await this.db.run(
+      `UPDATE user_tables SET max_rows = ? WHERE max_rows <> ? AND workspace_id IN (
+         SELECT w.id FROM workspaces w JOIN billing_accounts b ON b.id = w.billing_account_id WHERE b.plan = ?)`,
+      [maxRows, maxRows, plan],
+    );
+    return r.changes;
+  }
+
   async countActive(workspaceId: string): Promise<number> {
     const r = await this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM user_tables WHERE workspace_id = ? AND archived_at IS NULL', [workspaceId]);
     return Number(r?.n ?? 0);

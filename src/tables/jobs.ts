@@ -19,7 +19,7 @@ import { JobWorker, JobWorkerError } from './job-worker.ts';
 import type { ImportPlan, ImportSummary, ImportWorkerData } from './import-worker.ts';
 import type { ExportWorkerData } from './export-worker.ts';
 import { ExportStopped, writeTableExport } from './export-writer.ts';
-import { DEFAULT_VIEW_NAME, newTableId, newViewId } from './service.ts';
+import { DEFAULT_VIEW_NAME, newTableId, newViewId, syncTableRowLimits } from './service.ts';
 import { FolderTree } from '../domain/folder-tree.ts';
 import type { FieldRef } from './predicate.ts';
 import { newDispatchId } from './group-runs.ts';
@@ -71,8 +71,10 @@ export class TableJobRunner {
     for (const e of await store.tableExports.withStatus(['queued', 'processing'])) {
       await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued', 'processing'], 'failed', { error: 'The export was interrupted by a server restart. Start it again.', completedAt: now }, now));
     }
+    await syncTableRowLimits(store, this.deps.config.tables.perPlan);
     // Ended exports and their files go once their retention is over (checked twice per retention, at most hourly).
     const every = Math.max(1000, Math.min(this.deps.config.tables.exportRetentionMs / 2, 3600_000));
+    if (this.purgeTimer) clearInterval(this.purgeTimer);
     this.purgeTimer = setInterval(() => this.track(this.purgeExports().then(() => undefined, (err) => this.deps.logger.warn({ err }, 'purging table exports failed'))), every);
     this.purgeTimer.unref();
   }

@@ -2,7 +2,7 @@
 // rows (keyed by column name) into stored cells (keyed by column id) and back, positions, uniqueness, and the
 // wire views. Works on repositories inside the caller's transaction; errors are the shared ApiError.
 import { generateKeyBetween, generateNKeysBetween } from 'fractional-indexing';
-import type { Repositories } from '../store/index.ts';
+import type { Repositories, Store } from '../store/index.ts';
 import type { StoredRow } from '../store/table-rows.ts';
 import type { TableLocks, UserTableRecord } from '../store/user-tables.ts';
 import type { Workspace } from '../store/workspaces.ts';
@@ -28,6 +28,16 @@ export async function loadTable(repos: Repositories, workspaceId: string, tableI
   const t = await repos.userTables.get(tableId);
   if (!t || t.workspaceId !== workspaceId || (archived === 'no' && t.archivedAt !== null)) throw notFound('Table');
   return t;
+}
+
+/**
+ * Brings every table's `maxRows` to its workspace's current plan limit (the limits are configuration and a plan
+ * can change): at start-up, and after a plan change. Tables over a lowered limit keep their rows and take no more.
+ */
+export async function syncTableRowLimits(store: Store, perPlan: TableSettings['perPlan']): Promise<number> {
+  let changed = 0;
+  for (const [plan, limits] of Object.entries(perPlan)) changed += await store.transaction((tx) => tx.userTables.setMaxRowsForPlan(plan, limits.rowsPerTable));
+  return changed;
 }
 
 export function planTableLimits(settings: TableSettings, workspace: Workspace) {
