@@ -245,21 +245,21 @@ export interface paths {
     };
     /**
      * Get a workflow
-     * @description Returns a workflow with its variables and the input fields of its start block.
+     * @description Returns a workflow with its variables and the input fields of its start block. Answers the entity tag of the workflow in `ETag` (an extension of this server); its run count and last run are not part of it.
      */
     get: operations['getWorkflow'];
     put?: never;
     post?: never;
     /**
      * Delete (archive) a workflow
-     * @description Archives a workflow and takes it out of deployment. It can be listed with `scope=archived` and restored. A locked workflow answers 423.
+     * @description Archives a workflow and takes it out of deployment. It can be listed with `scope=archived` and restored. A locked workflow answers 423. With `If-Match` the document is deleted only while its entity tag still matches, otherwise 412 with the current tag (an extension of this server).
      */
     delete: operations['deleteWorkflow'];
     options?: never;
     head?: never;
     /**
      * Update a workflow
-     * @description Changes the name, description or folder of a workflow (missing folders are created). A name already used in the destination folder is a 409.
+     * @description Changes the name, description or folder of a workflow (missing folders are created). A name already used in the destination folder is a 409. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     patch: operations['updateWorkflow'];
     trace?: never;
@@ -333,12 +333,12 @@ export interface paths {
     };
     /**
      * Get the draft state
-     * @description Returns the editable draft graph: blocks, edges, loop and parallel containers, variables. HEAD answers the same headers without a body. Records nothing.
+     * @description Returns the editable draft graph: blocks, edges, loop and parallel containers, variables. HEAD answers the same headers without a body. Records nothing. Answers the entity tag of the document in `ETag`; with `If-None-Match` naming it the answer is 304 without a body (an extension of this server).
      */
     get: operations['getWorkflowState'];
     /**
      * Replace the draft state
-     * @description Atomically replaces the draft graph; concurrent writes are last-write-wins. Loop and parallel containers are recomputed from the blocks' parent ids; variables the body omits are kept. Block or edge ids that belong to another workflow give 409; a locked workflow, or a change to a locked block, gives 423. Lint findings are advisory. `needsRedeployment` describes the state before the write. With `dryRun=true` nothing is saved or recorded and the answer is what the write would have returned. The live deployment never changes.
+     * @description Atomically replaces the draft graph; without `If-Match` concurrent writes are last-write-wins. Loop and parallel containers are recomputed from the blocks' parent ids; variables the body omits are kept. Block or edge ids that belong to another workflow give 409; a locked workflow, or a change to a locked block, gives 423. Lint findings are advisory. `needsRedeployment` describes the state before the write. With `dryRun=true` nothing is saved or recorded and the answer is what the write would have returned. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     put: operations['replaceWorkflowState'];
     post?: never;
@@ -346,7 +346,7 @@ export interface paths {
     options?: never;
     /**
      * Check the draft state
-     * @description Answers exactly like getWorkflowState, headers included, without a body. Records nothing.
+     * @description Answers exactly like getWorkflowState, headers included, without a body. Records nothing. Answers the entity tag of the document in `ETag`; with `If-None-Match` naming it the answer is 304 without a body (an extension of this server).
      */
     head: operations['headWorkflowState'];
     patch?: never;
@@ -367,7 +367,7 @@ export interface paths {
     head?: never;
     /**
      * Change workflow variables
-     * @description Adds, edits and deletes draft variables by name, in order, in one transaction. Adding a name that exists is a 409; editing or deleting one that does not is a 400.
+     * @description Adds, edits and deletes draft variables by name, in order, in one transaction. Adding a name that exists is a 409; editing or deleting one that does not is a 400. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     patch: operations['applyWorkflowVariables'];
     trace?: never;
@@ -383,7 +383,7 @@ export interface paths {
     put?: never;
     /**
      * Apply editing operations to the draft
-     * @description Edits the draft graph block by block in one batch: add, edit, delete, insert_into_subflow and extract_from_subflow, in order, then the connections they name, then `setBlockEnabled`, then layout. Loop and parallel containers are recomputed from the blocks' parent ids, as a state replace does. A declined operation (unknown block or type, duplicate name or trigger, locked block, bad container, bad connection) is listed in `skipped`; a dropped input in `inputValidationErrors`. By default the rest is applied; with `atomic: true` any finding fails the whole batch and nothing is written: 423 `LOCKED` when a locked block is among the findings, otherwise 409 `CONFLICT`, with `skipped` and `inputValidationErrors` in `details`. A locked workflow answers 423. A batch that changes nothing writes nothing and records no event; otherwise the write records one `workflow.operations_applied` event (counts only). `needsRedeployment` describes the draft before the write; lint findings describe the draft after it. With `dryRun=true` nothing is written or recorded and the answer is the one the write would give, except that new block ids are provisional: `mintedBlockIds` is empty, `previewBlockIds` maps the placeholders and a warning says so. The live deployment never changes.
+     * @description Edits the draft graph block by block in one batch: add, edit, delete, insert_into_subflow and extract_from_subflow, in order, then the connections they name, then `setBlockEnabled`, then layout. Loop and parallel containers are recomputed from the blocks' parent ids, as a state replace does. A declined operation (unknown block or type, duplicate name or trigger, locked block, bad container, bad connection) is listed in `skipped`; a dropped input in `inputValidationErrors`. By default the rest is applied; with `atomic: true` any finding fails the whole batch and nothing is written: 423 `LOCKED` when a locked block is among the findings, otherwise 409 `CONFLICT`, with `skipped` and `inputValidationErrors` in `details`. A locked workflow answers 423. A batch that changes nothing writes nothing and records no event; otherwise the write records one `workflow.operations_applied` event (counts only). `needsRedeployment` describes the draft before the write; lint findings describe the draft after it. With `dryRun=true` nothing is written or recorded and the answer is the one the write would give, except that new block ids are provisional: `mintedBlockIds` is empty, `previewBlockIds` maps the placeholders and a warning says so. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     post: operations['applyWorkflowOperations'];
     delete?: never;
@@ -535,7 +535,7 @@ export interface paths {
     put?: never;
     /**
      * Revert the draft to a version
-     * @description Replaces the draft state with a version's snapshot (`active` names the live version). The deployment does not change. A locked workflow answers 423.
+     * @description Replaces the draft state with a version's snapshot (`active` names the live version). The deployment does not change. A locked workflow answers 423. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     post: operations['revertWorkflowVersion'];
     delete?: never;
@@ -1373,18 +1373,18 @@ export interface paths {
     };
     /**
      * Get the workflow's hosted chat
-     * @description The workflow's chat settings. Needs workspace admin access; workspace API keys get 403. The password is never returned, only `hasPassword`. A workflow without a chat is a 404. The chat is managed separately from the workflow's API deployment.
+     * @description The workflow's chat settings. Needs workspace admin access; workspace API keys get 403. The password is never returned, only `hasPassword`. A workflow without a chat is a 404. The chat is managed separately from the workflow's API deployment. Answers the entity tag of the document in `ETag`; with `If-None-Match` naming it the answer is 304 without a body (an extension of this server).
      */
     get: operations['getWorkflowChatDeployment'];
     /**
      * Create or replace the workflow's hosted chat
-     * @description Creates the workflow's chat, or replaces every setting of the existing one (omitted optional fields take their defaults; an omitted `outputConfigs` shows no block output). `password` is required whenever `authType` is `password` and refused otherwise (15 to 1024 characters, not only whitespace); it is stored only as a scrypt hash. Output configs must name blocks of the workflow. `allowedEmails` needs at least one address or `@domain` for `email` and `sso`. An identifier another chat uses is a 409. Needs workspace admin access; workspace API keys get 403.
+     * @description Creates the workflow's chat, or replaces every setting of the existing one (omitted optional fields take their defaults; an omitted `outputConfigs` shows no block output). `password` is required whenever `authType` is `password` and refused otherwise (15 to 1024 characters, not only whitespace); it is stored only as a scrypt hash. Output configs must name blocks of the workflow. `allowedEmails` needs at least one address or `@domain` for `email` and `sso`. An identifier another chat uses is a 409. Needs workspace admin access; workspace API keys get 403. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server). This PUT creates a missing chat, so If-Match (even `*`) on a workflow without one is a 412 with `details.etag` null; `If-None-Match: *` makes it create-only (412 when the workflow has a chat).
      */
     put: operations['replaceWorkflowChatDeployment'];
     post?: never;
     /**
      * Delete the workflow's hosted chat
-     * @description Deletes the chat; its page answers that the chat is gone and its identifier is free again. The workflow's API deployment is not touched. Needs workspace admin access; workspace API keys get 403.
+     * @description Deletes the chat; its page answers that the chat is gone and its identifier is free again. The workflow's API deployment is not touched. Needs workspace admin access; workspace API keys get 403. With `If-Match` the document is deleted only while its entity tag still matches, otherwise 412 with the current tag (an extension of this server).
      */
     delete: operations['deleteWorkflowChatDeployment'];
     options?: never;
@@ -1661,21 +1661,21 @@ export interface paths {
     };
     /**
      * Get a table
-     * @description Reads one table: schema, row count, plan row limit, locks and the running job.
+     * @description Reads one table: schema, row count, plan row limit, locks and the running job. Answers the entity tag of the table definition in `ETag` (an extension of this server); the row count and the running job are not part of it.
      */
     get: operations['getTable'];
     put?: never;
     post?: never;
     /**
      * Delete (archive) a table
-     * @description Archives the table with its rows and views; `POST .../restore` brings it back. 423 when the table is delete-locked.
+     * @description Archives the table with its rows and views; `POST .../restore` brings it back. 423 when the table is delete-locked. With `If-Match` the document is deleted only while its entity tag still matches, otherwise 412 with the current tag (an extension of this server).
      */
     delete: operations['deleteTable'];
     options?: never;
     head?: never;
     /**
      * Update a table
-     * @description Renames a table, changes its description (null clears it) or moves it to a folder. Lock flags cannot be changed here (see the admin command). 409 when the name is taken; 423 when the schema is locked (renames).
+     * @description Renames a table, changes its description (null clears it) or moves it to a folder. Lock flags cannot be changed here (see the admin command). 409 when the name is taken; 423 when the schema is locked (renames). With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     patch: operations['updateTable'];
     trace?: never;
@@ -1751,19 +1751,19 @@ export interface paths {
     put?: never;
     /**
      * Add a column
-     * @description Adds a column at `position` (zero-based; the end when omitted). Existing rows get no value. 409 when the name is taken; 423 when the schema is locked.
+     * @description Adds a column at `position` (zero-based; the end when omitted). Existing rows get no value. 409 when the name is taken; 423 when the schema is locked. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     post: operations['addTableColumn'];
     /**
      * Delete a column
-     * @description Removes a column and its values from every row. 423 when the schema is locked.
+     * @description Removes a column and its values from every row. 423 when the schema is locked. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     delete: operations['deleteTableColumn'];
     options?: never;
     head?: never;
     /**
      * Update a column
-     * @description Renames a column (rows are keyed by stable column ids, so nothing is rewritten) or changes its type, options or flags. A type change converts every existing value; when some cannot convert the change is refused with 400 and each issue in `details` names a row (its id in `keys`). Making a column unique with duplicates present, or required with empty cells, is refused the same way.
+     * @description Renames a column (rows are keyed by stable column ids, so nothing is rewritten) or changes its type, options or flags. A type change converts every existing value; when some cannot convert the change is refused with 400 and each issue in `details` names a row (its id in `keys`). Making a column unique with duplicates present, or required with empty cells, is refused the same way. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     patch: operations['updateTableColumn'];
     trace?: never;
@@ -1961,21 +1961,21 @@ export interface paths {
     };
     /**
      * Get a view
-     * @description Reads one view.
+     * @description Reads one view. Answers the entity tag of the document in `ETag`; with `If-None-Match` naming it the answer is 304 without a body (an extension of this server).
      */
     get: operations['getTableView'];
     put?: never;
     post?: never;
     /**
      * Delete a view
-     * @description Deletes a view.
+     * @description Deletes a view. With `If-Match` the document is deleted only while its entity tag still matches, otherwise 412 with the current tag (an extension of this server).
      */
     delete: operations['deleteTableView'];
     options?: never;
     head?: never;
     /**
      * Update a view
-     * @description Renames a view, replaces its `config`, or merges `configPatch` into it (top-level keys), or makes it the default (the previous default stops being one). `config` and `configPatch` together are a 400.
+     * @description Renames a view, replaces its `config`, or merges `configPatch` into it (top-level keys), or makes it the default (the previous default stops being one). `config` and `configPatch` together are a 400. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     patch: operations['updateTableView'];
     trace?: never;
@@ -2401,21 +2401,21 @@ export interface paths {
     };
     /**
      * Get a skill
-     * @description Returns one skill with its content; built-in skills too.
+     * @description Returns one skill with its content; built-in skills too. Answers the entity tag of the document in `ETag`; with `If-None-Match` naming it the answer is 304 without a body (an extension of this server).
      */
     get: operations['getSkill'];
     put?: never;
     post?: never;
     /**
      * Delete a skill
-     * @description Deletes a skill; built-in skills cannot be deleted (403).
+     * @description Deletes a skill; built-in skills cannot be deleted (403). With `If-Match` the document is deleted only while its entity tag still matches, otherwise 412 with the current tag (an extension of this server).
      */
     delete: operations['deleteSkill'];
     options?: never;
     head?: never;
     /**
      * Update a skill
-     * @description Changes the fields sent (at least one). Built-in skills are read-only (403). Workspace admins, the creator and granted editors may edit.
+     * @description Changes the fields sent (at least one). Built-in skills are read-only (403). Workspace admins, the creator and granted editors may edit. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     patch: operations['updateSkill'];
     trace?: never;
@@ -2481,21 +2481,21 @@ export interface paths {
     };
     /**
      * Get a custom tool
-     * @description Returns one custom tool.
+     * @description Returns one custom tool. Answers the entity tag of the document in `ETag`; with `If-None-Match` naming it the answer is 304 without a body (an extension of this server).
      */
     get: operations['getCustomTool'];
     put?: never;
     post?: never;
     /**
      * Delete a custom tool
-     * @description Deletes a custom tool; agents naming it fail clearly afterwards.
+     * @description Deletes a custom tool; agents naming it fail clearly afterwards. With `If-Match` the document is deleted only while its entity tag still matches, otherwise 412 with the current tag (an extension of this server).
      */
     delete: operations['deleteCustomTool'];
     options?: never;
     head?: never;
     /**
      * Update a custom tool
-     * @description Changes the fields sent (at least one), with the same checks as on creation.
+     * @description Changes the fields sent (at least one), with the same checks as on creation. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     patch: operations['updateCustomTool'];
     trace?: never;
@@ -3526,6 +3526,17 @@ export interface components {
         message: string;
         details: {
           retryAfter: components['schemas']['Timestamp'];
+        };
+      };
+    };
+    PreconditionFailedBody: {
+      error: {
+        /** @enum {string} */
+        code: 'PRECONDITION_FAILED';
+        message: string;
+        details: {
+          /** @description The document's current entity tag; null when it does not exist. */
+          etag: string | null;
         };
       };
     };
@@ -6286,6 +6297,24 @@ export interface components {
     CallbackEvent: 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.paused';
   };
   responses: {
+    /** @description The document still has the entity tag named in `If-None-Match`; no body. */
+    NotModified: {
+      headers: {
+        ETag: components['headers']['ETag'];
+        [name: string]: unknown;
+      };
+      content?: never;
+    };
+    /** @description `If-Match` names none of the document's current entity tag (or the document does not exist, for a write that would create it); nothing was written. `details.etag` and the `ETag` header carry the current tag (null and absent when there is no document). */
+    PreconditionFailed: {
+      headers: {
+        ETag: components['headers']['ETag'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['PreconditionFailedBody'];
+      };
+    };
     /** @description A path, query, header or body field is missing, malformed or undeclared. */
     BadRequest: {
       headers: {
@@ -6419,6 +6448,8 @@ export interface components {
     IdempotencyKey: string;
     /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
     IfMatch: string;
+    /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+    IfNoneMatch: string;
     /** @description Workflow identifier (a UUID). */
     WorkflowIdPath: string;
     /** @description Deployment version number. */
@@ -6442,6 +6473,8 @@ export interface components {
     'X-RateLimit-Reset': number;
     /** @description Seconds to wait before retrying. */
     'Retry-After': number;
+    /** @description The document's entity tag (strong, quoted; an extension of this server). Send it back in `If-Match` to write only if nobody changed the document since. */
+    ETag: string;
     /** @description `true` when this answer is the stored answer of an earlier request with the same Idempotency-Key, replayed without doing the work again (an extension of this server). */
     'Idempotent-Replayed': 'true';
   };
@@ -7182,6 +7215,7 @@ export interface operations {
       /** @description The workflow. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7205,7 +7239,10 @@ export interface operations {
   deleteWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7232,6 +7269,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -7241,7 +7279,10 @@ export interface operations {
   updateWorkflow: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7263,6 +7304,7 @@ export interface operations {
       /** @description The updated workflow. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7279,6 +7321,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
@@ -7415,7 +7458,10 @@ export interface operations {
   getWorkflowState: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7427,6 +7473,7 @@ export interface operations {
       /** @description The draft state. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7438,6 +7485,7 @@ export interface operations {
           };
         };
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -7453,7 +7501,10 @@ export interface operations {
         /** @description Validate and lint without saving. */
         dryRun?: boolean;
       };
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7488,6 +7539,7 @@ export interface operations {
       /** @description What was (or, on a dry run, would be) written. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7504,6 +7556,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       423: components['responses']['Locked'];
@@ -7515,7 +7568,10 @@ export interface operations {
   headWorkflowState: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7527,6 +7583,7 @@ export interface operations {
       /** @description The draft state exists; the headers are those a GET would send. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7534,6 +7591,7 @@ export interface operations {
         };
         content?: never;
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -7546,7 +7604,10 @@ export interface operations {
   applyWorkflowVariables: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7587,6 +7648,7 @@ export interface operations {
       /** @description The variable count after the change. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7603,6 +7665,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
@@ -7616,7 +7679,10 @@ export interface operations {
         /** @description Validate, apply in memory and lint without writing or recording anything. */
         dryRun?: boolean;
       };
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -7651,6 +7717,7 @@ export interface operations {
       /** @description What was (or, on a dry run, would be) applied. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -7667,6 +7734,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       423: components['responses']['Locked'];
@@ -8056,7 +8124,10 @@ export interface operations {
   revertWorkflowVersion: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -8070,6 +8141,7 @@ export interface operations {
       /** @description The draft was reverted. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -8086,6 +8158,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -10421,7 +10494,10 @@ export interface operations {
   getWorkflowChatDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -10433,6 +10509,7 @@ export interface operations {
       /** @description The chat settings. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10444,6 +10521,7 @@ export interface operations {
           };
         };
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -10456,7 +10534,12 @@ export interface operations {
   replaceWorkflowChatDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -10490,6 +10573,7 @@ export interface operations {
       /** @description The chat as stored. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -10506,6 +10590,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -10514,7 +10599,10 @@ export interface operations {
   deleteWorkflowChatDeployment: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Workflow identifier (a UUID). */
         workflowId: components['parameters']['WorkflowIdPath'];
@@ -10541,6 +10629,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -11563,6 +11652,7 @@ export interface operations {
       /** @description Get a table. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11590,7 +11680,10 @@ export interface operations {
         /** @description Workspace that owns the table. */
         workspaceId: string;
       };
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11617,6 +11710,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       423: components['responses']['Locked'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
@@ -11626,7 +11720,10 @@ export interface operations {
   updateTable: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11649,6 +11746,7 @@ export interface operations {
       /** @description Update a table. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11665,6 +11763,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       423: components['responses']['Locked'];
@@ -11824,6 +11923,8 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
         /** @description A key of the caller's choosing that makes a retry of this request safe (an extension of this server). A repeat with the same key and body replays the first answer instead of doing the work again. Keys are scoped to the caller (the user behind a personal key or token, the key itself for a workspace key), the workspace (or, for an operation addressed by a resource, that resource's path), and the operation, and are kept for 24 hours (IDEMPOTENCY_TTL_SECONDS), across restarts. Only successful (2xx) answers are stored: the replay has the same status, body and headers (X-Run-Id, Location, ETag…) plus `Idempotent-Replayed: true`. An error answer that changed nothing (any 4xx, a 429 or a 5xx) releases the key, so a retry is processed afresh. The same key with another method, path, body or `X-Run-Id` is a 422 `IDEMPOTENCY_KEY_REUSED` whose `details.conflicts` names what differs. A repeat while the first request is still being processed is a 409 with `details.code: IDEMPOTENCY_REQUEST_IN_PROGRESS` and `Retry-After`. If the server stopped after the change was committed but before the answer was stored, a run is answered from the run itself (the same 202 receipt; the finished run's result for a synchronous or streamed execute, or 409 in progress until it finishes); any other operation answers 409 with `details.code: IDEMPOTENCY_OUTCOME_UNKNOWN` (the change was made: read it back, do not repeat it). A streamed execute is never replayed as a stream: a repeat gets the finished run's result as one JSON document, like a synchronous execute. */
         'idempotency-key'?: components['parameters']['IdempotencyKey'];
       };
@@ -11859,6 +11960,7 @@ export interface operations {
       /** @description Add a column. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
@@ -11876,6 +11978,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       422: components['responses']['IdempotencyKeyReused'];
@@ -11888,7 +11991,10 @@ export interface operations {
   deleteTableColumn: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11908,6 +12014,7 @@ export interface operations {
       /** @description Delete a column. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11923,6 +12030,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       423: components['responses']['Locked'];
@@ -11934,7 +12042,10 @@ export interface operations {
   updateTableColumn: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -11963,6 +12074,7 @@ export interface operations {
       /** @description Update a column. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -11979,6 +12091,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       423: components['responses']['Locked'];
@@ -12699,7 +12812,10 @@ export interface operations {
         /** @description Workspace that owns the table. */
         workspaceId: string;
       };
-      header?: never;
+      header?: {
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -12713,6 +12829,7 @@ export interface operations {
       /** @description Get a view. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12724,6 +12841,7 @@ export interface operations {
           };
         };
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -12739,7 +12857,10 @@ export interface operations {
         /** @description Workspace that owns the table. */
         workspaceId: string;
       };
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -12768,6 +12889,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -12776,7 +12898,10 @@ export interface operations {
   updateTableView: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Table identifier. */
         tableId: components['parameters']['TableIdPath'];
@@ -12801,6 +12926,7 @@ export interface operations {
       /** @description Update a view. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -12816,6 +12942,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];
       429: components['responses']['RateLimited'];
@@ -14392,7 +14519,10 @@ export interface operations {
         /** @description Workspace that owns the skill. */
         workspaceId: string;
       };
-      header?: never;
+      header?: {
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
         skillId: string;
@@ -14404,6 +14534,7 @@ export interface operations {
       /** @description Get a skill. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14415,6 +14546,7 @@ export interface operations {
           };
         };
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -14430,7 +14562,10 @@ export interface operations {
         /** @description Workspace that owns the skill. */
         workspaceId: string;
       };
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
         skillId: string;
@@ -14461,6 +14596,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14469,7 +14605,10 @@ export interface operations {
   updateSkill: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Skill identifier; a built-in skill is `builtin-<name>`, e.g. `builtin-research`. */
         skillId: string;
@@ -14494,6 +14633,7 @@ export interface operations {
       /** @description Update a skill. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14510,6 +14650,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14752,7 +14893,10 @@ export interface operations {
         /** @description Workspace that owns the custom tool. */
         workspaceId: string;
       };
-      header?: never;
+      header?: {
+        /** @description On a read, answer 304 Not Modified, without a body, when the document's current entity tag is one of these (weak comparison) or the value is `*`. On a write that declares it, `*` makes the write create-only: 412 when the document exists (an extension of this server). */
+        'if-none-match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description Custom tool identifier. */
         customToolId: string;
@@ -14764,6 +14908,7 @@ export interface operations {
       /** @description Get a custom tool. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14775,6 +14920,7 @@ export interface operations {
           };
         };
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
@@ -14790,7 +14936,10 @@ export interface operations {
         /** @description Workspace that owns the custom tool. */
         workspaceId: string;
       };
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Custom tool identifier. */
         customToolId: string;
@@ -14821,6 +14970,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      412: components['responses']['PreconditionFailed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
@@ -14829,7 +14979,10 @@ export interface operations {
   updateCustomTool: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Write only if the document's current entity tag is one of these (an extension of this server); `*` requires the document to exist. A stale tag answers 412 with the current tag in `details.etag`. */
+        'if-match'?: components['parameters']['IfMatch'];
+      };
       path: {
         /** @description Custom tool identifier. */
         customToolId: string;
@@ -14853,6 +15006,7 @@ export interface operations {
       /** @description Update a custom tool. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
           'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
           'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
@@ -14869,6 +15023,7 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       409: components['responses']['Conflict'];
+      412: components['responses']['PreconditionFailed'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

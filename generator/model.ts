@@ -27,6 +27,8 @@ export interface OperationModel {
   /** `x-idempotent`: an `Idempotency-Key` header makes a retry replay the first answer (POST only). */
   idempotent: boolean;
   rateBucket: 'api' | 'execution';
+  /** `x-etag`: the operation reads (answers `ETag`) or conditionally writes (honours `If-Match`) a document. */
+  etag: 'read' | 'write' | null;
   errorFormat: 'standard' | 'legacy';
   plans: string[] | null;
   public: boolean;
@@ -122,6 +124,8 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
       }
       const errorFormat = op['x-error-format'] ?? 'standard';
       if (!['standard', 'legacy'].includes(errorFormat)) fail('x-error-format must be standard or legacy');
+      const etag = op['x-etag'] ?? null;
+      if (etag !== null && etag !== 'read' && etag !== 'write') fail('x-etag must be read or write');
       const rejects = op['x-rejects-workspace-keys'] ?? false;
       if (typeof rejects !== 'boolean') fail('x-rejects-workspace-keys must be a boolean');
 
@@ -175,8 +179,25 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
       if (success.length === 0) fail('needs a 2xx response');
       for (const s of statuses) {
         const resp = deref(doc, op.responses[s]);
-        // A success may carry no body (204, HEAD, an upload part's 200 with only an ETag); errors always have one.
-        if (!resp.content && !/^2/.test(s) && method !== 'head') fail(`response ${s} needs a schema`);
+        // A success may carry no body (204, HEAD, an upload part's 200 with only an ETag), nor may a 304; errors always have one.
+        if (!resp.content && !/^2/.test(s) && s !== '304' && method !== 'head') fail(`response ${s} needs a schema`);
+      }
+      if (etag !== null) {
+        const headerNames = params.filter((p) => p.in === 'header').map((p) => String(p.name).toLowerCase());
+        const declaresETag = (status: string) => Object.keys(deref(doc, op.responses?.[status] ?? {}).headers ?? {}).some((h) => h.toLowerCase() === 'etag');
+        if (etag === 'write') {
+          if (!headerNames.includes('if-match')) fail('x-etag: write needs the IfMatch header parameter');
+          if (!statuses.includes('412')) fail('x-etag: write needs a 412 response');
+          if (method !== 'delete' && !success.every(declaresETag)) fail('x-etag: write needs an ETag header on its success responses');
+        } else {
+          if (headerNames.includes('if-match')) fail('x-etag: read takes no If-Match');
+          if (!success.every(declaresETag)) fail('x-etag: read needs an ETag header on its success responses');
+        }
+        // On a read a matching If-None-Match is a 304; on a write (create-only with `*`) it is the 412.
+        if (etag === 'read' && headerNames.includes('if-none-match') !== statuses.includes('304')) fail('If-None-Match and a 304 response go together');
+        if (etag === 'write' && statuses.includes('304')) fail('a write answers no 304');
+      } else if (params.some((p) => p.in === 'header' && /^if-(none-)?match$/i.test(String(p.name)))) {
+        fail('If-Match and If-None-Match need x-etag');
       }
       for (const s of ['400', '401', '429', '500']) {
         if (!isPublic && !statuses.includes(s)) fail(`needs a ${s} response`);
@@ -202,6 +223,7 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         rejectsWorkspaceKeys: rejects,
         idempotent: idempotent === true,
         rateBucket,
+        etag,
         errorFormat,
         plans,
         public: isPublic,

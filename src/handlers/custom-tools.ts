@@ -4,11 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { Handler } from '../../generated/handlers.ts';
 import { badRequest, conflict, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
+import { tagOf } from '../http/conditional.ts';
 import type { Repositories } from '../store/index.ts';
 import type { CustomToolRecord } from '../store/custom-tools.ts';
 import { functionSchemaIssues } from '../tools/custom-tools.ts';
 
 const view = (t: CustomToolRecord) => ({ id: t.id, title: t.title, schema: t.schema, code: t.code, createdAt: t.createdAt, updatedAt: t.updatedAt });
+/** A custom tool's entity tag is the hash of its answer, which is the whole stored tool. */
+const toolTag = (t: CustomToolRecord) => tagOf(view(t));
 
 function checkSchema(schema: unknown): asserts schema is CustomToolRecord['schema'] {
   const issues = functionSchemaIssues(schema);
@@ -57,7 +60,7 @@ export const createCustomTool: Handler<'createCustomTool'> = async ({ body, ctx 
 export const getCustomTool: Handler<'getCustomTool'> = async ({ params, query, ctx }) => {
   const tool = await ctx.services.store.customTools.get(query.workspaceId, params.customToolId);
   if (!tool) throw notFound('Custom tool');
-  return { status: 200, body: { data: view(tool) } };
+  return { status: 200, body: { data: view(tool) }, headers: { ETag: toolTag(tool) } };
 };
 
 export const updateCustomTool: Handler<'updateCustomTool'> = async ({ params, body, ctx }) => {
@@ -67,19 +70,21 @@ export const updateCustomTool: Handler<'updateCustomTool'> = async ({ params, bo
   const tool = await ctx.mutate(async (tx, audit) => {
     const current = await tx.customTools.get(body.workspaceId, params.customToolId);
     if (!current) throw notFound('Custom tool');
+    ctx.precondition(() => toolTag(current));
     if (body.title !== undefined && body.title !== current.title) await titleTaken(tx, body.workspaceId, body.title, current.id);
     const next: CustomToolRecord = { ...current, title: body.title ?? current.title, schema: schema ?? current.schema, code: body.code ?? current.code, updatedAt: new Date().toISOString() };
     await tx.customTools.update(next);
     audit({ action: 'custom_tool.updated', resourceType: 'custom_tool', resourceId: next.id, resourceName: next.title, metadata: { fields: Object.keys(body).filter((k) => k !== 'workspaceId') } });
     return next;
   });
-  return { status: 200, body: { data: view(tool) } };
+  return { status: 200, body: { data: view(tool) }, headers: { ETag: toolTag(tool) } };
 };
 
 export const deleteCustomTool: Handler<'deleteCustomTool'> = async ({ params, query, ctx }) => {
   await ctx.mutate(async (tx, audit) => {
     const current = await tx.customTools.get(query.workspaceId, params.customToolId);
     if (!current) throw notFound('Custom tool');
+    ctx.precondition(() => toolTag(current));
     await tx.customTools.delete(current.id);
     audit({ action: 'custom_tool.deleted', resourceType: 'custom_tool', resourceId: current.id, resourceName: current.title });
   });

@@ -3,6 +3,7 @@ import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
 import { conflict, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
+import { tagOf } from '../http/conditional.ts';
 import { newId } from '../identity/keys.ts';
 import { hashPassword } from '../identity/passwords.ts';
 import { ChatSettingsError, chatSummaryView, chatView, checkChatSettings } from '../chat/settings.ts';
@@ -19,6 +20,12 @@ async function loadWorkflow(ctx: RequestContext, workflowId: string): Promise<Wo
 
 const noChat = () => notFound('Chat deployment');
 
+/**
+ * A chat's entity tag: the hash of its answer (which includes whether it is live, so deploying the workflow
+ * changes it) and of its stored password hash, so a new password alone changes the tag too.
+ */
+const chatTag = (ctx: RequestContext, c: ChatDeployment) => tagOf({ chat: chatView(ctx.services.config, c), password: c.passwordHash });
+
 function blockIdsOf(w: WorkflowRecord): Set<string> {
   try {
     return new Set(Object.keys((JSON.parse(w.state) as { blocks?: Record<string, unknown> }).blocks ?? {}));
@@ -34,7 +41,7 @@ export const getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'> = a
   const w = await loadWorkflow(ctx, params.workflowId);
   const chat = await ctx.services.store.chatDeployments.getByWorkflow(w.id);
   if (!chat) throw noChat();
-  return { status: 200, body: { data: chatView(ctx.services.config, chat) } };
+  return { status: 200, body: { data: chatView(ctx.services.config, chat) }, headers: { ETag: chatTag(ctx, chat) } };
 };
 
 export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'> = async ({ params, body, ctx }) => {
@@ -50,9 +57,11 @@ export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployme
   const stored = await (async () => {
     try {
       return await ctx.mutate(async (tx, audit) => {
+        const existing = await tx.chatDeployments.getByWorkflow(w.id);
+        // This write may create the chat: If-Match (even `*`) on a workflow without one is a 412.
+        ctx.precondition(() => (existing ? chatTag(ctx, existing) : null));
         const taken = await tx.chatDeployments.getByIdentifier(body.identifier);
         if (taken && taken.workflowId !== w.id) throw identifierTaken(body.identifier);
-        const existing = await tx.chatDeployments.getByWorkflow(w.id);
         const at = new Date().toISOString();
         const chat: ChatDeployment = {
           id: existing?.id ?? newId(),
@@ -91,7 +100,7 @@ export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployme
       throw err;
     }
   })();
-  return { status: 200, body: { data: chatView(ctx.services.config, stored) } };
+  return { status: 200, body: { data: chatView(ctx.services.config, stored) }, headers: { ETag: chatTag(ctx, stored) } };
 };
 
 export const deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'> = async ({ params, ctx }) => {
@@ -99,6 +108,7 @@ export const deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment
   const id = await ctx.mutate(async (tx, audit) => {
     const chat = await tx.chatDeployments.getByWorkflow(w.id);
     if (!chat) throw noChat();
+    ctx.precondition(() => chatTag(ctx, chat));
     await tx.chatDeployments.delete(chat.id);
     audit({ action: 'chat.deleted', resourceType: 'chat', resourceId: chat.id, resourceName: chat.identifier, workspaceId: w.workspaceId, metadata: { workflowId: w.id } });
     return chat.id;

@@ -5,6 +5,7 @@ import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
 import { conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
+import { tagOf } from '../http/conditional.ts';
 import { BUILTIN_SKILLS, builtinSkill, isBuiltinSkillId, skillView, type SkillView } from '../resources/skills.ts';
 import type { Repositories } from '../store/index.ts';
 import { pageInMemory } from './list-support.ts';
@@ -75,8 +76,9 @@ export const createSkill: Handler<'createSkill'> = async ({ body, ctx }) => {
 
 export const getSkill: Handler<'getSkill'> = async ({ params, query, ctx }) => {
   const builtin = builtinSkill(params.skillId);
-  if (builtin && isBuiltinSkillId(params.skillId)) return { status: 200, body: { data: builtin } };
-  return { status: 200, body: { data: skillView(await findSkill(ctx.services.store, query.workspaceId, params.skillId)) } };
+  // A skill's entity tag is the hash of its answer (built-in skills never change).
+  const data = builtin && isBuiltinSkillId(params.skillId) ? builtin : skillView(await findSkill(ctx.services.store, query.workspaceId, params.skillId));
+  return { status: 200, body: { data }, headers: { ETag: tagOf(data) } };
 };
 
 export const updateSkill: Handler<'updateSkill'> = async ({ params, body, ctx }) => {
@@ -90,6 +92,7 @@ export const updateSkill: Handler<'updateSkill'> = async ({ params, body, ctx })
   const skill = await ctx.mutate(async (tx, audit) => {
     const current = await findSkill(tx, body.workspaceId, params.skillId);
     await requireEditor(ctx, tx, current);
+    ctx.precondition(() => tagOf(skillView(current)));
     if (body.name !== undefined && body.name !== current.name) await nameTaken(tx, body.workspaceId, body.name, current.id);
     const next: SkillRecord = {
       ...current,
@@ -102,7 +105,8 @@ export const updateSkill: Handler<'updateSkill'> = async ({ params, body, ctx })
     audit({ action: 'skill.updated', resourceType: 'skill', resourceId: next.id, resourceName: next.name, metadata: { fields: Object.keys(body).filter((k) => k !== 'workspaceId') } });
     return next;
   });
-  return { status: 200, body: { data: skillView(skill) } };
+  const data = skillView(skill);
+  return { status: 200, body: { data }, headers: { ETag: tagOf(data) } };
 };
 
 export const deleteSkill: Handler<'deleteSkill'> = async ({ params, query, ctx }) => {
@@ -113,6 +117,7 @@ export const deleteSkill: Handler<'deleteSkill'> = async ({ params, query, ctx }
   await ctx.mutate(async (tx, audit) => {
     const current = await findSkill(tx, query.workspaceId, params.skillId);
     await requireEditor(ctx, tx, current);
+    ctx.precondition(() => tagOf(skillView(current)));
     await tx.skills.delete(current.id);
     audit({ action: 'skill.deleted', resourceType: 'skill', resourceId: current.id, resourceName: current.name });
   });

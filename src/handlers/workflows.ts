@@ -5,6 +5,7 @@ import type { Handler, OperationInputs } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
 import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
+import { tagOf, tagOfText } from '../http/conditional.ts';
 import type { Repositories } from '../store/index.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { FolderRecord as WorkflowFolderRecord } from '../store/folders.ts';
@@ -80,6 +81,23 @@ function folderView(f: WorkflowFolderRecord) {
 }
 
 const stateOf = (w: { state: string }): WorkflowState => JSON.parse(w.state) as WorkflowState;
+
+/** What getWorkflow answers: the workflow with its variables and start inputs. */
+function workflowDetail(ctx: RequestContext, w: WorkflowRecord) {
+  const state = stateOf(w);
+  return { ...workflowView(ctx, w), variables: state.variables, inputs: startInputs(state) };
+}
+
+/**
+ * Entity tags (src/http/conditional.ts). The draft state's is the hash of its stored JSON; the workflow's is
+ * the hash of getWorkflow's answer without the run statistics, which runs update without changing the
+ * workflow. Both follow every write by any path, since they are computed from what is stored.
+ */
+const stateTag = (w: { state: string }) => tagOfText(w.state);
+function workflowTag(ctx: RequestContext, w: WorkflowRecord, detail = workflowDetail(ctx, w)): string {
+  const { runCount: _runs, lastRunAt: _lastRun, ...document } = detail;
+  return tagOf(document);
+}
 
 /** Loads a workflow by id and checks the caller may act in its workspace; anything else is a 404. */
 async function loadWorkflow(ctx: RequestContext, id: string, repos: Repositories = ctx.services.store): Promise<WorkflowRecord> {
@@ -269,8 +287,8 @@ export const createWorkflow: Handler<'createWorkflow'> = handle<'createWorkflow'
 
 export const getWorkflow: Handler<'getWorkflow'> = handle<'getWorkflow'>(async ({ params, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
-  const state = stateOf(w);
-  return { status: 200, body: { data: { ...workflowView(ctx, w), variables: state.variables, inputs: startInputs(state) } } };
+  const data = workflowDetail(ctx, w);
+  return { status: 200, body: { data }, headers: { ETag: workflowTag(ctx, w, data) } };
 });
 
 export const updateWorkflow: Handler<'updateWorkflow'> = handle<'updateWorkflow'>(async ({ params, body, ctx }) => {
@@ -279,6 +297,7 @@ export const updateWorkflow: Handler<'updateWorkflow'> = handle<'updateWorkflow'
   const folderPath = body.folderPath !== undefined ? parseFolderPath(body.folderPath, ['body', 'folderPath']) : undefined;
   const updated = await ctx.mutate(async (tx, audit) => {
     const w = await reload(tx, params.workflowId);
+    ctx.precondition(() => workflowTag(ctx, w));
     const at = now();
     const nextFolder = folderPath ?? w.folderPath;
     const nextName = name ?? w.name;
@@ -287,18 +306,21 @@ export const updateWorkflow: Handler<'updateWorkflow'> = handle<'updateWorkflow'
     const changes = { name: nextName, description: body.description === undefined ? w.description : body.description, folderPath: nextFolder, updatedAt: at };
     await tx.workflows.update(w.id, changes);
     audit({ action: 'workflow.updated', resourceType: 'workflow', resourceId: w.id, resourceName: nextName, workspaceId: w.workspaceId, metadata: { fields: Object.keys(body) } });
-    return { ...w, ...changes };
+    return reload(tx, w.id);
   });
-  return { status: 200, body: { data: workflowView(ctx, updated) } };
+  return { status: 200, body: { data: workflowView(ctx, updated) }, headers: { ETag: workflowTag(ctx, updated) } };
 });
 
 export const deleteWorkflow: Handler<'deleteWorkflow'> = handle<'deleteWorkflow'>(async ({ params, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
   assertUnlocked(w);
+  // Archiving an archived workflow changes nothing; If-Match still applies to it.
+  if (w.archived) ctx.precondition(() => workflowTag(ctx, w));
   if (!w.archived) {
     await ctx.mutate(async (tx, audit) => {
       const current = await reload(tx, w.id);
       assertUnlocked(current);
+      ctx.precondition(() => workflowTag(ctx, current));
       const at = now();
       await tx.workflows.update(w.id, { archived: true, archivedAt: at, isDeployed: false, deployedAt: null, activeVersionId: null, updatedAt: at });
       await tx.workflowVersions.deactivate(w.id);
@@ -530,7 +552,7 @@ export const deleteWorkflowFolder: Handler<'deleteWorkflowFolder'> = handle<'del
 
 export const getWorkflowState: Handler<'getWorkflowState'> = handle<'getWorkflowState'>(async ({ params, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
-  return { status: 200, body: { data: stateOf(w) } };
+  return { status: 200, body: { data: stateOf(w) }, headers: { ETag: stateTag(w) } };
 });
 
 /**
@@ -540,7 +562,7 @@ export const getWorkflowState: Handler<'getWorkflowState'> = handle<'getWorkflow
 export const headWorkflowState: Handler<'headWorkflowState'> = handle<'headWorkflowState'>(async ({ params, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
   const json = JSON.stringify({ data: stateOf(w) });
-  return { status: 200, body: undefined, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(json)) } };
+  return { status: 200, body: undefined, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(json)), ETag: stateTag(w) } };
 });
 
 export const replaceWorkflowState: Handler<'replaceWorkflowState'> = handle<'replaceWorkflowState'>(async ({ params, query, body, ctx }) => {
@@ -562,19 +584,22 @@ export const replaceWorkflowState: Handler<'replaceWorkflowState'> = handle<'rep
   };
 
   if (query.dryRun === true) {
+    ctx.precondition(() => stateTag(first));
     const { data } = await evaluate(ctx.services.store, first);
-    return { status: 200, body: { data } };
+    return { status: 200, body: { data }, headers: { ETag: stateTag(first) } };
   }
-  const data = await ctx.mutate(async (tx, audit) => {
+  const { data, etag } = await ctx.mutate(async (tx, audit) => {
     const w = await reload(tx, first.id);
+    ctx.precondition(() => stateTag(w));
     const { next, data } = await evaluate(tx, w);
     const at = now();
-    await tx.workflows.update(w.id, { state: JSON.stringify(next), stateSavedAt: at, updatedAt: at });
+    const stored = JSON.stringify(next);
+    await tx.workflows.update(w.id, { state: stored, stateSavedAt: at, updatedAt: at });
     await tx.workflows.setElements(w.id, ownedIds(next));
     audit({ action: 'workflow.state_replaced', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { blocks: Object.keys(next.blocks).length, edges: next.edges.length, variablesReplaced: input.variables !== undefined } });
-    return data;
+    return { data, etag: tagOfText(stored) };
   });
-  return { status: 200, body: { data } };
+  return { status: 200, body: { data }, headers: { ETag: etag } };
 });
 
 /** With `atomic`, any finding refuses the batch: 423 when a locked block is among them, 409 otherwise. */
@@ -623,16 +648,19 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = handl
   };
 
   if (dryRun) {
+    ctx.precondition(() => stateTag(first));
     const { data } = await evaluate(ctx.services.store, first);
-    return { status: 200, body: { data } };
+    return { status: 200, body: { data }, headers: { ETag: stateTag(first) } };
   }
-  const data = await ctx.mutate(async (tx, audit) => {
+  const { data, etag } = await ctx.mutate(async (tx, audit) => {
     const w = await reload(tx, first.id);
+    ctx.precondition(() => stateTag(w));
     const { outcome, data } = await evaluate(tx, w);
-    if (!outcome.changed) return data;
+    if (!outcome.changed) return { data, etag: stateTag(w) };
     const at = now();
     const next = outcome.state;
-    await tx.workflows.update(w.id, { state: JSON.stringify(next), stateSavedAt: at, updatedAt: at });
+    const stored = JSON.stringify(next);
+    await tx.workflows.update(w.id, { state: stored, stateSavedAt: at, updatedAt: at });
     await tx.workflows.setElements(w.id, ownedIds(next));
     audit({
       action: 'workflow.operations_applied',
@@ -651,15 +679,16 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = handl
         edges: next.edges.length,
       },
     });
-    return data;
+    return { data, etag: tagOfText(stored) };
   });
-  return { status: 200, body: { data } };
+  return { status: 200, body: { data }, headers: { ETag: etag } };
 });
 
 export const applyWorkflowVariables: Handler<'applyWorkflowVariables'> = handle<'applyWorkflowVariables'>(async ({ params, body, ctx }) => {
   await loadWorkflow(ctx, params.workflowId);
   const result = await ctx.mutate(async (tx, audit) => {
     const w = await reload(tx, params.workflowId);
+    ctx.precondition(() => stateTag(w));
     const state = stateOf(w);
     const byName = new Map(Object.values(state.variables).map((v) => [v.name, v]));
     let changed = false;
@@ -683,14 +712,16 @@ export const applyWorkflowVariables: Handler<'applyWorkflowVariables'> = handle<
       }
     });
     const variables = Object.fromEntries([...byName.values()].map((v) => [v.id, v]));
+    let stored = w.state;
     if (changed) {
       const at = now();
-      await tx.workflows.update(w.id, { state: JSON.stringify({ ...state, variables }), stateSavedAt: at, updatedAt: at });
+      stored = JSON.stringify({ ...state, variables });
+      await tx.workflows.update(w.id, { state: stored, stateSavedAt: at, updatedAt: at });
       audit({ action: 'workflow.variables_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { operations: body.operations.length } });
     }
-    return { id: w.id, variableCount: byName.size, changed };
+    return { data: { id: w.id, variableCount: byName.size, changed }, etag: tagOfText(stored) };
   });
-  return { status: 200, body: { data: result } };
+  return { status: 200, body: { data: result.data }, headers: { ETag: result.etag } };
 });
 
 // ---- deployment and versions
@@ -841,9 +872,10 @@ export const revertWorkflowVersion: Handler<'revertWorkflowVersion'> = handle<'r
   const first = await loadWorkflow(ctx, params.workflowId);
   assertUnlocked(first);
   const which = params.version === 'active' ? ('active' as const) : Number(params.version);
-  const savedAt = await ctx.mutate(async (tx, audit) => {
+  const { savedAt, etag } = await ctx.mutate(async (tx, audit) => {
     const w = await reload(tx, first.id);
     assertUnlocked(w);
+    ctx.precondition(() => stateTag(w));
     let version: WorkflowVersionRecord;
     if (which === 'active') {
       const live = await activeVersion(tx, w);
@@ -857,7 +889,7 @@ export const revertWorkflowVersion: Handler<'revertWorkflowVersion'> = handle<'r
     await tx.workflows.update(w.id, { state: version.state, stateSavedAt: at, updatedAt: at });
     await tx.workflows.setElements(w.id, ownedIds(next));
     audit({ action: 'workflow.reverted', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
-    return at;
+    return { savedAt: at, etag: stateTag(version) };
   });
-  return { status: 200, body: { data: { id: first.id, version: which, lastSaved: Date.parse(savedAt) } } };
+  return { status: 200, body: { data: { id: first.id, version: which, lastSaved: Date.parse(savedAt) } }, headers: { ETag: etag } };
 });

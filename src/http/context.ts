@@ -43,4 +43,11 @@ export interface RequestContext<P extends Principal | null = Principal> {
    * the ctx.mutate that creates it: the name is recorded with the key in that transaction. A no-op without a key.
    */
   createdResource(kind: string, id: string): void;
+  /**
+   * For operations with `x-etag: write` (src/http/conditional.ts): throws 412 PRECONDITION_FAILED unless the
+   * request's If-Match accepts the document's current tag (null when there is no document) and its
+   * If-None-Match (where declared) does not; without either header it does nothing. Call it inside the
+   * transaction that writes, with the tag of what that transaction read.
+   */
+  precondition(current: string | null | (() => string | null)): void;
 }

@@ -16,6 +16,7 @@ import { ApiError, badRequest, forbidden, notFound, unauthorized } from './error
 import type { ValidatorFactory } from './validator.ts';
 import { rateLimit } from './rate-limit.ts';
 import { assertJsonDepth } from '../domain/json-depth.ts';
+import { assertPrecondition, ifNoneMatchHits, parseTagCondition } from './conditional.ts';
 import { Idempotency, StoredJson } from './idempotency.ts';
 
 interface Locals {
@@ -157,6 +158,11 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           if (!id) throw badRequest('workspaceId is required.', [{ code: 'invalid_type', keys: [], path: [operation.workspaceIdIn, 'workspaceId'], message: 'Required' }]);
           workspace = await authorizeWorkspace(services, principal, operation, id);
         }
+        // Conditional requests (x-etag): the headers are read before any work, so a malformed one is a 400.
+        const ifMatch = operation.etag === 'write' ? parseTagCondition(req.get('if-match'), 'if-match') : null;
+        const ifNoneMatch = operation.headerParams.includes('if-none-match') ? parseTagCondition(req.get('if-none-match'), 'if-none-match') : null;
+        let preconditionChecked = false;
+        let handlerRan = false;
         // Idempotency-Key (operations marked x-idempotent): the key is applied in each ctx.mutate transaction.
         const idem = idempotency.begin(operation, req, principal, workspace?.workspace.id ?? null);
         const ctx: RequestContext<Principal | null> = {
@@ -185,9 +191,15 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
             return result;
           },
           createdResource: (kind, id) => idem?.created(kind, id),
+          precondition: (current) => {
+            if (operation.etag !== 'write') throw new Error(`${operation.operationId} does not declare x-etag: write`);
+            preconditionChecked = true;
+            assertPrecondition(ifMatch, ifNoneMatch, current);
+          },
         };
-        const call = () =>
-          handler({
+        const call = () => {
+          handlerRan = true;
+          return handler({
             params: req.params,
             query: req.query,
             headers: pickHeaders(req, operation.headerParams),
@@ -195,8 +207,24 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
             principal,
             ctx,
           });
+        };
         const result = idem ? await idem.run(ctx as RequestContext, call) : await call();
+        // A replayed answer (Idempotency-Key) never ran the handler, so it checked nothing.
+        if ((ifMatch || (operation.etag === 'write' && ifNoneMatch)) && handlerRan && !preconditionChecked && result.status < 300) {
+          req.log.error({ operationId: operation.operationId }, 'If-Match was sent but the handler never checked it');
+        }
         for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, v as string);
+        if (operation.etag === 'read' && result.status < 300) {
+          const set = res.getHeader('etag');
+          const tag = typeof set === 'string' ? set : null;
+          if (ifNoneMatch && ifNoneMatchHits(ifNoneMatch, tag)) {
+            res.status(304).end();
+            return;
+          }
+          // Where the spec offers no If-None-Match, the tag leaves out parts of the answer (run and row counts):
+          // Express's own freshness check must not answer 304 on it.
+          if (!ifNoneMatch) delete req.headers['if-none-match'];
+        }
         res.status(result.status);
         if (result.body === undefined) res.end();
         else if (result.body instanceof StreamBody) await pipeline(result.body.stream, res);

@@ -8,6 +8,7 @@ import type { TableLocks, UserTableRecord } from '../store/user-tables.ts';
 import type { Workspace } from '../store/workspaces.ts';
 import type { TableSettings } from '../config.ts';
 import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { tagOf } from '../http/conditional.ts';
 import { type Column, ColumnError, type StoredValue, fromStored, toStored } from './columns.ts';
 import { PredicateError } from './predicate.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
@@ -67,6 +68,15 @@ export function tableView(baseUrl: string, t: UserTableRecord) {
     createdAt: t.createdAt,
     updatedAt: t.updatedAt,
   };
+}
+
+/**
+ * The entity tag of a table (src/http/conditional.ts): its answer without the row count and the running job,
+ * which change with its rows rather than with the table. Computed from what is stored, so every write counts.
+ */
+export function tableTag(baseUrl: string, t: UserTableRecord): string {
+  const { rowCount: _rows, job: _job, ...definition } = tableView(baseUrl, t);
+  return tagOf(definition);
 }
 
 export function columnView(c: Column) {

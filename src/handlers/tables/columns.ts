@@ -1,13 +1,19 @@
 // Columns: add, update (rename, retype with conversion, flags, options), delete.
 import type { Handler } from '../../../generated/handlers.ts';
+import type { RequestContext } from '../../http/context.ts';
 import { badRequest, conflict } from '../../http/errors.ts';
 import type { Repositories } from '../../store/index.ts';
 import type { UserTableRecord } from '../../store/user-tables.ts';
 import { type Column, ColumnError, applyTypeFields, convertStored, defineColumn, fromStored, MAX_COLUMNS, COLUMN_NAME, MAX_COLUMN_NAME, type StoredValue } from '../../tables/columns.ts';
 import { SYSTEM_FIELDS } from '../../tables/predicate.ts';
-import { asBadRequest, assertUnlocked, columnView, loadTable } from '../../tables/service.ts';
+import { asBadRequest, assertUnlocked, columnView, loadTable, tableTag } from '../../tables/service.ts';
 import { dropColumnFromViews } from '../../tables/views.ts';
 import { nowIso, workspaceOf } from './shared.ts';
+
+/** The table's entity tag as the transaction left it (the answer of a column change carries it). */
+async function currentTag(ctx: RequestContext, tx: Repositories, tableId: string): Promise<string> {
+  return tableTag(ctx.services.config.baseUrl, (await tx.userTables.get(tableId))!);
+}
 
 /** At most this many offending rows are named when a change is refused. */
 const MAX_REPORTED_ROWS = 100;
@@ -44,6 +50,7 @@ export const addTableColumn: Handler<'addTableColumn'> = async ({ params, body, 
   const columns = await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
     assertUnlocked(t, 'schema');
+    ctx.precondition(() => tableTag(ctx.services.config.baseUrl, t));
     if (t.columns.some((c) => c.name === column.name)) throw conflict(`The table already has a column "${column.name}".`, { column: column.name });
     if (t.columns.length >= MAX_COLUMNS) throw badRequest(`A table has at most ${MAX_COLUMNS} columns.`);
     if (column.required && t.rowCount > 0) {
@@ -56,9 +63,9 @@ export const addTableColumn: Handler<'addTableColumn'> = async ({ params, body, 
     const now = nowIso();
     await tx.userTables.update(t.id, { columns: next, updatedAt: now });
     audit({ action: 'table.column_added', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { column: column.name, type: column.type } });
-    return next;
+    return { columns: next, etag: await currentTag(ctx, tx, t.id) };
   });
-  return { status: 200, body: { data: { columns: columns.map(columnView) } } };
+  return { status: 200, body: { data: { columns: columns.columns.map(columnView) } }, headers: { ETag: columns.etag } };
 };
 
 /** Converts every stored value of a column to its new definition; refuses naming the rows that cannot convert. */
@@ -88,6 +95,7 @@ export const updateTableColumn: Handler<'updateTableColumn'> = async ({ params, 
   const columns = await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
     assertUnlocked(t, 'schema');
+    ctx.precondition(() => tableTag(ctx.services.config.baseUrl, t));
     const from = findColumn(t, body.columnName, 'columnName');
     const to: Column = { ...from, ...(u.name !== undefined ? { name: u.name } : {}), ...(u.type !== undefined ? { type: u.type } : {}) };
     if (u.required !== undefined) to.required = u.required;
@@ -125,10 +133,10 @@ export const updateTableColumn: Handler<'updateTableColumn'> = async ({ params, 
       action: 'table.column_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name,
       metadata: { column: from.name, ...(to.name !== from.name ? { renamedTo: to.name } : {}), ...(retyped ? { type: to.type } : {}) },
     });
-    return next;
+    return { columns: next, etag: await currentTag(ctx, tx, t.id) };
   });
   // No workflow blocks of this server read table columns by name, so nothing is left unmigrated.
-  return { status: 200, body: { data: { columns: columns.map(columnView), unmigrated: [] } } };
+  return { status: 200, body: { data: { columns: columns.columns.map(columnView), unmigrated: [] } }, headers: { ETag: columns.etag } };
 };
 
 export const deleteTableColumn: Handler<'deleteTableColumn'> = async ({ params, body, ctx }) => {
@@ -136,6 +144,7 @@ export const deleteTableColumn: Handler<'deleteTableColumn'> = async ({ params, 
   const columns = await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
     assertUnlocked(t, 'schema');
+    ctx.precondition(() => tableTag(ctx.services.config.baseUrl, t));
     const column = findColumn(t, body.columnName, 'columnName');
     await tx.tableRows.dropColumn(t.id, column);
     const next = t.columns.filter((c) => c.id !== column.id);
@@ -149,7 +158,7 @@ export const deleteTableColumn: Handler<'deleteTableColumn'> = async ({ params, 
     await tx.userTables.update(t.id, { columns: next, groups, updatedAt: nowIso() });
     await dropColumnFromViews(tx, t.id, column.id);
     audit({ action: 'table.column_deleted', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { column: column.name } });
-    return next;
+    return { columns: next, etag: await currentTag(ctx, tx, t.id) };
   });
-  return { status: 200, body: { data: { columns: columns.map(columnView) } } };
+  return { status: 200, body: { data: { columns: columns.columns.map(columnView) } }, headers: { ETag: columns.etag } };
 };

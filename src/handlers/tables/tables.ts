@@ -7,7 +7,7 @@ import type { UserTableRecord } from '../../store/user-tables.ts';
 import { type Column, ColumnError, defineColumn, MAX_COLUMNS } from '../../tables/columns.ts';
 import { SYSTEM_FIELDS } from '../../tables/predicate.ts';
 import {
-  assertUnlocked, asBadRequest, DEFAULT_VIEW_NAME, loadTable, newTableId, newViewId, planTableLimits, tableView,
+  assertUnlocked, asBadRequest, DEFAULT_VIEW_NAME, loadTable, newTableId, newViewId, planTableLimits, tableTag, tableView,
 } from '../../tables/service.ts';
 import { isWithin, parentFolderPath } from '../../domain/folder-paths.ts';
 import { folderPathToWire } from '../../workflows/folder-wire.ts';
@@ -96,7 +96,7 @@ export const createTable: Handler<'createTable'> = async ({ body, ctx }) => {
 
 export const getTable: Handler<'getTable'> = async ({ params, ctx }) => {
   const t = await loadTable(ctx.services.store, workspaceOf(ctx).id, params.tableId, 'also');
-  return { status: 200, body: { data: tableView(baseUrl(ctx), t) } };
+  return { status: 200, body: { data: tableView(baseUrl(ctx), t) }, headers: { ETag: tableTag(baseUrl(ctx), t) } };
 };
 
 export const updateTable: Handler<'updateTable'> = async ({ params, body, ctx }) => {
@@ -104,6 +104,7 @@ export const updateTable: Handler<'updateTable'> = async ({ params, body, ctx })
   const folderPath = body.folderPath === undefined ? undefined : tableFolderPath(body.folderPath, ['body', 'folderPath']);
   const table = await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
+    ctx.precondition(() => tableTag(baseUrl(ctx), t));
     const now = nowIso();
     const changes: Partial<UserTableRecord> = {};
     if (body.name !== undefined && body.name !== t.name) {
@@ -121,7 +122,7 @@ export const updateTable: Handler<'updateTable'> = async ({ params, body, ctx })
     audit({ action: 'table.updated', resourceType: 'table', resourceId: t.id, resourceName: changes.name ?? t.name, metadata: { fields: Object.keys(changes) } });
     return { ...t, ...changes, updatedAt: now };
   });
-  return { status: 200, body: { data: tableView(baseUrl(ctx), table) } };
+  return { status: 200, body: { data: tableView(baseUrl(ctx), table) }, headers: { ETag: tableTag(baseUrl(ctx), table) } };
 };
 
 export const deleteTable: Handler<'deleteTable'> = async ({ params, ctx }) => {
@@ -129,6 +130,7 @@ export const deleteTable: Handler<'deleteTable'> = async ({ params, ctx }) => {
   await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
     assertUnlocked(t, 'delete');
+    ctx.precondition(() => tableTag(baseUrl(ctx), t));
     const now = nowIso();
     await tx.userTables.update(t.id, { archivedAt: now, archiveBatch: null, updatedAt: now });
     audit({ action: 'table.deleted', resourceType: 'table', resourceId: t.id, resourceName: t.name });

@@ -1,6 +1,7 @@
 // Saved views: list, create, read, update (config replace or configPatch, the one default view), delete.
 import type { Handler } from '../../../generated/handlers.ts';
 import { badRequest, notFound } from '../../http/errors.ts';
+import { tagOf } from '../../http/conditional.ts';
 import type { Repositories } from '../../store/index.ts';
 import type { TableViewRecord, UserTableRecord } from '../../store/user-tables.ts';
 import { asBadRequest, loadTable, newViewId } from '../../tables/service.ts';
@@ -21,6 +22,9 @@ function viewView(t: UserTableRecord, v: TableViewRecord) {
     updatedAt: v.updatedAt,
   };
 }
+
+/** A view's entity tag is the hash of its answer, which also follows renames of the columns it names. */
+const viewTag = (t: UserTableRecord, v: TableViewRecord) => tagOf(viewView(t, v));
 
 function stored(t: UserTableRecord, config: ViewConfig, field: string): ViewConfig {
   try {
@@ -46,7 +50,8 @@ export const listTableViews: Handler<'listTableViews'> = async ({ params, ctx })
 export const getTableView: Handler<'getTableView'> = async ({ params, ctx }) => {
   const store = ctx.services.store;
   const t = await loadTable(store, workspaceOf(ctx).id, params.tableId);
-  return { status: 200, body: { data: viewView(t, await loadView(store, t, params.viewId)) } };
+  const data = viewView(t, await loadView(store, t, params.viewId));
+  return { status: 200, body: { data }, headers: { ETag: tagOf(data) } };
 };
 
 export const createTableView: Handler<'createTableView'> = async ({ params, body, ctx }) => {
@@ -80,6 +85,7 @@ export const updateTableView: Handler<'updateTableView'> = async ({ params, body
   const result = await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
     const v = await loadView(tx, t, params.viewId);
+    ctx.precondition(() => viewTag(t, v));
     const now = nowIso();
     let config: ViewConfig | undefined;
     if (body.config !== undefined) config = stored(t, body.config as ViewConfig, 'config');
@@ -93,7 +99,7 @@ export const updateTableView: Handler<'updateTableView'> = async ({ params, body
     audit({ action: 'table.view_updated', resourceType: 'table_view', resourceId: v.id, resourceName: body.name ?? v.name, metadata: { tableId: t.id } });
     return viewView(t, (await tx.tableViews.get(t.id, v.id))!);
   });
-  return { status: 200, body: { data: result } };
+  return { status: 200, body: { data: result }, headers: { ETag: tagOf(result) } };
 };
 
 export const deleteTableView: Handler<'deleteTableView'> = async ({ params, ctx }) => {
@@ -101,6 +107,7 @@ export const deleteTableView: Handler<'deleteTableView'> = async ({ params, ctx 
   await ctx.mutate(async (tx, audit) => {
     const t = await loadTable(tx, workspaceId, params.tableId);
     const v = await loadView(tx, t, params.viewId);
+    ctx.precondition(() => viewTag(t, v));
     await tx.tableViews.delete(v.id);
     // The table keeps one default view while it has views: the oldest takes over.
     if (v.isDefault) {
