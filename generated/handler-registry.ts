@@ -14,6 +14,7 @@ import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as mcpServersHandlers from '../src/handlers/mcp-servers.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as runCallbacksHandlers from '../src/handlers/run-callbacks.ts';
 import * as sandboxesHandlers from '../src/handlers/sandboxes.ts';
 import * as secretsHandlers from '../src/handlers/secrets.ts';
 import * as skillsHandlers from '../src/handlers/skills.ts';
@@ -118,6 +119,7 @@ export const handlers = {
   getAuditLog: auditLogsHandlers.getAuditLog,
   getBillingStatus: billingHandlers.getBillingStatus,
   getBlock: catalogHandlers.getBlock,
+  getCallbackSigningSecret: runCallbacksHandlers.getCallbackSigningSecret,
   getCustomTool: customToolsHandlers.getCustomTool,
   getFile: filesHandlers.getFile,
   getFileShare: filesHandlers.getFileShare,
@@ -145,6 +147,7 @@ export const handlers = {
   getTableView: tablesHandlers.getTableView,
   getTool: catalogHandlers.getTool,
   getWorkflow: workflowsHandlers.getWorkflow,
+  getWorkflowCallback: runCallbacksHandlers.getWorkflowCallback,
   getWorkflowChatDeployment: hostedChatHandlers.getWorkflowChatDeployment,
   getWorkflowDeployment: workflowsHandlers.getWorkflowDeployment,
   getWorkflowMcpServer: mcpServersHandlers.getWorkflowMcpServer,
@@ -181,6 +184,7 @@ export const handlers = {
   listLogs: logsHandlers.listLogs,
   listMcpServerTools: mcpServersHandlers.listMcpServerTools,
   listMcpServers: mcpServersHandlers.listMcpServers,
+  listRunCallbacks: runCallbacksHandlers.listRunCallbacks,
   listSandboxes: sandboxesHandlers.listSandboxes,
   listSecrets: secretsHandlers.listSecrets,
   listSkillEditors: skillsHandlers.listSkillEditors,
@@ -230,11 +234,13 @@ export const handlers = {
   revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
   revokeSkillEditor: skillsHandlers.revokeSkillEditor,
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
+  rotateCallbackSigningSecret: runCallbacksHandlers.rotateCallbackSigningSecret,
   runRowEnrichment: tablesHandlers.runRowEnrichment,
   searchFileContent: filesHandlers.searchFileContent,
   searchKnowledge: knowledgeBasesHandlers.searchKnowledge,
   searchTableRows: tablesHandlers.searchTableRows,
   setSecret: secretsHandlers.setSecret,
+  setWorkflowCallback: runCallbacksHandlers.setWorkflowCallback,
   syncKnowledgeConnector: knowledgeBasesHandlers.syncKnowledgeConnector,
   tableExportDownload: tablesHandlers.tableExportDownload,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,

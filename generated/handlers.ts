@@ -884,6 +884,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getCallbackSigningSecret: {
+    params: Params<operations['getCallbackSigningSecret'], 'path'>;
+    query: Params<operations['getCallbackSigningSecret'], 'query'>;
+    headers: Params<operations['getCallbackSigningSecret'], 'header'>;
+    body: Body<operations['getCallbackSigningSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getCustomTool: {
     params: Params<operations['getCustomTool'], 'path'>;
     query: Params<operations['getCustomTool'], 'query'>;
@@ -1123,6 +1132,15 @@ export interface OperationInputs {
     query: Params<operations['getWorkflow'], 'query'>;
     headers: Params<operations['getWorkflow'], 'header'>;
     body: Body<operations['getWorkflow']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkflowCallback: {
+    params: Params<operations['getWorkflowCallback'], 'path'>;
+    query: Params<operations['getWorkflowCallback'], 'query'>;
+    headers: Params<operations['getWorkflowCallback'], 'header'>;
+    body: Body<operations['getWorkflowCallback']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1447,6 +1465,15 @@ export interface OperationInputs {
     query: Params<operations['listMcpServers'], 'query'>;
     headers: Params<operations['listMcpServers'], 'header'>;
     body: Body<operations['listMcpServers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listRunCallbacks: {
+    params: Params<operations['listRunCallbacks'], 'path'>;
+    query: Params<operations['listRunCallbacks'], 'query'>;
+    headers: Params<operations['listRunCallbacks'], 'header'>;
+    body: Body<operations['listRunCallbacks']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1892,6 +1919,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  rotateCallbackSigningSecret: {
+    params: Params<operations['rotateCallbackSigningSecret'], 'path'>;
+    query: Params<operations['rotateCallbackSigningSecret'], 'query'>;
+    headers: Params<operations['rotateCallbackSigningSecret'], 'header'>;
+    body: Body<operations['rotateCallbackSigningSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   runRowEnrichment: {
     params: Params<operations['runRowEnrichment'], 'path'>;
     query: Params<operations['runRowEnrichment'], 'query'>;
@@ -1933,6 +1969,15 @@ export interface OperationInputs {
     query: Params<operations['setSecret'], 'query'>;
     headers: Params<operations['setSecret'], 'header'>;
     body: Body<operations['setSecret']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  setWorkflowCallback: {
+    params: Params<operations['setWorkflowCallback'], 'path'>;
+    query: Params<operations['setWorkflowCallback'], 'query'>;
+    headers: Params<operations['setWorkflowCallback'], 'header'>;
+    body: Body<operations['setWorkflowCallback']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2710,6 +2755,11 @@ export interface OperationResults {
     body: Json<operations['getBlock']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getCallbackSigningSecret: {
+    status: 200;
+    body: Json<operations['getCallbackSigningSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getCustomTool: {
     status: 200;
     body: Json<operations['getCustomTool']['responses'][200]>;
@@ -2849,6 +2899,11 @@ export interface OperationResults {
   getWorkflow: {
     status: 200;
     body: Json<operations['getWorkflow']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkflowCallback: {
+    status: 200;
+    body: Json<operations['getWorkflowCallback']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkflowChatDeployment: {
@@ -3035,6 +3090,11 @@ export interface OperationResults {
   listMcpServers: {
     status: 200;
     body: Json<operations['listMcpServers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listRunCallbacks: {
+    status: 200;
+    body: Json<operations['listRunCallbacks']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listSandboxes: {
@@ -3294,6 +3354,11 @@ export interface OperationResults {
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  rotateCallbackSigningSecret: {
+    status: 200;
+    body: Json<operations['rotateCallbackSigningSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   runRowEnrichment: {
     status: 200;
     body: Json<operations['runRowEnrichment']['responses'][200]>;
@@ -3317,6 +3382,11 @@ export interface OperationResults {
   setSecret: {
     status: 200;
     body: Json<operations['setSecret']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  setWorkflowCallback: {
+    status: 200;
+    body: Json<operations['setWorkflowCallback']['responses'][200]>;
     headers?: Record<string, string>;
   };
   syncKnowledgeConnector: {
@@ -3670,6 +3740,8 @@ export interface Handlers {
   getBillingStatus: Handler<'getBillingStatus'>;
   /** GET /api/v2/blocks/{blockId} — Get a block type */
   getBlock: Handler<'getBlock'>;
+  /** GET /api/v2/workspaces/{workspaceId}/callback-signing-secret — Get the workspace's callback signing secret (metadata) */
+  getCallbackSigningSecret: Handler<'getCallbackSigningSecret'>;
   /** GET /api/v2/custom-tools/{customToolId} — Get a custom tool */
   getCustomTool: Handler<'getCustomTool'>;
   /** GET /api/v2/files/{fileId}/metadata — Get file metadata */
@@ -3724,6 +3796,8 @@ export interface Handlers {
   getTool: Handler<'getTool'>;
   /** GET /api/v2/workflows/{workflowId} — Get a workflow */
   getWorkflow: Handler<'getWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/callback — Get a workflow's default callback URL */
+  getWorkflowCallback: Handler<'getWorkflowCallback'>;
   /** GET /api/v2/workflows/{workflowId}/deployments/chat — Get the workflow's hosted chat */
   getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
@@ -3796,6 +3870,8 @@ export interface Handlers {
   listMcpServerTools: Handler<'listMcpServerTools'>;
   /** GET /api/v2/mcp-servers — List MCP servers */
   listMcpServers: Handler<'listMcpServers'>;
+  /** GET /api/v2/workflows/{workflowId}/runs/{runId}/callbacks — List a run's callback deliveries */
+  listRunCallbacks: Handler<'listRunCallbacks'>;
   /** GET /api/v2/sandboxes — List sandboxes */
   listSandboxes: Handler<'listSandboxes'>;
   /** GET /api/v2/secrets — List secrets */
@@ -3894,6 +3970,8 @@ export interface Handlers {
   revokeSkillEditor: Handler<'revokeSkillEditor'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
+  /** POST /api/v2/workspaces/{workspaceId}/callback-signing-secret/rotate — Rotate the workspace's callback signing secret */
+  rotateCallbackSigningSecret: Handler<'rotateCallbackSigningSecret'>;
   /** POST /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Run one row's group */
   runRowEnrichment: Handler<'runRowEnrichment'>;
   /** GET /api/v2/files/search — Search file content */
@@ -3904,6 +3982,8 @@ export interface Handlers {
   searchTableRows: Handler<'searchTableRows'>;
   /** PUT /api/v2/secrets/{name} — Set a secret */
   setSecret: Handler<'setSecret'>;
+  /** PUT /api/v2/workflows/{workflowId}/callback — Set a workflow's default callback URL */
+  setWorkflowCallback: Handler<'setWorkflowCallback'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync — Sync a connector now */
   syncKnowledgeConnector: Handler<'syncKnowledgeConnector'>;
   /** GET /api/v2/tables/{tableId}/exports/{exportId}/download — Get the download link of a table export */

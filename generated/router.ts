@@ -578,6 +578,14 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.delete('/api/v2/workflows/:workflowId', ...bind(OPERATIONS.deleteWorkflow, handlers.deleteWorkflow));
   router.get('/api/v2/workflows/:workflowId', ...bind(OPERATIONS.getWorkflow, handlers.getWorkflow));
   router.patch('/api/v2/workflows/:workflowId', ...bind(OPERATIONS.updateWorkflow, handlers.updateWorkflow));
+  router.get(
+    '/api/v2/workflows/:workflowId/callback',
+    ...bind(OPERATIONS.getWorkflowCallback, handlers.getWorkflowCallback),
+  );
+  router.put(
+    '/api/v2/workflows/:workflowId/callback',
+    ...bind(OPERATIONS.setWorkflowCallback, handlers.setWorkflowCallback),
+  );
   router.delete(
     '/api/v2/workflows/:workflowId/deploy',
     ...bind(OPERATIONS.undeployWorkflow, handlers.undeployWorkflow),
@@ -638,6 +646,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/workflows/:workflowId/runs/:runId',
     ...bind(OPERATIONS.getWorkflowRun, handlers.getWorkflowRun),
   );
+  router.get(
+    '/api/v2/workflows/:workflowId/runs/:runId/callbacks',
+    ...bind(OPERATIONS.listRunCallbacks, handlers.listRunCallbacks),
+  );
   router.post(
     '/api/v2/workflows/:workflowId/runs/:runId/cancel',
     ...bind(OPERATIONS.cancelWorkflowRun, handlers.cancelWorkflowRun),
@@ -688,6 +700,14 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   );
   router.get('/api/v2/workspaces', ...bind(OPERATIONS.listWorkspaces, handlers.listWorkspaces));
   router.get('/api/v2/workspaces/:workspaceId', ...bind(OPERATIONS.getWorkspace, handlers.getWorkspace));
+  router.get(
+    '/api/v2/workspaces/:workspaceId/callback-signing-secret',
+    ...bind(OPERATIONS.getCallbackSigningSecret, handlers.getCallbackSigningSecret),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/callback-signing-secret/rotate',
+    ...bind(OPERATIONS.rotateCallbackSigningSecret, handlers.rotateCallbackSigningSecret),
+  );
   router.get(
     '/api/v2/workspaces/:workspaceId/members',
     ...bind(OPERATIONS.listWorkspaceMembers, handlers.listWorkspaceMembers),

@@ -1095,7 +1095,7 @@ export interface paths {
     put?: never;
     /**
      * Execute a workflow
-     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`. `Idempotency-Key` (an extension) makes a retry safe: the key and the run it created commit together, so a repeat never starts a second run, even after a server crash. The repeat of an async execute replays the 202 receipt; of a synchronous one, the stored result; of a streamed one, the finished run's result as one JSON document (a stream is never replayed), or 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` while the run goes on. With `X-Run-Id`, a different key (or none) for a taken id is still the 409 `RUN_ID_CONFLICT`.
+     * @description Runs the workflow's active deployment (or, with `run.source: manual`, its saved draft). Synchronous by default: the answer is the run's result. `async: true` queues the run durably and answers 202 at once with `runId` and `statusUrl`. `stream: true` answers with the run's events as they happen: Server-Sent Events when the request accepts `text/event-stream`, NDJSON (`application/x-ndjson`) when it accepts that or only wildcards, ending with a `final` event carrying the result; a request that accepts `application/json` (and the Python SDK, `python-requests` with `*\/*`) gets the synchronous answer as one JSON document, preceded by whitespace every 15 s while the run goes on. Such answers carry `Vary: Accept, User-Agent`. A workflow that is not deployed cannot be run from its deployment (400). `X-Run-Id` chooses the run id; an id already used answers 409 with `details.code: RUN_ID_CONFLICT`. `executionTimeoutSeconds` needs `async: true` and is capped by the plan. A synchronous run that outlives the server's limit fails with `TIMEOUT`. `Idempotency-Key` (an extension) makes a retry safe: the key and the run it created commit together, so a repeat never starts a second run, even after a server crash. The repeat of an async execute replays the 202 receipt; of a synchronous one, the stored result; of a streamed one, the finished run's result as one JSON document (a stream is never replayed), or 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS` while the run goes on. With `X-Run-Id`, a different key (or none) for a taken id is still the 409 `RUN_ID_CONFLICT`. Completion callbacks (an extension): an asynchronous run reports to `callbackUrl` (or the workflow's default callback URL) when it settles; see the `runCallback` webhook.
      */
     post: operations['executeWorkflow'];
     delete?: never;
@@ -3368,8 +3368,113 @@ export interface paths {
     patch: operations['updateKnowledgeConnectorDocuments'];
     trace?: never;
   };
+  '/api/v2/workflows/{workflowId}/callback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workflow's default callback URL
+     * @description The callback URL the workflow's asynchronous runs report to when their execute request names none (`url` null when it has none). An extension beyond the platform.
+     */
+    get: operations['getWorkflowCallback'];
+    /**
+     * Set a workflow's default callback URL
+     * @description Sets (or, with `url: null`, clears) the callback URL of the workflow's asynchronous runs whose execute request names none; a run's own `callbackUrl` wins. Runs already accepted keep the URL they were given. The URL must be http or https; one that resolves to a private, loopback or link-local address is a 400 (`egress_blocked`) unless the server's egress policy allows it. The workspace needs a callback signing secret first (409 `CALLBACK_SECRET_MISSING`: an admin rotates one). An extension beyond the platform.
+     */
+    put: operations['setWorkflowCallback'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workflows/{workflowId}/runs/{runId}/callbacks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List a run's callback deliveries
+     * @description The completion-callback deliveries of one run (one per time it settled: completed, failed, cancelled or paused), oldest first, each with its attempt log: when each attempt started, how long it took, the receiver's status code or the error, and when the next attempt is due. Empty for a run without a callback URL. An extension beyond the platform.
+     */
+    get: operations['listRunCallbacks'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/callback-signing-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get the workspace's callback signing secret (metadata)
+     * @description What may be known about the workspace's callback signing secrets: the current one and, during a rotation's grace period, the previous one (id, prefix, last four characters, creation and expiry). Never the secret itself; it is shown once, by the rotation that creates it. Admins only. An extension beyond the platform.
+     */
+    get: operations['getCallbackSigningSecret'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/callback-signing-secret/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate the workspace's callback signing secret
+     * @description Creates a new signing secret for the workspace's completion callbacks and answers it once; afterwards only its metadata can be read. The first rotation creates the first secret. The previous secret keeps signing for `previousSecretGraceSeconds` (default: the server's `CALLBACK_SECRET_GRACE_SECONDS`, 24 hours): during that time each delivery carries one `v1=` signature per secret, so receivers can switch at their pace; `0` retires it at once. A previous secret still in its grace period is retired at once by a new rotation. Admins only. An extension beyond the platform.
+     */
+    post: operations['rotateCallbackSigningSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+  runCallback: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * A run settled (sent to the callback URL)
+     * @description What this server POSTs to a run's callback URL when the run completes, fails, is cancelled or pauses (once per time it settles; a resumed run reports again). The body is exactly what Get a workflow run answers with `includeOutput=true`, as it was when the run settled. To verify it, take `t` and each `v1` from `X-Sim-Signature`, compute the hex HMAC-SHA256 of `<t>.<raw body>` keyed with the workspace's signing secret (the whole `whsec_…` string, UTF-8), compare in constant time with any `v1`, and reject a `t` too far from your clock. Delivery is at least once: any 2xx answer within the attempt timeout counts as delivered; anything else (another status, a redirect, a timeout, a refused connection) is retried with exponential backoff and jitter until the retry window (`CALLBACK_MAX_DELIVERY_SECONDS`) ends, so de-duplicate on `X-Sim-Delivery`. The URL is checked against the egress policy again on every attempt.
+     */
+    post: operations['runCallback'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+}
 export interface components {
   schemas: {
     /** @enum {string} */
@@ -6131,6 +6236,65 @@ export interface components {
       /** @enum {string} */
       rerankerStatus: 'not_requested' | 'skipped' | 'unavailable' | 'applied';
     };
+    WorkflowCallback: {
+      workflowId: string;
+      /** @description The default callback URL of the workflow's asynchronous runs; null when it has none. */
+      url: string | null;
+      updatedAt: components['schemas']['Timestamp'] | null;
+    };
+    CallbackSigningSecretInfo: {
+      id: string;
+      /** @description How every secret starts (`whsec_`). */
+      prefix: string;
+      /** @description The secret's last four characters, to tell secrets apart. */
+      lastFour: string;
+      createdAt: components['schemas']['Timestamp'];
+      /** @description Null for the current secret; for the previous one, when it stops signing. */
+      expiresAt: components['schemas']['Timestamp'] | null;
+    };
+    CallbackSigningSecretState: {
+      /** @description The secret every delivery is signed with; null until the first rotation. */
+      current: components['schemas']['CallbackSigningSecretInfo'] | null;
+      /** @description The secret before the last rotation, while its grace period lasts (deliveries carry both signatures). */
+      previous: components['schemas']['CallbackSigningSecretInfo'] | null;
+    };
+    CallbackSigningSecretRotation: {
+      /** @description The new signing secret. Shown only in this answer; store it now. */
+      secret: string;
+      current: components['schemas']['CallbackSigningSecretInfo'];
+      previous: components['schemas']['CallbackSigningSecretInfo'] | null;
+    };
+    CallbackAttempt: {
+      attempt: number;
+      startedAt: components['schemas']['Timestamp'];
+      durationMs: number;
+      /** @description The receiver's HTTP status; null when no answer arrived. */
+      statusCode: number | null;
+      /** @description Why no answer arrived (timeout, refused connection, egress policy), or null. */
+      error: string | null;
+      /** @enum {string} */
+      outcome: 'delivered' | 'retry' | 'failed';
+      nextAttemptAt: components['schemas']['Timestamp'] | null;
+    };
+    CallbackDelivery: {
+      /** @description Sent as `X-Sim-Delivery`, the same on every attempt. */
+      deliveryId: string;
+      event: components['schemas']['CallbackEvent'];
+      url: string;
+      /**
+       * @description `pending` while attempts remain, `delivered` after a 2xx answer, `failed` when the retry window ran out.
+       * @enum {string}
+       */
+      status: 'pending' | 'delivered' | 'failed';
+      createdAt: components['schemas']['Timestamp'];
+      attempts: number;
+      nextAttemptAt: components['schemas']['Timestamp'] | null;
+      deliveredAt: components['schemas']['Timestamp'] | null;
+      lastError: string | null;
+      attemptLog: components['schemas']['CallbackAttempt'][];
+    };
+    /** @enum {string} */
+    CallbackEvent: 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.paused';
   };
   responses: {
     /** @description The document still has the entity tag named in `If-None-Match`; no body. */
@@ -9666,6 +9830,11 @@ export interface operations {
           includeFileBase64?: boolean;
           /** @description Ceiling for inlined file content. Not with `async`. */
           base64MaxBytes?: number;
+          /**
+           * Format: uri
+           * @description Extension: where to POST the run (the `runCallback` webhook) each time it completes, fails, is cancelled or pauses; it wins over the workflow's default callback URL. Needs `async: true`. An http(s) URL on a private, loopback or link-local address is a 400 (`egress_blocked`) unless the egress policy allows it; a workspace without a callback signing secret is a 409 (`CALLBACK_SECRET_MISSING`).
+           */
+          callbackUrl?: string;
         };
       };
     };
@@ -18085,6 +18254,238 @@ export interface operations {
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowCallback: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The workflow's default callback URL. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowCallback'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  setWorkflowCallback: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description An absolute http(s) URL, or null to clear the default. */
+          url: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The workflow's default callback URL as it is now. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowCallback'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listRunCallbacks: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The run's deliveries. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CallbackDelivery'][];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getCallbackSigningSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The signing secrets' metadata. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CallbackSigningSecretState'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  rotateCallbackSigningSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': {
+          /** @description How long the previous secret keeps signing (0 retires it now). */
+          previousSecretGraceSeconds?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The new secret (shown only here) and the secrets' metadata. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['CallbackSigningSecretRotation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  runCallback: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description What happened to the run. */
+        'x-sim-event': components['schemas']['CallbackEvent'];
+        /** @description The delivery's id, the same on every attempt (for de-duplication). */
+        'x-sim-delivery': string;
+        /** @description The attempt number, from 1. */
+        'x-sim-delivery-attempt': number;
+        /** @description `t=<unix seconds>,v1=<hex>` with one more `v1=<hex>` per previous secret still in its rotation grace period. */
+        'x-sim-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          data: components['schemas']['WorkflowRun'];
+        };
+      };
+    };
+    responses: {
+      /** @description Any 2xx answer marks the delivery delivered; the body is ignored. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer (or none within the attempt timeout) is retried until the retry window ends. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
     };
   };
 }

@@ -55,6 +55,24 @@ export interface Config {
   knowledge: KnowledgeSettings;
   /** Idempotency-Key: how long a key (and the answer it replays) is kept. */
   idempotency: { ttlMs: number };
+  callbacks: CallbackSettings;
+}
+
+/** Completion callbacks of async runs: retry schedule, per-attempt timeout, signing-secret rotation grace. */
+export interface CallbackSettings {
+  /** First retry delay (ms); each further retry doubles it (with jitter) up to `retryMaxMs`. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** How long after the run settled a delivery keeps being retried before it is `failed` (ms). */
+  maxDeliveryMs: number;
+  /** Longest one POST may take (ms). */
+  attemptTimeoutMs: number;
+  /** How often the delivery worker looks for due deliveries (ms). */
+  pollMs: number;
+  /** Deliveries sent at the same time. */
+  concurrency: number;
+  /** Default time the previous signing secret keeps signing after a rotation (ms). */
+  secretGraceMs: number;
 }
 
 export interface HttpLimits {
@@ -304,6 +322,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     http: httpLimits(env),
     idempotency: { ttlMs: integer(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000 },
+    callbacks: {
+      retryBaseMs: integer(env, 'CALLBACK_RETRY_BASE_MS', 5000, 1, 3_600_000),
+      retryMaxMs: integer(env, 'CALLBACK_RETRY_MAX_MS', 3_600_000, 1, 86_400_000),
+      maxDeliveryMs: integer(env, 'CALLBACK_MAX_DELIVERY_SECONDS', 86_400, 1, 7 * 86_400) * 1000,
+      attemptTimeoutMs: integer(env, 'CALLBACK_ATTEMPT_TIMEOUT_MS', 10_000, 10, 300_000),
+      pollMs: integer(env, 'CALLBACK_POLL_MS', 1000, 10, 600_000),
+      concurrency: integer(env, 'CALLBACK_CONCURRENCY', 4, 1, 256),
+      secretGraceMs: integer(env, 'CALLBACK_SECRET_GRACE_SECONDS', 86_400, 0, 30 * 86_400) * 1000,
+    },
   };
 }
 

@@ -32,6 +32,7 @@ import { McpRegistry } from './mcp/registry.ts';
 import { mcpToolProvider } from './mcp/tool-provider.ts';
 import { workspaceDataToolProvider } from './tools/workspace-data.ts';
 import { KnowledgeService } from './knowledge/service.ts';
+import { CallbackWorker } from './callbacks/worker.ts';
 
 export interface RunningServer {
   url: string;
@@ -81,7 +82,9 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const mcp = new McpRegistry({ store: opened, vault: secrets, egress: engine.engine.options.egress });
   // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
   tools.registerTool(mcpToolProvider(mcp));
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
+  const callbacks = new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger });
+  // A settled run's callback is sent at once rather than at the worker's next poll.
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials, onSettled: () => callbacks.notify() });
   const knowledge = new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets });
   // Table, file and knowledge tools over this workspace's own data.
   tools.registerTool(workspaceDataToolProvider({ store: opened, blobs, config, knowledge }));
@@ -109,6 +112,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     dataDirLock,
     mailer: createMailer(config.web.mail),
     knowledge,
+    callbacks,
   };
 }
 
@@ -179,6 +183,8 @@ export async function startServer(services: Services, options: StartOptions = {}
   services.tableGroups.start();
   // Documents a previous process left processing go back to the queue; the queue's workers start.
   await services.knowledge.start();
+  // Callback deliveries a previous process was sending are sent again (recovery only under the lock).
+  await services.callbacks.start(Boolean(services.dataDirLock));
   const stopPurge = startPurgeTimer(
     () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
     config.files.purgeIntervalMs,
@@ -205,6 +211,7 @@ export async function startServer(services: Services, options: StartOptions = {}
           server.closeIdleConnections();
         });
         await runsClosed;
+        await services.callbacks.close();
         await services.tableJobs.close();
         await services.tableGroups.close();
         await services.knowledge.close();

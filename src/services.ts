@@ -17,6 +17,7 @@ import type { GroupRunner } from './tables/group-runs.ts';
 import type { DataDirLock } from './store/data-dir-lock.ts';
 import type { Mailer } from './mail/mailer.ts';
 import type { KnowledgeService } from './knowledge/service.ts';
+import type { CallbackWorker } from './callbacks/worker.ts';
 
 export interface Services {
   config: Config;
@@ -54,4 +55,6 @@ export interface Services {
   mailer: Mailer;
   /** Knowledge bases: embedding provider, document processing queue, vector index. */
   knowledge: KnowledgeService;
+  /** Completion callbacks of async runs: sends the outbox's due deliveries. */
+  callbacks: CallbackWorker;
 }

@@ -215,11 +215,19 @@ const samples = {
   syncKnowledgeConnector: (api) => api.POST('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/sync', { ...conp, body: { workspaceId: WS, rehydrate: true } }),
   updateKnowledgeConnectorDocuments: (api) =>
     api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents', { ...conp, body: { workspaceId: WS, operation: 'exclude', documentIds: ['kd_1'] } }),
+  setWorkflowCallback: (api) => api.PUT('/api/v2/workflows/{workflowId}/callback', { ...wf, body: { url: 'https://hooks.example.com/runs' } }),
+  rotateCallbackSigningSecret: (api) => api.POST('/api/v2/workspaces/{workspaceId}/callback-signing-secret/rotate', { params: { path: { workspaceId: WS } }, body: { previousSecretGraceSeconds: 3600 } }),
 } satisfies Record<string, Sample>;
 
+/** Requests this server sends (the spec's `webhooks`, e.g. a run's completion callback), not operations it serves. */
+type WebhookOperation = { [W in keyof import('../generated/types.ts').webhooks]: import('../generated/types.ts').webhooks[W] extends { post: infer O } ? O : never }[keyof import('../generated/types.ts').webhooks];
 /** Operation ids whose request has a body, read from the generated types: a missing sample fails the type check. */
 type WithBody = {
-  [K in keyof import('../generated/types.ts').operations]: import('../generated/types.ts').operations[K] extends { requestBody?: infer B } ? ([B] extends [never | undefined] ? never : K) : never;
+  [K in keyof import('../generated/types.ts').operations]: import('../generated/types.ts').operations[K] extends WebhookOperation
+    ? never
+    : import('../generated/types.ts').operations[K] extends { requestBody?: infer B }
+      ? ([B] extends [never | undefined] ? never : K)
+      : never;
 }[keyof import('../generated/types.ts').operations];
 const complete: Record<WithBody, Sample> = samples;
 void complete;

@@ -25,6 +25,8 @@ export interface HttpRequest {
   body?: string | Buffer | null;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** false: a redirect is answered as it came, not followed (completion callbacks). */
+  followRedirects?: boolean;
 }
 
 export interface HttpResponse {
@@ -150,7 +152,7 @@ export class EgressPolicy {
     for (let hop = 0; ; hop++) {
       const response = await this.once(url, method, headers, body, signal, req, timeout);
       const location = response.headers['location'];
-      if (![301, 302, 303, 307, 308].includes(response.status) || !location) return response;
+      if (![301, 302, 303, 307, 308].includes(response.status) || !location || req.followRedirects === false) return response;
       if (hop >= this.options.maxRedirects) throw new EgressError('NETWORK', `Too many redirects (more than ${this.options.maxRedirects})`);
       const next = this.parse(new URL(location, url).href);
       if (next.origin !== url.origin) {

@@ -55,6 +55,8 @@ export interface RunRequest {
   triggerBlockId: string | null;
   /** Wall-clock limit stored with the run (async runs). */
   timeoutMs: number | null;
+  /** Where the run reports when it settles (async runs): its own callbackUrl or the workflow's default. */
+  callback?: { url: string; source: 'run' | 'workflow' } | null;
 }
 
 export const statusUrl = (ctx: RequestContext, workflowId: string, runId: string) =>
@@ -99,6 +101,7 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
     await ctx.mutate(async (tx, audit) => {
       if (await tx.workflowRuns.keyTaken(w.workspaceId, key)) throw runIdConflict(key);
       await tx.workflowRuns.insert(run);
+      if (req.callback) await tx.runCallbacks.setTarget(id, req.callback.url, req.callback.source);
       await tx.executionLogs.insert(newRunLog(run));
       if (!queued) await tx.workflows.recordRun(w.id, at);
       audit({

@@ -11,6 +11,8 @@ import { RUN_STREAM_VARY, runStreamFormat } from '../http/negotiate.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
 import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
+import { moveRun } from '../runs/transitions.ts';
+import { checkCallbackUrl } from './run-callbacks.ts';
 import { createRun, loadRunnableWorkflow, notDeployed, runReceipt, statusUrl, streamRun } from './run-support.ts';
 
 const now = () => new Date().toISOString();
@@ -37,6 +39,7 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   const field = (name: string, message: string) => invalidField(['body', name], message);
   if (body.executionTimeoutSeconds !== undefined && body.async !== true) throw field('executionTimeoutSeconds', 'executionTimeoutSeconds requires async: true.');
   if (body.async && body.stream) throw field('stream', 'stream cannot be combined with async.');
+  if (body.callbackUrl !== undefined && body.async !== true) throw field('callbackUrl', 'callbackUrl requires async: true.');
   if (body.async) {
     for (const name of ['selectedOutputs', 'includeThinking', 'includeToolCalls', 'includeFileBase64', 'base64MaxBytes'] as const) {
       if (body[name] !== undefined && body[name] !== false) throw field(name, `${name} cannot be combined with async: select outputs from the finished run instead.`);
@@ -73,7 +76,17 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   const format = body.stream ? runStreamFormat(ctx.header('accept'), ctx.header('user-agent')) : null;
   const mode = body.async ? 'async' : body.stream ? 'stream' : 'sync';
   const timeoutMs = mode === 'async' ? Math.min(body.executionTimeoutSeconds ?? policy.maxAsyncSeconds, policy.maxAsyncSeconds) * 1000 : config.runs.syncTimeoutMs;
+  // Extension: an async run reports to its own callback URL, else to the workflow's default one.
+  let callback: { url: string; source: 'run' | 'workflow' } | null = null;
+  if (body.callbackUrl !== undefined) {
+    await checkCallbackUrl(ctx, w.workspaceId, body.callbackUrl, ['body', 'callbackUrl']);
+    callback = { url: body.callbackUrl, source: 'run' };
+  } else if (mode === 'async') {
+    const fallback = await ctx.services.store.runCallbacks.getDefault(w.id);
+    if (fallback) callback = { url: fallback.url, source: 'workflow' };
+  }
   const run = await createRun(ctx, w, workspace, {
+    callback,
     mode,
     source: manual ? 'manual' : 'deployment',
     trigger: manual ? 'manual' : 'api',
@@ -179,7 +192,7 @@ export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, 
       audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
     if (run.status === 'queued' || run.status === 'paused' || (run.status === 'running' && !runs.isLocal(run.id))) {
       // Not executing here: cancelled right away (a worker that still finishes it later cannot overwrite this).
-      if (!(await tx.workflowRuns.stop(run.id, run.status, 'cancelled', error, at))) return { ...base, reason: 'cancellation_not_finalized' as const };
+      if (!(await moveRun(tx, run.id, { kind: 'stop', from: run.status, to: 'cancelled', error, at }))) return { ...base, reason: 'cancellation_not_finalized' as const };
       await tx.executionLogs.stop(run.id, 'cancelled', at, 'The run was cancelled.');
       record(run.status);
       return { ...base, success: true, durablyRecorded: true, pausedCancelled: run.status === 'paused', reason: run.status === 'queued' ? ('queue_cancelled' as const) : ('recorded' as const) };
@@ -193,6 +206,7 @@ export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, 
   const { abort, ...data } = outcome as typeof outcome & { abort?: boolean };
   // The engine stops at the next block boundary (or kills a sandbox call) and records the run as cancelled.
   if (abort) await runs.abort(found.id);
+  else if (data.success) ctx.services.callbacks.notify();
   if (data.reason === 'cancellation_not_finalized') throw conflict('The run changed status while it was being cancelled; read it again.');
   return { status: 200, body: { data } };
 };
@@ -211,7 +225,7 @@ export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, 
   const queued = run.mode === 'async';
   const at = now();
   await ctx.mutate(async (tx, audit) => {
-    const moved = await tx.workflowRuns.transition(run.id, 'paused', queued ? 'queued' : 'running', at, queued ? { resumeInput: JSON.stringify(resume) } : {});
+    const moved = await moveRun(tx, run.id, { kind: 'transition', from: 'paused', to: queued ? 'queued' : 'running', at, ...(queued ? { resumeInput: JSON.stringify(resume) } : {}) });
     if (!moved) throw conflict('The run is no longer paused.');
     await tx.executionLogs.setStatus(run.id, queued ? 'pending' : 'running');
     audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });

@@ -20,6 +20,7 @@ import type { Store } from '../store/index.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
 import type { LogStatus } from '../store/execution-logs.ts';
 import { sortableId } from '../domain/ids.ts';
+import { moveRun } from './transitions.ts';
 import type { Engine, RunEvent, RunOptions, RunResult, RunError, TraceSpan, WorkflowDefinition, Checkpoint, ResumeInput } from '../execution/index.ts';
 
 /** The error a run gets when the process running it stopped before it finished. */
@@ -101,6 +102,7 @@ export class RunService {
   private readonly blobs: BlobStore | null;
   private readonly sandboxes: SandboxBuilder | null;
   private readonly workspaceCredentials: WorkspaceCredentials | null;
+  private readonly onSettled: () => void;
   constructor(deps: {
     store: Store;
     engine: Engine;
@@ -113,7 +115,10 @@ export class RunService {
     sandboxes?: SandboxBuilder;
     workspaceCredentials?: WorkspaceCredentials;
     mcp?: McpRegistry;
+    /** Called after a run's outcome is recorded (the completion-callback worker looks for due deliveries). */
+    onSettled?: () => void;
   }) {
+    this.onSettled = deps.onSettled ?? (() => undefined);
     this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
     this.tools = deps.tools ?? null;
@@ -296,6 +301,7 @@ export class RunService {
     if (entry.shutdown && result.status === 'cancelled') result = { ...result, status: 'failed', error: SHUTDOWN_ERROR };
     try {
       await this.finish(run, result, options.resume !== undefined);
+      this.onSettled();
     } catch (err) {
       this.logger.error({ err, runId: run.id }, 'recording a run outcome failed');
     } finally {
@@ -310,7 +316,7 @@ export class RunService {
     const status = result.status;
     const modelNames = [...new Set(result.cost.items.map((i) => i.description))];
     await this.store.transaction(async (tx) => {
-      const moved = await tx.workflowRuns.finish(run.id, {
+      const moved = await moveRun(tx, run.id, { kind: 'finish', outcome: {
         status,
         output: json(result.output),
         blockOutputs: json(result.blockOutputs),
@@ -322,7 +328,7 @@ export class RunService {
         blockExecutions: result.blockExecutions,
         endedAt: result.endedAt,
         durationMs: result.durationMs,
-      });
+      } });
       if (!moved) return;
       await tx.executionLogs.complete(run.id, {
         status: logStatusOf(status),
@@ -361,7 +367,7 @@ export class RunService {
     let n = 0;
     await this.store.transaction(async (tx) => {
       for (const id of ids) {
-        if (await tx.workflowRuns.stop(id, 'running', 'failed', JSON.stringify(INTERRUPTED_ERROR), at)) {
+        if (await moveRun(tx, id, { kind: 'stop', from: 'running', to: 'failed', error: JSON.stringify(INTERRUPTED_ERROR), at })) {
           await tx.executionLogs.stop(id, 'failed', at, INTERRUPTED_ERROR.message);
           n++;
         }

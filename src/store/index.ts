@@ -40,6 +40,7 @@ import { KnowledgeChunkRepository } from './knowledge-chunks.ts';
 import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
 import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 import { IdempotencyKeyRepository } from './idempotency-keys.ts';
+import { RunCallbackRepository } from './run-callbacks.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -85,6 +86,7 @@ export interface Repositories {
   knowledgeUploads: KnowledgeUploadRepository;
   knowledgeConnectors: KnowledgeConnectorRepository;
   idempotencyKeys: IdempotencyKeyRepository;
+  runCallbacks: RunCallbackRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -132,6 +134,7 @@ function repositories(db: SqlExecutor): Repositories {
     knowledgeUploads: new KnowledgeUploadRepository(db),
     knowledgeConnectors: new KnowledgeConnectorRepository(db),
     idempotencyKeys: new IdempotencyKeyRepository(db),
+    runCallbacks: new RunCallbackRepository(db),
   };
 }
 

@@ -12,6 +12,7 @@ import { parsePredicate } from '../../tables/predicate.ts';
 import { ENRICHMENTS, getEnrichment, type EnrichmentDef } from '../../tables/enrichment.ts';
 import { asBadRequest, assertUnlocked, columnView, loadTable } from '../../tables/service.ts';
 import { nowIso, workspaceOf } from './shared.ts';
+import { moveRun } from '../../runs/transitions.ts';
 
 const MAX_GROUPS = 100;
 type ColumnSpec = { name: string; type: Column['type']; required?: boolean; unique?: boolean };
@@ -305,7 +306,7 @@ async function cancelRowRuns(ctx: RequestContext, tableId: string, rowId: string
       const current = await tx.tableGroupRuns.get(r.tableId, r.rowId, r.groupId);
       if (!current || current.runId !== r.runId || (current.status !== 'queued' && current.status !== 'running')) return false;
       if (r.runId) {
-        if (!(await tx.workflowRuns.transition(r.runId, 'queued', 'cancelled', now))) await tx.workflowRuns.transition(r.runId, 'paused', 'cancelled', now);
+        if (!(await moveRun(tx, r.runId, { kind: 'transition', from: 'queued', to: 'cancelled', at: now }))) await moveRun(tx, r.runId, { kind: 'transition', from: 'paused', to: 'cancelled', at: now });
       }
       await tx.tableGroupRuns.upsert({ ...current, status: 'cancelled', canceledAt: now, runningBlockIds: [], updatedAt: now });
       return true;
