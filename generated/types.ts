@@ -6238,7 +6238,7 @@ export interface components {
     };
     WorkflowCallback: {
       workflowId: string;
-      /** @description The default callback URL of the workflow's asynchronous runs; null when it has none. */
+      /** @description The default callback URL of the workflow's asynchronous runs; null when it has none. Credentials in the URL's userinfo are shown as `***`. */
       url: string | null;
       updatedAt: components['schemas']['Timestamp'] | null;
     };
@@ -6280,6 +6280,7 @@ export interface components {
       /** @description Sent as `X-Sim-Delivery`, the same on every attempt. */
       deliveryId: string;
       event: components['schemas']['CallbackEvent'];
+      /** @description Where the delivery goes; credentials in the URL's userinfo are shown as `***`. */
       url: string;
       /**
        * @description `pending` while attempts remain, `delivered` after a 2xx answer, `failed` when the retry window ran out.

@@ -258,6 +258,19 @@ describe('deliveries', () => {
     expect(log[0].deliveredAt).not.toBeNull();
   });
 
+  it('reads mask the credentials of a callback URL (the delivery log and the workflow default)', async () => {
+    const url = receiver.script('/creds', []).replace('http://', 'http://hook:s3cret@');
+    const r = await execute(simple.id, { async: true, input: { n: 1 }, callbackUrl: url });
+    expect(r.status).toBe(202);
+    const log = await waitForDeliveries(simple.id, r.body.data.runId, (d) => d.length > 0);
+    expect(log[0].url).toBe(url.replace('hook:s3cret@', '***@'));
+    expect(JSON.stringify(log)).not.toContain('s3cret');
+    expect((await s.call('PUT', `/api/v2/workflows/${simple.id}/callback`, { url })).body.data.url).toBe(url.replace('hook:s3cret@', '***@'));
+    const read = (await s.call('GET', `/api/v2/workflows/${simple.id}/callback`)).body.data;
+    expect(read.url).toBe(url.replace('hook:s3cret@', '***@'));
+    expect((await s.call('PUT', `/api/v2/workflows/${simple.id}/callback`, { url: null })).status).toBe(200);
+  });
+
   it('a redirect and an attempt that gets no answer within the timeout are retried (the redirect is not followed)', async () => {
     const url = receiver.script('/slow', [302, 0]);
     const runId = (await execute(simple.id, { async: true, input: { n: 9 }, callbackUrl: url })).body.data.runId;

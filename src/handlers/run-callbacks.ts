@@ -30,7 +30,23 @@ async function workflowForRead(ctx: RequestContext, workflowId: string) {
   return w;
 }
 
-const callbackView = (workflowId: string, d: CallbackDefault | undefined) => ({ workflowId, url: d?.url ?? null, updatedAt: d?.updatedAt ?? null });
+/**
+ * A callback URL as reads show it: credentials in its userinfo (`https://user:pass@host/…`) are masked, since
+ * read-role members see the URL that a write-role member set. Deliveries still go to the URL as given.
+ */
+export function displayCallbackUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.username && !u.password) return url;
+    u.username = '***';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+const callbackView = (workflowId: string, d: CallbackDefault | undefined) => ({ workflowId, url: d ? displayCallbackUrl(d.url) : null, updatedAt: d?.updatedAt ?? null });
 
 export const getWorkflowCallback: Handler<'getWorkflowCallback'> = async ({ params, ctx }) => {
   const w = await workflowForRead(ctx, params.workflowId);
@@ -68,7 +84,7 @@ export const listRunCallbacks: Handler<'listRunCallbacks'> = async ({ params, ct
     deliveries.map(async (d) => ({
       deliveryId: d.id,
       event: d.event as 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.paused',
-      url: d.url,
+      url: displayCallbackUrl(d.url),
       status: d.status,
       createdAt: d.createdAt,
       attempts: d.attempts,
