@@ -2,7 +2,7 @@
 // answers, key reuse with another body or X-Run-Id (422), requests in flight (409), keys per caller, errors
 // that release the key, expiry, and the X-Run-Id rules kept.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, type TestServer, callWithHeaders } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
 import { createApiKey } from '../src/identity/admin.ts';
 
@@ -14,21 +14,8 @@ let slow: BuiltWorkflow;
 let keyCounter = 0;
 const freshKey = () => `key-${process.pid}-${Date.now()}-${keyCounter++}`;
 
-async function call(method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}, key?: string, server: TestServer = s) {
-  const r = await server.request(pathname, {
-    method,
-    key,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, body: json, text, headers: r.headers };
+function call(method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}, key?: string, server: TestServer = s) {
+  return callWithHeaders(server, method, pathname, body, headers, key);
 }
 
 const execute = (id: string, body: unknown, headers: Record<string, string> = {}, key?: string, server: TestServer = s) =>

@@ -3,7 +3,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, type TestServer, callWithHeaders } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
 
 const FAST_LIMITS = { RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_ASYNC: '60000', RATE_LIMIT_FREE_API: '100000' };
@@ -15,21 +15,8 @@ let failing: BuiltWorkflow;
 let approval: BuiltWorkflow;
 let looping: BuiltWorkflow;
 
-async function call(method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}, key?: string) {
-  const r = await s.request(pathname, {
-    method,
-    key,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, body: json, text, headers: r.headers };
+function call(method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}, key?: string) {
+  return callWithHeaders(s, method, pathname, body, headers, key);
 }
 
 const execute = (id: string, body: unknown = {}, headers: Record<string, string> = {}, key?: string) => call('POST', `/api/v2/workflows/${id}/execute`, body, headers, key);

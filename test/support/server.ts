@@ -71,6 +71,27 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   };
 }
 
+/**
+ * A JSON call with extra headers and an optional other key (`TestServer.call` takes neither headers nor a
+ * non-JSON answer): the status, the parsed body (undefined when it is not JSON), the text and the headers.
+ */
+export async function callWithHeaders(server: TestServer, method: string, pathname: string, body?: unknown, headers: Record<string, string> = {}, key?: string) {
+  const r = await server.request(pathname, {
+    method,
+    key,
+    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: r.status, body: json, text, headers: r.headers };
+}
+
 /** A raw HTTP request, for what fetch refuses to send (a body on GET). */
 export function rawRequest(
   url: string,
