@@ -79,7 +79,7 @@ describe('generator', () => {
     expect(gen.status).toBe(0);
 
     const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const before = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    const before = spawnSync(process.execPath, [tsc, '--noEmit', '--incremental', '--tsBuildInfoFile', path.join(scratch, '.tsbuildinfo'), '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
     expect(before.status).not.toBe(0);
     expect(before.stdout).toContain('headMeta');
 
@@ -92,7 +92,7 @@ describe('generator', () => {
     expect(handlerAfter.startsWith(handlerBefore)).toBe(true);
     expect(handlerAfter).toContain("export const headMeta: Handler<'headMeta'>");
 
-    const after = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    const after = spawnSync(process.execPath, [tsc, '--noEmit', '--incremental', '--tsBuildInfoFile', path.join(scratch, '.tsbuildinfo'), '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
     expect(after.stdout).toBe('');
     expect(after.status).toBe(0);
     // Running it again changes nothing.
@@ -124,13 +124,13 @@ describe('generator', () => {
     );
     expect(run(['bin/generate.js']).status).toBe(0);
     const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const before = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    const before = spawnSync(process.execPath, [tsc, '--noEmit', '--incremental', '--tsBuildInfoFile', path.join(scratch, '.tsbuildinfo'), '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
     expect(before.stdout).toContain('zeta-things.ts');
     const scaffold = run(['bin/generate.js', '--scaffold']);
     expect(scaffold.stdout).toContain('src/handlers/zeta-things.ts: getZeta');
     const created = fs.readFileSync(path.join(scratch, 'src', 'handlers', 'zeta-things.ts'), 'utf8');
     expect(created).toContain("export const getZeta: Handler<'getZeta'>");
-    const after = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
+    const after = spawnSync(process.execPath, [tsc, '--noEmit', '--incremental', '--tsBuildInfoFile', path.join(scratch, '.tsbuildinfo'), '-p', 'tsconfig.json'], { cwd: scratch, encoding: 'utf8' });
     expect(after.stdout).toBe('');
     fs.writeFileSync(rootSpec, rootBefore);
     fs.rmSync(opFile);
