@@ -1,6 +1,6 @@
 // Custom tools of a workspace: a function declaration (JSON) and the JavaScript that implements it.
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset, limitClause } from './keyset.ts';
+import { workspacePage } from './keyset.ts';
 
 export interface CustomToolRecord {
   id: string;
@@ -55,12 +55,7 @@ export class CustomToolRepository {
   }
 
   async list(q: { workspaceId: string; search?: string; sortBy: keyof typeof SORT_COLUMN; sortOrder: 'asc' | 'desc'; after: readonly [SqlValue, string] | null; limit: number }): Promise<CustomToolRecord[]> {
-    const page = keyset({ column: SORT_COLUMN[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
-    const rows = await this.db.all<Row>(
-      `SELECT * FROM custom_tools WHERE workspace_id = ? AND (? IS NULL OR instr(lower(title), lower(?)) > 0) AND ${page.where}
-       ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
-      [q.workspaceId, q.search ?? null, q.search ?? null, ...page.whereParams],
-    );
+    const rows = await workspacePage<Row>(this.db, 'custom_tools', { ...q, searchColumn: 'title', sortColumn: SORT_COLUMN[q.sortBy], order: q.sortOrder });
     return rows.map(toRecord);
   }
 

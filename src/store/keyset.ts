@@ -1,6 +1,6 @@
 // Keyset ("seek") pagination: pages are read from an index, never with OFFSET, and stay stable while rows
 // are added. Every order ends with the id column so ties break the same way each time.
-import type { SqlValue } from './database.ts';
+import type { SqlExecutor, SqlValue } from './database.ts';
 
 export interface KeysetQuery {
   /** Column (or expression) sorted on; must be the leading column of an index for large tables. */
@@ -35,4 +35,21 @@ export function keyset(q: KeysetQuery): { where: string; whereParams: SqlValue[]
 export function limitClause(n: number): string {
   if (!Number.isSafeInteger(n) || n < 0) throw new Error(`LIMIT must be a non-negative integer, got ${n}`);
   return `LIMIT ${n}`;
+}
+
+/**
+ * One keyset page of a workspace's rows in `table`, optionally narrowed to rows whose `searchColumn` contains
+ * `search` (ASCII case-insensitive), sorted on `sortColumn` then id.
+ */
+export async function workspacePage<R>(
+  db: SqlExecutor,
+  table: string,
+  q: { workspaceId: string; search?: string; searchColumn: string; sortColumn: string; order: 'asc' | 'desc'; after: readonly [SqlValue, string] | null; limit: number },
+): Promise<R[]> {
+  const page = keyset({ column: q.sortColumn, idColumn: 'id', order: q.order, after: q.after, limit: q.limit });
+  return db.all<R>(
+    `SELECT * FROM ${table} WHERE workspace_id = ? AND (? IS NULL OR instr(lower(${q.searchColumn}), lower(?)) > 0) AND ${page.where}
+     ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
+    [q.workspaceId, q.search ?? null, q.search ?? null, ...page.whereParams],
+  );
 }

@@ -1,6 +1,6 @@
 // Sandboxes: a workspace's named dependency sets for function blocks, with the state of their build.
 import type { SqlExecutor, SqlValue } from './database.ts';
-import { keyset, limitClause } from './keyset.ts';
+import { workspacePage } from './keyset.ts';
 
 export type BuildStatus = 'pending' | 'building' | 'ready' | 'failed';
 
@@ -89,12 +89,7 @@ export class SandboxRepository {
   }
 
   async list(q: { workspaceId: string; search?: string; sortBy: keyof typeof SORT_COLUMN; sortOrder: 'asc' | 'desc'; after: readonly [SqlValue, string] | null; limit: number }): Promise<SandboxRecord[]> {
-    const page = keyset({ column: SORT_COLUMN[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
-    const rows = await this.db.all<Row>(
-      `SELECT * FROM sandboxes WHERE workspace_id = ? AND (? IS NULL OR instr(lower(name), lower(?)) > 0) AND ${page.where}
-       ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
-      [q.workspaceId, q.search ?? null, q.search ?? null, ...page.whereParams],
-    );
+    const rows = await workspacePage<Row>(this.db, 'sandboxes', { ...q, searchColumn: 'name', sortColumn: SORT_COLUMN[q.sortBy], order: q.sortOrder });
     return rows.map(toRecord);
   }
 
