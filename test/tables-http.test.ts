@@ -14,11 +14,7 @@ afterAll(async () => {
 });
 
 const call = (method: string, path: string, body?: unknown) => s.call(method, path, body);
-async function ok(method: string, path: string, body?: unknown) {
-  const r = await call(method, path, body);
-  if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text}`);
-  return r.body.data;
-}
+const ok = (method: string, path: string, body?: unknown) => s.ok(method, path, body);
 let n = 0;
 export async function createTable(columns: unknown[], extra: Record<string, unknown> = {}) {
   return ok('POST', '/api/v2/tables', { workspaceId: ws, name: `t_${++n}`, schema: { columns }, ...extra });

@@ -15,11 +15,7 @@ afterAll(async () => {
 });
 
 const call = (method: string, path: string, body?: unknown) => s.call(method, path, body);
-async function ok(method: string, path: string, body?: unknown) {
-  const r = await call(method, path, body);
-  if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text}`);
-  return r.body.data;
-}
+const ok = (method: string, path: string, body?: unknown) => s.ok(method, path, body);
 let n = 0;
 async function table(columns: unknown[]) {
   const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: `rows_${++n}`, schema: { columns } });

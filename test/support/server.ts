@@ -18,6 +18,8 @@ export interface TestServer extends RunningServer {
   request(pathname: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
   /** A JSON call: sends `body` as JSON when given, parses the answer; `key` null sends no key. */
   call(method: string, pathname: string, body?: unknown, key?: string | null): Promise<{ status: number; headers: Headers; body: any; text: string }>;
+  /** `call` that expects success: the answer's `data`, or an error naming the status and body. */
+  ok(method: string, pathname: string, body?: unknown): Promise<any>;
   /** A new user with a personal key, optionally a member of some workspaces. */
   newUser(email: string, memberships?: Record<string, WorkspaceRole>): Promise<{ userId: string; key: string }>;
   newWorkspace(name: string, ownerId?: string): Promise<string>;
@@ -37,7 +39,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     if (key) headers.set('X-API-Key', key);
     return fetch(server.url + pathname, { ...rest, headers });
   };
-  return {
+  const testServer: TestServer = {
     ...server,
     key: boot.key.key,
     userId: boot.user.id,
@@ -55,6 +57,11 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
       const text = await res.text();
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
     },
+    async ok(method, pathname, body) {
+      const r = await testServer.call(method, pathname, body);
+      if (r.status >= 300) throw new Error(`${method} ${pathname} → ${r.status} ${r.text}`);
+      return r.body.data;
+    },
     async newUser(email, memberships = {}) {
       const user = await createUser(store, { email });
       for (const [workspaceId, role] of Object.entries(memberships)) await setMember(store, { workspaceId, userId: user.id, role });
@@ -69,6 +76,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return testServer;
 }
 
 /**
