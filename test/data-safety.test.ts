@@ -13,7 +13,7 @@ import { openSqliteStore } from '../src/store/index.ts';
 import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../src/store/data-dir-lock.ts';
 import { handlers } from '../generated/handler-registry.ts';
 import { MissingHandlerError, missingHandlers } from '../src/app.ts';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { type TestServer } from './support/server.ts';
 
 const KEY = 'sk-owa-data-safety-test-key-00000000000';
 const dirs: string[] = [];

@@ -17,7 +17,6 @@ import { LocalDiskBlobStore } from '../../src/files/blob-store.ts';
 import { KnowledgeService } from '../../src/knowledge/service.ts';
 import { runSearch } from '../../src/knowledge/search.ts';
 import { WordVectorProvider, vectorToBlob } from '../../src/knowledge/embeddings.ts';
-import { tokenCount } from '../../src/knowledge/chunker.ts';
 import { ALL_SLOTS } from '../../src/knowledge/tags.ts';
 
 const KEY = 'sk-owa-bench-key-0000000000000000';

@@ -18,7 +18,7 @@ import { fileRevision, fileView, folderView, sessionView, shareView, versionView
 import { hashShareToken, openShareToken, sealShareToken } from '../files/share-tokens.ts';
 import type { FileShareRecord } from '../store/file-shares.ts';
 import {
-  actorOf, appendVersion, assertNameFree, assertStorageFits, assertTreeSize, ensureFolderChain, fileTree, insertNewFile, loadFile, newUploadSession, requireFolder, withFileTree,
+  actorOf, appendVersion, assertNameFree, assertStorageFits, ensureFolderChain, fileTree, insertNewFile, loadFile, newUploadSession, requireFolder, withFileTree,
 } from '../files/service.ts';
 import { serveContent } from '../files/download.ts';
 import { extractText, readPrefix, selectLines, textKind } from '../files/text.ts';

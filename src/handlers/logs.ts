@@ -1,7 +1,7 @@
 // Handlers for the Logs operations: the execution log of every run (list, one with its full trace, and
 // statistics over a window). Reads only; they record no audit events.
 import type { Handler, OperationInputs } from '../../generated/handlers.ts';
-import { ApiError, invalidField, notFound } from '../http/errors.ts';
+import { ApiError, invalidField } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import type { LogFilter } from '../store/execution-logs.ts';
 import { parseFolderPath, WorkflowError } from '../workflows/folders.ts';

@@ -10,7 +10,7 @@ import type { Repositories } from '../store/index.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { FolderRecord as WorkflowFolderRecord } from '../store/folders.ts';
 import type { DeploymentAttemptRecord, WorkflowVersionRecord } from '../store/workflow-versions.ts';
-import { folderName, parentFolderPath, isWithin } from '../domain/folder-paths.ts';
+import { folderName } from '../domain/folder-paths.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
 import { WorkflowError, assertTreeSize, ensureFolder, parseFolderPath, resolveExistingFolder, withWorkflowTree, workflowTree } from '../workflows/folders.ts';
 import {

@@ -9,7 +9,6 @@ import type { Logger } from 'pino';
 import type { Store, Repositories } from '../store/index.ts';
 import type { Config } from '../config.ts';
 import type { RunService } from '../runs/service.ts';
-import type { RunRecord } from '../store/workflow-runs.ts';
 import type { DispatchRecord, RowRunRecord } from '../store/table-groups.ts';
 import type { UserTableRecord, WorkflowGroup } from '../store/user-tables.ts';
 import type { StoredRow } from '../store/table-rows.ts';
