@@ -53,6 +53,7 @@ export interface Config {
   /** Hosted chat pages and browser sign-in (sessions, the CLI's OAuth server and pairing handoff). */
   web: WebSettings;
   knowledge: KnowledgeSettings;
+  content: ContentSettings;
   /** Idempotency-Key: how long a key (and the answer it replays) is kept. */
   idempotency: { ttlMs: number };
   callbacks: CallbackSettings;
@@ -110,6 +111,20 @@ export interface TableSettings {
 }
 
 /** Knowledge bases: the embedding provider, the processing queue and search defaults. */
+/** The content workers that parse untrusted bytes (documents, file text, search, workflow imports) off the event loop. */
+export interface ContentSettings {
+  /** Worker threads at most; parses beyond them wait. */
+  workers: number;
+  /** Heap cap of each worker (MB); a parse that needs more is stopped. */
+  memoryMb: number;
+  /** Longest one parse may take (ms); past it the worker is terminated. */
+  timeoutMs: number;
+  /** Deepest nesting of JSON/YAML collections and HTML/XML elements in a document. */
+  maxDepth: number;
+  /** Most bytes a compressed document (DOCX, XLSX, PPTX, PDF streams) may expand to. */
+  maxExpandedBytes: number;
+}
+
 export interface KnowledgeSettings {
   /** An OpenAI-compatible /v1/embeddings endpoint; null uses the embedded word-vector model. */
   embedding: {
@@ -268,6 +283,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     agent: agentConfig(env),
     knowledge: knowledgeConfig(env),
+    content: {
+      workers: integer(env, 'CONTENT_WORKERS', 2, 1, 64),
+      memoryMb: integer(env, 'CONTENT_WORKER_MEMORY_MB', 256, 32, 16_384),
+      timeoutMs: integer(env, 'CONTENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
+      maxDepth: integer(env, 'CONTENT_MAX_DEPTH', 512, 8, 100_000),
+      maxExpandedBytes: byteSize(env, 'CONTENT_MAX_EXPANDED_BYTES', 200 * 1024 * 1024),
+    },
     secretsKey: secretsKey(env),
     tools: {
       timeoutMs: integer(env, 'TOOL_TIMEOUT_MS', 30_000, 10, 300_000),

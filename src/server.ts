@@ -32,6 +32,7 @@ import { McpRegistry } from './mcp/registry.ts';
 import { mcpToolProvider } from './mcp/tool-provider.ts';
 import { workspaceDataToolProvider } from './tools/workspace-data.ts';
 import { KnowledgeService } from './knowledge/service.ts';
+import { ContentWorkers } from './content/index.ts';
 import { CallbackWorker } from './callbacks/worker.ts';
 
 export interface RunningServer {
@@ -85,9 +86,10 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   const callbacks = new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger });
   // A settled run's callback is sent at once rather than at the worker's next poll.
   const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials, onSettled: () => callbacks.notify() });
-  const knowledge = new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets });
+  const content = new ContentWorkers(config.content);
+  const knowledge = new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets, content });
   // Table, file and knowledge tools over this workspace's own data.
-  tools.registerTool(workspaceDataToolProvider({ store: opened, blobs, config, knowledge }));
+  tools.registerTool(workspaceDataToolProvider({ store: opened, blobs, config, knowledge, content }));
   return {
     config,
     store: opened,
@@ -113,6 +115,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     mailer: createMailer(config.web.mail),
     knowledge,
     callbacks,
+    content,
   };
 }
 
@@ -214,7 +217,11 @@ export async function startServer(services: Services, options: StartOptions = {}
         await services.callbacks.close();
         await services.tableJobs.close();
         await services.tableGroups.close();
-        await services.knowledge.close();
+        // The knowledge queue stops claiming at once; parses still running are then stopped, and their documents
+        // go back to the queue for the next start.
+        const knowledgeClosed = services.knowledge.close();
+        await services.content.close();
+        await knowledgeClosed;
         await services.closeEngine();
         await services.store.close();
         services.dataDirLock?.release();

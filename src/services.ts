@@ -18,6 +18,7 @@ import type { DataDirLock } from './store/data-dir-lock.ts';
 import type { Mailer } from './mail/mailer.ts';
 import type { KnowledgeService } from './knowledge/service.ts';
 import type { CallbackWorker } from './callbacks/worker.ts';
+import type { ContentWorkers } from './content/index.ts';
 
 export interface Services {
   config: Config;
@@ -57,4 +58,6 @@ export interface Services {
   knowledge: KnowledgeService;
   /** Completion callbacks of async runs: sends the outbox's due deliveries. */
   callbacks: CallbackWorker;
+  /** Worker threads that parse untrusted content (documents, file text, search, workflow imports) off the event loop. */
+  content: ContentWorkers;
 }

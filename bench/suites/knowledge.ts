@@ -18,6 +18,7 @@ import { KnowledgeService } from '../../src/knowledge/service.ts';
 import { runSearch } from '../../src/knowledge/search.ts';
 import { WordVectorProvider, vectorToBlob } from '../../src/knowledge/embeddings.ts';
 import { ALL_SLOTS } from '../../src/knowledge/tags.ts';
+import { ContentWorkers } from '../../src/content/index.ts';
 
 const KEY = 'sk-owa-bench-key-0000000000000000';
 
@@ -218,7 +219,9 @@ async function search(rounds: number, chunks: number): Promise<void> {
     // The same searches in-process, each leg alone.
     const config = loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent', KB_CONNECTOR_POLL_MS: '0' });
     const store = await openSqliteStore(config.databaseFile);
-    const knowledge = new KnowledgeService({ store, blobs: new LocalDiskBlobStore(path.join(dataDir, 'files')), config, logger: createLogger('silent') });
+    // Search only: the content workers are never asked to parse anything here.
+    const content = new ContentWorkers(config.content);
+    const knowledge = new KnowledgeService({ store, blobs: new LocalDiskBlobStore(path.join(dataDir, 'files')), config, logger: createLogger('silent'), content });
     const bases = [(await store.knowledgeBases.get(kbId))!];
     const inProc: Record<'vector' | 'fulltext' | 'hybrid', number[]> = { vector: [], fulltext: [], hybrid: [] };
     try {
@@ -233,6 +236,7 @@ async function search(rounds: number, chunks: number): Promise<void> {
         }
       }
     } finally {
+      await content.close();
       await store.close();
     }
     const line = (xs: number[]) => `p50 ${fmt(percentile(xs, 50))} ms, p99 ${fmt(percentile(xs, 99))} ms`;

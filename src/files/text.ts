@@ -1,11 +1,10 @@
 // Text extraction: what a file says, as plain text. Text formats (plain, Markdown, CSV, JSON, YAML, XML, code)
 // are decoded as UTF-8; HTML is rendered to text; PDF and DOCX go through pure-JS parsers (unpdf, mammoth).
 // Reads at most `maxBytes` of the source. A document format cut short cannot be parsed, so it comes back
-// empty and `degraded`.
+// empty and `degraded`. `extractText` runs in the content workers (src/content/), behind the guards that keep a
+// hostile document from holding a parser for minutes; the parsers are loaded there, on first use.
 import type { Readable } from 'node:stream';
-import { convert as htmlToText } from 'html-to-text';
-import mammoth from 'mammoth';
-import { extractText as pdfText, getDocumentProxy } from 'unpdf';
+import { checkMarkupDepth, checkPdfExpansion, ContentError, readZipEntries, type ContentLimits } from '../content/guards.ts';
 import { essence } from './names.ts';
 
 export type TextKind = 'text' | 'html' | 'pdf' | 'docx' | 'unsupported';
@@ -50,27 +49,55 @@ export interface ExtractedText {
   degradedReason: string | null;
 }
 
-/** `complete` says whether `bytes` is the whole source. */
-export async function extractText(kind: TextKind, bytes: Buffer, complete: boolean): Promise<ExtractedText> {
-  switch (kind) {
-    case 'text':
-      return { text: decodeUtf8Prefix(bytes, complete), degraded: false, degradedReason: null };
-    case 'html':
-      return { text: htmlToText(decodeUtf8Prefix(bytes, complete), { wordwrap: false }), degraded: false, degradedReason: null };
-    case 'pdf':
-    case 'docx': {
-      if (!complete) return { text: '', degraded: true, degradedReason: `The ${kind.toUpperCase()} is larger than the extraction limit.` };
-      try {
-        if (kind === 'docx') return { text: (await mammoth.extractRawText({ buffer: bytes })).value, degraded: false, degradedReason: null };
-        const pdf = await getDocumentProxy(new Uint8Array(bytes));
-        const { text } = await pdfText(pdf, { mergePages: true });
-        return { text, degraded: false, degradedReason: null };
-      } catch {
-        return { text: '', degraded: true, degradedReason: `The ${kind.toUpperCase()} could not be parsed.` };
+const degraded = (reason: string): ExtractedText => ({ text: '', degraded: true, degradedReason: reason });
+
+/** `complete` says whether `bytes` is the whole source. A document beyond the limits comes back degraded, saying which. */
+export async function extractText(kind: TextKind, bytes: Buffer, complete: boolean, limits: ContentLimits): Promise<ExtractedText> {
+  try {
+    switch (kind) {
+      case 'text':
+        return { text: decodeUtf8Prefix(bytes, complete), degraded: false, degradedReason: null };
+      case 'html': {
+        const html = decodeUtf8Prefix(bytes, complete);
+        checkMarkupDepth(html, 'html', limits, 'HTML');
+        const { convert } = await import('html-to-text');
+        return { text: convert(html, { wordwrap: false }), degraded: false, degradedReason: null };
       }
+      case 'pdf':
+      case 'docx': {
+        if (!complete) return degraded(`The ${kind.toUpperCase()} is larger than the extraction limit.`);
+        return { text: kind === 'docx' ? await docxText(bytes, limits) : await pdfText(bytes, limits), degraded: false, degradedReason: null };
+      }
+      default:
+        return degraded('This file type has no text to extract.');
     }
-    default:
-      return { text: '', degraded: true, degradedReason: 'This file type has no text to extract.' };
+  } catch (err) {
+    if (err instanceof ContentError) return degraded(err.message);
+    throw err;
+  }
+}
+
+async function docxText(bytes: Buffer, limits: ContentLimits): Promise<string> {
+  // Every XML part is inflated (and counted) once before mammoth, which has no expansion limit of its own, sees it.
+  const parts = await readZipEntries(bytes, (name) => /\.(xml|rels)$/i.test(name), limits, 'DOCX');
+  if (!parts.has('word/document.xml')) throw new ContentError('The DOCX could not be parsed.');
+  for (const [name, xml] of parts) if (name.endsWith('.xml')) checkMarkupDepth(xml.toString('utf8'), 'xml', limits, 'DOCX');
+  const { default: mammoth } = await import('mammoth');
+  try {
+    return (await mammoth.extractRawText({ buffer: bytes })).value;
+  } catch {
+    throw new ContentError('The DOCX could not be parsed.');
+  }
+}
+
+async function pdfText(bytes: Buffer, limits: ContentLimits): Promise<string> {
+  await checkPdfExpansion(bytes, limits);
+  const { extractText: textOf, getDocumentProxy } = await import('unpdf');
+  try {
+    const pdf = await getDocumentProxy(new Uint8Array(bytes));
+    return (await textOf(pdf, { mergePages: true })).text;
+  } catch {
+    throw new ContentError('The PDF could not be parsed.');
   }
 }
 

@@ -1,6 +1,6 @@
 // Handlers for the Files operations: upload sessions, files, versions, shares and folders. The rules shared
 // by several of them live in src/files/. The signed transfer URL and share links are public operations here too.
-import { compileUserPattern, UserPatternError, type UserPattern } from '../domain/safe-regex.ts';
+import { compileUserPattern, UserPatternError } from '../domain/safe-regex.ts';
 import { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Handler } from '../../generated/handlers.ts';
@@ -21,7 +21,8 @@ import {
   actorOf, appendVersion, assertNameFree, assertStorageFits, ensureFolderChain, fileTree, insertNewFile, loadFile, newUploadSession, requireFolder, withFileTree,
 } from '../files/service.ts';
 import { serveContent } from '../files/download.ts';
-import { extractText, readPrefix, selectLines, textKind } from '../files/text.ts';
+import { readPrefix, selectLines, textKind } from '../files/text.ts';
+import { WorkerOverrun } from '../content/index.ts';
 import { applyEdit, EditError, lineCount, type TextEdit } from '../files/edit.ts';
 import { extractZip, planZip, ZipRefused, zipStream } from '../files/zip.ts';
 import { folderDisplayName } from '../files/names.ts';
@@ -391,7 +392,7 @@ async function textOf(
   const toRead = Math.min(limit, item.size);
   const bytes = await readPrefix(ctx.services.blobs.read(item.blobKey), toRead);
   const complete = toRead === item.size;
-  const extracted = await extractText(textKind(item.contentType, item.name), bytes, complete);
+  const extracted = await ctx.services.content.fileText(textKind(item.contentType, item.name), bytes, complete);
   const selected = selectLines(extracted.text, query.offset, query.limit, complete);
   return {
     fileId: item.fileId,
@@ -677,10 +678,10 @@ export const bulkDownloadFiles: Handler<'bulkDownloadFiles'> = async ({ query, c
 export const searchFileContent: Handler<'searchFileContent'> = async ({ query, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
   const store = ctx.services.store;
-  let pattern: UserPattern;
   try {
-    // A linear-time engine: a user's pattern cannot make the search backtrack for ever.
-    pattern = compileUserPattern(query.query, { literal: query.mode === 'exact' });
+    // A linear-time engine: a user's pattern cannot make the search backtrack for ever. Compiled here to answer a
+    // bad pattern with a 400; the content workers compile it again for the search itself.
+    compileUserPattern(query.query, { literal: query.mode === 'exact' });
   } catch (err) {
     if (err instanceof UserPatternError) throw invalidField(['query', 'query'], err.message, err.problem === 'unsupported' ? 'unsupported_pattern' : 'invalid_pattern');
     throw err;
@@ -702,19 +703,27 @@ export const searchFileContent: Handler<'searchFileContent'> = async ({ query, c
       continue;
     }
     const complete = f.size <= MAX_SEARCH_FILE_BYTES;
+    if (truncated) {
+      status[complete ? 'readyFiles' : 'partialFiles']++;
+      continue;
+    }
     const bytes = await readPrefix(ctx.services.blobs.read(f.blobKey), Math.min(f.size, MAX_SEARCH_FILE_BYTES));
-    const { text } = await extractText(kind, bytes, complete);
-    if (complete) status.readyFiles++;
-    else status.partialFiles++;
-    if (truncated) continue;
-    const lines = text.split(/\r?\n/);
-    for (let i = 0; i < lines.length; i++) {
-      if (!pattern.test(lines[i]!)) continue;
+    let matches: { lineNumber: number; text: string }[];
+    try {
+      matches = await ctx.services.content.searchText(kind, bytes, complete, { pattern: query.query, literal: query.mode === 'exact', maxResults: maxResults - results.length });
+    } catch (err) {
+      // A file its worker could not search within the limits is counted as failed; the others still answer.
+      if (!(err instanceof WorkerOverrun)) throw err;
+      status.failedFiles++;
+      continue;
+    }
+    status[complete ? 'readyFiles' : 'partialFiles']++;
+    for (const m of matches) {
       if (results.length >= maxResults) {
         truncated = true;
         break;
       }
-      results.push({ fileId: f.id, lineNumber: i + 1, text: lines[i]!.slice(0, 1000) });
+      results.push({ fileId: f.id, ...m });
     }
   }
   return { status: 200, body: { data: { results, count: results.length, truncated, complete: status.partialFiles === 0, indexStatus: status } } };

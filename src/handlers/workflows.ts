@@ -31,7 +31,7 @@ import {
 } from '../workflows/state.ts';
 import { lintState } from '../workflows/lint.ts';
 import { applyOperations, type BlockOperation, type OperationsOutcome } from '../workflows/operations.ts';
-import { exportDocument, parseWorkflowDocument } from '../workflows/portable.ts';
+import { exportDocument } from '../workflows/portable.ts';
 
 // ---- shared helpers
 
@@ -407,9 +407,10 @@ export const exportWorkflow: Handler<'exportWorkflow'> = handle<'exportWorkflow'
 type ImportBody = OperationInputs['importWorkflow']['body'];
 
 /** What an import would create, computed the same way for the preview and the import itself. */
-function planImport(body: Omit<ImportBody, 'requestId' | 'previewFingerprint'>) {
+async function planImport(ctx: RequestContext, body: Omit<ImportBody, 'requestId' | 'previewFingerprint'>) {
   const folderPath = body.folderPath !== undefined ? parseFolderPath(body.folderPath, ['body', 'folderPath']) : '/';
-  const parsed = parseWorkflowDocument(body.workflow);
+  // Read in a content worker: a document of the body's full size never holds the event loop.
+  const parsed = await ctx.services.content.workflowDocument(body.workflow);
   const name = body.name ?? parsed.name ?? 'Imported workflow';
   checkName(name, ['body', 'name']);
   let source: unknown = body.workflow;
@@ -421,7 +422,7 @@ function planImport(body: Omit<ImportBody, 'requestId' | 'previewFingerprint'>) 
 }
 
 export const previewWorkflowImport: Handler<'previewWorkflowImport'> = handle<'previewWorkflowImport'>(async ({ body, ctx }) => {
-  const plan = planImport(body);
+  const plan = await planImport(ctx, body);
   await assertTreeSize(ctx.services.store, body.workspaceId);
   return {
     status: 200,
@@ -430,7 +431,7 @@ export const previewWorkflowImport: Handler<'previewWorkflowImport'> = handle<'p
 });
 
 export const importWorkflow: Handler<'importWorkflow'> = handle<'importWorkflow'>(async ({ body, ctx }) => {
-  const plan = planImport(body);
+  const plan = await planImport(ctx, body);
   if (body.previewFingerprint !== undefined && body.previewFingerprint !== plan.fingerprint) {
     throw conflict('The document or options differ from the reviewed preview; preview again.', { previewFingerprint: plan.fingerprint });
   }

@@ -19,7 +19,25 @@ export interface Chunk {
 /** What the text is, as far as the auto strategy cares. */
 export type ContentKind = 'text' | 'markdown' | 'code' | 'json' | 'jsonl' | 'yaml' | 'csv';
 
-export const tokenCount = (text: string): number => (text.length === 0 ? 0 : countTokens(text));
+/**
+ * Runs of this many non-space characters or more are counted a slice at a time: byte-pair encoding of one long
+ * run (a line of brackets, a repeated character) takes time quadratic in its length, so a one-megabyte "word"
+ * would hold a worker for minutes. Sliced, a run counts within a token or so per slice of the exact count.
+ */
+const LONG_RUN = 256;
+const LONG_RUNS = new RegExp(`\\S{${LONG_RUN},}`, 'g');
+
+export function tokenCount(text: string): number {
+  if (text.length === 0) return 0;
+  let total = 0;
+  let prev = 0;
+  for (const m of text.matchAll(LONG_RUNS)) {
+    if (m.index > prev) total += countTokens(text.slice(prev, m.index));
+    for (let i = 0; i < m[0].length; i += LONG_RUN) total += countTokens(m[0].slice(i, i + LONG_RUN));
+    prev = m.index + m[0].length;
+  }
+  return prev === 0 ? countTokens(text) : total + (prev < text.length ? countTokens(text.slice(prev)) : 0);
+}
 
 interface Span {
   start: number;

@@ -1,12 +1,11 @@
 // What text a knowledge document holds. Text formats, HTML, PDF and DOCX go through the Files extractors
 // (src/files/text.ts); XLSX workbooks and PPTX decks are read here from their Office Open XML parts (yauzl for
-// the zip, the XML text nodes in document order). Legacy binary Office formats (doc, xls, ppt) are refused.
-import yauzl from 'yauzl';
+// the zip, under the shared expansion guard; the XML text nodes in document order). Legacy binary Office formats
+// (doc, xls, ppt) are refused.
+import { ContentError, readZipEntries, type ContentLimits } from '../content/guards.ts';
 import { essence } from '../files/names.ts';
 import { extractText, textKind } from '../files/text.ts';
 import type { ContentKind } from './chunker.ts';
-
-export class ExtractError extends Error {}
 
 const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 const PPTX = 'application/vnd.openxmlformats-officedocument.presentationml.presentation';
@@ -41,51 +40,32 @@ export function contentKindOf(contentType: string, filename: string, format: Doc
   return 'text';
 }
 
-export async function extractDocument(bytes: Buffer, contentType: string, filename: string): Promise<{ text: string; kind: ContentKind }> {
+/** Runs in a content worker (src/content/tasks.ts). */
+export async function extractDocument(bytes: Buffer, contentType: string, filename: string, limits: ContentLimits): Promise<{ text: string; kind: ContentKind }> {
   const format = documentFormat(contentType, filename);
-  if (!format) throw new ExtractError(`Unsupported document type (${contentType}, ${filename}).`);
+  if (!format) throw new ContentError(`Unsupported document type (${contentType}, ${filename}).`);
   let text: string;
-  if (format === 'xlsx') text = await workbookText(bytes);
-  else if (format === 'pptx') text = await deckText(bytes);
+  if (format === 'xlsx') text = await workbookText(bytes, limits);
+  else if (format === 'pptx') text = await deckText(bytes, limits);
   else {
-    const out = await extractText(format, bytes, true);
-    if (out.degraded) throw new ExtractError(out.degradedReason ?? 'The document could not be read.');
+    const out = await extractText(format, bytes, true, limits);
+    if (out.degraded) throw new ContentError(out.degradedReason ?? 'The document could not be read.');
     text = out.text;
   }
-  if (text.includes('\u0000')) throw new ExtractError('The document is binary data, not text of the declared type.');
+  if (text.includes('\u0000')) throw new ContentError('The document is binary data, not text of the declared type.');
   return { text: text.replace(/\r\n?/g, '\n'), kind: contentKindOf(contentType, filename, format) };
 }
 
-async function zipEntries(bytes: Buffer, wanted: (name: string) => boolean): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  let zip: yauzl.ZipFile;
+/** The wanted XML parts of an Office Open XML package, inflated under the shared expansion guard. */
+async function xmlParts(bytes: Buffer, wanted: (name: string) => boolean, limits: ContentLimits, what: string): Promise<Map<string, string>> {
+  let parts: Map<string, Buffer>;
   try {
-    zip = await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.fromBuffer(bytes, { lazyEntries: true }, (err, z) => (err ? reject(err) : resolve(z))));
-  } catch {
-    throw new ExtractError('The document is not a valid Office Open XML (zip) file.');
+    parts = await readZipEntries(bytes, wanted, limits, what);
+  } catch (err) {
+    if (err instanceof ContentError && / is not a valid zip file\.$/.test(err.message)) throw new ContentError('The document is not a valid Office Open XML (zip) file.');
+    throw err;
   }
-  let total = 0;
-  await new Promise<void>((resolve, reject) => {
-    zip.on('entry', (entry: yauzl.Entry) => {
-      if (!wanted(entry.fileName)) return zip.readEntry();
-      total += entry.uncompressedSize;
-      if (total > 200 * 1024 * 1024) return reject(new ExtractError('The document expands to more than 200 MB of XML.'));
-      zip.openReadStream(entry, (err, stream) => {
-        if (err || !stream) return reject(new ExtractError('The document could not be unpacked.'));
-        const parts: Buffer[] = [];
-        stream.on('data', (c: Buffer) => parts.push(c));
-        stream.on('error', () => reject(new ExtractError('The document could not be unpacked.')));
-        stream.on('end', () => {
-          out.set(entry.fileName, Buffer.concat(parts).toString('utf8'));
-          zip.readEntry();
-        });
-      });
-    });
-    zip.on('end', () => resolve());
-    zip.on('error', () => reject(new ExtractError('The document could not be unpacked.')));
-    zip.readEntry();
-  });
-  return out;
+  return new Map([...parts].map(([name, xml]) => [name, xml.toString('utf8')]));
 }
 
 const decodeXml = (s: string) =>
@@ -97,9 +77,9 @@ const decodeXml = (s: string) =>
 const naturalOrder = (a: string, b: string) => Number(/(\d+)\.xml$/.exec(a)?.[1] ?? 0) - Number(/(\d+)\.xml$/.exec(b)?.[1] ?? 0);
 
 /** Slides in order, the text runs of each paragraph joined, one line per paragraph. */
-async function deckText(bytes: Buffer): Promise<string> {
-  const parts = await zipEntries(bytes, (n) => /^ppt\/slides\/slide\d+\.xml$/.test(n));
-  if (parts.size === 0) throw new ExtractError('The presentation has no slides.');
+async function deckText(bytes: Buffer, limits: ContentLimits): Promise<string> {
+  const parts = await xmlParts(bytes, (n) => /^ppt\/slides\/slide\d+\.xml$/.test(n), limits, 'presentation');
+  if (parts.size === 0) throw new ContentError('The presentation has no slides.');
   return [...parts.keys()]
     .sort(naturalOrder)
     .map((name, i) => {
@@ -112,14 +92,14 @@ async function deckText(bytes: Buffer): Promise<string> {
 }
 
 /** Each sheet as CSV-like lines (values joined by commas, quoted when needed) under a "## Sheet" line. */
-async function workbookText(bytes: Buffer): Promise<string> {
-  const parts = await zipEntries(bytes, (n) => n === 'xl/sharedStrings.xml' || n === 'xl/workbook.xml' || /^xl\/worksheets\/sheet\d+\.xml$/.test(n));
+async function workbookText(bytes: Buffer, limits: ContentLimits): Promise<string> {
+  const parts = await xmlParts(bytes, (n) => n === 'xl/sharedStrings.xml' || n === 'xl/workbook.xml' || /^xl\/worksheets\/sheet\d+\.xml$/.test(n), limits, 'workbook');
   const shared = [...(parts.get('xl/sharedStrings.xml') ?? '').matchAll(/<si>([\s\S]*?)<\/si>/g)].map((si) =>
     [...si[1]!.matchAll(/<t(?:\s[^>]*)?>([\s\S]*?)<\/t>/g)].map((t) => decodeXml(t[1]!)).join(''),
   );
   const names = [...(parts.get('xl/workbook.xml') ?? '').matchAll(/<sheet\b[^>]*\bname="([^"]*)"/g)].map((m) => decodeXml(m[1]!));
   const sheets = [...parts.keys()].filter((n) => n.startsWith('xl/worksheets/')).sort(naturalOrder);
-  if (sheets.length === 0) throw new ExtractError('The workbook has no sheets.');
+  if (sheets.length === 0) throw new ContentError('The workbook has no sheets.');
   const csv = (v: string) => (/[",\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
   return sheets
     .map((name, i) => {

@@ -4,8 +4,9 @@
 // The queue is the documents table itself: a document is `pending` until a worker claims it (`processing`,
 // with a fresh attempt number), and the attempt ends `completed` or `failed`. Chunks are replaced in the same
 // transaction that marks the attempt completed, and only if the document is still on that attempt, so a
-// retried, deleted or re-queued document never ends up with two sets of chunks. On start, attempts a dead
-// process left `processing` are queued again.
+// retried, deleted or re-queued document never ends up with two sets of chunks. Extraction and chunking run in
+// the content workers (src/content/), bounded in depth, expansion, memory and time; an attempt cut off by those
+// workers' time or memory limit, or by a dead process (found at start), is queued again once and then failed.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -14,9 +15,8 @@ import type { BlobStore } from '../files/blob-store.ts';
 import { readPrefix } from '../files/text.ts';
 import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
 import { createEmbeddingProvider, EmbeddingError, vectorToBlob, type EmbeddingProvider } from './embeddings.ts';
-import { chunkText } from './chunker.ts';
 import type { ChunkingConfig, ChunkRecipe } from './chunking-config.ts';
-import { extractDocument, ExtractError } from './extract.ts';
+import { ContentError, WorkerOverrun, type ContentWorkers } from '../content/index.ts';
 import { UserRegexError } from './user-regex.ts';
 import { EgressPolicy } from '../execution/egress.ts';
 import { SourceError, type ConnectorContext } from './connectors.ts';
@@ -36,6 +36,8 @@ export interface KnowledgeDeps {
   cipher?: SecretCipher;
   /** Resolves a `{{NAME}}` secret reference given as a connector's API key. */
   secrets?: SecretVault;
+  /** Where documents are extracted and chunked, off the event loop. */
+  content: ContentWorkers;
 }
 
 /**
@@ -133,8 +135,13 @@ export class KnowledgeService {
 
   async start(): Promise<void> {
     if (this.running) return;
-    const requeued = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.requeueInterrupted(new Date().toISOString()));
+    const { requeued, failed } = await this.deps.store.transaction(async (tx) => {
+      const outcome = await tx.knowledgeDocuments.requeueInterrupted(new Date().toISOString());
+      for (const id of outcome.failed) await tx.knowledgeChunks.deleteForDocument(id);
+      return outcome;
+    });
     if (requeued > 0) this.deps.logger.warn({ documents: requeued }, 'knowledge documents interrupted by a restart were queued again');
+    if (failed.length > 0) this.deps.logger.warn({ documents: failed }, 'knowledge documents interrupted a second time were failed');
     await this.deps.store.transaction((tx) => tx.knowledgeConnectors.releaseInterrupted(new Date().toISOString()));
     this.running = true;
     for (let i = 0; i < this.deps.config.knowledge.workers; i++) this.workers.push(this.work());
@@ -282,7 +289,22 @@ export class KnowledgeService {
       try {
         outcome = { status: 'completed', ...(await this.prepare(doc)) };
       } catch (err) {
-        const known = err instanceof ExtractError || err instanceof EmbeddingError || err instanceof UserRegexError || err instanceof ProcessingError;
+        if (err instanceof WorkerOverrun && err.reason === 'stopped') {
+          await store.transaction((tx) => tx.knowledgeDocuments.release(documentId, attempt, new Date().toISOString()));
+          return;
+        }
+        if (err instanceof WorkerOverrun) {
+          const result = await store.transaction(async (tx) => {
+            const r = await tx.knowledgeDocuments.interrupt(documentId, attempt, err.message, new Date().toISOString());
+            if (r === 'failed') await tx.knowledgeChunks.deleteForDocument(documentId);
+            return r;
+          });
+          this.deps.logger.warn({ documentId, reason: err.reason, outcome: result }, 'knowledge document processing was cut off');
+          if (result === 'requeued') this.notify();
+          if (result === 'failed') this.invalidate(doc.knowledgeBaseId);
+          return;
+        }
+        const known = err instanceof ContentError || err instanceof EmbeddingError || err instanceof UserRegexError || err instanceof ProcessingError;
         if (!known) this.deps.logger.error({ err, documentId }, 'knowledge processing failed unexpectedly');
         outcome = { status: 'failed', error: known ? (err as Error).message : `Processing failed: ${(err as Error).message}` };
       }
@@ -322,13 +344,16 @@ export class KnowledgeService {
     } catch {
       throw new ProcessingError('The document content could not be read from storage.');
     }
-    const { text, kind } = await extractDocument(bytes, doc.mimeType, doc.filename);
-    if (text.trim() === '') throw new ProcessingError('The document has no text to index.');
     const options = doc.processingOptions ? (JSON.parse(doc.processingOptions) as { recipe?: string }) : {};
     const recipe = options.recipe && options.recipe !== 'default' ? (options.recipe as ChunkRecipe) : undefined;
-    const pieces = chunkText(text, JSON.parse(kb.chunkingConfig) as ChunkingConfig, kind, recipe);
+    const { pieces, characters } = await this.deps.content.knowledgeDocument(bytes, {
+      contentType: doc.mimeType,
+      filename: doc.filename,
+      chunking: JSON.parse(kb.chunkingConfig) as ChunkingConfig,
+      recipe,
+    });
     const vectors = await this.provider.embed(pieces.map((p) => p.content));
-    return { chunks: pieces.map((p, i) => ({ ...p, vector: vectors[i]! })), characters: text.length };
+    return { chunks: pieces.map((p, i) => ({ ...p, vector: vectors[i]! })), characters };
   }
 
   /** A base keeps the model it was created with; the configured provider must still produce it. */

@@ -44,6 +44,10 @@ export interface KnowledgeDocumentRecord {
 
 type Row = Record<string, SqlValue>;
 
+/** Times one processing request may be cut off (overrun, crash, restart) before the document is failed. */
+export const MAX_INTERRUPTIONS = 2;
+const INTERRUPTED_AGAIN = 'Processing was cut off twice (the server stopped while processing it); it is not retried again. Retry the document to try once more.';
+
 const toRecord = (r: Row): KnowledgeDocumentRecord => ({
   id: r.id as string,
   knowledgeBaseId: r.knowledge_base_id as string,
@@ -218,7 +222,7 @@ export class KnowledgeDocumentRepository {
   async replaceSource(id: string, f: { filename: string; fileSize: number; mimeType: string; blobKey: string; contentHash: string; sourceUrl: string | null }, now: string): Promise<void> {
     await this.db.run(
       `UPDATE knowledge_documents SET filename = ?, file_size = ?, mime_type = ?, blob_key = ?, content_hash = ?, source_url = ?, processing_status = 'pending',
-         processing_error = NULL, processing_started_at = NULL, processing_completed_at = NULL, updated_at = ? WHERE id = ?`,
+         processing_interruptions = 0, processing_error = NULL, processing_started_at = NULL, processing_completed_at = NULL, updated_at = ? WHERE id = ?`,
       [f.filename, f.fileSize, f.mimeType, f.blobKey, f.contentHash, f.sourceUrl, now, id],
     );
   }
@@ -248,8 +252,8 @@ export class KnowledgeDocumentRepository {
   /** Marks a document pending again (new attempt); returns false when it was already pending or processing. */
   async requeue(id: string, now: string): Promise<boolean> {
     const r = await this.db.run(
-      `UPDATE knowledge_documents SET processing_status = 'pending', processing_error = NULL, processing_started_at = NULL, processing_completed_at = NULL,
-         updated_at = ? WHERE id = ? AND processing_status IN ('failed', 'completed')`,
+      `UPDATE knowledge_documents SET processing_status = 'pending', processing_interruptions = 0, processing_error = NULL, processing_started_at = NULL,
+         processing_completed_at = NULL, updated_at = ? WHERE id = ? AND processing_status IN ('failed', 'completed')`,
       [now, id],
     );
     return r.changes === 1;
@@ -294,9 +298,59 @@ export class KnowledgeDocumentRepository {
     return r.changes === 1;
   }
 
-  /** After a restart: attempts a dead process left in flight go back to the queue. */
-  async requeueInterrupted(now: string): Promise<number> {
-    return (await this.db.run(`UPDATE knowledge_documents SET processing_status = 'pending', updated_at = ? WHERE processing_status = 'processing'`, [now])).changes;
+  /**
+   * An attempt that was cut off (its worker overran its time or memory, or its process died) goes back to the queue
+   * once; cut off a second time, the document is failed with `reason`, so hostile content cannot come back for ever.
+   * False when the attempt is no longer current.
+   */
+  async interrupt(id: string, attempt: number, reason: string, now: string): Promise<'requeued' | 'failed' | false> {
+    const failed = await this.db.run(
+      `UPDATE knowledge_documents SET processing_status = 'failed', processing_error = ?, processing_completed_at = ?, chunk_count = 0, token_count = 0,
+         processing_interruptions = processing_interruptions + 1, updated_at = ?
+       WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ? AND processing_interruptions >= ${MAX_INTERRUPTIONS - 1}`,
+      [reason, now, now, id, attempt],
+    );
+    if (failed.changes === 1) return 'failed';
+    const requeued = await this.db.run(
+      `UPDATE knowledge_documents SET processing_status = 'pending', processing_interruptions = processing_interruptions + 1, updated_at = ?
+       WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ?`,
+      [now, id, attempt],
+    );
+    return requeued.changes === 1 ? 'requeued' : false;
+  }
+
+  /** An attempt the server stopped on purpose (shutdown) goes back to the queue without counting against it. */
+  async release(id: string, attempt: number, now: string): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE knowledge_documents SET processing_status = 'pending', updated_at = ? WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ?`,
+      [now, id, attempt],
+    );
+    return r.changes === 1;
+  }
+
+  /**
+   * After a restart: attempts a dead process left in flight are interrupted (queued again once, then failed).
+   * Returns the documents failed, whose chunks the caller removes.
+   */
+  async requeueInterrupted(now: string): Promise<{ requeued: number; failed: string[] }> {
+    const failed = (
+      await this.db.all<{ id: string }>(
+        `SELECT id FROM knowledge_documents WHERE processing_status = 'processing' AND processing_interruptions >= ${MAX_INTERRUPTIONS - 1}`,
+      )
+    ).map((r) => r.id);
+    for (const id of failed) {
+      await this.db.run(
+        `UPDATE knowledge_documents SET processing_status = 'failed', processing_error = ?, processing_completed_at = ?, chunk_count = 0, token_count = 0,
+           processing_interruptions = processing_interruptions + 1, updated_at = ? WHERE id = ?`,
+        [INTERRUPTED_AGAIN, now, now, id],
+      );
+    }
+    const requeued = await this.db.run(
+      `UPDATE knowledge_documents SET processing_status = 'pending', processing_interruptions = processing_interruptions + 1, updated_at = ?
+       WHERE processing_status = 'processing'`,
+      [now],
+    );
+    return { requeued: requeued.changes, failed };
   }
 
   async recount(id: string, now: string): Promise<void> {

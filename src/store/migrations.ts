@@ -1105,6 +1105,13 @@ export const MIGRATIONS: Migration[] = [
       )
     `,
   },
+  {
+    version: 120,
+    name: 'knowledge documents count processing runs that overran or were cut off, to retry them once and then fail them',
+    sql: `
+      ALTER TABLE knowledge_documents ADD COLUMN processing_interruptions INTEGER NOT NULL DEFAULT 0
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<number[]> {

@@ -1,6 +1,6 @@
 // A large table export in a worker thread: reads the table through a connection of its own and writes the file
 // (src/tables/export-writer.ts), so the server thread's heap and event loop stay out of it. The server thread
-// (src/tables/jobs.ts, through src/tables/job-worker.ts) moves the export between states and renames the file.
+// (src/tables/jobs.ts, through src/workers/job-worker.ts) moves the export between states and renames the file.
 // Messages: start with workerData {databaseFile, exportId, tableId, format, file}; → done {count} |
 // failed {message, canceled}; ← stop (the server is shutting down: stop after the current batch).
 import { parentPort, workerData } from 'node:worker_threads';

@@ -2,7 +2,7 @@
 // rejection saying why) and writing them into the import's staging table through a database connection of its
 // own. It runs here, not on the server's thread, because a million-row file allocates gigabytes of short-lived
 // objects and takes seconds of CPU: in a worker with a capped heap that garbage never reaches the heap serving
-// requests, and the event loop stays free. The server thread (src/tables/job-worker.ts and jobs.ts) decides
+// requests, and the event loop stays free. The server thread (src/workers/job-worker.ts and jobs.ts) decides
 // the columns, and makes the staged rows visible in one transaction once the worker is done.
 // Messages (worker ↔ server thread):
 //   start: workerData {delimiter, databaseFile, importId}

@@ -15,7 +15,7 @@ import type { TableImportRecord } from '../store/table-jobs.ts';
 import type { UserTableRecord } from '../store/user-tables.ts';
 import { type Column, defineColumn } from './columns.ts';
 import { columnNamesFor, inferType, sniffDelimiter } from './csv.ts';
-import { JobWorker, JobWorkerError } from './job-worker.ts';
+import { JobWorker, JobWorkerError } from '../workers/job-worker.ts';
 import type { ImportPlan, ImportSummary, ImportWorkerData } from './import-worker.ts';
 import type { ExportWorkerData } from './export-worker.ts';
 import { ExportStopped, writeTableExport } from './export-writer.ts';

@@ -6,7 +6,8 @@ import type { Config } from '../config.ts';
 import type { BlobStore } from '../files/blob-store.ts';
 import { checkFileName, folderPathOf, mediaTypeFor, vfsPath } from '../files/names.ts';
 import { actorOf, assertNameFree, assertStorageFits, insertNewFile, loadFile, requireFolder } from '../files/service.ts';
-import { extractText, readPrefix, textKind } from '../files/text.ts';
+import { readPrefix, textKind } from '../files/text.ts';
+import type { ContentWorkers } from '../content/index.ts';
 import { runSearch } from '../knowledge/search.ts';
 import type { KnowledgeService } from '../knowledge/service.ts';
 import type { Store } from '../store/index.ts';
@@ -21,6 +22,7 @@ export interface WorkspaceDataDeps {
   blobs: BlobStore;
   config: Config;
   knowledge: KnowledgeService;
+  content: ContentWorkers;
 }
 
 const MAX_QUERY_ROWS = 1000;
@@ -41,7 +43,7 @@ async function workspaceOf(store: Store, call: ToolCallContext) {
 }
 
 export function workspaceDataTools(deps: WorkspaceDataDeps): Tool[] {
-  const { store, blobs, config, knowledge } = deps;
+  const { store, blobs, config, knowledge, content } = deps;
 
   const tableQuery: Tool = {
     id: 'table_query_rows',
@@ -154,7 +156,7 @@ export function workspaceDataTools(deps: WorkspaceDataDeps): Tool[] {
       const complete = toRead === file.size;
       const kind = textKind(file.contentType, file.name);
       if (kind === 'unsupported') throw new Error(`File ${file.name} (${file.contentType}) has no text content to read`);
-      const extracted = await extractText(kind, bytes, complete);
+      const extracted = await content.fileText(kind, bytes, complete);
       return { fileId: file.id, name: file.name, path: vfsPath(file.folderPath, file.name), text: extracted.text, truncated: !complete };
     },
   };

@@ -5,6 +5,7 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Readable } from 'node:stream';
+import { isOutOfMemory } from './pool.ts';
 
 /** Why a job's worker failed; `canceled` when it found its job canceled. */
 export class JobWorkerError extends Error {
@@ -49,7 +50,7 @@ export class JobWorker<Out extends { type: string }> {
     });
     this.worker.on('error', (err) => {
       this.ended = true;
-      const oom = (err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+      const oom = isOutOfMemory(err);
       this.push(new JobWorkerError(oom ? `The ${what} needs more memory than a table job may use (are its records very long?).` : `The ${what} failed: ${err.message}`));
     });
     this.worker.on('exit', () => {
