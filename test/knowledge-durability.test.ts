@@ -223,4 +223,58 @@ describe('a server killed mid-processing', () => {
       await exited2;
     }
   });
+
+  it('a document cut off by a dead process twice is failed on the next start, not queued again', async () => {
+    const call = async (url: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const r = await fetch(url + p, { method, headers: { 'x-api-key': KEY, ...(body ? { 'content-type': 'application/json' } : {}), ...headers }, body: body ? JSON.stringify(body) : undefined });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const kill = async (child: ChildProcess) => {
+      child.removeAllListeners('exit');
+      const exited = new Promise((r) => child.on('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      for (const res of hanging.splice(0)) res.destroy();
+    };
+    mode = 'hang';
+    const first = await start();
+    const ws = (await call(first.url, 'GET', '/api/v2/workspaces')).body.data[0].id;
+    const kb = (await call(first.url, 'POST', '/api/v2/knowledge', { workspaceId: ws, name: 'Twice', chunkingConfig: { maxSize: 100, overlap: 0 } })).body.data;
+    const bytes = Buffer.from(text);
+    const created = (await call(first.url, 'POST', `/api/v2/knowledge/${kb.id}/documents/uploads`, { workspaceId: ws, name: 'twice.txt', contentType: 'text/plain', size: bytes.length })).body.data;
+    await fetch(created.transfer.url, { method: 'PUT', headers: created.transfer.headers, body: bytes });
+    const doc = (await call(first.url, 'POST', `/api/v2/knowledge/${kb.id}/documents/uploads/${created.session.id}/complete?workspaceId=${ws}`, undefined, { 'upload-token': created.uploadToken })).body.data.document;
+    const docPath = `/api/v2/knowledge/${kb.id}/documents/${doc.id}?workspaceId=${ws}`;
+    // Each time: wait until the worker is inside the (hanging) embedding call, then kill the process outright.
+    let server = first;
+    for (let round = 0; round < 2; round++) {
+      if (round > 0) server = await start();
+      requests = 0;
+      while (requests === 0) await new Promise((r) => setTimeout(r, 25));
+      expect((await call(server.url, 'GET', docPath)).body.data.processingStatus).toBe('processing');
+      await kill(server.child);
+    }
+    mode = 'ok';
+    requests = 0;
+    const third = await start();
+    try {
+      const data = (await call(third.url, 'GET', docPath)).body.data;
+      expect(data.processingStatus).toBe('failed');
+      expect(data.processingError).toMatch(/cut off twice .* not retried again/);
+      expect(requests).toBe(0);
+      // A retry asked for by a user starts afresh.
+      expect((await call(third.url, 'PATCH', `/api/v2/knowledge/${kb.id}/documents/${doc.id}`, { workspaceId: ws, retryProcessing: true })).status).toBe(200);
+      let status = 'pending';
+      while (status !== 'completed' && status !== 'failed') {
+        status = (await call(third.url, 'GET', docPath)).body.data.processingStatus;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(status).toBe('completed');
+    } finally {
+      third.child.removeAllListeners('exit');
+      const exited = new Promise((r) => third.child.on('exit', r));
+      third.child.kill('SIGTERM');
+      await exited;
+    }
+  }, 180_000);
 });
