@@ -13,6 +13,7 @@ import { mcp } from './suites/mcp.ts';
 import { tables } from './suites/tables.ts';
 import { knowledge } from './suites/knowledge.ts';
 import { idempotency } from './suites/idempotency.ts';
+import { hostile } from './suites/hostile.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -27,6 +28,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   tables,
   knowledge,
   idempotency,
+  hostile,
 };
 
 export async function main(argv: string[]): Promise<void> {
