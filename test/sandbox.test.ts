@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EgressPolicy } from '../src/execution/egress.ts';
 import { SandboxError, SandboxPool, sandboxNodeFlags } from '../src/sandbox/pool.ts';
+import { startTestServer } from './support/server.ts';
+import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 
 let pool: SandboxPool;
 let server: http.Server;
@@ -77,8 +79,32 @@ describe('sandbox walls', () => {
     for (const code of attempts) {
       const r = await run(code).catch((e: Error) => ({ value: e.message }));
       expect(r.value, code).not.toBe('object');
-      expect(['undefined', 'no runner']).toContain(r.value);
+      expect(r.value === 'no runner' || /Code generation from strings disallowed/.test(String(r.value)), code).toBe(true);
     }
+  });
+
+  it('compiles no code from strings: eval, new Function and every function constructor fail clearly', async () => {
+    const attempts = [
+      'return eval("1")',
+      'return (0, eval)("1")',
+      'return new Function("return 1")()',
+      'return Function("return 1")()',
+      'return (function(){}).constructor("return 1")()',
+      'return await (async function(){}).constructor("return 1")()',
+      'return (function*(){}).constructor("yield 1")().next().value',
+      'return (async function*(){}).constructor("yield 1")',
+      'return globalThis.eval("1")',
+    ];
+    for (const code of attempts) {
+      const e = await failure(code);
+      expect(e.kind, code).toBe('user');
+      expect(e.message, code).toMatch(/^EvalError: Code generation from strings disallowed.*the sandbox runs no code built from strings/);
+    }
+    // A string timer callback is refused too, never evaluated.
+    expect((await failure('setTimeout("globalThis.x = 1", 1); return 1')).message).toMatch(/TypeError: The "callback" argument must be of type function/);
+    // Code that catches the refusal goes on; WebAssembly compilation stays off as well.
+    expect((await run('try { eval("1"); return "ran" } catch (e) { return e.name }')).value).toBe('EvalError');
+    expect((await failure('return new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))')).message).toMatch(/CompileError|disallowed/i);
   });
 
   // What code that escaped its vm context would meet: a process with the sandbox's exact flags, probed directly,
@@ -184,6 +210,24 @@ describe('sandboxed fetch with an allow-list', () => {
       expect((await bare.run({ code: 'return typeof fetch' })).value).toBe('undefined');
     } finally {
       await bare.close();
+    }
+  });
+});
+
+describe('code built from strings, through a deployed workflow', () => {
+  it('fails the Function block with the refusal in its error', async () => {
+    const s = await startTestServer();
+    try {
+      const start = apiBlock('start_trigger', 'Start');
+      const fn = apiBlock('function', 'Build', { code: 'return new Function("return 1")()' });
+      const wf = await buildWorkflow(s, 'Builds code', [start, fn], [link(start, fn)]);
+      const r = await s.call('POST', `/api/v2/workflows/${wf.id}/execute`, {});
+      expect(r.body.data, r.text).toMatchObject({
+        status: 'failed',
+        error: { code: 'BLOCK_EXECUTION_FAILED', blockName: 'Build', message: expect.stringMatching(/^The function failed: EvalError: Code generation from strings disallowed.*the sandbox runs no code built from strings/) },
+      });
+    } finally {
+      await s.stop();
     }
   });
 });
