@@ -180,6 +180,23 @@ describe('sandbox walls', () => {
     expect((await run('return 1')).value).toBe(1);
   });
 
+  it('a call cancelled while it waits for a busy worker leaves the queue and never runs', async () => {
+    const single = new SandboxPool({ size: 1, timeoutMs: 5000, memoryMb: 48 });
+    try {
+      await single.start();
+      const holder = new AbortController();
+      const busy = single.run({ code: 'await new Promise(() => {})', signal: holder.signal });
+      const queued = new AbortController();
+      const waiting = single.run({ code: 'while (true) {}', signal: queued.signal });
+      queued.abort();
+      holder.abort();
+      await expect(waiting).rejects.toMatchObject({ kind: 'cancelled' });
+      await expect(busy).rejects.toMatchObject({ kind: 'cancelled' });
+      expect((await single.run({ code: 'return 2' })).value).toBe(2);
+    } finally {
+      await single.close();
+    }
+  });
 });
 
 describe('sandboxed fetch with an allow-list', () => {
