@@ -614,6 +614,15 @@ export interface OperationInputs {
     principal: null;
     ctx: RequestContext<null>;
   };
+  deleteMcpServeSessionAtMcpPath: {
+    params: Params<operations['deleteMcpServeSessionAtMcpPath'], 'path'>;
+    query: Params<operations['deleteMcpServeSessionAtMcpPath'], 'query'>;
+    headers: Params<operations['deleteMcpServeSessionAtMcpPath'], 'header'>;
+    body: Body<operations['deleteMcpServeSessionAtMcpPath']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
   deleteMcpServer: {
     params: Params<operations['deleteMcpServer'], 'path'>;
     query: Params<operations['deleteMcpServer'], 'query'>;
@@ -997,6 +1006,15 @@ export interface OperationInputs {
     query: Params<operations['getMcpServeInfo'], 'query'>;
     headers: Params<operations['getMcpServeInfo'], 'header'>;
     body: Body<operations['getMcpServeInfo']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  getMcpServeInfoAtMcpPath: {
+    params: Params<operations['getMcpServeInfoAtMcpPath'], 'path'>;
+    query: Params<operations['getMcpServeInfoAtMcpPath'], 'query'>;
+    headers: Params<operations['getMcpServeInfoAtMcpPath'], 'header'>;
+    body: Body<operations['getMcpServeInfoAtMcpPath']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
@@ -1690,6 +1708,15 @@ export interface OperationInputs {
     query: Params<operations['postMcpServeMessage'], 'query'>;
     headers: Params<operations['postMcpServeMessage'], 'header'>;
     body: Body<operations['postMcpServeMessage']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: null;
+    ctx: RequestContext<null>;
+  };
+  postMcpServeMessageAtMcpPath: {
+    params: Params<operations['postMcpServeMessageAtMcpPath'], 'path'>;
+    query: Params<operations['postMcpServeMessageAtMcpPath'], 'query'>;
+    headers: Params<operations['postMcpServeMessageAtMcpPath'], 'header'>;
+    body: Body<operations['postMcpServeMessageAtMcpPath']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: null;
     ctx: RequestContext<null>;
@@ -2581,6 +2608,11 @@ export interface OperationResults {
     body: undefined;
     headers?: Record<string, string>;
   };
+  deleteMcpServeSessionAtMcpPath: {
+    status: 204;
+    body: undefined;
+    headers?: Record<string, string>;
+  };
   deleteMcpServer: {
     status: 200;
     body: Json<operations['deleteMcpServer']['responses'][200]>;
@@ -2818,6 +2850,11 @@ export interface OperationResults {
   getMcpServeInfo: {
     status: 200;
     body: Json<operations['getMcpServeInfo']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getMcpServeInfoAtMcpPath: {
+    status: 200;
+    body: Json<operations['getMcpServeInfoAtMcpPath']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getMcpServer: {
@@ -3216,6 +3253,17 @@ export interface OperationResults {
     | {
         status: 200;
         body: Json<operations['postMcpServeMessage']['responses'][200]>;
+        headers?: Record<string, string>;
+      }
+    | {
+        status: 202;
+        body: undefined;
+        headers?: Record<string, string>;
+      };
+  postMcpServeMessageAtMcpPath:
+    | {
+        status: 200;
+        body: Json<operations['postMcpServeMessageAtMcpPath']['responses'][200]>;
         headers?: Record<string, string>;
       }
     | {
@@ -3680,6 +3728,8 @@ export interface Handlers {
   deleteKnowledgeTagDefinitions: Handler<'deleteKnowledgeTagDefinitions'>;
   /** DELETE /api/mcp/serve/{serverId} — End an MCP session */
   deleteMcpServeSession: Handler<'deleteMcpServeSession'>;
+  /** DELETE /api/mcp/serve/{serverId}/mcp — End an MCP session (path ending in /mcp) */
+  deleteMcpServeSessionAtMcpPath: Handler<'deleteMcpServeSessionAtMcpPath'>;
   /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
   deleteMcpServer: Handler<'deleteMcpServer'>;
   /** DELETE /api/v2/sandboxes/{sandboxId} — Delete a sandbox */
@@ -3766,6 +3816,8 @@ export interface Handlers {
   getLogStats: Handler<'getLogStats'>;
   /** GET /api/mcp/serve/{serverId} — Describe a workflow MCP server */
   getMcpServeInfo: Handler<'getMcpServeInfo'>;
+  /** GET /api/mcp/serve/{serverId}/mcp — Describe a workflow MCP server (path ending in /mcp) */
+  getMcpServeInfoAtMcpPath: Handler<'getMcpServeInfoAtMcpPath'>;
   /** GET /api/v2/mcp-servers/{mcpServerId} — Get an MCP server */
   getMcpServer: Handler<'getMcpServer'>;
   /** GET /api/v2/meta — Get API capabilities */
@@ -3920,6 +3972,8 @@ export interface Handlers {
   pollCliAuth: Handler<'pollCliAuth'>;
   /** POST /api/mcp/serve/{serverId} — Send an MCP message to a workflow MCP server */
   postMcpServeMessage: Handler<'postMcpServeMessage'>;
+  /** POST /api/mcp/serve/{serverId}/mcp — Send an MCP message to a workflow MCP server (path ending in /mcp) */
+  postMcpServeMessageAtMcpPath: Handler<'postMcpServeMessageAtMcpPath'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */

@@ -22,6 +22,18 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/mcp/serve/:serverId',
     ...bind(OPERATIONS.postMcpServeMessage, handlers.postMcpServeMessage),
   );
+  router.delete(
+    '/api/mcp/serve/:serverId/mcp',
+    ...bind(OPERATIONS.deleteMcpServeSessionAtMcpPath, handlers.deleteMcpServeSessionAtMcpPath),
+  );
+  router.get(
+    '/api/mcp/serve/:serverId/mcp',
+    ...bind(OPERATIONS.getMcpServeInfoAtMcpPath, handlers.getMcpServeInfoAtMcpPath),
+  );
+  router.post(
+    '/api/mcp/serve/:serverId/mcp',
+    ...bind(OPERATIONS.postMcpServeMessageAtMcpPath, handlers.postMcpServeMessageAtMcpPath),
+  );
   router.get(
     '/api/users/me/usage-limits',
     ...bind(OPERATIONS.legacyGetUsageLimits, handlers.legacyGetUsageLimits),

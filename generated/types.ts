@@ -1537,20 +1537,48 @@ export interface paths {
     };
     /**
      * Describe a workflow MCP server
-     * @description Server information (`name`, `version`, `protocolVersion`, `capabilities`) for a plain GET. This server offers no server-to-client SSE stream: a GET that accepts `text/event-stream` is a 405 with `X-MCP-Supported-Transport: streamable-http`. Authentication as for POST.
+     * @description Server information (`name`, `version`, `protocolVersion`, `capabilities`) for a plain GET. This server offers no server-to-client SSE stream: a GET that accepts `text/event-stream` is a 405 with `X-MCP-Supported-Transport: streamable-http`. Authentication as for POST (a public server ignores credentials).
      */
     get: operations['getMcpServeInfo'];
     put?: never;
     /**
      * Send an MCP message to a workflow MCP server
-     * @description The Model Context Protocol over Streamable HTTP, stateless and JSON-only (no session ids, no SSE): one JSON-RPC 2.0 message per POST, answered as `application/json`; a notification gets 202 with no body. Methods: `initialize`, `ping`, `tools/list` (pages of 100 tools, `nextCursor` in the result) and `tools/call`, which runs the workflow's active deployment as a run with trigger `mcp` (rate-limited on the caller's synchronous execution bucket and billed like any run) and answers its output as text content, with `isError: true` when the run failed. Another method is a JSON-RPC `MethodNotFound` with HTTP 404. A private server needs an API key (a workspace key only of the server's own workspace) or an OAuth access token of a workspace member; calling a tool needs the write role. A public server needs none and runs its tools as its creator. Clients send `Accept: application/json, text/event-stream`, as the protocol requires.
+     * @description The Model Context Protocol over Streamable HTTP, stateless and JSON-only (no session ids, no SSE): one JSON-RPC 2.0 message per POST, answered as `application/json`; a notification gets 202 with no body. Methods: `initialize`, `ping`, `tools/list` (pages of 100 tools, `nextCursor` in the result) and `tools/call`, which runs the workflow's active deployment as a run with trigger `mcp` (rate-limited on the caller's synchronous execution bucket and billed like any run) and answers its output as text content, with `isError: true` when the run failed. Another method is a JSON-RPC `MethodNotFound` with HTTP 404. A private server needs an API key (a workspace key only of the server's own workspace) or an OAuth access token of a workspace member; calling a tool needs the write role. Without a credential, a private server and an unknown server id answer the same 401, so ids cannot be probed; with a valid credential that cannot reach the server, it is a 404. A public server ignores credentials entirely (none, an invalid one or one of any workspace get the same answers) and runs its tools as its creator. `/api/mcp/serve/{serverId}/mcp` is the same endpoint, for clients that only connect to URLs ending in `/mcp`. Clients send `Accept: application/json, text/event-stream`, as the protocol requires.
      */
     post: operations['postMcpServeMessage'];
     /**
      * End an MCP session
-     * @description Accepted for clients that end their session; the server keeps no sessions, so nothing changes. A credential is required even for a public server.
+     * @description Accepted for clients that end their session; the server keeps no sessions, so nothing changes. A valid credential is required even for a public server (there it may be of any workspace); otherwise authentication as for POST.
      */
     delete: operations['deleteMcpServeSession'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/mcp/serve/{serverId}/mcp': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Describe a workflow MCP server (path ending in /mcp)
+     * @description The same as `GET /api/mcp/serve/{serverId}`, at a path ending in `/mcp`.
+     */
+    get: operations['getMcpServeInfoAtMcpPath'];
+    put?: never;
+    /**
+     * Send an MCP message to a workflow MCP server (path ending in /mcp)
+     * @description The same as `POST /api/mcp/serve/{serverId}`, at a path ending in `/mcp` for MCP clients that only connect to such URLs (the MCP Inspector 0.15 that npm installs on Node 20 is one).
+     */
+    post: operations['postMcpServeMessageAtMcpPath'];
+    /**
+     * End an MCP session (path ending in /mcp)
+     * @description The same as `DELETE /api/mcp/serve/{serverId}`, at a path ending in `/mcp`.
+     */
+    delete: operations['deleteMcpServeSessionAtMcpPath'];
     options?: never;
     head?: never;
     patch?: never;
@@ -5056,7 +5084,7 @@ export interface components {
       description: string | null;
       /** @description Whether MCP clients may connect without an API key (calls then run as the server's creator). */
       isPublic: boolean;
-      /** @description Where MCP clients connect, `{BASE_URL}/api/mcp/serve/{serverId}` (Streamable HTTP). */
+      /** @description Where MCP clients connect, `{BASE_URL}/api/mcp/serve/{serverId}` (Streamable HTTP); the same URL followed by `/mcp` serves the same, for clients that need a path ending in `/mcp`. */
       mcpServerUrl: string;
       createdAt: components['schemas']['Timestamp'];
       updatedAt: components['schemas']['Timestamp'];
@@ -11188,6 +11216,143 @@ export interface operations {
     };
   };
   deleteMcpServeSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Nothing to end. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getMcpServeInfoAtMcpPath: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The server information. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['McpServeInfo'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description An SSE stream was asked for; this server answers every message in its POST response. */
+      405: {
+        headers: {
+          /** @description Always `streamable-http`. */
+          'X-MCP-Supported-Transport'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  postMcpServeMessageAtMcpPath: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow MCP server identifier. */
+        serverId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['JsonRpcMessage'];
+      };
+    };
+    responses: {
+      /** @description The JSON-RPC response. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description A notification or response was accepted; no body. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body is not valid JSON or not a JSON-RPC message this endpoint takes (an error body), or the protocol layer refused it, e.g. an unsupported `MCP-Protocol-Version` (a JSON-RPC error). */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BadRequestBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description The server does not exist or the caller cannot reach it (error body), or the JSON-RPC method is unknown (a JSON-RPC error). */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'] | components['schemas']['JsonRpcReply'];
+        };
+      };
+      /** @description The request does not accept both `application/json` and `text/event-stream` (a JSON-RPC error). */
+      406: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['JsonRpcReply'];
+        };
+      };
+      413: components['responses']['PayloadTooLarge'];
+      415: components['responses']['UnsupportedMediaType'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deleteMcpServeSessionAtMcpPath: {
     parameters: {
       query?: never;
       header?: never;

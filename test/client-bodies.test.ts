@@ -121,6 +121,11 @@ const samples = {
       params: { path: { serverId: 'srv_1' } },
       body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather', arguments: { city: 'Lyon', days: 3 } } },
     }),
+  postMcpServeMessageAtMcpPath: (api) =>
+    api.POST('/api/mcp/serve/{serverId}/mcp', {
+      params: { path: { serverId: 'srv_1' } },
+      body: { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    }),
   createMcpServer: (api) =>
     api.POST('/api/v2/mcp-servers', { body: { workspaceId: WS, name: 'Search', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' }, timeout: 10_000 } }),
   updateMcpServer: (api) => api.PATCH('/api/v2/mcp-servers/{mcpServerId}', { params: { path: { mcpServerId: 'mcp_1' } }, body: { workspaceId: WS, enabled: false, oauthClientSecret: null } }),

@@ -244,7 +244,7 @@ describe('the serve endpoint through the MCP SDK client', () => {
     expect((await post(server.mcpServerUrl, init, { 'X-API-Key': 'sk-owa-wrong-key-000000000000' })).status).toBe(401);
     const other = await s.newWorkspace('Elsewhere');
     const foreignKey = (await createApiKey(s.services.store, { kind: 'workspace', userId: s.userId, workspaceId: other })).key;
-    expect((await post(server.mcpServerUrl, init, { 'X-API-Key': foreignKey })).status).toBe(403);
+    expect((await post(server.mcpServerUrl, init, { 'X-API-Key': foreignKey })).status).toBe(404);
     const outsider = await s.newUser('outsider-serve@example.com');
     expect((await post(server.mcpServerUrl, init, { 'X-API-Key': outsider.key })).status).toBe(404);
     // A workspace key of the server's own workspace is accepted.
@@ -260,6 +260,108 @@ describe('the serve endpoint through the MCP SDK client', () => {
       await expect(readerClient.callTool({ name: 'greet_someone', arguments: { name: 'x', times: 1 } })).rejects.toThrow(/write role/);
     } finally {
       await readerClient.close();
+    }
+  });
+
+  it('serves a public server the same to every caller, whatever credential it sends', async () => {
+    const pub = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Open to all', isPublic: true, workflowIds: [greet.id] })).body.data;
+    const other = await s.newWorkspace('Someone else');
+    const foreignWorkspaceKey = (await createApiKey(s.services.store, { kind: 'workspace', userId: s.userId, workspaceId: other })).key;
+    const outsider = await s.newUser('outsider-public@example.com');
+    const callers: Record<string, Record<string, string>> = {
+      'no credential': {},
+      'a member key': { 'X-API-Key': s.key },
+      'a workspace key of another workspace': { 'X-API-Key': foreignWorkspaceKey },
+      "an outsider's personal key": { 'X-API-Key': outsider.key },
+      'an invalid key': { 'X-API-Key': 'sk-owa-wrong-key-000000000000' },
+      'an invalid token': { Authorization: 'Bearer not-a-token' },
+    };
+    const call = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'greet_someone', arguments: { name: 'Eve', times: 1 } } });
+    for (const [who, headers] of Object.entries(callers)) {
+      const list = await post(pub.mcpServerUrl, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), headers);
+      expect(list.status, who).toBe(200);
+      expect(((await list.json()) as any).result.tools.map((t: any) => t.name), who).toEqual(['greet_someone']);
+      const called = await post(pub.mcpServerUrl, call, headers);
+      expect(called.status, who).toBe(200);
+      expect(JSON.parse(((await called.json()) as any).result.content[0].text), who).toEqual({ greeting: 'Hello Eve!' });
+      const info = await fetch(pub.mcpServerUrl, { headers });
+      expect(info.status, who).toBe(200);
+      expect(((await info.json()) as any).name, who).toBe('Open to all');
+    }
+    // Through the SDK client too, with a key of another workspace.
+    const client = await connect(pub.mcpServerUrl, { 'X-API-Key': foreignWorkspaceKey });
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['greet_someone']);
+    } finally {
+      await client.close();
+    }
+    // Ending a session needs a valid credential, of any workspace.
+    expect((await fetch(pub.mcpServerUrl, { method: 'DELETE', headers: { 'X-API-Key': foreignWorkspaceKey } })).status).toBe(204);
+    expect((await fetch(pub.mcpServerUrl, { method: 'DELETE', headers: { 'X-API-Key': outsider.key } })).status).toBe(204);
+    expect((await fetch(pub.mcpServerUrl, { method: 'DELETE', headers: { 'X-API-Key': 'sk-owa-wrong-key-000000000000' } })).status).toBe(401);
+  });
+
+  it('answers a private server and an unknown id alike without a valid credential, so ids cannot be probed', async () => {
+    const unknownUrl = `${s.url}/api/mcp/serve/wfmcp-does-not-exist`;
+    const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    // Headers that differ from one request to the next whatever the resource.
+    const PER_REQUEST = new Set(['date', 'x-request-id', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'etag', 'content-length', 'keep-alive', 'connection']);
+    const shape = async (r: Response) => ({
+      status: r.status,
+      body: await r.text(),
+      headers: [...r.headers.entries()].filter(([k]) => !PER_REQUEST.has(k)).sort(),
+    });
+    const probes: [string, (url: string) => Promise<Response>][] = [
+      ['POST without a key', (url) => post(url, init)],
+      ['GET without a key', (url) => fetch(url)],
+      ['GET for an SSE stream without a key', (url) => fetch(url, { headers: { accept: 'text/event-stream' } })],
+      ['DELETE without a key', (url) => fetch(url, { method: 'DELETE' })],
+      ['POST with an invalid key', (url) => post(url, init, { 'X-API-Key': 'sk-owa-wrong-key-000000000000' })],
+      ['POST with an invalid token', (url) => post(url, init, { Authorization: 'Bearer not-a-token' })],
+      ['POST at the /mcp path without a key', (url) => post(`${url}/mcp`, init)],
+    ];
+    for (const [what, probe] of probes) {
+      const existing = await shape(await probe(server.mcpServerUrl));
+      const unknown = await shape(await probe(unknownUrl));
+      expect(existing.status, what).toBe(401);
+      expect(JSON.parse(existing.body).error.code, what).toBe('UNAUTHORIZED');
+      expect(unknown, what).toEqual(existing);
+    }
+    // A valid credential that cannot see the server gets 404 for both, as for any resource out of reach.
+    const outsider = await s.newUser('outsider-probe@example.com');
+    const other = await s.newWorkspace('Probing from here');
+    const foreignWorkspaceKey = (await createApiKey(s.services.store, { kind: 'workspace', userId: s.userId, workspaceId: other })).key;
+    for (const key of [outsider.key, foreignWorkspaceKey]) {
+      const existing = await shape(await post(server.mcpServerUrl, init, { 'X-API-Key': key }));
+      const unknown = await shape(await post(unknownUrl, init, { 'X-API-Key': key }));
+      expect(existing.status).toBe(404);
+      expect(unknown).toEqual(existing);
+    }
+  });
+
+  it('serves the same endpoint at the path ending in /mcp, for clients that need it', async () => {
+    const aliasUrl = `${server.mcpServerUrl}/mcp`;
+    const client = await connect(aliasUrl, { 'X-API-Key': s.key });
+    try {
+      expect(client.getServerVersion()).toMatchObject({ name: 'Served', version: '1.0.0' });
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('greet_someone');
+      const result = await client.callTool({ name: 'greet_someone', arguments: { name: 'Alias', times: 1 } });
+      expect(JSON.parse((result.content as any)[0].text)).toEqual({ greeting: 'Hello Alias!' });
+    } finally {
+      await client.close();
+    }
+    const info = await fetch(aliasUrl, { headers: { 'X-API-Key': s.key } });
+    expect(info.status).toBe(200);
+    expect(await info.json()).toEqual({ name: 'Served', version: '1.0.0', protocolVersion: '2024-11-05', capabilities: { tools: {} } });
+    expect((await fetch(aliasUrl, { headers: { accept: 'text/event-stream', 'X-API-Key': s.key } })).status).toBe(405);
+    expect((await fetch(aliasUrl, { method: 'DELETE', headers: { 'X-API-Key': s.key } })).status).toBe(204);
+    // A public server at the alias needs no key either.
+    const pub = (await s.call('POST', '/api/v2/workflow-mcp-servers', { workspaceId: s.workspaceId, name: 'Public alias', isPublic: true, workflowIds: [greet.id] })).body.data;
+    const anonymous = await connect(`${pub.mcpServerUrl}/mcp`);
+    try {
+      expect((await anonymous.listTools()).tools.map((t) => t.name)).toEqual(['greet_someone']);
+    } finally {
+      await anonymous.close();
     }
   });
 

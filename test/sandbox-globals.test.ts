@@ -2,7 +2,7 @@
 // structuredClone, crypto, Buffer): each works as on the platform, and none opens a way out of the context.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxError, SandboxPool } from '../src/sandbox/pool.ts';
-import { startTestServer } from './support/server.ts';
+import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 
 let pool: SandboxPool;
@@ -310,23 +310,35 @@ describe('the new globals do not open the sandbox', () => {
 });
 
 describe('through the API', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  }, 60_000);
+  afterAll(() => s?.stop());
+
   it('a Function block of a deployed workflow uses timers, TextEncoder, URL, crypto and Buffer', async () => {
-    const s = await startTestServer();
-    try {
-      const start = apiBlock('start_trigger', 'Start', { inputFormat: [{ name: 'text', type: 'string' }] });
-      const code = [
-        'await new Promise((r) => setTimeout(r, 5));',
-        'const bytes = new TextEncoder().encode(<start.text>);',
-        'const u = new URL("https://example.com/p"); u.searchParams.set("q", <start.text>);',
-        'return { b64: Buffer.from(bytes).toString("base64"), atob: atob(btoa("ok")), url: u.href, uuid: crypto.randomUUID().length, clone: structuredClone({ a: [1] }) };',
-      ].join('\n');
-      const fn = apiBlock('function', 'Encode', { code });
-      const wf = await buildWorkflow(s, 'Globals', [start, fn], [link(start, fn)]);
-      const r = await s.call('POST', `/api/v2/workflows/${wf.id}/execute`, { input: { text: 'hé y' }, selectedOutputs: ['encode.result'] });
-      expect(r.status, r.text).toBe(200);
-      expect(r.body.data.blockOutputs['encode.result']).toEqual({ b64: 'aMOpIHk=', atob: 'ok', url: 'https://example.com/p?q=h%C3%A9+y', uuid: 36, clone: { a: [1] } });
-    } finally {
-      await s.stop();
-    }
+    const start = apiBlock('start_trigger', 'Start', { inputFormat: [{ name: 'text', type: 'string' }] });
+    const code = [
+      'await new Promise((r) => setTimeout(r, 5));',
+      'const bytes = new TextEncoder().encode(<start.text>);',
+      'const u = new URL("https://example.com/p"); u.searchParams.set("q", <start.text>);',
+      'return { b64: Buffer.from(bytes).toString("base64"), atob: atob(btoa("ok")), url: u.href, uuid: crypto.randomUUID().length, clone: structuredClone({ a: [1] }) };',
+    ].join('\n');
+    const fn = apiBlock('function', 'Encode', { code });
+    const wf = await buildWorkflow(s, 'Globals', [start, fn], [link(start, fn)]);
+    const r = await s.call('POST', `/api/v2/workflows/${wf.id}/execute`, { input: { text: 'hé y' }, selectedOutputs: ['encode.result'] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data.blockOutputs['encode.result']).toEqual({ b64: 'aMOpIHk=', atob: 'ok', url: 'https://example.com/p?q=h%C3%A9+y', uuid: 36, clone: { a: [1] } });
+  });
+
+  it('a Function block that builds code from a string fails with the refusal in its error', async () => {
+    const start = apiBlock('start_trigger', 'Start');
+    const fn = apiBlock('function', 'Build', { code: 'return new Function("return 1")()' });
+    const wf = await buildWorkflow(s, 'Builds code', [start, fn], [link(start, fn)]);
+    const r = await s.call('POST', `/api/v2/workflows/${wf.id}/execute`, {});
+    expect(r.body.data, r.text).toMatchObject({
+      status: 'failed',
+      error: { code: 'BLOCK_EXECUTION_FAILED', blockName: 'Build', message: expect.stringMatching(/^The function failed: EvalError: Code generation from strings disallowed.*the sandbox runs no code built from strings/) },
+    });
   });
 });

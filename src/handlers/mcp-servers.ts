@@ -16,6 +16,9 @@ export const undeployWorkflowMcpTool = workflowServers.undeployWorkflowMcpTool;
 export const postMcpServeMessage = serve.postMcpServeMessage;
 export const getMcpServeInfo = serve.getMcpServeInfo;
 export const deleteMcpServeSession = serve.deleteMcpServeSession;
+export const postMcpServeMessageAtMcpPath = serve.postMcpServeMessageAtMcpPath;
+export const getMcpServeInfoAtMcpPath = serve.getMcpServeInfoAtMcpPath;
+export const deleteMcpServeSessionAtMcpPath = serve.deleteMcpServeSessionAtMcpPath;
 
 export const listMcpServers = externalServers.listMcpServers;
 export const createMcpServer = externalServers.createMcpServer;

@@ -186,10 +186,15 @@ export class SandboxPool {
   async run(call: SandboxCall): Promise<SandboxResult> {
     if (this.closed) throw new SandboxError('closed', 'The sandbox pool is closed');
     if (call.signal?.aborted) throw new SandboxError('cancelled', 'The call was cancelled');
-    const worker = await this.acquire();
+    const worker = await this.acquire(call.signal);
     if (!worker) throw new SandboxError('closed', 'The sandbox pool is closed');
     await worker.ready;
     if (worker.dead) return this.run(call);
+    // Cancelled while the worker was getting ready: the code must not start.
+    if (call.signal?.aborted) {
+      this.release(worker);
+      throw new SandboxError('cancelled', 'The call was cancelled');
+    }
     const timeoutMs = Math.max(1, Math.floor(call.timeoutMs ?? this.options.timeoutMs));
     let refs: string;
     try {
@@ -280,11 +285,24 @@ export class SandboxPool {
     return worker;
   }
 
-  private acquire(): Promise<Worker> {
+  /** A worker for one call; a call cancelled while it waits for one leaves the queue at once, never to run. */
+  private acquire(signal?: AbortSignal): Promise<Worker> {
     // Oldest idle first: the process that finished most recently is still preparing its next context.
     const worker = this.idle.shift();
     if (worker) return Promise.resolve(worker);
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const at = this.waiting.indexOf(take);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(new SandboxError('cancelled', 'The call was cancelled'));
+      };
+      const take = (w: Worker) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(w);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(take);
+    });
   }
 
   private release(worker: Worker): void {

@@ -9,6 +9,8 @@
 // - Only strings cross between this realm and the context. The single host function a context receives
 //   (`hostSend`) is captured in a closure by bootstrap code that runs before the user's code, and it accepts
 //   only strings and never throws; nothing the context can touch leads back to a host object.
+// - The context itself compiles no strings either (eval, new Function, the function constructors, setTimeout with
+//   a string): its code generation is off, and everything it runs is compiled from here with vm.Script.
 // - fetch is a context function that asks the parent process, which applies the egress policy.
 // - The web globals (timers, TextEncoder/Decoder, URL, atob/btoa, structuredClone, crypto, Buffer) are built inside
 //   the context by context-globals.js from the context's own intrinsics; what they need from this process goes
@@ -113,11 +115,15 @@ const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson, hostCall, installG
     logBytes += line.length + 1;
     lines[lines.length] = line;
   };
+  const includes = String.prototype.includes;
   const describe = (e) => {
     try {
       if (e && typeof e === 'object') {
         const name = typeof e.name === 'string' ? e.name : 'Error';
-        const message = typeof e.message === 'string' ? e.message : show(e);
+        let message = typeof e.message === 'string' ? e.message : show(e);
+        if (name === 'EvalError' && apply(includes, message, ['Code generation from strings disallowed'])) {
+          message += ' (the sandbox runs no code built from strings: eval, new Function and the function constructors are refused)';
+        }
         return { name, message };
       }
       return { name: 'Error', message: show(e) };
@@ -197,7 +203,10 @@ const BOOTSTRAP = `(function (hostSend, allowFetch, refsJson, hostCall, installG
   return deliver;
 })`;
 
-const CONTEXT_OPTIONS = { codeGeneration: { strings: true, wasm: false } };
+// No code built from strings (eval, new Function, the function constructors) and no WebAssembly inside the
+// context: the user's code, the bootstrap and the globals are compiled from this realm with vm.Script, so nothing
+// in the context needs either.
+const CONTEXT_OPTIONS = { codeGeneration: { strings: false, wasm: false } };
 const BOOTSTRAP_SCRIPT = new vm.Script(BOOTSTRAP, { filename: 'sandbox-bootstrap.js' });
 // Sent by the parent in its `init` message (this process cannot read files).
 let GLOBALS_SCRIPT = null;

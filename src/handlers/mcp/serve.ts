@@ -2,7 +2,7 @@
 // (`security: []`: the server decides who may connect, since a public server needs no credential); the
 // protocol itself is src/mcp/serve.ts on the MCP SDK, and a tool call is a run on the run machinery
 // (trigger `mcp`, the caller's synchronous execution bucket, billed to the workspace like any run).
-import type { Handler, HandlerResult } from '../../../generated/handlers.ts';
+import type { Handler, HandlerInput, HandlerResult } from '../../../generated/handlers.ts';
 import type { RequestContext } from '../../http/context.ts';
 import { ApiError, forbidden, notFound, unauthorized } from '../../http/errors.ts';
 import { principalFromHeaders } from '../../http/pipeline.ts';
@@ -29,47 +29,51 @@ interface Caller {
   canExecute: boolean;
 }
 
-/**
- * Who is calling and on whose behalf tools run. A credential, when sent, must be valid (401) and reach the
- * server's workspace (a workspace key of another workspace is 403, a non-member 404); without one only a
- * public server answers, acting as its creator.
- */
-async function authorize(ctx: AnyCtx, server: WorkflowMcpServerRecord, options: { requireCredential?: boolean } = {}): Promise<Caller> {
-  const { services } = ctx;
-  const credential = await principalFromHeaders(services, ctx.header('x-api-key'), ctx.header('authorization'));
-  if (!credential) {
-    if (!server.isPublic || options.requireCredential) {
-      throw unauthorized('This MCP server needs an API key (X-API-Key) or an access token (Authorization: Bearer).');
-    }
-    const workspace = await services.store.workspaces.get(server.workspaceId);
-    const role = await services.store.members.role(server.workspaceId, server.createdBy);
-    if (!workspace) throw notFound('Workflow MCP server');
-    const principal: Principal = {
-      userId: server.createdBy,
-      kind: 'personal',
-      credentialId: `public-mcp-server:${server.id}`,
-      workspaceId: null,
-      scopes: API_KEY_SCOPES,
-      expiresAt: null,
-      plan: workspace.plan,
-      subject: `user:${server.createdBy}`,
-    };
-    return { principal, access: { workspace, role: role ?? 'read' }, canExecute: role !== undefined && role !== null && roleAtLeast(role, 'write') };
-  }
-  if (credential.kind === 'workspace' && credential.workspaceId !== server.workspaceId) {
-    throw forbidden('This workspace API key belongs to another workspace.', { code: 'WORKSPACE_KEY_MISMATCH' });
-  }
-  const decision = await workspaceAccess(services.store, credential, server.workspaceId);
-  const denial = decide(credential, { scope: 'api:read', rejectsWorkspaceKeys: false, minRole: 'read', plans: null }, decision);
-  if (denial) throw denial.status === 404 ? notFound('Workflow MCP server') : forbidden(denial.message, denial.details);
-  const access = (decision as Extract<typeof decision, { ok: true }>).access;
-  return { principal: credential, access, canExecute: roleAtLeast(access.role, 'write') && hasScope(credential, 'api:write') };
+const NEEDS_CREDENTIAL = 'This MCP server needs an API key (X-API-Key) or an access token (Authorization: Bearer).';
+
+/** A public server's caller, whoever sent the request: its tools run as the server's creator. */
+async function publicCaller(ctx: AnyCtx, server: WorkflowMcpServerRecord): Promise<Caller> {
+  const { store } = ctx.services;
+  const workspace = await store.workspaces.get(server.workspaceId);
+  const role = await store.members.role(server.workspaceId, server.createdBy);
+  if (!workspace) throw notFound('Workflow MCP server');
+  const principal: Principal = {
+    userId: server.createdBy,
+    kind: 'personal',
+    credentialId: `public-mcp-server:${server.id}`,
+    workspaceId: null,
+    scopes: API_KEY_SCOPES,
+    expiresAt: null,
+    plan: workspace.plan,
+    subject: `user:${server.createdBy}`,
+  };
+  return { principal, access: { workspace, role: role ?? 'read' }, canExecute: role !== undefined && role !== null && roleAtLeast(role, 'write') };
 }
 
-async function loadServer(ctx: AnyCtx, serverId: string): Promise<WorkflowMcpServerRecord> {
-  const server = await ctx.services.store.workflowMcpServers.get(serverId);
+const SERVE_POLICY = { scope: 'api:read', rejectsWorkspaceKeys: false, minRole: 'read', plans: null } as const;
+
+/**
+ * The server a request names and who calls it. A public server ignores credentials entirely (none, an invalid
+ * one or one of any workspace get the same answers), except that ending a session still needs a valid one.
+ * Otherwise the credential is checked before the server is looked at, so without one (or with an invalid one)
+ * a private server and an unknown id give the same 401 and ids cannot be probed; a valid credential that cannot
+ * reach the server gets 404, as for any resource out of its reach.
+ */
+async function serverAndCaller(ctx: AnyCtx, serverId: string, options: { requireCredential?: boolean } = {}): Promise<{ server: WorkflowMcpServerRecord; caller: Caller | null }> {
+  const { services } = ctx;
+  const server = await services.store.workflowMcpServers.get(serverId);
+  if (server?.isPublic && !options.requireCredential) return { server, caller: await publicCaller(ctx, server) };
+  const credential = await principalFromHeaders(services, ctx.header('x-api-key'), ctx.header('authorization'));
+  if (!credential) throw unauthorized(NEEDS_CREDENTIAL);
+  const credentialDenial = decide(credential, SERVE_POLICY);
+  if (credentialDenial) throw forbidden(credentialDenial.message, credentialDenial.details);
   if (!server) throw notFound('Workflow MCP server');
-  return server;
+  if (server.isPublic) return { server, caller: null };
+  const decision = await workspaceAccess(services.store, credential, server.workspaceId);
+  const denial = decide(credential, SERVE_POLICY, decision);
+  if (denial) throw denial.status === 404 ? notFound('Workflow MCP server') : forbidden(denial.message, denial.details);
+  const access = (decision as Extract<typeof decision, { ok: true }>).access;
+  return { server, caller: { principal: credential, access, canExecute: roleAtLeast(access.role, 'write') && hasScope(credential, 'api:write') } };
 }
 
 /** The request context a run is accepted under: the acting caller, auditing as them. */
@@ -152,11 +156,12 @@ function backendFor(ctx: AnyCtx, server: WorkflowMcpServerRecord, caller: Caller
   };
 }
 
-export const postMcpServeMessage: Handler<'postMcpServeMessage'> = async ({ params, body, ctx }) => {
-  const server = await loadServer(ctx, params.serverId);
-  const caller = await authorize(ctx, server);
+// Each operation is declared twice in the spec (at `/api/mcp/serve/{serverId}` and at the same path ending in `/mcp`);
+// one function serves both, typed by its input so that it fits either operation.
+const serveMessage = async ({ params, body, ctx }: HandlerInput<'postMcpServeMessage'>): Promise<HandlerResult<'postMcpServeMessage'>> => {
+  const { server, caller } = await serverAndCaller(ctx, params.serverId);
   const exchange = await handleMcpPost(
-    backendFor(ctx, server, caller),
+    backendFor(ctx, server, caller!),
     body,
     mcpServeUrl(ctx, server.id),
     {
@@ -171,9 +176,8 @@ export const postMcpServeMessage: Handler<'postMcpServeMessage'> = async ({ para
   return { status: exchange.status, headers: exchange.headers, body: exchange.body } as HandlerResult<'postMcpServeMessage'>;
 };
 
-export const getMcpServeInfo: Handler<'getMcpServeInfo'> = async ({ params, ctx }) => {
-  const server = await loadServer(ctx, params.serverId);
-  await authorize(ctx, server);
+const serveInfo = async ({ params, ctx }: HandlerInput<'getMcpServeInfo'>): Promise<HandlerResult<'getMcpServeInfo'>> => {
+  const { server } = await serverAndCaller(ctx, params.serverId);
   if ((ctx.header('accept') ?? '').includes('text/event-stream')) {
     throw new ApiError('METHOD_NOT_ALLOWED', 'This server sends no SSE stream; POST each message and read the JSON answer.', undefined, {
       'X-MCP-Supported-Transport': 'streamable-http',
@@ -183,8 +187,15 @@ export const getMcpServeInfo: Handler<'getMcpServeInfo'> = async ({ params, ctx 
   return { status: 200, body: { name: server.name, version: SERVE_VERSION, protocolVersion: SERVE_INFO_PROTOCOL_VERSION, capabilities: { tools: {} } } };
 };
 
-export const deleteMcpServeSession: Handler<'deleteMcpServeSession'> = async ({ params, ctx }) => {
-  const server = await loadServer(ctx, params.serverId);
-  await authorize(ctx, server, { requireCredential: true });
+const endSession = async ({ params, ctx }: HandlerInput<'deleteMcpServeSession'>): Promise<HandlerResult<'deleteMcpServeSession'>> => {
+  await serverAndCaller(ctx, params.serverId, { requireCredential: true });
   return { status: 204, body: undefined };
 };
+
+export const postMcpServeMessage: Handler<'postMcpServeMessage'> = serveMessage;
+export const getMcpServeInfo: Handler<'getMcpServeInfo'> = serveInfo;
+export const deleteMcpServeSession: Handler<'deleteMcpServeSession'> = endSession;
+// `/api/mcp/serve/{serverId}/mcp`: the same endpoint, for clients that only connect to URLs ending in `/mcp`.
+export const postMcpServeMessageAtMcpPath: Handler<'postMcpServeMessageAtMcpPath'> = serveMessage;
+export const getMcpServeInfoAtMcpPath: Handler<'getMcpServeInfoAtMcpPath'> = serveInfo;
+export const deleteMcpServeSessionAtMcpPath: Handler<'deleteMcpServeSessionAtMcpPath'> = endSession;
