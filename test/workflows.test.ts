@@ -510,8 +510,11 @@ describe('deployment and versions', () => {
 
     const edited = structuredClone(moved);
     (edited.blocks[ids.fn] as any).subBlocks.code.value = 'return 2';
+    // needsRedeployment describes the draft as the write leaves it: the first edit already answers true.
+    const dryEdit = await call('PUT', `/api/v2/workflows/${w.id}/state?dryRun=true`, edited);
+    expect(dryEdit.body.data.needsRedeployment).toBe(true);
     const third = await call('PUT', `/api/v2/workflows/${w.id}/state`, edited);
-    expect(third.body.data.needsRedeployment).toBe(false); // describes the state before this write
+    expect(third.body.data.needsRedeployment).toBe(true);
     const fourth = await call('PUT', `/api/v2/workflows/${w.id}/state`, edited);
     expect(fourth.body.data.needsRedeployment).toBe(true);
     const dep = (await call('GET', `/api/v2/workflows/${w.id}/deployment`)).body.data;
@@ -519,6 +522,10 @@ describe('deployment and versions', () => {
     const v1 = (await call('GET', `/api/v2/workflows/${w.id}/versions/1`)).body.data;
     expect(v1.state.blocks[ids.fn].subBlocks.code.value).toBe('return <start.input>');
     expect(v1).toMatchObject({ version: 1, name: 'first', isActive: true });
+
+    // Writing the live graph back answers false at once.
+    const back = await call('PUT', `/api/v2/workflows/${w.id}/state`, moved);
+    expect(back.body.data.needsRedeployment).toBe(false);
   });
 
   it('versions list/update, activate, revert and rollback', async () => {

@@ -579,7 +579,7 @@ export const replaceWorkflowState: Handler<'replaceWorkflowState'> = handle<'rep
     const next = prepareState(input, before.variables);
     assertLockedBlocksKept(before, next);
     await assertOwnIds(repos, w.id, next);
-    const data = { id: w.id, warnings, needsRedeployment: await needsRedeployment(repos, w, before), lint: lintState(next), dryRun: query.dryRun === true };
+    const data = { id: w.id, warnings, needsRedeployment: await needsRedeployment(repos, w, next), lint: lintState(next), dryRun: query.dryRun === true };
     return { next, data };
   };
 
@@ -634,7 +634,7 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = handl
     const data = {
       id: w.id,
       warnings: dryRun ? [...outcome.warnings, PROVISIONAL_IDS_WARNING] : outcome.warnings,
-      needsRedeployment: await needsRedeployment(repos, w, before),
+      needsRedeployment: await needsRedeployment(repos, w, outcome.state),
       applied: outcome.applied,
       skipped: outcome.skipped,
       deferred: [],
