@@ -175,7 +175,7 @@ export interface paths {
     put?: never;
     /**
      * Import a workflow
-     * @description Creates a workflow from an export document (or a bare state). Block and edge ids that already belong to a workflow are replaced by new ones, with every reference to them rewritten. Something that is not a workflow document is a 400 naming the problem.
+     * @description Creates a workflow from an export document (or a bare state). Block and edge ids are kept as the document has them (ids are scoped to their workflow, so they never collide with another workflow's). Something that is not a workflow document is a 400 naming the problem.
      */
     post: operations['importWorkflow'];
     delete?: never;
@@ -338,7 +338,7 @@ export interface paths {
     get: operations['getWorkflowState'];
     /**
      * Replace the draft state
-     * @description Atomically replaces the draft graph; without `If-Match` concurrent writes are last-write-wins. Loop and parallel containers are recomputed from the blocks' parent ids; variables the body omits are kept. Block or edge ids that belong to another workflow give 409; a locked workflow, or a change to a locked block, gives 423. Lint findings are advisory. `needsRedeployment` describes the draft as the write leaves it. With `dryRun=true` nothing is saved or recorded and the answer is what the write would have returned. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
+     * @description Atomically replaces the draft graph; without `If-Match` concurrent writes are last-write-wins. Loop and parallel containers are recomputed from the blocks' parent ids; variables the body omits are kept. Block and edge ids are scoped to the workflow, so another workflow may use the same ones. A locked workflow, or a change to a locked block, gives 423. Lint findings are advisory. `needsRedeployment` describes the draft as the write leaves it. With `dryRun=true` nothing is saved or recorded and the answer is what the write would have returned. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     put: operations['replaceWorkflowState'];
     post?: never;
@@ -4204,7 +4204,7 @@ export interface components {
       applied: true;
       /** @enum {string} */
       status: 'completed' | 'completed_with_warnings';
-      /** @description Old block and edge ids that were replaced, mapped to their new ids. */
+      /** @description Old block and edge ids that were replaced, mapped to their new ids. Always empty on this server: ids are scoped to their workflow, so an import keeps the document's ids. */
       idMap: {
         [key: string]: string;
       };
@@ -7557,7 +7557,6 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
-      409: components['responses']['Conflict'];
       412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];

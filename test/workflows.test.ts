@@ -382,17 +382,40 @@ describe('draft state', () => {
     expect(auditCount()).toBe(before + 1);
   });
 
-  it('ids that belong to another workflow are a 409, also on a dry run', async () => {
-    const a = await createWorkflow('Owner');
-    const b = await createWorkflow('Thief');
-    const { state } = sampleState();
-    await call('PUT', `/api/v2/workflows/${a.id}/state`, state);
-    const r = await call('PUT', `/api/v2/workflows/${b.id}/state`, state);
-    expect(r.status).toBe(409);
-    expect(r.body.error.code).toBe('CONFLICT');
-    expect((await call('PUT', `/api/v2/workflows/${b.id}/state?dryRun=true`, state)).status).toBe(409);
-    // The owner may write its own ids again.
+  it('block and edge ids are scoped to their workflow: two workflows may both have block b1 and edge e1', async () => {
+    const a = await createWorkflow('First of two');
+    const b = await createWorkflow('Second of two');
+    const state = {
+      blocks: { b1: block('b1', 'start_trigger', 'Start'), b2: block('b2', 'function', 'Fn', { subBlocks: sub('code', 'code', 'return 1') }) },
+      edges: [{ id: 'e1', source: 'b1', target: 'b2' }],
+    };
     expect((await call('PUT', `/api/v2/workflows/${a.id}/state`, state)).status).toBe(200);
+    const dry = await call('PUT', `/api/v2/workflows/${b.id}/state?dryRun=true`, state);
+    expect(dry.status, dry.text).toBe(200);
+    const r = await call('PUT', `/api/v2/workflows/${b.id}/state`, state);
+    expect(r.status, r.text).toBe(200);
+    for (const w of [a, b]) {
+      const saved = (await call('GET', `/api/v2/workflows/${w.id}/state`)).body.data;
+      expect(Object.keys(saved.blocks).sort()).toEqual(['b1', 'b2']);
+      expect(saved.edges.map((e: any) => e.id)).toEqual(['e1']);
+    }
+    // Operations on one leave the other alone.
+    const ops = await call('POST', `/api/v2/workflows/${b.id}/operations`, { operations: [{ operation_type: 'delete', block_id: 'b2' }] });
+    expect(ops.status, ops.text).toBe(200);
+    expect(Object.keys((await call('GET', `/api/v2/workflows/${a.id}/state`)).body.data.blocks).sort()).toEqual(['b1', 'b2']);
+    // Copies keep working: a duplicate gets fresh ids, an import of the export keeps them.
+    const dup = await call('POST', `/api/v2/workflows/${a.id}/duplicate`, {});
+    expect(dup.status, dup.text).toBe(201);
+    const dupState = (await call('GET', `/api/v2/workflows/${dup.body.data.id}/state`)).body.data;
+    expect(Object.keys(dupState.blocks)).not.toContain('b1');
+    expect(dupState.edges.map((e: any) => e.id)).not.toContain('e1');
+    const doc = (await call('GET', `/api/v2/workflows/${a.id}/export`)).body.data;
+    const imported = await call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow: doc, name: 'Imported twin' });
+    expect(imported.status, imported.text).toBe(201);
+    expect(imported.body.data.idMap).toEqual({});
+    const importedState = (await call('GET', `/api/v2/workflows/${imported.body.data.id}/state`)).body.data;
+    expect(Object.keys(importedState.blocks).sort()).toEqual(['b1', 'b2']);
+    expect(importedState.edges).toEqual([expect.objectContaining({ id: 'e1', source: 'b1', target: 'b2' })]);
   });
 
   it('rejects malformed graphs with a 400 and undeclared fields', async () => {
@@ -583,7 +606,7 @@ describe('deployment and versions', () => {
 });
 
 describe('export and import', () => {
-  it('round-trips every block, edge, container and variable, with new ids where they collide', async () => {
+  it('round-trips every block, edge, container and variable under the same ids', async () => {
     const w = await createWorkflow('Portable', { description: 'travels' });
     const { state, ids } = sampleState();
     await call('PUT', `/api/v2/workflows/${w.id}/state`, state);
@@ -600,30 +623,14 @@ describe('export and import', () => {
     expect(imp.status, imp.text).toBe(409); // the preview had no folder: the import differs from what was reviewed
     const ok = await call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow: JSON.stringify(doc), folderPath: '/imports' });
     expect(ok.status, ok.text).toBe(201);
-    expect(ok.body.data).toMatchObject({ name: 'Portable', description: 'travels', folderPath: '/imports', kind: 'workflow_import', applied: true });
+    expect(ok.body.data).toMatchObject({ name: 'Portable', description: 'travels', folderPath: '/imports', kind: 'workflow_import', applied: true, idMap: {} });
     const imported = (await call('GET', `/api/v2/workflows/${ok.body.data.id}/state`)).body.data;
-    const idMap = ok.body.data.idMap;
-    expect(Object.keys(idMap)).toEqual(expect.arrayContaining(Object.values(ids)));
-    expect(Object.keys(imported.blocks).sort()).toEqual(Object.values(ids).map((id) => idMap[id]).sort());
-    expect(imported.loops[idMap[ids.loop]].nodes).toEqual([idMap[ids.fn]]);
-    expect(imported.blocks[idMap[ids.fn]].data.parentId).toBe(idMap[ids.loop]);
-    expect(imported.edges.map((e: any) => [e.source, e.target])).toEqual(state.edges.map((e) => [idMap[e.source], idMap[e.target]]));
+    expect(Object.keys(imported.blocks).sort()).toEqual(Object.values(ids).sort());
+    expect(imported.loops[ids.loop].nodes).toEqual([ids.fn]);
+    expect(imported.blocks[ids.fn].data.parentId).toBe(ids.loop);
+    expect(imported.edges).toEqual(state.edges);
     expect(imported.variables).toEqual(state.variables);
-    // Conditions carry ids derived from their block id; they follow the new id.
-    expect(imported.blocks[idMap[ids.cond]].subBlocks.conditions.value[0].id).toBe(`${idMap[ids.cond]}-if`);
-
-    // Into another workspace after the original is gone, ids no longer collide with anything active but
-    // stay owned by the archived original, so they are still replaced.
-    const strip = (st: any) => ({ blocks: Object.values(st.blocks).map((b: any) => [b.type, b.name]).sort(), edges: st.edges.length, vars: st.variables });
-    expect(strip(imported)).toEqual(strip(state));
-  });
-
-  it('keeps ids that do not collide', async () => {
-    const fresh = sampleState();
-    const r = await call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow: { blocks: fresh.state.blocks, edges: fresh.state.edges }, name: 'Bare state' });
-    expect(r.status, r.text).toBe(201);
-    expect(r.body.data.idMap).toEqual({});
-    expect(r.body.data.blocks.map((b: any) => b.id).sort()).toEqual(Object.keys(fresh.state.blocks).sort());
+    expect(imported.blocks[ids.cond].subBlocks.conditions.value[0].id).toBe(`${ids.cond}-if`);
   });
 
   it('something that is not a workflow document is a 400 naming the problem', async () => {

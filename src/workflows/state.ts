@@ -190,14 +190,6 @@ export function blockRefs(state: WorkflowState): { id: string; type: string; nam
   return Object.values(state.blocks).map((b) => ({ id: b.id, type: b.type, name: b.name }));
 }
 
-/** Block ids and edge ids: the ids a workflow owns exclusively. */
-export function ownedIds(state: Pick<WorkflowState, 'blocks' | 'edges'>): { id: string; kind: 'block' | 'edge' }[] {
-  return [
-    ...Object.keys(state.blocks).map((id) => ({ id, kind: 'block' as const })),
-    ...state.edges.map((e) => ({ id: e.id, kind: 'edge' as const })),
-  ];
-}
-
 /**
  * Gives new ids to the blocks and edges `shouldReplace` selects, rewriting every reference to a replaced block
  * id (edge ends, parent ids, and handles derived from block ids). Containers are recomputed afterwards.
