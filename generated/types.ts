@@ -3832,7 +3832,7 @@ export interface components {
         [key: string]: components['schemas']['WorkflowVariable'];
       };
     };
-    /** @description Advisory findings: unknown block types (notes), dangling edges (invalidConnectionTargets), unreachable blocks (orphanBlocks), missing required inputs (fieldIssues), malformed references (unresolvedReferences). */
+    /** @description Advisory findings: unknown block types (notes), dangling edges (invalidConnectionTargets), unreachable blocks (orphanBlocks), missing required inputs (fieldIssues), and references that cannot resolve (unresolvedReferences): malformed, naming no block of the workflow, or naming an output the block does not have (checked against the block type's outputs, a start block's declared input fields and the error output of a block with an error path; paths below an open-ended output such as a function's `result` are not checked). */
     WorkflowLint: {
       sources: {
         blockId: string;
@@ -4085,6 +4085,7 @@ export interface components {
       id: string;
       isDeployed: boolean;
       deployedAt: components['schemas']['Timestamp'] | null;
+      /** @description Lint findings about the live version that mean a run fails or a block never runs, as sentences: references to blocks, outputs or input fields that do not exist, missing required inputs, unknown block types, dangling connections, unreachable blocks. Advisory: the version is live anyway. The full findings of a draft are in the `lint` of a state write (a dry run writes nothing). */
       warnings: string[];
       activeDeployment: components['schemas']['ActiveDeployment'] | null;
       latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
@@ -4096,6 +4097,7 @@ export interface components {
       id: string;
       isDeployed: boolean;
       deployedAt: components['schemas']['Timestamp'] | null;
+      /** @description Lint findings about the live version that mean a run fails or a block never runs, as sentences: references to blocks, outputs or input fields that do not exist, missing required inputs, unknown block types, dangling connections, unreachable blocks. Advisory: the version is live anyway. The full findings of a draft are in the `lint` of a state write (a dry run writes nothing). */
       warnings: string[];
       activeDeployment: components['schemas']['ActiveDeployment'] | null;
       latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
@@ -4121,6 +4123,7 @@ export interface components {
       id: string;
       isDeployed: boolean;
       deployedAt: components['schemas']['Timestamp'] | null;
+      /** @description Lint findings about the live version that mean a run fails or a block never runs, as sentences: references to blocks, outputs or input fields that do not exist, missing required inputs, unknown block types, dangling connections, unreachable blocks. Advisory: the version is live anyway. The full findings of a draft are in the `lint` of a state write (a dry run writes nothing). */
       warnings: string[];
       activeDeployment: components['schemas']['ActiveDeployment'] | null;
       latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;

@@ -512,6 +512,58 @@ describe('locks', () => {
 });
 
 describe('deployment and versions', () => {
+  it('deploy reports references to missing blocks and outputs; a run fails naming the reference and the block', async () => {
+    const w = await createWorkflow('Bad references');
+    const state: any = {
+      blocks: {
+        st: block('st', 'start_trigger', 'Start', { subBlocks: sub('inputFormat', 'input-format', [{ name: 'n', type: 'number' }]) }),
+        dbl: block('dbl', 'function', 'double', { subBlocks: sub('code', 'code', 'return <calc.result> * 2') }),
+        out: block('out', 'response', 'Out', { subBlocks: sub('data', 'code', '{"v": <double.reslt>, "deep": <double.result.any.path>, "n": <start.n>, "m": <start.m>, "len": <double.stdout.length>, "bad": <double.stdout.x>}') }),
+      },
+      edges: [
+        { id: 'e1', source: 'st', target: 'dbl' },
+        { id: 'e2', source: 'dbl', target: 'out' },
+      ],
+    };
+    const put = await call('PUT', `/api/v2/workflows/${w.id}/state`, state);
+    expect(put.status, put.text).toBe(200);
+    const found = put.body.data.lint.unresolvedReferences.map((u: any) => [u.blockId, u.value, u.reason]);
+    expect(found).toEqual([
+      ['dbl', '<calc.result>', 'No block named "calc" in this workflow.'],
+      ['out', '<double.reslt>', 'Block "double" has no output "reslt"; its outputs are result, stdout.'],
+      ['out', '<start.m>', 'Block "Start" has no output "m"; its outputs are input, conversationId, files, n.'],
+      ['out', '<double.stdout.x>', 'The output "stdout" of block "double" is a string and has no "x".'],
+    ]);
+
+    const d = await call('POST', `/api/v2/workflows/${w.id}/deploy`, {});
+    expect(d.status, d.text).toBe(200);
+    expect(d.body.data.warnings).toEqual([
+      'Block "double" (code) references <calc.result>: No block named "calc" in this workflow.',
+      'Block "Out" (data) references <double.reslt>: Block "double" has no output "reslt"; its outputs are result, stdout.',
+      'Block "Out" (data) references <start.m>: Block "Start" has no output "m"; its outputs are input, conversationId, files, n.',
+      'Block "Out" (data) references <double.stdout.x>: The output "stdout" of block "double" is a string and has no "x".',
+    ]);
+    expect((await call('GET', `/api/v2/workflows/${w.id}/deployment`)).body.data.warnings).toEqual(d.body.data.warnings);
+
+    const run = await call('POST', `/api/v2/workflows/${w.id}/execute`, { input: { n: 2 } });
+    expect(run.status, run.text).toBe(200);
+    expect(run.body.data.error).toMatchObject({ code: 'BLOCK_EXECUTION_FAILED', blockId: 'dbl', blockName: 'double' });
+    expect(run.body.data.error.message).toBe('Block "double" references <calc.result>, but no block named "calc" exists');
+
+    // Fixed, the findings are gone, and a misspelled path fails the run naming it.
+    state.blocks.dbl.subBlocks.code.value = 'return <start.n> * 2';
+    state.blocks.out.subBlocks.data.value = '{"v": <double.result>}';
+    expect((await call('PUT', `/api/v2/workflows/${w.id}/state`, state)).body.data.lint.unresolvedReferences).toEqual([]);
+    const fixed = await call('POST', `/api/v2/workflows/${w.id}/deploy`, {});
+    expect(fixed.body.data.warnings).toEqual([]);
+    expect((await call('POST', `/api/v2/workflows/${w.id}/execute`, { input: { n: 2 } })).body.data.output).toEqual({ v: 4 });
+    state.blocks.out.subBlocks.data.value = '{"v": <double.reslt>}';
+    await call('PUT', `/api/v2/workflows/${w.id}/state`, state);
+    await call('POST', `/api/v2/workflows/${w.id}/deploy`, {});
+    const misspelled = await call('POST', `/api/v2/workflows/${w.id}/execute`, { input: { n: 2 } });
+    expect(misspelled.body.data.error.message).toBe('Block "Out" references <double.reslt>, but the output of "double" has no "reslt"');
+  });
+
   it('deploy snapshots the draft; state writes never change the live version; needsRedeployment compares normalized forms', async () => {
     const w = await createWorkflow('Deployable');
     const { state, ids } = sampleState();

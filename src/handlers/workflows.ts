@@ -27,7 +27,7 @@ import {
   type Variable,
   type WorkflowState,
 } from '../workflows/state.ts';
-import { lintState } from '../workflows/lint.ts';
+import { lintState, lintWarnings } from '../workflows/lint.ts';
 import { applyOperations, type BlockOperation, type OperationsOutcome } from '../workflows/operations.ts';
 import { exportDocument, parseWorkflowDocument } from '../workflows/portable.ts';
 
@@ -206,7 +206,8 @@ async function deploymentCore(repos: Repositories, w: WorkflowRecord) {
     id: w.id,
     isDeployed: Boolean(live),
     deployedAt: live ? w.deployedAt : null,
-    warnings: [] as string[],
+    // What is wrong with the live graph (references to missing blocks or outputs, missing inputs…); advisory.
+    warnings: live ? lintWarnings(lintState(stateOf(live))) : [],
     activeDeployment: live ? { deploymentVersionId: live.id, version: live.version, deployedAt: w.deployedAt ?? live.createdAt } : null,
     latestDeploymentAttempt: attempt ? attemptView(attempt, w) : null,
   };
