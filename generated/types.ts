@@ -175,7 +175,7 @@ export interface paths {
     put?: never;
     /**
      * Import a workflow
-     * @description Creates a workflow from an export document (or a bare state). Block and edge ids that already belong to a workflow are replaced by new ones, with every reference to them rewritten. Something that is not a workflow document is a 400 naming the problem.
+     * @description Creates a workflow from an export document (or a bare state). Block and edge ids are kept as the document has them (ids are scoped to their workflow, so they never collide with another workflow's). Something that is not a workflow document is a 400 naming the problem.
      */
     post: operations['importWorkflow'];
     delete?: never;
@@ -338,7 +338,7 @@ export interface paths {
     get: operations['getWorkflowState'];
     /**
      * Replace the draft state
-     * @description Atomically replaces the draft graph; without `If-Match` concurrent writes are last-write-wins. Loop and parallel containers are recomputed from the blocks' parent ids; variables the body omits are kept. Block or edge ids that belong to another workflow give 409; a locked workflow, or a change to a locked block, gives 423. Lint findings are advisory. `needsRedeployment` describes the state before the write. With `dryRun=true` nothing is saved or recorded and the answer is what the write would have returned. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
+     * @description Atomically replaces the draft graph; without `If-Match` concurrent writes are last-write-wins. Loop and parallel containers are recomputed from the blocks' parent ids; variables the body omits are kept. Block and edge ids are scoped to the workflow, so another workflow may use the same ones. A locked workflow, or a change to a locked block, gives 423. Lint findings are advisory. `needsRedeployment` describes the draft as the write leaves it. With `dryRun=true` nothing is saved or recorded and the answer is what the write would have returned. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     put: operations['replaceWorkflowState'];
     post?: never;
@@ -383,7 +383,7 @@ export interface paths {
     put?: never;
     /**
      * Apply editing operations to the draft
-     * @description Edits the draft graph block by block in one batch: add, edit, delete, insert_into_subflow and extract_from_subflow, in order, then the connections they name, then `setBlockEnabled`, then layout. Loop and parallel containers are recomputed from the blocks' parent ids, as a state replace does. A declined operation (unknown block or type, duplicate name or trigger, locked block, bad container, bad connection) is listed in `skipped`; a dropped input in `inputValidationErrors`. By default the rest is applied; with `atomic: true` any finding fails the whole batch and nothing is written: 423 `LOCKED` when a locked block is among the findings, otherwise 409 `CONFLICT`, with `skipped` and `inputValidationErrors` in `details`. A locked workflow answers 423. A batch that changes nothing writes nothing and records no event; otherwise the write records one `workflow.operations_applied` event (counts only). `needsRedeployment` describes the draft before the write; lint findings describe the draft after it. With `dryRun=true` nothing is written or recorded and the answer is the one the write would give, except that new block ids are provisional: `mintedBlockIds` is empty, `previewBlockIds` maps the placeholders and a warning says so. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
+     * @description Edits the draft graph block by block in one batch: add, edit, delete, insert_into_subflow and extract_from_subflow, in order, then the connections they name, then `setBlockEnabled`, then layout. Loop and parallel containers are recomputed from the blocks' parent ids, as a state replace does. A declined operation (unknown block or type, duplicate name or trigger, locked block, bad container, bad connection) is listed in `skipped`; a dropped input in `inputValidationErrors`. By default the rest is applied; with `atomic: true` any finding fails the whole batch and nothing is written: 423 `LOCKED` when a locked block is among the findings, otherwise 409 `CONFLICT`, with `skipped` and `inputValidationErrors` in `details`. A locked workflow answers 423. A batch that changes nothing writes nothing and records no event; otherwise the write records one `workflow.operations_applied` event (counts only). `needsRedeployment` and the lint findings describe the draft as the write leaves it. With `dryRun=true` nothing is written or recorded and the answer is the one the write would give, except that new block ids are provisional: `mintedBlockIds` is empty, `previewBlockIds` maps the placeholders and a warning says so. The live deployment never changes. With `If-Match` the change is made only while the entity tag of the document still matches, otherwise 412 with the current tag and nothing written; the answer carries the new `ETag` (an extension of this server).
      */
     post: operations['applyWorkflowOperations'];
     delete?: never;
@@ -3860,7 +3860,7 @@ export interface components {
         [key: string]: components['schemas']['WorkflowVariable'];
       };
     };
-    /** @description Advisory findings: unknown block types (notes), dangling edges (invalidConnectionTargets), unreachable blocks (orphanBlocks), missing required inputs (fieldIssues), malformed references (unresolvedReferences). */
+    /** @description Advisory findings: unknown block types (notes), dangling edges (invalidConnectionTargets), unreachable blocks (orphanBlocks), missing required inputs (fieldIssues), and references that cannot resolve (unresolvedReferences): malformed, naming no block of the workflow, or naming an output the block does not have (checked against the block type's outputs, a start block's declared input fields and the error output of a block with an error path; paths below an open-ended output such as a function's `result` are not checked). */
     WorkflowLint: {
       sources: {
         blockId: string;
@@ -3934,7 +3934,7 @@ export interface components {
     WorkflowStateWrite: {
       id: string;
       warnings: string[];
-      /** @description Whether the draft before this write differed from the active version. */
+      /** @description Whether the draft, as this write leaves it (or, on a dry run, would leave it), differs in what runs from the active deployment, so a deploy is needed for runs to see it. Layout (positions, sizes), key order, edge order and edge and variable ids do not count. Always false while the workflow is not deployed. */
       needsRedeployment: boolean;
       lint: components['schemas']['WorkflowLint'];
       dryRun: boolean;
@@ -4059,7 +4059,7 @@ export interface components {
     WorkflowOperationsResult: {
       id: string;
       warnings: string[];
-      /** @description Whether the draft before this write differed from the active version. */
+      /** @description Whether the draft, as this write leaves it (or, on a dry run, would leave it), differs in what runs from the active deployment, so a deploy is needed for runs to see it. Layout (positions, sizes), key order, edge order and edge and variable ids do not count. Always false while the workflow is not deployed. */
       needsRedeployment: boolean;
       /** @description How many entries of `operations` and `setBlockEnabled` took effect. An operation whose block change was made counts even when one of its connections was declined (that part is in `skipped`). */
       applied: number;
@@ -4113,6 +4113,7 @@ export interface components {
       id: string;
       isDeployed: boolean;
       deployedAt: components['schemas']['Timestamp'] | null;
+      /** @description Lint findings about the live version that mean a run fails or a block never runs, as sentences: references to blocks, outputs or input fields that do not exist, missing required inputs, unknown block types, dangling connections, unreachable blocks. Advisory: the version is live anyway. The full findings of a draft are in the `lint` of a state write (a dry run writes nothing). */
       warnings: string[];
       activeDeployment: components['schemas']['ActiveDeployment'] | null;
       latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
@@ -4124,6 +4125,7 @@ export interface components {
       id: string;
       isDeployed: boolean;
       deployedAt: components['schemas']['Timestamp'] | null;
+      /** @description Lint findings about the live version that mean a run fails or a block never runs, as sentences: references to blocks, outputs or input fields that do not exist, missing required inputs, unknown block types, dangling connections, unreachable blocks. Advisory: the version is live anyway. The full findings of a draft are in the `lint` of a state write (a dry run writes nothing). */
       warnings: string[];
       activeDeployment: components['schemas']['ActiveDeployment'] | null;
       latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
@@ -4149,9 +4151,11 @@ export interface components {
       id: string;
       isDeployed: boolean;
       deployedAt: components['schemas']['Timestamp'] | null;
+      /** @description Lint findings about the live version that mean a run fails or a block never runs, as sentences: references to blocks, outputs or input fields that do not exist, missing required inputs, unknown block types, dangling connections, unreachable blocks. Advisory: the version is live anyway. The full findings of a draft are in the `lint` of a state write (a dry run writes nothing). */
       warnings: string[];
       activeDeployment: components['schemas']['ActiveDeployment'] | null;
       latestDeploymentAttempt: components['schemas']['DeploymentAttempt'] | null;
+      /** @description Whether the current draft differs in what runs from the active deployment, so a deploy is needed for runs to see it. Layout (positions, sizes), key order, edge order and edge and variable ids do not count. Always false while the workflow is not deployed. */
       needsRedeployment: boolean;
       isPublicApi: boolean;
       webhooks: {
@@ -4231,7 +4235,7 @@ export interface components {
       applied: true;
       /** @enum {string} */
       status: 'completed' | 'completed_with_warnings';
-      /** @description Old block and edge ids that were replaced, mapped to their new ids. */
+      /** @description Old block and edge ids that were replaced, mapped to their new ids. Always empty on this server: ids are scoped to their workflow, so an import keeps the document's ids. */
       idMap: {
         [key: string]: string;
       };
@@ -7584,7 +7588,6 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
-      409: components['responses']['Conflict'];
       412: components['responses']['PreconditionFailed'];
       413: components['responses']['PayloadTooLarge'];
       415: components['responses']['UnsupportedMediaType'];

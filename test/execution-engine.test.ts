@@ -140,6 +140,22 @@ describe('references', () => {
     expect(loopOutside.error!.message).toMatch(/<loop\.index>.*outside a loop/);
   });
 
+  it('a reference to a block that does not exist fails in code too, naming the reference and the block, never as a syntax error', async () => {
+    const inCode = await engine.execute(workflow([start(), fn('Double', 'return <calc.result> * 2')], [edge('start', 'double')]));
+    expect(inCode.error).toMatchObject({ code: 'BLOCK_EXECUTION_FAILED', blockId: 'double', blockName: 'Double', blockType: 'function' });
+    expect(inCode.error!.message).toBe('Block "Double" references <calc.result>, but no block named "calc" exists');
+    const inCondition = await engine.execute(
+      workflow([start(), cond('Check', [{ id: 'c1', title: 'if', value: '<calc.result> > 1' }, { id: 'c2', title: 'else', value: '' }])], [edge('start', 'check')]),
+    );
+    expect(inCondition.error!.message).toBe('Block "Check" references <calc.result>, but no block named "calc" exists');
+    const wrongPath = await engine.execute(workflow([start(), fn('Make', 'return 1'), fn('Read', 'return <make.reslt>')], [edge('start', 'make'), edge('make', 'read')]));
+    expect(wrongPath.error!.message).toBe('Block "Read" references <make.reslt>, but the output of "Make" has no "reslt"');
+    // Text that compiles as it is stays code: a comparison, and a regular expression that looks like a reference.
+    const fine = await engine.execute(workflow([start(), fn('F', 'const a = 1, b = { c: 2 }; return [a<b.c>0, "x<br.a>y".replace(/<br.*?>/g, "-")]')], [edge('start', 'f')]));
+    expect(fine.error).toBeNull();
+    expect((fine.output as { result: unknown }).result).toEqual([true, 'x-y']);
+  });
+
   it('leaves comparisons in code alone and splices text into string literals safely', async () => {
     const r = await engine.execute(
       workflow([start(), fn('F', 'const a = 1, b = { c: 2 }; const s = \'<start.q>\'; return [a<b.c>0, s, `t:<start.q>`]')], [edge('start', 'f')]),

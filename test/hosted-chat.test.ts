@@ -80,6 +80,30 @@ describe('hosted chat settings', () => {
     expect((await s.call('GET', chatPath(wf2.id))).status).toBe(404);
   });
 
+  it('checks each output path against the block\'s outputs, naming the valid ones', async () => {
+    const r = await s.call('PUT', chatPath(wf.id), { identifier: 'support-bot', title: 'Support', outputConfigs: [{ blockId: wf.ids.Echo!, path: 'reslt' }] });
+    expect(r.status, r.text).toBe(400);
+    expect(r.body.error).toMatchObject({
+      code: 'BAD_REQUEST',
+      message: 'Output path "reslt": Block "Echo" has no output "reslt"; its outputs are result, stdout.',
+      details: [expect.objectContaining({ path: ['body', 'outputConfigs', '0', 'path'] })],
+    });
+    const scalar = await s.call('PUT', chatPath(wf.id), { identifier: 'support-bot', title: 'Support', outputConfigs: [{ blockId: wf.ids.Echo!, path: 'stdout.text' }] });
+    expect(scalar.status).toBe(400);
+    expect(scalar.body.error.message).toMatch(/"stdout" of block "Echo" is a string/);
+    // Below an open-ended output (a function's result is any JSON) any path is accepted.
+    const ok = await s.call('PUT', chatPath(wf.id), {
+      identifier: 'support-bot',
+      title: 'Support',
+      outputConfigs: [
+        { blockId: wf.ids.Echo!, path: 'result' },
+        { blockId: wf.ids.Echo!, path: 'result.reply.text' },
+        { blockId: wf.ids.Start!, path: 'input' },
+      ],
+    });
+    expect(ok.status, ok.text).toBe(200);
+  });
+
   it('lists the workspace chats with filters and pages', async () => {
     expect((await s.call('PUT', chatPath(wf2.id), { identifier: 'a-bot', title: 'A', authType: 'email', allowedEmails: ['@example.com'] })).status).toBe(200);
     const all = await s.call('GET', `/api/v2/chat-deployments?workspaceId=${s.workspaceId}&sortBy=identifier&sortOrder=asc`);

@@ -462,13 +462,18 @@ describe('atomic batches and dry runs', () => {
     expect(realRest.inputValidationErrors).toHaveLength(1);
   });
 
-  it('needsRedeployment describes the draft before the write', async () => {
+  it('needsRedeployment describes the draft as the write leaves it', async () => {
     const w = await newWorkflow('Ops redeploy');
     expect((await call('POST', `/api/v2/workflows/${w.id}/deploy`, {})).status).toBe(200);
+    const dry = await apply(w.id, ops(add('x', 'wait', 'X')), '?dryRun=true');
+    expect(dry.body.data.needsRedeployment).toBe(true);
     const first = await apply(w.id, ops(add('x', 'wait', 'X')));
-    expect(first.body.data.needsRedeployment).toBe(false);
+    expect(first.body.data.needsRedeployment).toBe(true);
     const second = await apply(w.id, ops(add('y', 'wait', 'Y')));
     expect(second.body.data.needsRedeployment).toBe(true);
+    // Deleting what was added brings the draft back to the live graph.
+    const undone = await apply(w.id, ops({ operation_type: 'delete', block_id: first.body.data.mintedBlockIds.x }, { operation_type: 'delete', block_id: second.body.data.mintedBlockIds.y }));
+    expect(undone.body.data.needsRedeployment).toBe(false);
     // The live version did not change.
     const live = await call('GET', `/api/v2/workflows/${w.id}/versions/1`);
     expect(Object.keys(live.body.data.state.blocks)).toEqual([w.startId]);

@@ -57,6 +57,21 @@ describe('sim workflows', () => {
     expect(await sim('workflows', 'folders', 'delete', '/Boxes', '--recursive', '-y')).toMatchObject({ deleted: true, deletedItems: { folders: 2, workflows: 0 } });
   });
 
+  it('deploy shows the references a run cannot resolve; two workflows may use the same block ids', async () => {
+    const blocks = {
+      b1: { id: 'b1', type: 'start_trigger', name: 'Start', position: { x: 0, y: 0 }, subBlocks: {}, outputs: {}, enabled: true },
+      b2: { id: 'b2', type: 'function', name: 'double', position: { x: 1, y: 0 }, subBlocks: { code: { id: 'code', type: 'code', value: 'return <calc.result> * 2' } }, outputs: {}, enabled: true },
+    };
+    const edges = [{ id: 'e1', source: 'b1', target: 'b2' }];
+    const first = (await s.call('POST', '/api/v2/workflows', { workspaceId: s.workspaceId, name: 'CLI refs one' })).body.data;
+    expect((await s.call('PUT', `/api/v2/workflows/${first.id}/state`, { blocks, edges })).status).toBe(200);
+    const second = (await s.call('POST', '/api/v2/workflows', { workspaceId: s.workspaceId, name: 'CLI refs two' })).body.data;
+    const put = await sim('workflows', 'state', 'replace', second.id, '--blocks', JSON.stringify(blocks), '--edges', JSON.stringify(edges), '--yes');
+    expect(put.lint.unresolvedReferences).toEqual([expect.objectContaining({ blockId: 'b2', value: '<calc.result>' })]);
+    const deployed = await sim('workflows', 'deploy', second.id);
+    expect(deployed.warnings).toEqual(['Block "double" (code) references <calc.result>: No block named "calc" in this workflow.']);
+  });
+
   it('state get/replace (with dry run), deploy, versions, rollback, undeploy', async () => {
     const state = await sim('workflows', 'state', 'get', id);
     const startId = Object.keys(state.blocks)[0]!;

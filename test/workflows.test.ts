@@ -382,17 +382,40 @@ describe('draft state', () => {
     expect(auditCount()).toBe(before + 1);
   });
 
-  it('ids that belong to another workflow are a 409, also on a dry run', async () => {
-    const a = await createWorkflow('Owner');
-    const b = await createWorkflow('Thief');
-    const { state } = sampleState();
-    await call('PUT', `/api/v2/workflows/${a.id}/state`, state);
-    const r = await call('PUT', `/api/v2/workflows/${b.id}/state`, state);
-    expect(r.status).toBe(409);
-    expect(r.body.error.code).toBe('CONFLICT');
-    expect((await call('PUT', `/api/v2/workflows/${b.id}/state?dryRun=true`, state)).status).toBe(409);
-    // The owner may write its own ids again.
+  it('block and edge ids are scoped to their workflow: two workflows may both have block b1 and edge e1', async () => {
+    const a = await createWorkflow('First of two');
+    const b = await createWorkflow('Second of two');
+    const state = {
+      blocks: { b1: block('b1', 'start_trigger', 'Start'), b2: block('b2', 'function', 'Fn', { subBlocks: sub('code', 'code', 'return 1') }) },
+      edges: [{ id: 'e1', source: 'b1', target: 'b2' }],
+    };
     expect((await call('PUT', `/api/v2/workflows/${a.id}/state`, state)).status).toBe(200);
+    const dry = await call('PUT', `/api/v2/workflows/${b.id}/state?dryRun=true`, state);
+    expect(dry.status, dry.text).toBe(200);
+    const r = await call('PUT', `/api/v2/workflows/${b.id}/state`, state);
+    expect(r.status, r.text).toBe(200);
+    for (const w of [a, b]) {
+      const saved = (await call('GET', `/api/v2/workflows/${w.id}/state`)).body.data;
+      expect(Object.keys(saved.blocks).sort()).toEqual(['b1', 'b2']);
+      expect(saved.edges.map((e: any) => e.id)).toEqual(['e1']);
+    }
+    // Operations on one leave the other alone.
+    const ops = await call('POST', `/api/v2/workflows/${b.id}/operations`, { operations: [{ operation_type: 'delete', block_id: 'b2' }] });
+    expect(ops.status, ops.text).toBe(200);
+    expect(Object.keys((await call('GET', `/api/v2/workflows/${a.id}/state`)).body.data.blocks).sort()).toEqual(['b1', 'b2']);
+    // Copies keep working: a duplicate gets fresh ids, an import of the export keeps them.
+    const dup = await call('POST', `/api/v2/workflows/${a.id}/duplicate`, {});
+    expect(dup.status, dup.text).toBe(201);
+    const dupState = (await call('GET', `/api/v2/workflows/${dup.body.data.id}/state`)).body.data;
+    expect(Object.keys(dupState.blocks)).not.toContain('b1');
+    expect(dupState.edges.map((e: any) => e.id)).not.toContain('e1');
+    const doc = (await call('GET', `/api/v2/workflows/${a.id}/export`)).body.data;
+    const imported = await call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow: doc, name: 'Imported twin' });
+    expect(imported.status, imported.text).toBe(201);
+    expect(imported.body.data.idMap).toEqual({});
+    const importedState = (await call('GET', `/api/v2/workflows/${imported.body.data.id}/state`)).body.data;
+    expect(Object.keys(importedState.blocks).sort()).toEqual(['b1', 'b2']);
+    expect(importedState.edges).toEqual([expect.objectContaining({ id: 'e1', source: 'b1', target: 'b2' })]);
   });
 
   it('rejects malformed graphs with a 400 and undeclared fields', async () => {
@@ -489,6 +512,58 @@ describe('locks', () => {
 });
 
 describe('deployment and versions', () => {
+  it('deploy reports references to missing blocks and outputs; a run fails naming the reference and the block', async () => {
+    const w = await createWorkflow('Bad references');
+    const state: any = {
+      blocks: {
+        st: block('st', 'start_trigger', 'Start', { subBlocks: sub('inputFormat', 'input-format', [{ name: 'n', type: 'number' }]) }),
+        dbl: block('dbl', 'function', 'double', { subBlocks: sub('code', 'code', 'return <calc.result> * 2') }),
+        out: block('out', 'response', 'Out', { subBlocks: sub('data', 'code', '{"v": <double.reslt>, "deep": <double.result.any.path>, "n": <start.n>, "m": <start.m>, "len": <double.stdout.length>, "bad": <double.stdout.x>}') }),
+      },
+      edges: [
+        { id: 'e1', source: 'st', target: 'dbl' },
+        { id: 'e2', source: 'dbl', target: 'out' },
+      ],
+    };
+    const put = await call('PUT', `/api/v2/workflows/${w.id}/state`, state);
+    expect(put.status, put.text).toBe(200);
+    const found = put.body.data.lint.unresolvedReferences.map((u: any) => [u.blockId, u.value, u.reason]);
+    expect(found).toEqual([
+      ['dbl', '<calc.result>', 'No block named "calc" in this workflow.'],
+      ['out', '<double.reslt>', 'Block "double" has no output "reslt"; its outputs are result, stdout.'],
+      ['out', '<start.m>', 'Block "Start" has no output "m"; its outputs are input, conversationId, files, n.'],
+      ['out', '<double.stdout.x>', 'The output "stdout" of block "double" is a string and has no "x".'],
+    ]);
+
+    const d = await call('POST', `/api/v2/workflows/${w.id}/deploy`, {});
+    expect(d.status, d.text).toBe(200);
+    expect(d.body.data.warnings).toEqual([
+      'Block "double" (code) references <calc.result>: No block named "calc" in this workflow.',
+      'Block "Out" (data) references <double.reslt>: Block "double" has no output "reslt"; its outputs are result, stdout.',
+      'Block "Out" (data) references <start.m>: Block "Start" has no output "m"; its outputs are input, conversationId, files, n.',
+      'Block "Out" (data) references <double.stdout.x>: The output "stdout" of block "double" is a string and has no "x".',
+    ]);
+    expect((await call('GET', `/api/v2/workflows/${w.id}/deployment`)).body.data.warnings).toEqual(d.body.data.warnings);
+
+    const run = await call('POST', `/api/v2/workflows/${w.id}/execute`, { input: { n: 2 } });
+    expect(run.status, run.text).toBe(200);
+    expect(run.body.data.error).toMatchObject({ code: 'BLOCK_EXECUTION_FAILED', blockId: 'dbl', blockName: 'double' });
+    expect(run.body.data.error.message).toBe('Block "double" references <calc.result>, but no block named "calc" exists');
+
+    // Fixed, the findings are gone, and a misspelled path fails the run naming it.
+    state.blocks.dbl.subBlocks.code.value = 'return <start.n> * 2';
+    state.blocks.out.subBlocks.data.value = '{"v": <double.result>}';
+    expect((await call('PUT', `/api/v2/workflows/${w.id}/state`, state)).body.data.lint.unresolvedReferences).toEqual([]);
+    const fixed = await call('POST', `/api/v2/workflows/${w.id}/deploy`, {});
+    expect(fixed.body.data.warnings).toEqual([]);
+    expect((await call('POST', `/api/v2/workflows/${w.id}/execute`, { input: { n: 2 } })).body.data.output).toEqual({ v: 4 });
+    state.blocks.out.subBlocks.data.value = '{"v": <double.reslt>}';
+    await call('PUT', `/api/v2/workflows/${w.id}/state`, state);
+    await call('POST', `/api/v2/workflows/${w.id}/deploy`, {});
+    const misspelled = await call('POST', `/api/v2/workflows/${w.id}/execute`, { input: { n: 2 } });
+    expect(misspelled.body.data.error.message).toBe('Block "Out" references <double.reslt>, but the output of "double" has no "reslt"');
+  });
+
   it('deploy snapshots the draft; state writes never change the live version; needsRedeployment compares normalized forms', async () => {
     const w = await createWorkflow('Deployable');
     const { state, ids } = sampleState();
@@ -510,8 +585,11 @@ describe('deployment and versions', () => {
 
     const edited = structuredClone(moved);
     (edited.blocks[ids.fn] as any).subBlocks.code.value = 'return 2';
+    // needsRedeployment describes the draft as the write leaves it: the first edit already answers true.
+    const dryEdit = await call('PUT', `/api/v2/workflows/${w.id}/state?dryRun=true`, edited);
+    expect(dryEdit.body.data.needsRedeployment).toBe(true);
     const third = await call('PUT', `/api/v2/workflows/${w.id}/state`, edited);
-    expect(third.body.data.needsRedeployment).toBe(false); // describes the state before this write
+    expect(third.body.data.needsRedeployment).toBe(true);
     const fourth = await call('PUT', `/api/v2/workflows/${w.id}/state`, edited);
     expect(fourth.body.data.needsRedeployment).toBe(true);
     const dep = (await call('GET', `/api/v2/workflows/${w.id}/deployment`)).body.data;
@@ -519,6 +597,10 @@ describe('deployment and versions', () => {
     const v1 = (await call('GET', `/api/v2/workflows/${w.id}/versions/1`)).body.data;
     expect(v1.state.blocks[ids.fn].subBlocks.code.value).toBe('return <start.input>');
     expect(v1).toMatchObject({ version: 1, name: 'first', isActive: true });
+
+    // Writing the live graph back answers false at once.
+    const back = await call('PUT', `/api/v2/workflows/${w.id}/state`, moved);
+    expect(back.body.data.needsRedeployment).toBe(false);
   });
 
   it('versions list/update, activate, revert and rollback', async () => {
@@ -576,7 +658,7 @@ describe('deployment and versions', () => {
 });
 
 describe('export and import', () => {
-  it('round-trips every block, edge, container and variable, with new ids where they collide', async () => {
+  it('round-trips every block, edge, container and variable under the same ids', async () => {
     const w = await createWorkflow('Portable', { description: 'travels' });
     const { state, ids } = sampleState();
     await call('PUT', `/api/v2/workflows/${w.id}/state`, state);
@@ -593,30 +675,14 @@ describe('export and import', () => {
     expect(imp.status, imp.text).toBe(409); // the preview had no folder: the import differs from what was reviewed
     const ok = await call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow: JSON.stringify(doc), folderPath: '/imports' });
     expect(ok.status, ok.text).toBe(201);
-    expect(ok.body.data).toMatchObject({ name: 'Portable', description: 'travels', folderPath: '/imports', kind: 'workflow_import', applied: true });
+    expect(ok.body.data).toMatchObject({ name: 'Portable', description: 'travels', folderPath: '/imports', kind: 'workflow_import', applied: true, idMap: {} });
     const imported = (await call('GET', `/api/v2/workflows/${ok.body.data.id}/state`)).body.data;
-    const idMap = ok.body.data.idMap;
-    expect(Object.keys(idMap)).toEqual(expect.arrayContaining(Object.values(ids)));
-    expect(Object.keys(imported.blocks).sort()).toEqual(Object.values(ids).map((id) => idMap[id]).sort());
-    expect(imported.loops[idMap[ids.loop]].nodes).toEqual([idMap[ids.fn]]);
-    expect(imported.blocks[idMap[ids.fn]].data.parentId).toBe(idMap[ids.loop]);
-    expect(imported.edges.map((e: any) => [e.source, e.target])).toEqual(state.edges.map((e) => [idMap[e.source], idMap[e.target]]));
+    expect(Object.keys(imported.blocks).sort()).toEqual(Object.values(ids).sort());
+    expect(imported.loops[ids.loop].nodes).toEqual([ids.fn]);
+    expect(imported.blocks[ids.fn].data.parentId).toBe(ids.loop);
+    expect(imported.edges).toEqual(state.edges);
     expect(imported.variables).toEqual(state.variables);
-    // Conditions carry ids derived from their block id; they follow the new id.
-    expect(imported.blocks[idMap[ids.cond]].subBlocks.conditions.value[0].id).toBe(`${idMap[ids.cond]}-if`);
-
-    // Into another workspace after the original is gone, ids no longer collide with anything active but
-    // stay owned by the archived original, so they are still replaced.
-    const strip = (st: any) => ({ blocks: Object.values(st.blocks).map((b: any) => [b.type, b.name]).sort(), edges: st.edges.length, vars: st.variables });
-    expect(strip(imported)).toEqual(strip(state));
-  });
-
-  it('keeps ids that do not collide', async () => {
-    const fresh = sampleState();
-    const r = await call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow: { blocks: fresh.state.blocks, edges: fresh.state.edges }, name: 'Bare state' });
-    expect(r.status, r.text).toBe(201);
-    expect(r.body.data.idMap).toEqual({});
-    expect(r.body.data.blocks.map((b: any) => b.id).sort()).toEqual(Object.keys(fresh.state.blocks).sort());
+    expect(imported.blocks[ids.cond].subBlocks.conditions.value[0].id).toBe(`${ids.cond}-if`);
   });
 
   it('something that is not a workflow document is a 400 naming the problem', async () => {

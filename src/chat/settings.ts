@@ -2,6 +2,8 @@
 // No HTTP here; callers turn a ChatSettingsError into their own error shape.
 import type { Config } from '../config.ts';
 import type { ChatAuthType, ChatCustomizations, ChatDeployment, ChatOutputConfig } from '../store/chat-deployments.ts';
+import { checkOutputPath } from '../workflows/outputs.ts';
+import type { WorkflowState } from '../workflows/state.ts';
 
 /** Where chat pages live: CHAT_URL, or `{BASE_URL}/chat` (BASE_URL is final only once the port is bound). */
 export function chatBaseUrl(config: Config): string {
@@ -53,8 +55,11 @@ export interface ChatSettingsInput {
   customizations?: ChatCustomizations;
 }
 
-/** Checks the rules the schema cannot express; `blockIds` are the blocks of the workflow's draft. */
-export function checkChatSettings(input: ChatSettingsInput, blockIds: ReadonlySet<string>, workflowId: string): void {
+/** An output config's dot path as the chat reads it (`items.0.name`: digits index arrays). */
+const outputPath = (path: string) => path.split('.').filter(Boolean).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+
+/** Checks the rules the schema cannot express; `graph` is the workflow's draft. */
+export function checkChatSettings(input: ChatSettingsInput, graph: Pick<WorkflowState, 'blocks' | 'edges'>, workflowId: string): void {
   const authType = input.authType ?? 'public';
   if (authType === 'password') {
     if (input.password === undefined) throw new ChatSettingsError(['body', 'password'], 'A password chat needs a password (15 to 1024 characters).');
@@ -69,7 +74,11 @@ export function checkChatSettings(input: ChatSettingsInput, blockIds: ReadonlySe
     if (oc.workflowId !== undefined && oc.workflowId !== workflowId) {
       throw new ChatSettingsError(['body', 'outputConfigs', String(i), 'workflowId'], 'An output must come from this workflow.');
     }
-    if (!blockIds.has(oc.blockId)) throw new ChatSettingsError(['body', 'outputConfigs', String(i), 'blockId'], `The workflow has no block ${oc.blockId}.`);
+    const block = Object.hasOwn(graph.blocks, oc.blockId) ? graph.blocks[oc.blockId] : undefined;
+    if (!block) throw new ChatSettingsError(['body', 'outputConfigs', String(i), 'blockId'], `The workflow has no block ${oc.blockId}.`);
+    // A path the block never outputs would publish a chat whose every reply is empty.
+    const check = checkOutputPath(graph, block, outputPath(oc.path));
+    if (!check.ok) throw new ChatSettingsError(['body', 'outputConfigs', String(i), 'path'], `Output path "${oc.path}": ${check.reason}`);
   }
 }
 

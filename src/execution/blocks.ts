@@ -10,6 +10,7 @@ import { skillsInstructions } from '../resources/skills.ts';
 import { ExecutionError } from './errors.ts';
 import { mcpOutput } from '../mcp/result.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
+import type { CodeKind } from './references.ts';
 
 export const TRIGGER_TYPES = new Set(['start_trigger', 'api_trigger', 'starter']);
 export const CONTAINER_TYPES = new Set(['loop', 'parallel']);
@@ -46,8 +47,8 @@ export interface BlockContext {
   resolve(value: unknown): unknown;
   /** JSON text with references resolved, parsed; non-string values are resolved deeply. */
   resolveJson(value: unknown, what: string): unknown;
-  /** JavaScript with references turned into `__refs[i]` reads. */
-  resolveCode(code: string): { code: string; refs: unknown[] };
+  /** JavaScript (a function body, or one expression) with references turned into `__refs[i]` reads. */
+  resolveCode(code: string, kind?: CodeKind): { code: string; refs: unknown[] };
   setTraceInput(value: unknown): void;
   /** Sets a workflow variable by name to what `compute` returns for it (it may throw to refuse the value). */
   setVariable(name: string, compute: (variable: { name: string; type: string }) => unknown): { name: string; type: string; value: unknown };
@@ -158,7 +159,7 @@ function functionTimeout(ctx: BlockContext): number {
  * (-1 for none), or the index and message of the first that throws.
  */
 async function firstTrue(ctx: BlockContext, expressions: string[]): Promise<{ index: number; error?: string }> {
-  const parts = expressions.map((e) => ctx.resolveCode(e));
+  const parts = expressions.map((e) => ctx.resolveCode(e, 'expression'));
   const code = [
     'const __all = __refs;',
     `const __tests = [${parts.map((p) => `(__refs) => (${p.code.trim() === '' ? 'false' : p.code}\n)`).join(',\n')}];`,

@@ -452,20 +452,27 @@ class Run {
 
   // ---- references --------------------------------------------------------------------------------------------
 
-  source(frame: Frame): ReferenceSource {
+  /** References as `block` (the block whose inputs they are in) resolves them in `frame`. */
+  source(frame: Frame, block: Block): ReferenceSource {
     return {
       secrets: this.secrets,
       knows: (root) => ['start', 'variable', 'loop', 'parallel'].includes(root) || this.byName.has(root),
-      lookup: (body) => this.lookup(body, frame),
+      lookup: (body) => this.lookup(body, frame, block),
     };
   }
 
-  private lookup(body: string, frame: Frame): unknown {
-    const path = parsePath(body);
-    const root = String(path[0]).toLowerCase();
+  /** The value of `<body>`; an unresolvable one fails naming the reference and the block it is in. */
+  private lookup(body: string, frame: Frame, from: Block): unknown {
     const fail = (why: string): never => {
-      throw new UnresolvedReference(`Unresolvable reference <${body}>: ${why}`);
+      throw new UnresolvedReference(`Block "${from.name}" references <${body}>, but ${why}`);
     };
+    let path: (string | number)[];
+    try {
+      path = parsePath(body);
+    } catch {
+      return fail('that is not a well-formed reference (expected <block.path> with non-empty segments)');
+    }
+    const root = String(path[0]).toLowerCase();
     const walk = (value: unknown, rest: (string | number)[], what: string) => {
       const r = walkPath(value, rest);
       if (!r.found) fail(`${what} has no "${rest.join('.')}"`);
@@ -474,7 +481,7 @@ class Run {
     if (root === 'variable') {
       const name = normalizeName(String(path[1] ?? ''));
       const variable = [...this.variables.values()].find((v) => normalizeName(v.name) === name);
-      if (!variable) return fail(`no workflow variable named "${path[1]}"`);
+      if (!variable) return fail(`no workflow variable named "${path[1]}" exists`);
       return walk(variable.value, path.slice(2), `variable "${variable.name}"`);
     }
     if (root === 'loop' || root === 'parallel') {
@@ -486,7 +493,7 @@ class Run {
     }
     let id = this.byName.get(root);
     if (!id && root === 'start') id = this.triggerId ?? undefined;
-    if (!id) return fail(`no block named "${path[0]}"`);
+    if (!id) return fail(`no block named "${path[0]}" exists`);
     const block = this.blocks[id]!;
     for (let f: Frame | null = frame; f; f = f.parent) {
       if (f.outputs.has(id)) return walk(f.outputs.get(id), path.slice(1), `the output of "${block.name}"`);
@@ -758,7 +765,7 @@ class Run {
   }
 
   private blockContext(block: Block, frame: Frame, signal: AbortSignal, span: TraceSpan): BlockContext {
-    const source = this.source(frame);
+    const source = this.source(frame, block);
     const engine = this.engine;
     return {
       block,
@@ -775,7 +782,7 @@ class Run {
       raw: (id) => block.subBlocks?.[id]?.value,
       resolve: (value) => resolveValue(value, source),
       resolveJson: (value, what) => (typeof value === 'string' ? resolveJson(value, source, what) : resolveValue(value, source)),
-      resolveCode: (code) => resolveCode(code, source),
+      resolveCode: (code, kind) => resolveCode(code, source, kind),
       setTraceInput: (value) => {
         span.input = value;
       },
@@ -834,7 +841,7 @@ class Run {
     let raw = block.data?.collection;
     if (typeof raw === 'string') {
       const text = raw.trim();
-      raw = text === '' ? [] : resolveJson(text, this.source(frame), `The collection of "${block.name}"`);
+      raw = text === '' ? [] : resolveJson(text, this.source(frame, block), `The collection of "${block.name}"`);
     }
     if (Array.isArray(raw)) return raw;
     if (raw && typeof raw === 'object') return Object.entries(raw);
@@ -879,10 +886,10 @@ class Run {
     span.children = [];
     const spanFrame: Frame = { ...frame, spans: span.children };
     const results: unknown[] = [];
-    const source = (index: number, item: unknown, items: unknown[] | null) => this.source({ ...frame, loop: { index, currentItem: item, items } });
+    const source = (index: number, item: unknown, items: unknown[] | null) => this.source({ ...frame, loop: { index, currentItem: item, items } }, block);
     const test = async (expression: string | undefined, index: number, what: string): Promise<boolean> => {
       if (!expression || expression.trim() === '') throw new ExecutionError('BLOCK_EXECUTION_FAILED', `The loop "${block.name}" has no ${what} condition`, block);
-      const { code, refs } = resolveCode(expression, source(index, results.at(-1), null));
+      const { code, refs } = resolveCode(expression, source(index, results.at(-1), null), 'expression');
       const r = await this.engine.options.sandbox.run({ code: `return Boolean(${code}\n)`, refs, signal, timeoutMs: this.engine.options.limits.functionTimeoutMs });
       return r.value === true;
     };

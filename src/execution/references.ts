@@ -3,6 +3,7 @@
 // How a value is spliced in depends on where the text is going: plain text gets the value's text; JSON gets a
 // JSON literal (or escaped text inside a JSON string); JavaScript gets an index into a values array passed to the
 // sandbox beside the code (or escaped text inside a string literal), so values are never re-parsed as code.
+import { Script } from 'node:vm';
 
 export type ResolveMode = 'text' | 'json' | 'code';
 
@@ -116,14 +117,38 @@ export function resolveJson(text: string, source: ReferenceSource, what: string)
   }
 }
 
-/** Resolves references in JavaScript: returns the code and the values it reads as `__refs[i]`. */
-export function resolveCode(code: string, source: ReferenceSource): { code: string; refs: unknown[] } {
+/** How the sandbox runs resolved code: as the body of an async function, or as one expression. */
+export type CodeKind = 'body' | 'expression';
+
+/** Whether the code compiles as the sandbox will wrap it. Compiling runs nothing. */
+function compiles(code: string, kind: CodeKind): boolean {
+  try {
+    new Script(kind === 'body' ? `(async function () {\n${code}\n})` : `(async function () { return (${code}\n); })`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Resolves references in JavaScript: returns the code and the values it reads as `__refs[i]`. A `<name.path>`
+ * whose name is no block, variable or loop is left alone when the code compiles with it (`a<b.c>d` is a
+ * comparison); when it does not compile, that text was meant as a reference, and it fails as an unresolved
+ * one (naming it) instead of as a JavaScript syntax error.
+ */
+export function resolveCode(code: string, source: ReferenceSource, kind: CodeKind = 'body'): { code: string; refs: unknown[] } {
   const refs: unknown[] = [];
-  return { code: splice(code, source, 'code', refs), refs };
+  const unknown: string[] = [];
+  const out = splice(code, source, 'code', refs, unknown);
+  if (unknown.length > 0 && !compiles(out, kind)) {
+    source.lookup(unknown[0]!);
+    throw new UnresolvedReference(`Unresolvable reference <${unknown[0]}>`);
+  }
+  return { code: out, refs };
 }
 
 /** Tracks whether each position of JSON or JavaScript text is inside a string literal (and which quote). */
-function splice(text: string, source: ReferenceSource, mode: 'json' | 'code', refs: unknown[]): string {
+function splice(text: string, source: ReferenceSource, mode: 'json' | 'code', refs: unknown[], unknown: string[] = []): string {
   let out = '';
   let pos = 0;
   let quote: string | null = null;
@@ -157,7 +182,8 @@ function splice(text: string, source: ReferenceSource, mode: 'json' | 'code', re
       continue;
     }
     if (ref !== undefined && mode === 'code' && !source.knows(ref.split(/[.[]/)[0]!.toLowerCase())) {
-      // In code, `a<b.c>d` is more likely a comparison than a reference to a block that does not exist.
+      // In code, `a<b.c>d` may be a comparison rather than a reference to a block that does not exist.
+      unknown.push(ref);
       advance(start + raw.length);
       continue;
     }

@@ -9,6 +9,7 @@ import { hashPassword } from '../identity/passwords.ts';
 import { ChatSettingsError, chatSummaryView, chatView, checkChatSettings } from '../chat/settings.ts';
 import type { ChatDeployment } from '../store/chat-deployments.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
+import type { WorkflowState } from '../workflows/state.ts';
 
 async function loadWorkflow(ctx: RequestContext, workflowId: string): Promise<WorkflowRecord> {
   const w = await ctx.services.store.workflows.get(workflowId);
@@ -26,12 +27,9 @@ const noChat = () => notFound('Chat deployment');
  */
 const chatTag = (ctx: RequestContext, c: ChatDeployment) => tagOf({ chat: chatView(ctx.services.config, c), password: c.passwordHash });
 
-function blockIdsOf(w: WorkflowRecord): Set<string> {
-  try {
-    return new Set(Object.keys((JSON.parse(w.state) as { blocks?: Record<string, unknown> }).blocks ?? {}));
-  } catch {
-    return new Set();
-  }
+/** The draft graph output configs are checked against. */
+function graphOf(w: WorkflowRecord): WorkflowState {
+  return JSON.parse(w.state) as WorkflowState;
 }
 
 const identifierTaken = (identifier: string) =>
@@ -47,7 +45,7 @@ export const getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'> = a
 export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'> = async ({ params, body, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
   try {
-    checkChatSettings(body, blockIdsOf(w), w.id);
+    checkChatSettings(body, graphOf(w), w.id);
   } catch (err) {
     if (err instanceof ChatSettingsError) throw invalidField(err.path, err.message);
     throw err;

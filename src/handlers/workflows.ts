@@ -18,9 +18,7 @@ import {
   blockRefs,
   copyWithFreshIds,
   executableFingerprint,
-  ownedIds,
   prepareState,
-  remapIds,
   seedState,
   stableStringify,
   startInputs,
@@ -29,7 +27,7 @@ import {
   type Variable,
   type WorkflowState,
 } from '../workflows/state.ts';
-import { lintState } from '../workflows/lint.ts';
+import { lintState, lintWarnings } from '../workflows/lint.ts';
 import { applyOperations, type BlockOperation, type OperationsOutcome } from '../workflows/operations.ts';
 import { exportDocument } from '../workflows/portable.ts';
 
@@ -167,16 +165,6 @@ function newWorkflowRecord(fields: { id?: string; workspaceId: string; name: str
   };
 }
 
-/** Ids in `state` that a different workflow already owns; 409 if there are any. */
-async function assertOwnIds(repos: Repositories, workflowId: string, state: WorkflowState): Promise<void> {
-  const ids = ownedIds(state).map((e) => e.id);
-  const owners = await repos.workflows.elementOwners(ids);
-  const foreign = ids.filter((id) => owners.has(id) && owners.get(id) !== workflowId);
-  if (foreign.length > 0) {
-    throw conflict(`${foreign.length} block or edge id(s) belong to another workflow; use new ids.`, { ids: foreign.slice(0, 100) });
-  }
-}
-
 /** A write may not change or remove a locked block. */
 function assertLockedBlocksKept(before: WorkflowState, after: WorkflowState): void {
   const changed = Object.values(before.blocks)
@@ -218,7 +206,8 @@ async function deploymentCore(repos: Repositories, w: WorkflowRecord) {
     id: w.id,
     isDeployed: Boolean(live),
     deployedAt: live ? w.deployedAt : null,
-    warnings: [] as string[],
+    // What is wrong with the live graph (references to missing blocks or outputs, missing inputs…); advisory.
+    warnings: live ? lintWarnings(lintState(stateOf(live))) : [],
     activeDeployment: live ? { deploymentVersionId: live.id, version: live.version, deployedAt: w.deployedAt ?? live.createdAt } : null,
     latestDeploymentAttempt: attempt ? attemptView(attempt, w) : null,
   };
@@ -278,7 +267,6 @@ export const createWorkflow: Handler<'createWorkflow'> = handle<'createWorkflow'
     const { state } = seedState();
     const w = newWorkflowRecord({ workspaceId: body.workspaceId, name, description: body.description ?? null, folderPath, position: await tx.workflows.nextPosition(body.workspaceId), state, createdBy: ctx.principal.userId, at });
     await tx.workflows.insert(w);
-    await tx.workflows.setElements(w.id, ownedIds(state));
     audit({ action: 'workflow.created', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, metadata: { folderPath: folderPathToWire(folderPath) } });
     return { w, state };
   });
@@ -362,7 +350,6 @@ export const duplicateWorkflow: Handler<'duplicateWorkflow'> = handle<'duplicate
     const state = copyWithFreshIds(stateOf(await reload(tx, source.id)));
     const w = newWorkflowRecord({ workspaceId: source.workspaceId, name, description: source.description, folderPath, position: await tx.workflows.nextPosition(source.workspaceId), state, createdBy: ctx.principal.userId, at });
     await tx.workflows.insert(w);
-    await tx.workflows.setElements(w.id, ownedIds(state));
     audit({ action: 'workflow.duplicated', resourceType: 'workflow', resourceId: w.id, resourceName: name, workspaceId: w.workspaceId, metadata: { sourceWorkflowId: source.id } });
     return w;
   });
@@ -438,14 +425,13 @@ export const importWorkflow: Handler<'importWorkflow'> = handle<'importWorkflow'
   const created = await ctx.mutate(async (tx, audit) => {
     const at = now();
     await ensureFolder(tx, body.workspaceId, plan.folderPath, at);
-    const owners = await tx.workflows.elementOwners(ownedIds(plan.parsed.state).map((e) => e.id));
-    const { state, idMap } = remapIds(plan.parsed.state, (id) => owners.has(id));
+    // Block and edge ids are scoped to their workflow, so the document's ids are kept as they are.
+    const state = plan.parsed.state;
     const name = await freeName(tx, body.workspaceId, plan.folderPath, plan.name);
     const w = newWorkflowRecord({ workspaceId: body.workspaceId, name, description: plan.description, folderPath: plan.folderPath, position: await tx.workflows.nextPosition(body.workspaceId), state, createdBy: ctx.principal.userId, at });
     await tx.workflows.insert(w);
-    await tx.workflows.setElements(w.id, ownedIds(state));
-    audit({ action: 'workflow.imported', resourceType: 'workflow', resourceId: w.id, resourceName: name, metadata: { blockCount: Object.keys(state.blocks).length, remappedIds: Object.keys(idMap).length } });
-    return { w, state, idMap, renamed: name !== plan.name };
+    audit({ action: 'workflow.imported', resourceType: 'workflow', resourceId: w.id, resourceName: name, metadata: { blockCount: Object.keys(state.blocks).length } });
+    return { w, state, renamed: name !== plan.name };
   });
   const warnings = [
     ...(created.renamed ? [`The name "${plan.name}" was taken; the workflow was imported as "${created.w.name}".`] : []),
@@ -468,7 +454,7 @@ export const importWorkflow: Handler<'importWorkflow'> = handle<'importWorkflow'
         kind: 'workflow_import' as const,
         applied: true as const,
         status: warnings.length > 0 ? ('completed_with_warnings' as const) : ('completed' as const),
-        idMap: created.idMap,
+        idMap: {},
       },
     },
   };
@@ -579,8 +565,7 @@ export const replaceWorkflowState: Handler<'replaceWorkflowState'> = handle<'rep
     const before = stateOf(w);
     const next = prepareState(input, before.variables);
     assertLockedBlocksKept(before, next);
-    await assertOwnIds(repos, w.id, next);
-    const data = { id: w.id, warnings, needsRedeployment: await needsRedeployment(repos, w, before), lint: lintState(next), dryRun: query.dryRun === true };
+    const data = { id: w.id, warnings, needsRedeployment: await needsRedeployment(repos, w, next), lint: lintState(next), dryRun: query.dryRun === true };
     return { next, data };
   };
 
@@ -596,7 +581,6 @@ export const replaceWorkflowState: Handler<'replaceWorkflowState'> = handle<'rep
     const at = now();
     const stored = JSON.stringify(next);
     await tx.workflows.update(w.id, { state: stored, stateSavedAt: at, updatedAt: at });
-    await tx.workflows.setElements(w.id, ownedIds(next));
     audit({ action: 'workflow.state_replaced', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { blocks: Object.keys(next.blocks).length, edges: next.edges.length, variablesReplaced: input.variables !== undefined } });
     return { data, etag: tagOfText(stored) };
   });
@@ -631,11 +615,10 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = handl
       if (refusal) throw refusal;
     }
     assertLockedBlocksKept(before, outcome.state);
-    await assertOwnIds(repos, w.id, outcome.state);
     const data = {
       id: w.id,
       warnings: dryRun ? [...outcome.warnings, PROVISIONAL_IDS_WARNING] : outcome.warnings,
-      needsRedeployment: await needsRedeployment(repos, w, before),
+      needsRedeployment: await needsRedeployment(repos, w, outcome.state),
       applied: outcome.applied,
       skipped: outcome.skipped,
       deferred: [],
@@ -662,7 +645,6 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = handl
     const next = outcome.state;
     const stored = JSON.stringify(next);
     await tx.workflows.update(w.id, { state: stored, stateSavedAt: at, updatedAt: at });
-    await tx.workflows.setElements(w.id, ownedIds(next));
     audit({
       action: 'workflow.operations_applied',
       resourceType: 'workflow',
@@ -885,10 +867,8 @@ export const revertWorkflowVersion: Handler<'revertWorkflowVersion'> = handle<'r
     } else version = await loadVersion(tx, w.id, which);
     const next = stateOf(version);
     assertLockedBlocksKept(stateOf(w), next);
-    await assertOwnIds(tx, w.id, next);
     const at = now();
     await tx.workflows.update(w.id, { state: version.state, stateSavedAt: at, updatedAt: at });
-    await tx.workflows.setElements(w.id, ownedIds(next));
     audit({ action: 'workflow.reverted', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
     return { savedAt: at, etag: stateTag(version) };
   });

@@ -1106,6 +1106,15 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    version: 24,
+    name: 'block and edge ids scoped to their workflow: the workspace-wide ownership table goes',
+    // A draft's block ids are the keys of its blocks map and its edge ids are checked unique on write, so ids are
+    // unique within a workflow by construction; two workflows may both have block `b1` and edge `e1`.
+    sql: `
+      DROP TABLE workflow_element_ids
+    `,
+  },
+  {
     version: 120,
     name: 'knowledge documents count processing runs that overran or were cut off, to retry them once and then fail them',
     sql: `

@@ -223,32 +223,6 @@ export class WorkflowRepository {
     );
   }
 
-  /** Which of these ids are owned by a workflow, and by which one. */
-  async elementOwners(ids: string[]): Promise<Map<string, string>> {
-    const owners = new Map<string, string>();
-    for (let i = 0; i < ids.length; i += 500) {
-      const chunk = ids.slice(i, i + 500);
-      const rows = await this.db.all<{ id: string; workflow_id: string }>(
-        `SELECT id, workflow_id FROM workflow_element_ids WHERE id IN (${chunk.map(() => '?').join(', ')})`,
-        chunk,
-      );
-      for (const r of rows) owners.set(r.id, r.workflow_id);
-    }
-    return owners;
-  }
-
-  /** Records the block and edge ids a workflow's draft now owns, releasing the ones it dropped. */
-  async setElements(workflowId: string, elements: { id: string; kind: 'block' | 'edge' }[]): Promise<void> {
-    await this.db.run('DELETE FROM workflow_element_ids WHERE workflow_id = ?', [workflowId]);
-    for (let i = 0; i < elements.length; i += 300) {
-      const chunk = elements.slice(i, i + 300);
-      await this.db.run(
-        `INSERT INTO workflow_element_ids (id, workflow_id, kind) VALUES ${chunk.map(() => '(?, ?, ?)').join(', ')}`,
-        chunk.flatMap((e) => [e.id, workflowId, e.kind]),
-      );
-    }
-  }
-
   /** For the runs issue: a finished run counts toward the workflow. */
   async recordRun(id: string, at: string): Promise<void> {
     await this.db.run('UPDATE workflows SET run_count = run_count + 1, last_run_at = ? WHERE id = ?', [at, id]);

@@ -60,7 +60,16 @@ export interface BlockDefinition {
   branching?: 'condition' | 'router';
   tags: string[];
   inputs: SubBlockDefinition[];
+  /**
+   * What a run of the block produces, by name. `any` and `json` outputs are open-ended (any JSON), so paths
+   * below them cannot be checked; an `array` can be indexed.
+   */
   outputs: Record<string, OutputDefinition>;
+  /**
+   * Each field its `inputFormat` declares is an output too, under the field's name (a start block's run input,
+   * a human step's answer). Without declared fields, any name may be.
+   */
+  inputFieldOutputs?: boolean;
 }
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'].map((m) => ({ id: m, label: m }));
@@ -83,7 +92,12 @@ const DEFINITIONS: BlockDefinition[] = [
         defaultValue: [],
       },
     ],
-    outputs: { input: { type: 'json', description: 'The whole input the run received.' } },
+    inputFieldOutputs: true,
+    outputs: {
+      input: { type: 'json', description: 'The whole input the run received (in a hosted chat run: the message).' },
+      conversationId: { type: 'string', description: 'In a hosted chat run: the conversation\'s id.' },
+      files: { type: 'array', description: 'In a hosted chat run: the message\'s attachments.' },
+    },
   },
   {
     id: 'api_trigger',
@@ -94,7 +108,12 @@ const DEFINITIONS: BlockDefinition[] = [
     singleInstance: true,
     tags: ['trigger', 'api'],
     inputs: [{ id: 'inputFormat', type: 'input-format', title: 'Inputs', defaultValue: [] }],
-    outputs: { input: { type: 'json', description: 'The whole input the run received.' } },
+    inputFieldOutputs: true,
+    outputs: {
+      input: { type: 'json', description: 'The whole input the run received (in a hosted chat run: the message).' },
+      conversationId: { type: 'string', description: 'In a hosted chat run: the conversation\'s id.' },
+      files: { type: 'array', description: 'In a hosted chat run: the message\'s attachments.' },
+    },
   },
   {
     id: 'function',
@@ -134,6 +153,7 @@ const DEFINITIONS: BlockDefinition[] = [
       conditionResult: { type: 'boolean', description: 'Whether a condition matched.' },
       selectedPath: { type: 'json', description: 'The block the run continued to.' },
       selectedConditionId: { type: 'string', description: 'Id of the condition that matched.' },
+      selectedOption: { type: 'string', description: 'Title of the condition that matched ("if", "else if", "else").' },
     },
   },
   {
@@ -150,6 +170,7 @@ const DEFINITIONS: BlockDefinition[] = [
     ],
     outputs: {
       selectedRoute: { type: 'string', description: 'Id of the chosen route.' },
+      selectedRouteTitle: { type: 'string', description: 'Title of the chosen route.' },
       selectedPath: { type: 'json', description: 'The block the run continued to.' },
     },
   },
@@ -214,6 +235,7 @@ const DEFINITIONS: BlockDefinition[] = [
       { id: 'message', type: 'long-input', title: 'Message to the reviewer', required: true },
       { id: 'inputFormat', type: 'input-format', title: 'Fields to collect', defaultValue: [] },
     ],
+    inputFieldOutputs: true,
     outputs: {
       approved: { type: 'boolean', description: 'Whether the reviewer approved.' },
       input: { type: 'json', description: 'What the reviewer submitted.' },
@@ -255,6 +277,7 @@ const DEFINITIONS: BlockDefinition[] = [
     outputs: {
       success: { type: 'boolean', description: 'Whether the child run completed.' },
       childWorkflowName: { type: 'string', description: 'Name of the child workflow.' },
+      childRunId: { type: 'string', description: 'Id of the child run.' },
       result: { type: 'any', description: 'The child run\'s output.' },
     },
   },

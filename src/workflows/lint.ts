@@ -1,7 +1,9 @@
 // Advisory findings about a draft graph, read against the block registry. Nothing here rejects a write:
-// unknown block types, dangling edges, unreachable blocks, missing required inputs and malformed references
-// are reported so an author (or an agent) can fix them.
+// unknown block types, dangling edges, unreachable blocks, missing required inputs, and references to blocks,
+// outputs or input fields that do not exist are reported so an author (or an agent) can fix them.
+import { parsePath } from '../execution/references.ts';
 import { getBlockDefinition } from './blocks.ts';
+import { checkOutputPath } from './outputs.ts';
 import type { Block, WorkflowState } from './state.ts';
 
 interface BlockRef {
@@ -138,7 +140,17 @@ export function lintState(state: WorkflowState): LintResult {
   }
   for (const b of list) if (!reached.has(b.id)) result.orphanBlocks.push(ref(b));
 
-  const names = new Set(list.map((b) => referenceName(b.name)));
+  const byName = new Map(list.map((b) => [referenceName(b.name), b]));
+  const trigger = list.find((b) => getBlockDefinition(b.type)?.triggerAllowed);
+  /** Why a well-formed reference cannot resolve, or null when it can (or cannot be known before a run). */
+  const problem = (body: string): string | null => {
+    const path = parsePath(body);
+    const root = String(path[0]).toLowerCase();
+    const target = byName.get(root) ?? (root === 'start' ? trigger : undefined);
+    if (!target) return BUILTIN_REFERENCE_ROOTS.has(root) ? null : `No block named "${root}" in this workflow.`;
+    const check = checkOutputPath(state, target, path.slice(1));
+    return check.ok ? null : check.reason;
+  };
   for (const b of list) {
     const def = getBlockDefinition(b.type);
     if (def) {
@@ -154,10 +166,8 @@ export function lintState(state: WorkflowState): LintResult {
           if (!WELL_FORMED.test(body)) {
             result.unresolvedReferences.push({ ...ref(b), field, value: m[0], kind: 'block-output', reason: 'Malformed reference: expected <block.path> with non-empty segments.' });
           } else {
-            const root = body.slice(0, body.indexOf('.')).toLowerCase();
-            if (!names.has(root) && !BUILTIN_REFERENCE_ROOTS.has(root)) {
-              result.unresolvedReferences.push({ ...ref(b), field, value: m[0], kind: 'block-output', reason: `No block named "${root}" in this workflow.` });
-            }
+            const reason = problem(body);
+            if (reason) result.unresolvedReferences.push({ ...ref(b), field, value: m[0], kind: 'block-output', reason });
           }
         }
         // In code a "<" is usually a comparison; only prose inputs are checked for a reference left open.
@@ -170,4 +180,20 @@ export function lintState(state: WorkflowState): LintResult {
     }
   }
   return result;
+}
+
+/**
+ * The findings that mean a run will fail or a block cannot run, as sentences: what a deploy answers in its
+ * `warnings` (it deploys anyway). Structure that is only informative (sources, sinks, unused ports) is left out.
+ */
+export function lintWarnings(lint: LintResult): string[] {
+  const name = (b: BlockRef) => `Block "${b.blockName ?? b.blockId}"`;
+  return [
+    ...lint.notes,
+    ...lint.invalidConnectionTargets.map((c) => c.reason),
+    ...lint.invalidBranchPorts.map((p) => `${name(p)} has a connection from "${p.sourceHandle}": ${p.reason}`),
+    ...lint.fieldIssues.map((f) => `${name(f)} is missing required input(s): ${f.missingRequiredFields.join(', ')}.`),
+    ...lint.unresolvedReferences.map((u) => `${name(u)} (${u.field}) references ${u.value}: ${u.reason}`),
+    ...lint.orphanBlocks.map((b) => `${name(b)} cannot be reached from a start block, so it never runs.`),
+  ];
 }

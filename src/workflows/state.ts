@@ -173,12 +173,24 @@ export interface InputField {
 /** The input fields of the workflow's start block (its `inputFormat`), for clients that call it. */
 export function startInputs(state: WorkflowState): InputField[] {
   const start = Object.values(state.blocks).find((b) => getBlockDefinition(b.type)?.triggerAllowed && b.subBlocks?.inputFormat);
-  const value = start?.subBlocks.inputFormat?.value;
+  return start ? inputFields(start) : [];
+}
+
+/** The fields a block's `inputFormat` declares (a start block's run input, a human step's answer). */
+export function inputFields(block: Block): InputField[] {
+  let value = block.subBlocks?.inputFormat?.value;
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      return [];
+    }
+  }
   if (!Array.isArray(value)) return [];
   const fields: InputField[] = [];
   for (const item of value) {
-    if (!isRecord(item) || typeof item.name !== 'string' || item.name === '') continue;
-    const field: InputField = { name: item.name, type: typeof item.type === 'string' ? item.type : 'string' };
+    if (!isRecord(item) || typeof item.name !== 'string' || item.name.trim() === '') continue;
+    const field: InputField = { name: item.name.trim(), type: typeof item.type === 'string' ? item.type : 'string' };
     if (typeof item.description === 'string') field.description = item.description;
     fields.push(field);
   }
@@ -188,14 +200,6 @@ export function startInputs(state: WorkflowState): InputField[] {
 /** The seeded or current blocks as {id, type, name}, in the order they are stored. */
 export function blockRefs(state: WorkflowState): { id: string; type: string; name: string }[] {
   return Object.values(state.blocks).map((b) => ({ id: b.id, type: b.type, name: b.name }));
-}
-
-/** Block ids and edge ids: the ids a workflow owns exclusively. */
-export function ownedIds(state: Pick<WorkflowState, 'blocks' | 'edges'>): { id: string; kind: 'block' | 'edge' }[] {
-  return [
-    ...Object.keys(state.blocks).map((id) => ({ id, kind: 'block' as const })),
-    ...state.edges.map((e) => ({ id: e.id, kind: 'edge' as const })),
-  ];
 }
 
 /**
