@@ -105,7 +105,10 @@ export class BodyIssues {
     return validate;
   }
 
-  /** The branch of the alternative at `pointer` that `value` is shaped like: its type, and its required keys present. */
+  /**
+   * The branch of the alternative at `pointer` that `value` is shaped like: never one of another type or whose
+   * constant (discriminator) properties say otherwise; else the one whose required and declared keys it has most.
+   */
   private branchFor(pointer: string, keyword: 'anyOf' | 'oneOf', value: unknown): string | undefined {
     const branches = this.at(pointer)?.[keyword];
     if (!Array.isArray(branches)) return undefined;
@@ -116,10 +119,19 @@ export class BodyIssues {
       if (!branch || !typeFits(branch.type, value)) return;
       let score = 0;
       if (isObject(value)) {
-        const required = Array.isArray(branch.required) ? (branch.required as string[]) : [];
-        if (!required.every((k) => k in value)) return;
         const declared = isObject(branch.properties) ? branch.properties : {};
-        score = required.length + Object.keys(value).filter((k) => k in declared).length;
+        for (const [key, v] of Object.entries(value)) {
+          const property = declared[key];
+          if (!isObject(property)) {
+            if (branch.additionalProperties === false) score -= 1;
+            continue;
+          }
+          const fixed = 'const' in property ? [property.const] : Array.isArray(property.enum) && property.enum.length === 1 ? property.enum : null;
+          if (fixed && !fixed.includes(v)) return;
+          score += fixed ? 10 : 1;
+        }
+        const required = Array.isArray(branch.required) ? (branch.required as string[]) : [];
+        for (const key of required) score += key in value ? 2 : -2;
       }
       if (!best || score > best.score) best = { pointer: branchPointer, score };
     });
