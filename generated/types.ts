@@ -595,7 +595,7 @@ export interface paths {
     put?: never;
     /**
      * Start a file upload
-     * @description Opens a resumable upload session for one file and returns it with a signed `uploadToken` and transfer instructions: a single signed `PUT` of the raw bytes to a URL on this server for small files, or multipart instructions (part size and count) for large ones, whose part URLs come from Create File Upload Part URLs. A size over the plan's file-size limit or the workspace's remaining storage quota is a 413.
+     * @description Opens a resumable upload session for one file and returns it with a signed `uploadToken` and transfer instructions: a single signed `PUT` of the raw bytes to a URL on this server for small files, or multipart instructions (part size and count) for large ones, whose part URLs come from Create File Upload Part URLs. A size over the plan's file-size limit or the workspace's remaining storage quota is a 413. A `folderPath` that does not exist yet is created, with any missing folders above it, when the upload completes.
      */
     post: operations['createFileUpload'];
     delete?: never;
@@ -639,7 +639,7 @@ export interface paths {
     put?: never;
     /**
      * Complete a file upload
-     * @description Checks that every byte of the declared size is present (each part of a multipart upload, at its exact size), then registers the file and returns the session with its `file`. Completing twice, or completing an aborted or expired session, is a 409.
+     * @description Checks that every byte of the declared size is present (each part of a multipart upload, at its exact size), then registers the file (creating its folder and any missing folders above it) and returns the session with its `file`. Completing twice, or completing an aborted or expired session, is a 409.
      */
     post: operations['completeFileUpload'];
     delete?: never;
@@ -683,7 +683,7 @@ export interface paths {
     put?: never;
     /**
      * Create a file
-     * @description Creates a file from inline content (UTF-8 text or base64), as version 1. At most 50 MiB of decoded bytes; use an upload session for more. A name already used in the folder is a 409.
+     * @description Creates a file from inline content (UTF-8 text or base64), as version 1, in its folder (missing folders along the path are created). At most 50 MiB of decoded bytes; use an upload session for more. A name already used in the folder is a 409.
      */
     post: operations['createFile'];
     delete?: never;

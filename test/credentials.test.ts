@@ -209,6 +209,14 @@ describe('OAuth connections', () => {
     const slack = await s.call('POST', '/api/v2/credentials/connections', { workspaceId: ws(), providerId: 'slack', displayName: 'Slack' });
     expect(slack.status).toBe(400);
     expect(JSON.stringify(slack.body)).toContain('PROVIDER_NOT_CONFIGURED');
+    // The answer names the settings an operator sets; a provider of a family also names the family's.
+    expect(slack.body.error.message).toContain('set OAUTH_SLACK_CLIENT_ID and OAUTH_SLACK_CLIENT_SECRET');
+    const drive = await s.call('POST', '/api/v2/credentials/connections', { workspaceId: ws(), providerId: 'google-drive', displayName: 'Drive' });
+    expect(drive.status).toBe(400);
+    expect(drive.body.error.message).toContain('set OAUTH_GOOGLE_DRIVE_CLIENT_ID and OAUTH_GOOGLE_DRIVE_CLIENT_SECRET (or OAUTH_GOOGLE_CLIENT_ID and OAUTH_GOOGLE_CLIENT_SECRET for every google provider)');
+    const viaCli = await cli('credentials', 'connect', 'slack', '--name', 'Slack');
+    expect(viaCli.code).not.toBe(0);
+    expect(viaCli.stdout + viaCli.stderr).toContain('OAUTH_SLACK_CLIENT_ID and OAUTH_SLACK_CLIENT_SECRET');
     expect((await s.call('POST', '/api/v2/credentials/connections', { workspaceId: ws(), providerId: 'not-a-provider', displayName: 'x' })).status).toBe(400);
     expect((await s.call('POST', '/api/v2/credentials/connections', { workspaceId: ws(), providerId: 'github-repositories' })).status).toBe(400);
   });

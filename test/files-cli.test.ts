@@ -126,6 +126,17 @@ describe('sim files', () => {
     expect(del.stderr).toBe('');
   });
 
+  it('upload --folder creates a missing folder, as workflows and tables do', async () => {
+    const local = path.join(dir, 'guide.md');
+    fs.writeFileSync(local, '# Guide\n');
+    const up = await cli('files', 'upload', local, '--folder', '/manuals/Guides');
+    expect(up.stderr).toBe('');
+    expect(up.code).toBe(0);
+    expect(up.json).toMatchObject({ name: 'guide.md', folderPath: '/manuals/Guides' });
+    const folders = await cli('files', 'folders', 'list', '--parent', '/manuals');
+    expect(JSON.stringify(folders.json), folders.stdout + folders.stderr).toContain('/manuals/Guides');
+  });
+
   it('unzip and the folders commands', async () => {
     const yazl = (await import('yazl')).default;
     const zip = new yazl.ZipFile();

@@ -311,6 +311,27 @@ describe('unzip', () => {
 });
 
 describe('folders', () => {
+  it('a file written into a missing folder creates it and its parents; a move into one says how to make it', async () => {
+    const folderPaths = async () => (await data(s.request(`/api/v2/files/folders?workspaceId=${ws}&recursive=true`))).map((x: any) => x.path);
+    const made = await createFile('readme.md', '# hi', { folderPath: '/made/deep' });
+    expect(made.folderPath).toBe('/made/deep');
+    expect(await folderPaths()).toEqual(expect.arrayContaining(['/made', '/made/deep']));
+
+    // An upload session makes its folder only when it completes, so an abandoned one leaves none behind.
+    const up = await startUpload('report.txt', 5, 'text/plain', { folderPath: '/uploaded/docs' });
+    expect(await folderPaths()).not.toContain('/uploaded');
+    expect((await fetch(up.transfer.url, { method: 'PUT', headers: up.transfer.headers, body: 'hello' })).status).toBe(200);
+    const done: any = await (await session(up.session.id, '/complete', up.uploadToken)).json();
+    expect(done.data, JSON.stringify(done)).toMatchObject({ status: 'completed', file: { name: 'report.txt', folderPath: '/uploaded/docs' } });
+    expect(await folderPaths()).toEqual(expect.arrayContaining(['/uploaded', '/uploaded/docs']));
+
+    const move = await post('/api/v2/files/move', { workspaceId: ws, fileIds: [made.id], targetFolderPath: '/nowhere' });
+    expect(move.status).toBe(404);
+    const err: any = await move.json();
+    expect(err.error.message).toContain('POST /api/v2/files/folders');
+    expect(err.error.details).toEqual({ path: '/nowhere' });
+  });
+
   it('deleting a non-empty folder needs recursive; restore brings the contents back', async () => {
     await data(post('/api/v2/files/folders', { workspaceId: ws, path: '/proj/inner' }));
     expect((await post('/api/v2/files/folders', { workspaceId: ws, path: '/proj' })).status).toBe(409);

@@ -94,6 +94,22 @@ describe('skills over HTTP', () => {
     expect((await s.call('PATCH', `/api/v2/skills/${second}`, { workspaceId: ws() })).status).toBe(400);
   });
 
+  it('a name that is not kebab-case is refused with what to do, not the regular expression', async () => {
+    for (const r of [
+      await create({ name: 'My Skill', description: 'd', content: 'c' }),
+      await s.call('PATCH', `/api/v2/skills/${(await create({ name: 'rename-me', description: 'd', content: 'c' })).body.data.id}`, { workspaceId: ws(), name: 'Rename_Me' }),
+    ]) {
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('BAD_REQUEST');
+      expect(r.body.error.message).toContain('use kebab-case, for example `my-skill`');
+      expect(r.body.error.message).not.toContain('^[a-z0-9]');
+      expect(r.body.error.details).toEqual([expect.objectContaining({ code: 'invalid_string', path: ['body', 'name'] })]);
+    }
+    const viaCli = await cli('skills', 'create', '--name', 'My Skill', '--description', 'd', '--content', 'c');
+    expect(viaCli.code).not.toBe(0);
+    expect(viaCli.stdout + viaCli.stderr).toContain('use kebab-case, for example `my-skill`');
+  });
+
   it('lists with search and cursor pages', async () => {
     for (const n of ['page-a', 'page-b', 'page-c']) await create({ name: n, description: 'd', content: 'c' });
     const first = await s.call('GET', `/api/v2/skills?workspaceId=${ws()}&search=page-&sortBy=name&sortOrder=asc&limit=2`);

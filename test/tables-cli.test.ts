@@ -47,6 +47,14 @@ describe('sim tables', () => {
     expect(batch).toMatchObject({ deleted: [{ kind: 'table', id: t.id }], notFound: [{ kind: 'table', id: 'tbl_missing' }], deletedItems: { tables: 1, folders: 0 } });
   });
 
+  it('rows query with an unknown operator says which operators there are', async () => {
+    const t = await cli('tables', 'create', '--name', 'ops', '--schema', JSON.stringify({ columns: [{ name: 'qty', type: 'number' }] }));
+    const r = await runCli(['--output', 'json', 'tables', 'rows', 'query', t.id, '--filter', JSON.stringify({ all: [{ field: 'qty', op: 'above', value: 1 }] })], env);
+    expect(r.code).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/above\\?" is not one of the allowed values: eq, ne, gt/);
+    expect(r.stdout + r.stderr).not.toContain("required property 'any'");
+  });
+
   it('rows create/list/get/update/delete, batch-update, update-each, batch-delete, query, count, search, upsert', async () => {
     const schema = JSON.stringify({ columns: [{ name: 'sku', type: 'string', unique: true }, { name: 'qty', type: 'number' }, { name: 'color', type: 'select', options: [{ id: 'r', name: 'red' }, { id: 'g', name: 'green' }] }] });
     const t = await cli('tables', 'create', '--name', 'stock', '--schema', schema);

@@ -218,6 +218,27 @@ describe('exports', () => {
     expect(await (await fetch(dl.json.url)).text()).toContain('name,n,tag');
   });
 
+  it('writes a date column as dates in CSV (a time only where there is one), which import reads back unchanged', async () => {
+    const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'dated', schema: { columns: [{ name: 'label', type: 'string' }, { name: 'day', type: 'date' }] } });
+    await ok('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, rows: [{ label: 'plain', day: '2021-10-25' }, { label: 'timed', day: '2021-10-25T13:45:30.500Z' }, { label: 'none', day: null }] });
+    const before = await rows(t.id);
+    const env = { endpoint: s.url, apiKey: s.key, workspace: ws };
+    const made = await runCli(['--output', 'json', 'tables', 'exports', 'create', t.id, '--format', 'csv'], env);
+    expect(made.json, made.stderr).toMatchObject({ status: 'completed' });
+    const dl = await runCli(['--output', 'json', 'tables', 'exports', 'download', t.id, made.json.id], env);
+    const csv = await (await fetch(dl.json.url)).text();
+    expect(csv).toBe('label,day\nplain,2021-10-25\ntimed,2021-10-25T13:45:30.500Z\nnone,\n');
+
+    const fresh = await importCsv(csv, { type: 'new', name: 'dated_again' });
+    expect(fresh).toMatchObject({ status: 'completed', rowsProcessed: 3, rowsRejected: 0 });
+    const again = await ok('GET', `/api/v2/tables/${fresh.tableId}?workspaceId=${ws}`);
+    expect(again.schema.columns.map((c: any) => [c.name, c.type])).toEqual([['label', 'string'], ['day', 'date']]);
+    expect(await rows(fresh.tableId)).toEqual(before);
+    const appended = await importCsv(csv, { type: 'existing', tableId: t.id, mode: 'append' });
+    expect(appended).toMatchObject({ status: 'completed', rowsRejected: 0, cellsRejected: 0 });
+    expect(await rows(t.id)).toEqual([...before, ...before]);
+  });
+
   it('queues the export of a table over 10,000 rows, which can be cancelled while queued or running', async () => {
     const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'big_export', schema: { columns: [{ name: 'n', type: 'number' }] } });
     for (let b = 0; b < 11; b++) await ok('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, rows: Array.from({ length: 1000 }, (_, i) => ({ n: b * 1000 + i })) });

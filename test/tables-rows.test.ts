@@ -42,6 +42,33 @@ const PEOPLE: Record<string, unknown>[] = [
   { name: 'ttl', type: 'ttl' },
 ];
 
+describe('filters', () => {
+  it('an unknown operator, in any filter position, is named with the operators there are', async () => {
+    const { base, query } = await table(PEOPLE);
+    const leaf = { field: 'name', op: 'equals', value: 'Ada' };
+    const answers = [
+      await query({ predicate: leaf }),
+      await query({ predicate: { all: [{ field: 'age', op: 'gt', value: 1 }, { any: [{ field: 'vip', op: 'isNull' }, leaf] }] } }),
+      await call('POST', `${base}/query/count`, { workspaceId: ws, predicate: { any: [leaf] } }),
+      await call('PATCH', `${base}/rows`, { workspaceId: ws, filter: { all: [leaf] }, data: { age: 1 } }),
+      await call('POST', `${base}/views`, { workspaceId: ws, name: 'v', config: { filter: { all: [leaf] } } }),
+    ];
+    for (const r of answers) {
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.error.code).toBe('BAD_REQUEST');
+      expect(r.body.error.message).toContain('"equals" is not one of the allowed values: eq, ne, gt, gte, lt, lte, in, nin, contains');
+      expect(r.body.error.message).not.toMatch(/and \d+ more|required property/);
+      expect(r.body.error.details).toHaveLength(1);
+      expect(r.body.error.details[0]).toMatchObject({ code: 'invalid_enum_value' });
+      expect(r.body.error.details[0].path.at(-1)).toBe('op');
+    }
+    expect(answers[1]!.body.error.details[0].path).toEqual(['body', 'predicate', 'all', 1, 'any', 1, 'op']);
+    // A group that is neither a condition nor all/any still reports what it could be.
+    const shapeless = await query({ predicate: { every: [leaf] } });
+    expect(shapeless.status).toBe(400);
+  });
+});
+
 describe('rows', () => {
   it('inserts a batch and single rows at a position, in table order', async () => {
     const { base, insert, rows } = await table(PEOPLE);

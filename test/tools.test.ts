@@ -104,6 +104,20 @@ describe('custom tools', () => {
     const adder = (await createTool({ title: 'Adder', schema: ADD_SCHEMA, code: 'return params.a + b' })).body.data.id;
     expect((await execute(`custom_${adder}`, { input: { a: 2, b: 3 } })).body.data.output).toBe(5);
   });
+
+  it('every declared parameter is a variable: an optional one left out is undefined, not a ReferenceError', async () => {
+    const schema = {
+      type: 'function',
+      function: { name: 'greet', parameters: { type: 'object', properties: { name: { type: 'string' }, greeting: { type: 'string' } }, required: ['name'] } },
+    };
+    const greeter = (await createTool({ title: 'Greeter', schema, code: 'return (greeting ?? "Hello") + ", " + name + (typeof greeting)' })).body.data.id;
+    const without = await execute(`custom_${greeter}`, { input: { name: 'Ada' } });
+    expect(without.body.data, JSON.stringify(without.body)).toMatchObject({ status: 'succeeded', output: 'Hello, Adaundefined', error: null });
+    expect((await execute(`custom_${greeter}`, { input: { name: 'Ada', greeting: 'Hi' } })).body.data.output).toBe('Hi, Adastring');
+    const viaCli = await cli(['tools', 'execute', `custom_${greeter}`, '--input', JSON.stringify({ name: 'Bob' })]);
+    expect(viaCli.code, viaCli.stderr + viaCli.stdout).toBe(0);
+    expect(viaCli.stdout).toContain('Hello, Bobundefined');
+  });
 });
 
 describe('tool catalog and the HTTP tool', () => {

@@ -111,6 +111,17 @@ export const oauthProvider = (id: string) => OAUTH_PROVIDERS.find((p) => p.id ==
 /** Environment prefix of a provider's settings: OAUTH_GITHUB_REPOSITORIES_CLIENT_ID, or the family's (OAUTH_GOOGLE_…). */
 export const envKeyOf = (id: string) => id.toUpperCase().replace(/[^A-Z0-9]+/g, '_');
 
+/**
+ * What an operator does to configure a provider: the settings to set (the provider's own, or its family's, which
+ * every provider of the family shares), for error messages that name them.
+ */
+export function howToConfigure(id: string): string {
+  const pair = (key: string) => `OAUTH_${key}_CLIENT_ID and OAUTH_${key}_CLIENT_SECRET`;
+  const family = oauthProvider(id)?.family;
+  const shared = family && envKeyOf(family) !== envKeyOf(id) ? ` (or ${pair(envKeyOf(family))} for every ${family} provider)` : '';
+  return `set ${pair(envKeyOf(id))}${shared} in the server's environment and restart it`;
+}
+
 /** The provider with the server's configuration applied, or null when no client id and secret are configured. */
 export function configuredProvider(id: string, configs: Record<string, OAuthProviderConfig>): (OAuthProvider & { clientId: string; clientSecret: string }) | null {
   const base = oauthProvider(id);

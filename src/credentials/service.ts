@@ -7,7 +7,7 @@ import type { Config } from '../config.ts';
 import type { SecretVault } from '../secrets/vault.ts';
 import type { Repositories, Store } from '../store/index.ts';
 import type { CredentialRecord } from '../store/credentials.ts';
-import { configuredProvider, oauthProvider, serviceAccountProvider } from './providers.ts';
+import { configuredProvider, howToConfigure, oauthProvider, serviceAccountProvider } from './providers.ts';
 
 export type CredentialErrorCode =
   | 'PROVIDER_NOT_FOUND'
@@ -159,7 +159,7 @@ export class WorkspaceCredentials {
     if (!base) throw new CredentialError('PROVIDER_NOT_FOUND', `No OAuth provider ${input.providerId}.`, 'providerId');
     const provider = input.client ? { ...base, ...input.client } : configuredProvider(input.providerId, this.config.oauthProviders);
     if (!provider) {
-      throw new CredentialError('PROVIDER_NOT_CONFIGURED', `The OAuth provider ${input.providerId} is not configured on this server (its client id and secret are not set).`, 'providerId');
+      throw new CredentialError('PROVIDER_NOT_CONFIGURED', `The OAuth provider ${input.providerId} is not configured on this server: ${howToConfigure(input.providerId)}.`, 'providerId');
     }
     const state = b64url(randomBytes(32));
     const verifier = b64url(randomBytes(48));
@@ -252,7 +252,7 @@ export class WorkspaceCredentials {
     const { verifier, client } = JSON.parse(this.vault.open(pending.sealedVerifier, `sealed:oauth-state:${stateHash}`)) as { verifier: string; client: TokenSet['client'] };
     const base = oauthProvider(pending.providerId)!;
     const provider = client ? { ...base, ...client } : configuredProvider(pending.providerId, this.config.oauthProviders);
-    if (!provider) throw new CredentialError('PROVIDER_NOT_CONFIGURED', `The OAuth provider ${pending.providerId} is no longer configured on this server.`);
+    if (!provider) throw new CredentialError('PROVIDER_NOT_CONFIGURED', `The OAuth provider ${pending.providerId} is no longer configured on this server: ${howToConfigure(pending.providerId)}.`);
     const body = await this.tokenRequest(provider.tokenUrl, {
       grant_type: 'authorization_code',
       code: params.code,
@@ -310,7 +310,7 @@ export class WorkspaceCredentials {
     if (!tokens.refreshToken) throw new CredentialError('REAUTHORIZATION_REQUIRED', `The access token of ${record.displayName} expired and there is no refresh token; reconnect it.`);
     const base = oauthProvider(record.providerId);
     const provider = base && (tokens.client ? { ...base, ...tokens.client } : configuredProvider(record.providerId, this.config.oauthProviders));
-    if (!provider) throw new CredentialError('PROVIDER_NOT_CONFIGURED', `The OAuth provider ${record.providerId} is not configured on this server.`);
+    if (!provider) throw new CredentialError('PROVIDER_NOT_CONFIGURED', `The OAuth provider ${record.providerId} is not configured on this server: ${howToConfigure(record.providerId)}.`);
     const body = await this.tokenRequest(provider.tokenUrl, {
       grant_type: 'refresh_token',
       refresh_token: tokens.refreshToken,

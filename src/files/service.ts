@@ -88,9 +88,20 @@ export async function withFileTree<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The folder must exist (the root always does). */
-export async function requireFolder(repos: Repositories, workspaceId: string, path: string): Promise<void> {
-  await withFileTree(() => fileTree(repos).require(workspaceId, path));
+/**
+ * The folder must exist (the root always does). With `toWriteInto`, a missing folder's answer says how to make it,
+ * for the writes that do not make folders themselves.
+ */
+export async function requireFolder(repos: Repositories, workspaceId: string, path: string, options: { toWriteInto?: boolean } = {}): Promise<void> {
+  try {
+    await fileTree(repos).require(workspaceId, path);
+  } catch (err) {
+    if (!(err instanceof FolderTreeError)) throw err;
+    if (options.toWriteInto && err.reason === 'NOT_FOUND') {
+      throw new ApiError('NOT_FOUND', `No folder at ${path}. Create it first with POST /api/v2/files/folders {"path": "${path}"} (\`sim files mkdir\`).`, { path });
+    }
+    throw fileFolderError(err);
+  }
 }
 
 export async function assertTreeSize(repos: Repositories, workspaceId: string, adding = 0): Promise<void> {

@@ -4,7 +4,7 @@ import type { RequestContext } from '../http/context.ts';
 import { ApiError, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import { CredentialError } from '../credentials/service.ts';
-import { OAUTH_PROVIDERS, SERVICE_ACCOUNT_PROVIDERS } from '../credentials/providers.ts';
+import { howToConfigure, OAUTH_PROVIDERS, SERVICE_ACCOUNT_PROVIDERS } from '../credentials/providers.ts';
 import type { CredentialRecord } from '../store/credentials.ts';
 
 const canManage = (ctx: RequestContext, c: CredentialRecord) => ctx.workspace?.role === 'admin' || c.createdBy === ctx.principal.userId;
@@ -116,7 +116,7 @@ export const createCredentialConnection: Handler<'createCredentialConnection'> =
     displayName = body.displayName;
   }
   if (body.oauthClientConfig && providerId !== 'quickbooks') throw invalidField(['body', 'oauthClientConfig'], 'oauthClientConfig applies to QuickBooks only.');
-  if (providerId === 'quickbooks' && !body.oauthClientConfig && !creds.isConfigured('quickbooks')) throw invalidField(['body', 'oauthClientConfig'], 'QuickBooks needs oauthClientConfig.');
+  if (providerId === 'quickbooks' && !body.oauthClientConfig && !creds.isConfigured('quickbooks')) throw invalidField(['body', 'oauthClientConfig'], `QuickBooks needs oauthClientConfig, or the server needs its client: ${howToConfigure('quickbooks')}.`);
   try {
     const started = await creds.startConnection({
       workspaceId: body.workspaceId,

@@ -116,8 +116,9 @@ export const createFileUpload: Handler<'createFileUpload'> = async ({ body, ctx 
   const session = newUploadSession({ workspaceId: workspace.id, userId: ctx.principal.userId, name, contentType: body.contentType, size: body.size, folderPath }, limits);
   const { multipart } = session;
 
+  // A missing folder is made when the upload completes (like every write that names a folder), so an abandoned
+  // session leaves no empty folder behind.
   await ctx.mutate(async (tx, audit) => {
-    await requireFolder(tx, workspace.id, folderPath);
     await assertNameFree(tx, workspace.id, folderPath, name);
     await assertStorageFits(tx, workspace, limits, body.size);
     await tx.fileUploads.insert(session);
@@ -197,15 +198,15 @@ export const completeFileUpload: Handler<'completeFileUpload'> = async ({ params
   }
   try {
     await ctx.mutate(async (tx, audit) => {
-      await requireFolder(tx, workspace.id, session.folderPath);
+      const now = nowIso();
+      const foldersCreated = await ensureFolderChain(tx, workspace.id, session.folderPath, now);
       await assertNameFree(tx, workspace.id, session.folderPath, session.name);
       const actor = await actorOf(tx, session.userId);
-      const now = nowIso();
       const file = await insertNewFile(tx, {
         workspaceId: workspace.id, folderPath: session.folderPath, name: session.name, contentType: session.contentType, blob, actor, source: 'upload', now,
       });
       await tx.fileUploads.setStatus(session.id, 'completed', now, { fileId: file.id });
-      audit({ action: 'file.uploaded', resourceType: 'file', resourceId: file.id, resourceName: file.name, metadata: { size: file.size, uploadId: session.id, folderPath: file.folderPath } });
+      audit({ action: 'file.uploaded', resourceType: 'file', resourceId: file.id, resourceName: file.name, metadata: { size: file.size, uploadId: session.id, folderPath: file.folderPath, foldersCreated } });
     });
   } catch (err) {
     const message = err instanceof ApiError ? err.message : 'The file could not be registered.';
@@ -242,16 +243,16 @@ export const createFile: Handler<'createFile'> = async ({ body, ctx }) => {
   const folderPath = checked('body', () => folderPathOf(body.folderPath));
   const bytes = decodeContent(body.content ?? '', body.encoding);
   const contentType = body.contentType ?? mediaTypeFor(name);
-  // Early checks spare writing bytes that would be refused; they are repeated inside the transaction.
-  await requireFolder(ctx.services.store, workspace.id, folderPath);
+  // An early check spares writing bytes that would be refused; it is repeated inside the transaction.
   await assertNameFree(ctx.services.store, workspace.id, folderPath, name);
   const blob = await writeBuffer(ctx, bytes);
   const file = await ctx.mutate(async (tx, audit) => {
-    await requireFolder(tx, workspace.id, folderPath);
+    const now = nowIso();
+    const foldersCreated = await ensureFolderChain(tx, workspace.id, folderPath, now);
     await assertNameFree(tx, workspace.id, folderPath, name);
     await assertStorageFits(tx, workspace, ctx.services.config.files, blob.size);
-    const created = await insertNewFile(tx, { workspaceId: workspace.id, folderPath, name, contentType, blob, actor: await actorOf(tx, ctx.principal.userId), source: 'api', now: nowIso() });
-    audit({ action: 'file.created', resourceType: 'file', resourceId: created.id, resourceName: name, metadata: { size: blob.size, folderPath } });
+    const created = await insertNewFile(tx, { workspaceId: workspace.id, folderPath, name, contentType, blob, actor: await actorOf(tx, ctx.principal.userId), source: 'api', now });
+    audit({ action: 'file.created', resourceType: 'file', resourceId: created.id, resourceName: name, metadata: { size: blob.size, folderPath, foldersCreated } });
     return created;
   });
   return { status: 200, body: { data: fileView(baseUrl(ctx), file) } };
@@ -619,7 +620,7 @@ export const moveFileItems: Handler<'moveFileItems'> = async ({ body, ctx }) => 
   const workspaceId = workspaceOf(ctx).id;
   const target = checked('body', () => folderPathOf(body.targetFolderPath, 'targetFolderPath'));
   const count = await ctx.mutate(async (tx, audit) => {
-    await requireFolder(tx, workspaceId, target);
+    await requireFolder(tx, workspaceId, target, { toWriteInto: true });
     const files = await activeFiles(tx, workspaceId, body.fileIds, 'fileIds');
     const moving = new Set(files.map((f) => f.id));
     const names = new Set<string>();

@@ -10,6 +10,7 @@ import { parse as legacyUrlParse } from 'node:url';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { OperationSpec } from '../../generated/operations.ts';
 import { badRequest, type ValidationIssue } from './errors.ts';
+import { BodyIssues, type ValidatorIssue } from './body-issues.ts';
 
 // The library calls the deprecated url.parse() on every request. Called from inside node_modules, Node 24
 // captures a stack trace on each call to decide whether to print DEP0169 (about a tenth of a simple request's
@@ -75,13 +76,27 @@ function infiniteNumbers(req: Request): ValidationIssue[] {
   return issues;
 }
 
+/** A body the library refused: its report on the body is replaced by the explained one (src/http/body-issues.ts). */
+function explainBody(bodyIssues: BodyIssues, operation: OperationSpec, req: Request, err: unknown): void {
+  const refusal = err as { status?: number; errors?: ValidatorIssue[] };
+  if (refusal?.status !== 400 || !Array.isArray(refusal.errors)) return;
+  const onBody = (i: ValidatorIssue) => typeof i.path === 'string' && (i.path === '/body' || i.path.startsWith('/body/'));
+  if (!refusal.errors.some(onBody)) return;
+  const explained = bodyIssues.explain(operation, req.body);
+  if (explained) refusal.errors = [...refusal.errors.filter((i) => !onBody(i)), ...explained];
+}
+
 export function createValidatorFactory(spec: object, options: { validateResponses: boolean }): ValidatorFactory {
+  const bodyIssues = new BodyIssues(spec);
   return (operation) => {
     let chain: RequestHandler[] | null = null;
     return (req, res, next) => {
       chain ??= createValidator(documentFor(spec as Spec, operation), options).filter((mw) => !SKIPPED.has(mw.name));
       runChain(chain, req, res, (err?: unknown) => {
-        if (err) return next(err);
+        if (err) {
+          explainBody(bodyIssues, operation, req, err);
+          return next(err);
+        }
         const issues = infiniteNumbers(req);
         next(issues.length ? badRequest(`Invalid request: ${issues[0]!.path.join('.')} must be a finite number`, issues) : undefined);
       });

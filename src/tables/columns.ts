@@ -147,6 +147,14 @@ export function parseDate(text: string): string | null {
   return date.toISOString();
 }
 
+/**
+ * A stored date as text for a file a person reads (CSV): the date alone when it is midnight UTC, which is how a
+ * date without a time is stored, else the full UTC date-time. parseDate reads either back to the same value.
+ */
+export function dateText(stored: string): string {
+  return stored.endsWith('T00:00:00.000Z') ? stored.slice(0, -'T00:00:00.000Z'.length) : stored;
+}
+
 const describe = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`);
 
 function optionId(column: Column, v: unknown, path: (string | number)[]): string {

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { once } from 'node:events';
 import { stringify } from 'csv-stringify/sync';
 import type { Store } from '../store/index.ts';
-import { type Column, fromStored, type StoredValue } from './columns.ts';
+import { type Column, dateText, fromStored, type StoredValue } from './columns.ts';
 
 const EXPORT_BATCH = 2000;
 
@@ -18,7 +18,7 @@ export class ExportStopped extends Error {
   }
 }
 
-/** RFC 4180 cell text: select cells by option name, json as JSON, empty cells empty. */
+/** RFC 4180 cell text: select cells by option name, json as JSON, dates without a time as the date, empty cells empty. */
 function csvCell(c: Column, v: StoredValue): string {
   if (v === null) return '';
   const value = fromStored(c, v);
@@ -27,6 +27,7 @@ function csvCell(c: Column, v: StoredValue): string {
     return c.multiple ? (value as string[]).map(name).join(', ') : name(value as string);
   }
   if (c.type === 'json') return JSON.stringify(value);
+  if (c.type === 'date') return dateText(String(value));
   return String(value);
 }
 

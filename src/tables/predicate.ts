@@ -107,7 +107,7 @@ function parseLeaf(columns: Column[], raw: Record<string, unknown>, path: (strin
     if (k !== 'field' && k !== 'op' && k !== 'value') throw new PredicateError(`Unknown key "${k}" in a condition.`, [...path, k]);
   }
   const op = raw.op as Operator;
-  if (!OPERATORS.includes(op)) throw new PredicateError(`Unknown operator "${String(raw.op)}".`, [...path, 'op']);
+  if (!OPERATORS.includes(op)) throw new PredicateError(`Unknown operator "${String(raw.op)}"; the operators are ${OPERATORS.join(', ')}.`, [...path, 'op']);
   const field = resolveField(columns, raw.field, [...path, 'field']);
   const { type, multiple } = fieldType(field);
   const at = [...path, 'value'];

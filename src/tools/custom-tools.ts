@@ -58,9 +58,20 @@ export function functionSchemaIssues(schema: unknown): SchemaIssue[] {
   return issues;
 }
 
-/** The sandbox program for a tool: the parameters as `params` and, where they are plain identifiers, as variables. */
-export function toolProgram(code: string, input: Record<string, unknown>): string {
-  const names = Object.keys(input).filter((k) => IDENTIFIER.test(k) && !RESERVED.has(k));
+/** The names a tool's parameters schema declares (its `properties`); none when it declares none. */
+function declaredParameterNames(parameters: unknown): string[] {
+  const properties = (parameters as { properties?: unknown } | null)?.properties;
+  return typeof properties === 'object' && properties !== null && !Array.isArray(properties) ? Object.keys(properties) : [];
+}
+
+/**
+ * The sandbox program for a tool: the parameters as `params` and, where they are plain identifiers, as variables.
+ * Every declared parameter is a variable even when the caller left it out (then it is undefined), so code may test
+ * an optional parameter by name instead of failing with a ReferenceError; input keys the schema does not declare
+ * (when it allows extra properties) are variables too.
+ */
+export function toolProgram(code: string, input: Record<string, unknown>, declared: readonly string[] = []): string {
+  const names = [...new Set([...declared, ...Object.keys(input)])].filter((k) => IDENTIFIER.test(k) && !RESERVED.has(k));
   return [
     'const params = __refs[0];',
     names.length ? `const { ${names.join(', ')} } = params;` : '',
@@ -71,11 +82,11 @@ export function toolProgram(code: string, input: Record<string, unknown>): strin
 }
 
 /** Runs a custom tool's code with its input in the sandbox; the code's return value is the output. */
-export async function runCustomToolCode(sandbox: SandboxPool, code: string, input: Record<string, unknown>, options: { timeoutMs: number; signal?: AbortSignal }): Promise<{ output: unknown; stdout: string }> {
+export async function runCustomToolCode(sandbox: SandboxPool, code: string, input: Record<string, unknown>, options: { timeoutMs: number; signal?: AbortSignal; declared?: readonly string[] }): Promise<{ output: unknown; stdout: string }> {
   try {
     // The pool starts lazily (the run service starts it with the first run); starting it again is a no-op.
     await sandbox.start();
-    const r = await sandbox.run({ code: toolProgram(code, input), refs: [input], timeoutMs: options.timeoutMs, signal: options.signal });
+    const r = await sandbox.run({ code: toolProgram(code, input, options.declared), refs: [input], timeoutMs: options.timeoutMs, signal: options.signal });
     return { output: r.value ?? null, stdout: r.stdout };
   } catch (e) {
     if (e instanceof SandboxError) {
@@ -95,7 +106,8 @@ export function customToolAsTool(record: CustomToolRecord, sandbox: SandboxPool)
     hostedApiKey: 'none',
     inputSchema: record.schema.function.parameters as Record<string, unknown>,
     outputs: { result: { type: 'any', description: 'What the tool\'s code returned.' } },
-    execute: async (input, call) => (await runCustomToolCode(sandbox, record.code, input, { timeoutMs: call.timeoutMs, signal: call.signal })).output,
+    execute: async (input, call) =>
+      (await runCustomToolCode(sandbox, record.code, input, { timeoutMs: call.timeoutMs, signal: call.signal, declared: declaredParameterNames(record.schema.function.parameters) })).output,
   };
 }
 
