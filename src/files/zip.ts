@@ -95,6 +95,10 @@ export async function planZip(blobs: BlobStore, key: string, size: number, limit
       if (totalBytes > limits.maxBytes) throw new ZipRefused('too_large', `The archive expands to more than ${limits.maxBytes} bytes (the limit set by UNZIP_MAX_SIZE).`);
       files.push({ entry, folders: segments, name: fileName });
     }
+  } catch (err) {
+    // A central directory yauzl cannot walk to the end (bad signatures, sizes, offsets) is the archive's defect.
+    if (err instanceof ZipRefused) throw err;
+    throw new ZipRefused('not_a_zip', `The file is not a readable zip archive (${(err as Error).message}).`);
   } finally {
     zip.close();
   }

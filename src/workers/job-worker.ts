@@ -37,7 +37,7 @@ export interface JobWorkerOptions {
  */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 8, stackSizeMb: 4 };
 
-const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`);
 
 /** Messages every job worker may send besides its own. */
 type Common = { type: 'need' } | { type: 'failed'; message: string; canceled: boolean; reason?: string };
@@ -82,7 +82,7 @@ export class JobWorker<Out extends { type: string }> {
       // Synchronous work (inflating, parsing) cannot be interrupted from outside but by terminating the thread.
       this.timer = setTimeout(() => {
         this.timer = null;
-        this.push(new JobWorkerError(`The ${what} took longer than ${seconds(ms)} and was stopped (the limit set by ${setting}).`, false, 'timeout'));
+        this.push(new JobWorkerError(`The ${what} took longer than ${duration(ms)} and was stopped (the limit set by ${setting}).`, false, 'timeout'));
         void this.worker.terminate();
       }, ms);
       this.timer.unref();
