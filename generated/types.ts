@@ -815,7 +815,7 @@ export interface paths {
     put?: never;
     /**
      * Unzip a file
-     * @description Extracts a zip archive into a new folder beside it, named after the archive. Archives with too many entries, too many uncompressed bytes, or entries that would land outside the folder are refused and nothing is written.
+     * @description Extracts a zip archive into a new folder beside it, named after the archive. Archives with too many entries or too many uncompressed bytes, or that take longer to extract than the server allows, are refused with 413 (`details.reason` says which); archives with entries that would land outside the folder, unusable names, or corrupt content are refused with 400. Nothing is written when an archive is refused.
      */
     post: operations['unzipFile'];
     delete?: never;

@@ -174,6 +174,8 @@ export interface FileLimits {
   purgeIntervalMs: number;
   unzipMaxEntries: number;
   unzipMaxBytes: number;
+  /** Longest one unzip may take (its worker is then terminated). */
+  unzipTimeoutMs: number;
   /** Most source bytes text extraction and search read from one file. */
   textMaxBytes: number;
 }
@@ -312,6 +314,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       purgeIntervalMs: integer(env, 'FILE_PURGE_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600) * 1000,
       unzipMaxEntries: integer(env, 'UNZIP_MAX_ENTRIES', 1000, 1, 100_000),
       unzipMaxBytes: byteSize(env, 'UNZIP_MAX_SIZE', 1024 * 1024 * 1024),
+      unzipTimeoutMs: integer(env, 'UNZIP_TIMEOUT_MS', 300_000, 1, 3_600_000),
       textMaxBytes: byteSize(env, 'TEXT_EXTRACT_MAX_SIZE', 20 * 1024 * 1024),
     },
     runs: {

@@ -18,7 +18,7 @@ import { createLogger } from './http/logging.ts';
 import type { Services } from './services.ts';
 import { MemoryRateLimitStore } from './http/rate-limit.ts';
 import path from 'node:path';
-import { LocalDiskBlobStore } from './files/blob-store.ts';
+import { blobStoreSettings, openBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
 import { RunService } from './runs/service.ts';
@@ -60,7 +60,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
   const opened = store ?? (await openSqliteStore(config.databaseFile));
   const engine = createEngine(config);
-  const blobs = new LocalDiskBlobStore(path.join(config.dataDir, 'files'));
+  const blobs = openBlobStore(blobStoreSettings(config));
   const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
   const secrets = new SecretVault(opened, cipher);
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });

@@ -21,20 +21,22 @@ export interface ContentLimits {
 
 const mb = (n: number) => `${Math.round((n / (1024 * 1024)) * 10) / 10} MB`;
 
-/** Counts bytes as they are inflated and stops at the limit. */
+/** Counts bytes as they are inflated and stops at the limit; `setting` is the one named in the message. */
 export class ExpansionBudget {
   private used = 0;
   private readonly limit: number;
   private readonly what: string;
-  constructor(limit: number, what: string) {
+  private readonly setting: string;
+  constructor(limit: number, what: string, setting = 'CONTENT_MAX_EXPANDED_BYTES') {
     this.limit = limit;
     this.what = what;
+    this.setting = setting;
   }
 
   add(bytes: number): void {
     this.used += bytes;
     if (this.used > this.limit) {
-      throw new ContentError(`The ${this.what} expands to more than ${mb(this.limit)} (the limit set by CONTENT_MAX_EXPANDED_BYTES).`);
+      throw new ContentError(`The ${this.what} expands to more than ${mb(this.limit)} (the limit set by ${this.setting}).`);
     }
   }
 }

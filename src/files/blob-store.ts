@@ -44,7 +44,25 @@ export class BlobSizeError extends Error {
 
 export class BlobIntegrityError extends Error {}
 
+/**
+ * Which blob store to open and where: plain data, so that a worker thread (src/files/unzip-worker.ts) can open
+ * its own instance of the store the server uses. Another kind of store would be one more variant here.
+ */
+export type BlobStoreSettings = { kind: 'local-disk'; root: string };
+
+/** The blob store the configuration names (today always the local disk under $DATA_DIR/files). */
+export const blobStoreSettings = (config: { dataDir: string }): BlobStoreSettings => ({ kind: 'local-disk', root: path.join(config.dataDir, 'files') });
+
+export function openBlobStore(settings: BlobStoreSettings): BlobStore {
+  switch (settings.kind) {
+    case 'local-disk':
+      return new LocalDiskBlobStore(settings.root);
+  }
+}
+
 export interface BlobStore {
+  /** How to open this same store again, e.g. in a worker thread. */
+  readonly settings: BlobStoreSettings;
   /** Streams `source` into a new blob. `expectedSize` (exact) or `maxSize` (ceiling) bound what is accepted. */
   write(source: Readable, limits?: { expectedSize?: number; maxSize?: number; expectedSha256?: string }): Promise<BlobInfo>;
   read(key: string, range?: ByteRange): Readable;
@@ -113,8 +131,10 @@ export class LocalDiskBlobStore implements BlobStore {
   private readonly tmpDir: string;
   private readonly uploadsDir: string;
   private readonly running: Map<string, RunningHash>;
+  readonly settings: BlobStoreSettings;
 
   constructor(root: string) {
+    this.settings = { kind: 'local-disk', root };
     this.blobsDir = path.join(root, 'blobs');
     this.tmpDir = path.join(root, 'tmp');
     this.uploadsDir = path.join(root, 'uploads');

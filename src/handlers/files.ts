@@ -24,7 +24,9 @@ import { serveContent } from '../files/download.ts';
 import { readPrefix, selectLines, textKind } from '../files/text.ts';
 import { WorkerOverrun } from '../content/index.ts';
 import { applyEdit, EditError, lineCount, type TextEdit } from '../files/edit.ts';
-import { extractZip, planZip, ZipRefused, zipStream } from '../files/zip.ts';
+import { zipStream } from '../files/zip.ts';
+import { unzipArchive, type UnzipFailure } from '../files/unzip.ts';
+import { JobWorkerError } from '../workers/job-worker.ts';
 import { folderDisplayName } from '../files/names.ts';
 import { isWithin, MAX_FOLDERS_PER_TREE, parentFolderPath } from '../domain/folder-paths.ts';
 import { releaseTransferBuffers } from '../http/transfer-memory.ts';
@@ -415,6 +417,25 @@ export const readFileText: Handler<'readFileText'> = async ({ params, query, ctx
   return { status: 200, body: { data: await textOf(ctx, { ...file, fileId: file.id }, query) } };
 };
 
+/** An unzip's failure as the documented error: the archive's limits (and the job's budgets) are 413, its defects 400. */
+function unzipError(err: JobWorkerError): ApiError {
+  switch (err.reason as UnzipFailure | 'timeout' | 'memory' | 'crash' | null) {
+    case 'too_large':
+    case 'too_many_entries':
+    case 'timeout':
+    case 'memory':
+      return new ApiError('PAYLOAD_TOO_LARGE', err.message, { code: 'ZIP_REFUSED', reason: err.reason });
+    case 'not_a_zip':
+    case 'unsafe_path':
+    case 'bad_name':
+    case 'encrypted':
+    case 'not_extracted':
+      return invalidField(['params', 'fileId'], err.message, 'zip_refused');
+    default:
+      return new ApiError('INTERNAL_ERROR', err.message);
+  }
+}
+
 export const unzipFile: Handler<'unzipFile'> = async ({ params, ctx }) => {
   const workspace = workspaceOf(ctx);
   const limits = ctx.services.config.files;
@@ -424,44 +445,31 @@ export const unzipFile: Handler<'unzipFile'> = async ({ params, ctx }) => {
   if (await ctx.services.store.fileFolders.getActive(workspace.id, target)) {
     throw conflict(`A folder named "${stem}" already exists beside the archive.`, { code: 'NAME_CONFLICT', path: target });
   }
-  let plan;
-  try {
-    plan = await planZip(ctx.services.blobs, archive.blobKey, archive.size, { maxEntries: limits.unzipMaxEntries, maxBytes: limits.unzipMaxBytes });
-  } catch (err) {
-    if (err instanceof ZipRefused) throw err.reason === 'too_large' || err.reason === 'too_many_entries'
-      ? new ApiError('PAYLOAD_TOO_LARGE', err.message, { code: 'ZIP_REFUSED', reason: err.reason })
-      : invalidField(['params', 'fileId'], err.message, 'zip_refused');
-    throw err;
-  }
-  await assertStorageFits(ctx.services.store, workspace, limits, 0, plan.totalBytes);
-  // Extract every entry into blobs first; only then record folders and files, all in one transaction. If
-  // anything fails, no row was written and the stray blobs are left for the purge job.
-  const extracted: { folder: string; name: string; blob: BlobInfo; contentType: string }[] = [];
-  try {
-    await extractZip(ctx.services.blobs, archive.blobKey, archive.size, plan, async (item, content) => {
-      const blob = await ctx.services.blobs.write(content, { expectedSize: item.entry.uncompressedSize });
-      const folder = [target, ...item.folders.map((s) => encodeURIComponent(s))].join('/');
-      extracted.push({ folder, name: item.name, blob, contentType: mediaTypeFor(item.name) });
-    });
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    throw invalidField(['params', 'fileId'], `The archive could not be extracted: ${(err as Error).message}`, 'zip_refused');
-  }
+  // The archive is read, checked and inflated into blobs in a worker thread; only then are folders and files
+  // recorded, all in one transaction. If anything fails (a refusal, the time budget, the worker's heap), no row
+  // was written and the blobs it wrote are left for the purge job.
+  const unzipped = await unzipArchive(ctx.services.blobs, archive, limits, (plan) => assertStorageFits(ctx.services.store, workspace, limits, 0, plan.totalBytes)).catch(
+    (err: unknown) => {
+      throw err instanceof JobWorkerError ? unzipError(err) : err;
+    },
+  );
+  const extracted = unzipped.entries;
+  let skipped = unzipped.skipped;
   const seen = new Set<string>();
-  let skipped = plan.skipped;
   await ctx.mutate(async (tx, audit) => {
     const now = nowIso();
     const actor = await actorOf(tx, ctx.principal.userId);
     await ensureFolderChain(tx, workspace.id, target, now);
     for (const e of extracted) {
-      const key = `${e.folder}/${e.name}`;
+      const folder = [target, ...e.folders.map((s) => encodeURIComponent(s))].join('/');
+      const key = `${folder}/${e.name}`;
       if (seen.has(key)) {
         skipped++; // a name repeated inside the archive: the first one wins
         continue;
       }
       seen.add(key);
-      await ensureFolderChain(tx, workspace.id, e.folder, now);
-      await insertNewFile(tx, { workspaceId: workspace.id, folderPath: e.folder, name: e.name, contentType: e.contentType, blob: e.blob, actor, source: 'api', now });
+      await ensureFolderChain(tx, workspace.id, folder, now);
+      await insertNewFile(tx, { workspaceId: workspace.id, folderPath: folder, name: e.name, contentType: mediaTypeFor(e.name), blob: e.blob, actor, source: 'api', now });
     }
     await assertStorageFits(tx, workspace, limits, 0, 0);
     audit({ action: 'file.unzipped', resourceType: 'file', resourceId: archive.id, resourceName: archive.name, metadata: { folderPath: target, files: seen.size, skipped } });

@@ -1,19 +1,34 @@
-// The server thread's handle on a table job's worker thread (src/tables/import-worker.ts, export-worker.ts):
-// starts it with a capped heap, feeds it a file's bytes when it asks for them, and turns its messages, errors and
-// exit into one queue the job reads in order. A capped worker heap means a large import or export costs the
-// server a bounded amount of memory whatever the table's size, and its CPU work leaves the event loop free.
+// The server thread's handle on a job's worker thread (table imports and exports: src/tables/import-worker.ts,
+// export-worker.ts; unzip: src/files/unzip-worker.ts): starts it with a capped heap, feeds it a file's bytes
+// when it asks for them, and turns its messages, errors and exit into one queue the job reads in order. A capped
+// worker heap means a large job costs the server a bounded amount of memory whatever its input, and its CPU work
+// leaves the event loop free. A job may also have a wall-clock budget, past which its worker is terminated.
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Readable } from 'node:stream';
-import { isOutOfMemory } from './pool.ts';
+import { cappedHeap, isOutOfMemory } from './pool.ts';
 
-/** Why a job's worker failed; `canceled` when it found its job canceled. */
+/**
+ * Why a job's worker failed; `canceled` when it found its job canceled. `reason` says why in a word the caller
+ * may map: the worker's own (sent with its failure), or `timeout`, `memory` or `crash` when it was stopped.
+ */
 export class JobWorkerError extends Error {
   readonly canceled: boolean;
-  constructor(message: string, canceled = false) {
+  readonly reason: string | null;
+  constructor(message: string, canceled = false, reason: string | null = null) {
     super(message);
     this.canceled = canceled;
+    this.reason = reason;
   }
+}
+
+export interface JobWorkerOptions {
+  /** Old-generation heap cap of the worker (MB); table jobs' 32 MB when not given. */
+  heapMb?: number;
+  /** The message when the worker runs out of memory; table jobs' when not given. */
+  outOfMemory?: string;
+  /** Longest the job may run (ms) from the worker's start, and the setting that sets it (named in the error). */
+  timeout?: { ms: number; setting: string };
 }
 
 /**
@@ -22,8 +37,10 @@ export class JobWorkerError extends Error {
  */
 const WORKER_LIMITS = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 8, stackSizeMb: 4 };
 
+const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`);
+
 /** Messages every job worker may send besides its own. */
-type Common = { type: 'need' } | { type: 'failed'; message: string; canceled: boolean };
+type Common = { type: 'need' } | { type: 'failed'; message: string; canceled: boolean; reason?: string };
 
 export class JobWorker<Out extends { type: string }> {
   private readonly worker: Worker;
@@ -33,30 +50,50 @@ export class JobWorker<Out extends { type: string }> {
   /** The worker has sent its last message (done or failed), or died: nothing of it is still writing. */
   private ended = false;
   private reading = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
 
   /** `what` names the job in errors ("The import ..."); `input`, when given, is fed to the worker on demand. */
-  constructor(script: URL, data: unknown, what: string, input: Readable | null = null) {
+  constructor(script: URL, data: unknown, what: string, input: Readable | null = null, options: JobWorkerOptions = {}) {
     this.input = input ? (input[Symbol.asyncIterator]() as AsyncIterator<Buffer>) : null;
-    this.worker = new Worker(script, { workerData: data, resourceLimits: WORKER_LIMITS });
+    const resourceLimits = options.heapMb ? cappedHeap(options.heapMb) : WORKER_LIMITS;
+    this.worker = new Worker(script, { workerData: data, resourceLimits });
     this.worker.on('message', (m: Out | Common) => {
       if (m.type === 'need') this.reading = this.reading.then(() => this.feed());
       else if (m.type === 'failed') {
-        this.ended = true;
-        this.push(new JobWorkerError((m as { message: string }).message, (m as { canceled: boolean }).canceled));
+        this.finish();
+        const f = m as Extract<Common, { type: 'failed' }>;
+        this.push(new JobWorkerError(f.message, f.canceled, f.reason ?? null));
       } else {
-        if (m.type === 'done') this.ended = true;
+        if (m.type === 'done') this.finish();
         this.push(m as Out);
       }
     });
     this.worker.on('error', (err) => {
-      this.ended = true;
-      const oom = isOutOfMemory(err);
-      this.push(new JobWorkerError(oom ? `The ${what} needs more memory than a table job may use (are its records very long?).` : `The ${what} failed: ${err.message}`));
+      this.finish();
+      if (isOutOfMemory(err)) this.push(new JobWorkerError(options.outOfMemory ?? `The ${what} needs more memory than a table job may use (are its records very long?).`, false, 'memory'));
+      else this.push(new JobWorkerError(`The ${what} failed: ${err.message}`, false, 'crash'));
     });
     this.worker.on('exit', () => {
-      this.ended = true;
-      this.push(new JobWorkerError(`The ${what} stopped before it had finished.`));
+      this.finish();
+      this.push(new JobWorkerError(`The ${what} stopped before it had finished.`, false, 'crash'));
     });
+    if (options.timeout) {
+      const { ms, setting } = options.timeout;
+      // Synchronous work (inflating, parsing) cannot be interrupted from outside but by terminating the thread.
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.push(new JobWorkerError(`The ${what} took longer than ${duration(ms)} and was stopped (the limit set by ${setting}).`, false, 'timeout'));
+        void this.worker.terminate();
+      }, ms);
+      this.timer.unref();
+    }
+  }
+
+  /** The worker sent its last message or died: its clock stops. */
+  private finish(): void {
+    this.ended = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
   }
 
   private push(m: Out | Error): void {
@@ -108,6 +145,8 @@ export class JobWorker<Out extends { type: string }> {
    * not is waiting for a plan or for bytes (the job gave up on it), holds no transaction, and is terminated.
    */
   async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     const exited = this.worker.threadId === -1 ? Promise.resolve() : once(this.worker, 'exit').then(() => undefined);
     this.worker.removeAllListeners('error');
     this.worker.on('error', () => undefined);
