@@ -113,3 +113,28 @@ describe('a document that overruns its worker', () => {
     expect(row).toEqual({ attempts: 2, cut: 2 });
   });
 });
+
+describe('a workflow document too costly to read', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ CONTENT_WORKER_MEMORY_MB: '32' });
+  });
+  afterAll(() => s?.stop());
+
+  it('is refused with a 413 naming the limit, and the server answers on', async () => {
+    const blocks: Record<string, unknown> = {};
+    for (let i = 0; i < 35_000; i++) {
+      blocks[`b${i}`] = { id: `b${i}`, type: 'function', name: `Step ${i}`, position: { x: i, y: i }, subBlocks: { code: { id: 'code', type: 'code', value: `return ${i};` } }, outputs: {}, enabled: true };
+    }
+    const workflow = JSON.stringify({ blocks, edges: [] });
+    // Within the 10 MB request body limit, so the document reaches its worker.
+    expect(JSON.stringify({ workflow }).length).toBeLessThan(10 * MB);
+    const r = await s.call('POST', '/api/v2/workflows/import', { workspaceId: s.workspaceId, workflow });
+    expect(r.status, r.text.slice(0, 300)).toBe(413);
+    expect(r.body.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', details: { reason: 'memory' } });
+    expect(r.body.error.message).toMatch(/more than 32 MB of memory .*CONTENT_WORKER_MEMORY_MB/);
+    expect((await s.call('GET', '/api/v2/meta')).status).toBe(200);
+    const listed = await s.ok('GET', `/api/v2/workflows?workspaceId=${s.workspaceId}`);
+    expect(listed).toEqual([]);
+  });
+});

@@ -30,6 +30,7 @@ import {
 import { lintState, lintWarnings } from '../workflows/lint.ts';
 import { applyOperations, type BlockOperation, type OperationsOutcome } from '../workflows/operations.ts';
 import { exportDocument } from '../workflows/portable.ts';
+import { WorkerOverrun } from '../content/index.ts';
 
 // ---- shared helpers
 
@@ -37,6 +38,8 @@ import { exportDocument } from '../workflows/portable.ts';
 function toApi(err: unknown): unknown {
   if (err instanceof WorkflowError) return new ApiError(err.code, err.message, err.details);
   if (err instanceof StateError) return badRequest(err.message, [{ code: 'custom', keys: [], path: err.path, message: err.message }]);
+  // A document its content worker could not read within its time or memory limit is too costly to import.
+  if (err instanceof WorkerOverrun && err.reason !== 'stopped') return new ApiError('PAYLOAD_TOO_LARGE', `The workflow document could not be read: ${err.message}`, { reason: err.reason });
   return err;
 }
 
