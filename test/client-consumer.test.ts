@@ -53,9 +53,10 @@ const workflowId: string = created.data!.data.id;
 await api.POST('/api/v2/workflows/{workflowId}/deploy', { params: { path: { workflowId } } });
 const run = await api.POST('/api/v2/workflows/{workflowId}/execute', { params: { path: { workflowId } }, body: { input: { name: 'Ada' } } });
 const runId: string | undefined = run.data?.data.runId;
+const status = run.data && 'status' in run.data.data ? run.data.data.status : null;
 const queued = await api.POST('/api/v2/workflows/{workflowId}/execute', { params: { path: { workflowId } }, body: { input: {}, async: true } });
 const queuedRunId: string | undefined = queued.data?.data.runId;
-console.log(JSON.stringify({ id: data?.data.id, error: error ?? null, names, runId, queuedRunId }));
+console.log(JSON.stringify({ id: data?.data.id, error: error ?? null, names, runId, status, queuedRunId }));
 `,
   );
 });
@@ -78,7 +79,7 @@ it.each(Object.entries(compilers))('the README consumer project compiles with %s
     env: { ...process.env, KEY: s.key },
   });
   const result = JSON.parse(out);
-  expect(result).toMatchObject({ id: s.workspaceId, error: null, names: ['My workspace'] });
+  expect(result).toMatchObject({ id: s.workspaceId, error: null, names: ['My workspace'], status: 'completed' });
   expect(result.runId).toEqual(expect.any(String));
   expect(result.queuedRunId).toEqual(expect.any(String));
 }, 180_000); // type-checking the whole API's types takes TypeScript 5.9 several seconds of CPU, far more on a busy machine
