@@ -79,7 +79,15 @@ type WithoutCursor<Pa> = Pa extends { query?: infer Q }
   ? Omit<Pa, 'query'> & { query?: Omit<NonNullable<Q>, 'cursor'> }
   : Pa;
 
-export interface ApiClient extends Client<paths> {
+/**
+ * The media types the client's answers are typed with. openapi-fetch reads every body as JSON unless a call passes
+ * `parseAs`, so an operation that can also answer a stream (execute: `text/event-stream`, `application/x-ndjson`)
+ * is typed by its JSON answer, the one a request without `stream: true` (or with `Accept: application/json`) gets.
+ * Operations with no JSON answer (downloads) keep their own types; `parseAs: 'stream'` types `data` as the body.
+ */
+export type JsonMedia = `${string}/json`;
+
+export interface ApiClient extends Client<paths, JsonMedia> {
   /** Yields every item of a list, following nextCursor page by page. Throws ApiError on a failed page. */
   paginate<P extends ListPath>(
     path: P,
@@ -143,7 +151,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const headers: Record<string, string> = {};
   if (options.apiKey) headers['X-API-Key'] = options.apiKey;
   if (options.accessToken) headers['Authorization'] = `Bearer ${options.accessToken}`;
-  const client = createClient<paths>({ baseUrl: options.baseUrl, headers, fetch: retryingFetch(options) });
+  const client = createClient<paths, JsonMedia>({
+    baseUrl: options.baseUrl,
+    headers,
+    fetch: retryingFetch(options),
+  });
 
   async function* paginate<P extends ListPath>(
     path: P,

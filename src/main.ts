@@ -105,6 +105,10 @@ async function bootstrap(services: Awaited<ReturnType<typeof createServices>>, c
       `  user:      ${boot.user.email} (${boot.user.id})`,
       `  workspace: ${boot.workspace.name} (${boot.workspace.id})`,
       `  api key:   ${shown}`,
+      // Signing in on /login (and so `sim login`) needs a password, which a first start cannot choose for the admin.
+      '  password:  none yet; signing in on /login (and `sim login`) needs one. Set it (12 to 1024 characters) with',
+      `             npm run -s admin -- user password --email ${boot.user.email} --password-stdin`,
+      '             and type it, then Ctrl-D (or pipe it in).',
       ...(toTerminal && !chosen ? ['Keep the key now: it is not shown again.'] : []),
       '',
     ].join('\n'),

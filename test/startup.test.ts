@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { FakeBrowser } from './support/browser-session.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const start = path.join(root, 'bin', 'start.js');
@@ -207,6 +208,30 @@ describe('the bootstrap key', () => {
       expect(fs.statSync(file).mode & 0o777).toBe(0o600);
       const key = fs.readFileSync(file, 'utf8').trim();
       expect((await fetch(`${server.url}/api/v2/meta`, { headers: { 'X-API-Key': key } })).status).toBe(200);
+    } finally {
+      await stop(server.child);
+    }
+  });
+});
+
+describe('the bootstrap admin\'s password', () => {
+  it('is said to be unset on the first start, with the admin command that sets it; that command as printed enables /login', async () => {
+    const dataDir = tempDir();
+    const server = await startServer(baseEnv(dataDir));
+    try {
+      const out = server.out();
+      expect(out).toContain('password:  none yet; signing in on /login (and `sim login`) needs one');
+      const command = /^ {13}(npm run -s admin -- user password .*)$/m.exec(out)?.[1];
+      expect(command).toBe('npm run -s admin -- user password --email admin@localhost.localdomain --password-stdin');
+      const browser = new FakeBrowser(server.url);
+      expect((await browser.signIn('admin@localhost.localdomain', 'a long enough password')).status).toBe(401); // no password yet
+      // The printed command, run as printed (through npm, from the project), with the password on stdin.
+      const [npm, ...args] = command!.split(' ');
+      const r = spawnSync(npm!, args, { cwd: root, env: { PATH: process.env.PATH, DATA_DIR: dataDir }, input: 'a long enough password\n', encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ email: 'admin@localhost.localdomain', passwordSet: true });
+      const signedIn = await browser.signIn('admin@localhost.localdomain', 'a long enough password');
+      expect(signedIn.status).toBe(303);
     } finally {
       await stop(server.child);
     }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { FakeBrowser } from './support/browser-session.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
+import { issueTokens } from '../src/identity/oauth.ts';
 import { signToken } from '../src/identity/signed-tokens.ts';
 import { apiBlock, buildWorkflow } from './support/api-workflow.ts';
 
@@ -366,5 +367,35 @@ describe('operator revocation', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect((await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${t.access_token}` } })).status).toBe(401);
     expect((await token({ grant_type: 'refresh_token', client_id: 'sim-cli', refresh_token: t.refresh_token })).status).toBe(400);
+  });
+});
+
+describe('authorized apps page', () => {
+  it('sends a signed-out browser to sign in, and lets a user revoke only their own grants', async () => {
+    const signedOut = await new FakeBrowser(s.url).get('/settings/authorized-apps');
+    expect(signedOut.status).toBe(303);
+    expect(signedOut.location).toBe(`/login?next=${encodeURIComponent('/settings/authorized-apps')}`);
+    // Ada signs in and opens the page; the admin's grant is not hers to list or revoke.
+    const ada = await s.newUser('ada-apps@example.com');
+    await setUserPassword(s.services.store, ada.userId, PASSWORD);
+    const theirs = await issueTokens(s.services.store, { clientId: 'sim-cli', userId: s.userId, scopes: ['api:read'] });
+    const b = new FakeBrowser(s.url);
+    expect((await b.signIn('ada-apps@example.com', PASSWORD)).status).toBe(303);
+    const page = await b.get('/settings/authorized-apps');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('No application can act for you right now.');
+    const fields = { csrf: FakeBrowser.fields((await b.get('/login')).text, '/logout').csrf! };
+    const refused = await b.post('/settings/authorized-apps/revoke', { ...fields, grant: theirs.grantId });
+    expect(refused.status).toBe(404);
+    expect((await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${theirs.accessToken}` } })).status).toBe(200);
+    // From another origin, even with the token: refused.
+    const mine = await issueTokens(s.services.store, { clientId: 'sim-cli', userId: ada.userId, scopes: ['api:read'] });
+    expect((await b.post('/settings/authorized-apps/revoke', { ...fields, grant: mine.grantId }, { origin: 'https://evil.example' })).status).toBe(403);
+    expect((await b.get('/settings/authorized-apps')).text).toContain(`value="${mine.grantId}"`);
+    const revoked = await b.post('/settings/authorized-apps/revoke', { ...fields, grant: mine.grantId });
+    expect(revoked.status).toBe(303);
+    expect(revoked.location).toBe('/settings/authorized-apps?revoked=1');
+    expect((await fetch(`${s.url}/api/v2/meta`, { headers: { authorization: `Bearer ${mine.accessToken}` } })).status).toBe(401);
+    expect((await b.get('/settings/authorized-apps')).text).not.toContain(mine.grantId);
   });
 });

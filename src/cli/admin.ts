@@ -1,4 +1,4 @@
-// `npm run admin -- <resource> <action> [--flags]`: manage users, workspaces, memberships and keys directly
+// `npm run -s admin -- <resource> <action> [--flags]`: manage users, workspaces, memberships and keys directly
 // in the store. Prints JSON on stdout; on failure prints {"error": ...} on stderr and exits 1.
 //
 // It may run while a server is serving the same DATA_DIR: it does not take the server's data directory lock,
@@ -27,7 +27,7 @@ import type { TableLocks } from '../store/user-tables.ts';
 import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
 import { syncTableRowLimits } from '../tables/service.ts';
 
-const USAGE = `Usage: npm run admin -- <command> [options]
+const USAGE = `Usage: npm run -s admin -- <command> [options]
 
   user create --email <email> [--name <name>]
   user list                                            (ids, e-mails, names)

@@ -2,7 +2,7 @@
 // login flow will call the same functions. Tokens are random, shown once, and stored only as hashes.
 import { randomBytes } from 'node:crypto';
 import type { Store, Repositories } from '../store/index.ts';
-import type { OAuthClient } from '../store/oauth.ts';
+import type { AuthorizedApp, OAuthClient } from '../store/oauth.ts';
 import { bumpCredentialEpoch } from './credentials.ts';
 import { hashApiKey, newId } from './keys.ts';
 import { IdentityError } from './admin.ts';
@@ -119,9 +119,18 @@ export async function revokeOAuthToken(store: Store, tokenId: string): Promise<v
   });
 }
 
-/** Ends every token of the grant, access and refresh alike. */
-export async function revokeOAuthGrant(store: Store, grantId: string): Promise<void> {
+/** The applications (the CLI's logins among them) a user has authorized and that can still act for them. */
+export function authorizedApps(store: Store, userId: string): Promise<AuthorizedApp[]> {
+  return store.oauth.listAuthorizedApps(userId, new Date().toISOString());
+}
+
+/**
+ * Ends every token of the grant, access and refresh alike. With `owner`, only a grant that user gave (the sign-in
+ * pages revoke on the signed-in user's behalf; another user's grant is "no active grant", as if it did not exist).
+ */
+export async function revokeOAuthGrant(store: Store, grantId: string, owner?: { userId: string }): Promise<void> {
   await store.transaction(async (tx) => {
+    if (owner && (await tx.oauth.getGrant(grantId))?.userId !== owner.userId) throw new IdentityError(`No active grant ${grantId}`);
     if (!(await tx.oauth.revokeGrant(grantId, new Date().toISOString()))) throw new IdentityError(`No active grant ${grantId}`);
     await bumpCredentialEpoch(tx);
   });

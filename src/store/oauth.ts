@@ -26,6 +26,16 @@ export interface OAuthToken {
   revokedAt: string | null;
 }
 
+/** A grant that still signs someone in, as its user sees it: the application's name and when it last renewed. */
+export interface AuthorizedApp {
+  grantId: string;
+  clientId: string;
+  clientName: string;
+  scopes: string[];
+  createdAt: string;
+  lastRenewedAt: string;
+}
+
 /** A token with what it takes to honour it: its grant's user and whether the grant still stands. */
 export interface ResolvedToken extends OAuthToken {
   userId: string;
@@ -79,6 +89,18 @@ export class OAuthRepository {
       [id],
     );
     return r && { id: r.id, clientId: r.client_id, userId: r.user_id, scopes: split(r.scopes), createdAt: r.created_at, revokedAt: r.revoked_at };
+  }
+
+  /** The user's grants that still hold a live token (not revoked, not expired), newest first. */
+  async listAuthorizedApps(userId: string, now: string): Promise<AuthorizedApp[]> {
+    const rows = await this.db.all<{ id: string; client_id: string; client_name: string; scopes: string; created_at: string; last_renewed_at: string }>(
+      `SELECT g.id, g.client_id, c.name AS client_name, g.scopes, g.created_at, MAX(t.created_at) AS last_renewed_at
+       FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id JOIN oauth_tokens t ON t.grant_id = g.id
+       WHERE g.user_id = ? AND g.revoked_at IS NULL AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?)
+       GROUP BY g.id ORDER BY g.created_at DESC, g.id`,
+      [userId, now],
+    );
+    return rows.map((r) => ({ grantId: r.id, clientId: r.client_id, clientName: r.client_name, scopes: split(r.scopes), createdAt: r.created_at, lastRenewedAt: r.last_renewed_at }));
   }
 
   async revokeGrant(id: string, at: string): Promise<boolean> {

@@ -17,6 +17,8 @@ import {
   type AuthorizeRequest,
 } from '../../identity/oauth-server.ts';
 import { PairingError, answerPairing, checkPairingParams, openPairing } from '../../identity/pairing.ts';
+import { authorizedApps, revokeOAuthGrant } from '../../identity/oauth.ts';
+import { IdentityError } from '../../identity/admin.ts';
 import { clearCookie, readCookie, setCookie } from './cookies.ts';
 import { csrfToken, csrfValid } from './csrf.ts';
 import { clientAddress, escapeHtml as h, guessLimits, htmlPage, isSecure, limitAttempts, sendError } from './common.ts';
@@ -27,6 +29,12 @@ const SCOPE_TEXT: Record<string, string> = {
   'api:write': 'Change them and run workflows on your behalf',
   offline_access: 'Stay signed in until you sign out or revoke it',
 };
+
+/** The page the CLI's "Settings → General → Authorized apps" advice leads to. */
+export const AUTHORIZED_APPS_PATH = '/settings/authorized-apps';
+
+/** An ISO time as the pages show it: minutes, in UTC. */
+const when = (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`;
 
 /** Only same-site paths: never an absolute URL or a protocol-relative one. */
 function safeNext(next: unknown): string | null {
@@ -73,6 +81,7 @@ ${o.next ? `<input type="hidden" name="next" value="${h(o.next)}">` : ''}
           200,
           'Signed in',
           `<h1>Signed in</h1><p>You are signed in as <strong>${h(user.email)}</strong>.</p>
+<p><a href="${AUTHORIZED_APPS_PATH}">Authorized apps</a>: the CLI logins and other applications that act for you.</p>
 <form method="post" action="/logout"><input type="hidden" name="csrf" value="${h(csrfToken(services, req, res))}"><button type="submit" class="secondary">Sign out</button></form>`,
         );
       }
@@ -107,6 +116,57 @@ ${o.next ? `<input type="hidden" name="next" value="${h(o.next)}">` : ''}
     if (!csrfValid(services, req)) return badCsrf(res);
     clearCookie(res, SESSION_COOKIE, isSecure(services));
     res.redirect(303, '/login');
+  });
+
+  // ---- Settings → General → Authorized apps (where `sim login` tells users to revoke a login) ----
+  router.get(AUTHORIZED_APPS_PATH, async (req, res, next) => {
+    try {
+      const user = await signedIn(req);
+      if (!user) return toLogin(req, res);
+      const apps = await authorizedApps(store, user.id);
+      const csrf = `<input type="hidden" name="csrf" value="${h(csrfToken(services, req, res))}">`;
+      const rows = apps
+        .map(
+          (a) => `<li class="authorized-app">
+<strong>${h(a.clientName)}</strong>
+<p>${h(a.scopes.includes('api:write') ? 'Can read and change your workspaces and run workflows' : 'Read-only')}${a.scopes.includes('offline_access') ? '; renews itself until revoked' : ''}.</p>
+<p>Authorized ${h(when(a.createdAt))}, last renewed ${h(when(a.lastRenewedAt))}.</p>
+<form method="post" action="${AUTHORIZED_APPS_PATH}/revoke">${csrf}<input type="hidden" name="grant" value="${h(a.grantId)}"><button type="submit" class="secondary" aria-label="Revoke ${h(a.clientName)}, authorized ${h(when(a.createdAt))}">Revoke</button></form>
+</li>`,
+        )
+        .join('\n');
+      page(
+        res,
+        200,
+        'Authorized apps',
+        `<p class="breadcrumb">Settings › General</p>
+<h1>Authorized apps</h1>
+<p>Signed in as <strong>${h(user.email)}</strong>. Each sign-in of the Sim CLI (<code>sim login</code>) and each other application you allowed is listed here; revoking one ends its access at once.</p>
+${req.query.revoked === '1' ? '<p class="status" role="status">Revoked: that login no longer works.</p>' : ''}
+${apps.length ? `<ul class="authorized-apps">${rows}</ul>` : '<p>No application can act for you right now.</p>'}
+<p><a href="/login">Back</a></p>`,
+      );
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  router.post(`${AUTHORIZED_APPS_PATH}/revoke`, form, async (req, res, next) => {
+    try {
+      if (!csrfValid(services, req)) return badCsrf(res);
+      const user = await signedIn(req);
+      if (!user) return toLogin(req, res);
+      const grant = (req.body as Record<string, unknown> | undefined)?.grant;
+      try {
+        await revokeOAuthGrant(store, typeof grant === 'string' ? grant : '', { userId: user.id });
+      } catch (err) {
+        if (err instanceof IdentityError) return page(res, 404, 'Nothing to revoke', `<h1>Nothing to revoke</h1><p>That authorization was already revoked or has ended.</p><p><a href="${AUTHORIZED_APPS_PATH}">Authorized apps</a></p>`);
+        throw err;
+      }
+      res.redirect(303, `${AUTHORIZED_APPS_PATH}?revoked=1`);
+    } catch (err) {
+      next(err);
+    }
   });
 
   // ---- OAuth 2.0 for the CLI ----
