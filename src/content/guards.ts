@@ -83,9 +83,9 @@ export function checkMarkupDepth(text: string, mode: 'html' | 'xml', limits: Con
 }
 
 /**
- * Reads a zip held in memory entry by entry. Every entry the caller wants is inflated through yauzl, which holds
- * it to its declared size, and counted against one budget for the whole archive, so an archive cannot expand past
- * the limit whatever its headers claim. Entries the caller does not want are still counted by their declared size.
+ * Reads a zip held in memory. The sizes its central directory declares are added up first (an archive that declares
+ * more than the limit is refused before anything is inflated); then every entry the caller wants is inflated
+ * through yauzl, which holds it to its declared size, and counted against the limit again as it inflates.
  */
 export async function readZipEntries(
   bytes: Buffer,
@@ -101,14 +101,17 @@ export async function readZipEntries(
   } catch {
     throw new ContentError(`The ${what} is not a valid zip file.`);
   }
+  // The central directory first: sizes declared past the limit refuse the archive before anything is inflated.
+  const declared = new ExpansionBudget(limits.maxExpandedBytes, what);
   const budget = new ExpansionBudget(limits.maxExpandedBytes, what);
   const out = new Map<string, Buffer>();
   try {
+    const entries: yauzl.Entry[] = [];
     for await (const entry of zip.eachEntry()) {
-      if (!wanted(entry.fileName)) {
-        budget.add(entry.uncompressedSize);
-        continue;
-      }
+      declared.add(entry.uncompressedSize);
+      if (wanted(entry.fileName)) entries.push(entry);
+    }
+    for (const entry of entries) {
       const parts: Buffer[] = [];
       let stream;
       try {
