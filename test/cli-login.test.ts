@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { FakeBrowser } from './support/browser-session.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 const CLI = path.resolve(import.meta.dirname, '../node_modules/sim/dist/index.js');
 const PASSWORD = 'the cli login password';
@@ -57,7 +58,7 @@ function cli(configDir: string, args: string[], stdin = '', extraEnv: Record<str
     child,
     out: () => stdout,
     done,
-    line: (re, timeoutMs = 15_000) =>
+    line: (re, timeoutMs = PATIENCE_MS) =>
       new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no line matching ${re} in:\n${stdout}\n${stderr}`)), timeoutMs);
         const check = () => {

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 let s: TestServer;
@@ -61,6 +62,6 @@ console.log(JSON.stringify({ id: data?.data.id, error: error ?? null, names }));
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { encoding: 'utf8' });
   expect(fs.readFileSync(path.join(dir, 'dist', 'main.js'), 'utf8')).toContain('./api/client.js');
   // Asynchronously: the server answering it runs in this process.
-  const { stdout: out } = await promisify(execFile)(process.execPath, [path.join(dir, 'dist', 'main.js'), s.url, s.key, s.workspaceId], { encoding: 'utf8', timeout: 20_000 });
+  const { stdout: out } = await promisify(execFile)(process.execPath, [path.join(dir, 'dist', 'main.js'), s.url, s.key, s.workspaceId], { encoding: 'utf8', timeout: PATIENCE_MS });
   expect(JSON.parse(out)).toEqual({ id: s.workspaceId, error: null, names: ['My workspace'] });
 });

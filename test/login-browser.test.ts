@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
@@ -41,7 +42,7 @@ function login(args: string[]) {
   child.stderr.on('data', (c) => (out += c));
   const done = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));
   const url = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL in: ${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`no URL in: ${out}`)), PATIENCE_MS);
     child.stdout.on('data', () => {
       const line = out.split('\n').find((l) => /^http/.test(l.trim()));
       if (line) {

@@ -5,6 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PATIENCE_MS } from './support/wait.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 let dataDir: string;
@@ -17,7 +18,7 @@ function startServer(extraEnv: Record<string, string> = {}): Promise<{ child: Ch
   });
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
     child.stdout!.on('data', (c) => {
       out += c;
       const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
