@@ -48,7 +48,7 @@ beforeAll(async () => {
   expect(r2.status, r2.text).toBe(200);
   await setUserPassword(s.services.store, s.userId, 'browser sign-in password');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}, 60_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -75,7 +75,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.goto(`${s.url}/login`);
     await audit('sign-in page');
     await context.close();
-  }, 60_000);
+  });
 
   it('passes the password gate, streams the answer and keeps the conversation across a reload', async () => {
     const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
@@ -143,7 +143,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.screenshot({ path: path.join(OUTPUT, 'chat-browser-narrow.png'), fullPage: true });
     expect(errors).toEqual([]);
     await context.close();
-  }, 60_000);
+  });
 
   it('lets a signed-in member into an sso chat through the sign-in page', async () => {
     const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
@@ -179,5 +179,5 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.getByRole('heading', { name: 'Allow Sim CLI to use your account?' }).waitFor();
     await page.screenshot({ path: path.join(OUTPUT, 'consent.png') });
     await context.close();
-  }, 60_000);
+  });
 });

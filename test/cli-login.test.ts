@@ -140,7 +140,7 @@ describe('sim login --method oauth', () => {
     expect(refresh.status).toBe(400);
     const after = await run(dir, ['--output', 'json', 'whoami']);
     expect(JSON.parse(after.stdout).authenticated).toBe(false);
-  }, 60_000);
+  });
 
   it('a --read-only login reads but is refused writes', async () => {
     const dir = newConfigDir();
@@ -158,7 +158,7 @@ describe('sim login --method oauth', () => {
     expect(write.code).not.toBe(0);
     expect(write.stderr + write.stdout).toMatch(/403|scope|api:write|permission/i);
     expect((await run(dir, ['logout'])).code).toBe(0);
-  }, 60_000);
+  });
 
   it('gives up cleanly when the user denies', async () => {
     const dir = newConfigDir();
@@ -174,7 +174,7 @@ describe('sim login --method oauth', () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr + result.stdout).toContain('declined');
     expect(fs.existsSync(path.join(dir, 'credentials')) ? credentials(dir).access_token : undefined).toBeUndefined();
-  }, 60_000);
+  });
 });
 
 describe('sim login without --method', () => {
@@ -188,7 +188,7 @@ describe('sim login without --method', () => {
     expect(await remote.line(/^http/)).toContain('/cli/auth?');
     remote.child.kill();
     await remote.done;
-  }, 30_000);
+  });
 
   it('falls back to pairing when the server has OAuth turned off', async () => {
     const off = await startTestServer({ OAUTH_ENABLED: 'false' });
@@ -201,7 +201,7 @@ describe('sim login without --method', () => {
     } finally {
       await off.stop();
     }
-  }, 30_000);
+  });
 });
 
 describe('sim login --method api-key (pairing)', () => {
@@ -232,7 +232,7 @@ describe('sim login --method api-key (pairing)', () => {
     expect(stored.kind).toBe('personal');
     const meta = (await (await fetch(`${s.url}/api/v2/meta`, { headers: { 'x-api-key': key } })).json()) as any;
     expect(meta.data.keyType).toBe('personal');
-  }, 60_000);
+  });
 
   it('fails the CLI when the pairing is denied', async () => {
     const dir = newConfigDir();
@@ -245,5 +245,5 @@ describe('sim login --method api-key (pairing)', () => {
     const result = await login.done;
     expect(result.code).not.toBe(0);
     expect(result.stderr + result.stdout).toContain('declined');
-  }, 60_000);
+  });
 });

@@ -55,7 +55,7 @@ describe('generator', () => {
     expect(stray.stderr).toContain('generated/stray.ts');
     fs.rmSync(path.join(scratch, 'generated', 'stray.ts'));
     // Three generator runs: on a loaded two-core machine each can take ten seconds.
-  }, 90_000);
+  });
 
   it('--check fails when the spec changed without regenerating', () => {
     const file = path.join(scratch, 'spec', 'paths', 'meta.yaml');
@@ -102,7 +102,7 @@ describe('generator', () => {
     fs.writeFileSync(metaFile, original);
     fs.writeFileSync(handlerFile, handlerBefore);
     expect(run(['bin/generate.js']).status).toBe(0);
-  }, 120_000);
+  });
 
   it('--scaffold creates the handler module of a new tag', () => {
     const rootSpec = path.join(scratch, 'spec', 'openapi.yaml');
@@ -136,7 +136,7 @@ describe('generator', () => {
     fs.rmSync(opFile);
     fs.rmSync(path.join(scratch, 'src', 'handlers', 'zeta-things.ts'));
     expect(run(['bin/generate.js']).status).toBe(0);
-  }, 120_000);
+  });
 
   it('refuses a spec that breaks the project rules, naming each problem', () => {
     const file = path.join(scratch, 'spec', 'paths', 'workspaces.yaml');

@@ -180,5 +180,5 @@ describe('Idempotency-Key across restarts and crashes', () => {
     } finally {
       await stop(p);
     }
-  }, 120_000);
+  });
 });

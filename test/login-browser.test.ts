@@ -26,7 +26,7 @@ beforeAll(async () => {
   email = (await s.services.store.users.get(s.userId))!.email;
   await setUserPassword(s.services.store, s.userId, PASSWORD);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}, 60_000);
+});
 afterAll(async () => {
   await browser?.close();
   await s?.stop();
@@ -68,7 +68,7 @@ describe.skipIf(!haveChromium)('sim login in Chromium', () => {
     await page.getByRole('heading', { name: 'You are signed in' }).waitFor();
     expect(await cli.done, cli.output()).toBe(0);
     expect(fs.readFileSync(path.join(cli.dir, 'credentials'), 'utf8')).toMatch(/access_token\s*=\s*owa_at_/);
-  }, 60_000);
+  });
 
   it('pairing: the approval page shows the code the terminal shows', async () => {
     const cli = login(['--method', 'api-key']);
@@ -85,5 +85,5 @@ describe.skipIf(!haveChromium)('sim login in Chromium', () => {
     await page.getByRole('heading', { name: 'Approved' }).waitFor();
     expect(await cli.done, cli.output()).toBe(0);
     expect(fs.readFileSync(path.join(cli.dir, 'credentials'), 'utf8')).toMatch(/api_key\s*=\s*sk-owa-/);
-  }, 60_000);
+  });
 });
