@@ -4,14 +4,22 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
   throw new Error(`Node ${process.versions.node} is too old for this project; run the tests with \`npm test\`.`);
 }
 
-
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
+    // Two files at a time on a two-core machine: much of a test's time is spent waiting on its server, a child
+    // process (the sim CLI, tsc, Chromium) or a timer, and the other file uses that time. (Vitest's default here
+    // is one worker, fully serial.)
+    maxWorkers: 2,
+    // Tests wait on conditions (test/support/wait.ts), so these limits only stop a hung test; they are generous
+    // because on a busy shared 2-core machine a step that takes a second when idle can take many.
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // Node 24 runs the TypeScript sources itself (type stripping, as `npm start` does): loading them natively
+    // instead of through Vite's transform pipeline cuts each test file's start-up by about half. The suite
+    // uses neither vi.mock nor import.meta.vitest, so Vitest's module loader hook is not needed either.
     experimental: { viteModuleRunner: false, nodeLoader: false },
     reporters: ['default', './test/support/summary-reporter.ts'],
   },

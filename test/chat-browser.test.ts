@@ -7,6 +7,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
@@ -118,7 +119,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.getByLabel('Your message').fill('hello browser');
     await page.getByRole('button', { name: 'Send' }).click();
     const reply = page.locator('#messages li.assistant').last();
-    await reply.getByText(/Answer #\d+: HELLO BROWSER/).waitFor({ timeout: 15_000 });
+    await reply.getByText(/Answer #\d+: HELLO BROWSER/).waitFor({ timeout: PATIENCE_MS });
     await page.locator('#messages li.pending').waitFor({ state: 'detached' });
     const seen = (await page.evaluate('window.__seen')) as string[];
     expect(seen[0]).toBe('Thinking about: hello browser');
@@ -132,7 +133,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.locator('#messages li.assistant', { hasText: 'HELLO BROWSER' }).waitFor();
     await page.getByLabel('Your message').fill('second question');
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.locator('#messages li.assistant', { hasText: 'Answer #36: SECOND QUESTION' }).waitFor({ timeout: 15_000 });
+    await page.locator('#messages li.assistant', { hasText: 'Answer #36: SECOND QUESTION' }).waitFor({ timeout: PATIENCE_MS });
     const stored = (await page.evaluate(`JSON.parse(localStorage.getItem('owa-chat:browser-bot'))`)) as any;
     expect(stored.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
 
