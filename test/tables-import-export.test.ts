@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { runCli } from './support/cli.ts';
 import { waitUntil } from './support/wait.ts';
@@ -312,24 +312,32 @@ const waitFor = (check: () => Promise<boolean>) => waitUntil('the condition', ch
 describe('export retention', () => {
   it('deletes an ended export and its file once the retention is over; links never outlive it', async () => {
     const p = await startTestServer({ TABLE_EXPORT_RETENTION_SECONDS: '1' });
-    const call = async (method: string, url: string, body?: unknown) => {
-      const r = await p.call(method, url, body);
-      if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${r.text}`);
-      return r.body.data;
-    };
-    const ws2 = p.workspaceId;
-    const t = await call('POST', '/api/v2/tables', { workspaceId: ws2, name: 'short_lived', schema: { columns: [{ name: 'a', type: 'string' }] } });
-    await call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws2, rows: [{ a: 'x' }] });
-    const e = await call('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws2, format: 'csv' });
-    expect(e.status).toBe('completed');
-    const link = await call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`);
-    expect(Date.parse(link.expiresAt)).toBeLessThanOrEqual(Date.parse(e.completedAt ?? new Date().toISOString()) + 1000);
-    const file = p.services.tableJobs.exportPath(e.id, 'csv');
-    expect(fs.existsSync(file)).toBe(true);
-    await waitFor(async () => (await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws2}`)).status === 404);
-    expect(fs.existsSync(file)).toBe(false);
-    expect((await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`)).status).toBe(404);
-    expect((await fetch(link.url)).status).toBeGreaterThanOrEqual(403);
-    await p.stop();
+    // The server runs in this process: its clock (Date only; the sweep's timer stays real) stands still until the
+    // test moves it past the retention, so a busy machine cannot expire the export before it has been looked at.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const call = async (method: string, url: string, body?: unknown) => {
+        const r = await p.call(method, url, body);
+        if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${r.text}`);
+        return r.body.data;
+      };
+      const ws2 = p.workspaceId;
+      const t = await call('POST', '/api/v2/tables', { workspaceId: ws2, name: 'short_lived', schema: { columns: [{ name: 'a', type: 'string' }] } });
+      await call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws2, rows: [{ a: 'x' }] });
+      const e = await call('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws2, format: 'csv' });
+      expect(e.status).toBe('completed');
+      const link = await call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`);
+      expect(Date.parse(link.expiresAt)).toBeLessThanOrEqual(Date.parse(e.completedAt ?? new Date().toISOString()) + 1000);
+      const file = p.services.tableJobs.exportPath(e.id, 'csv');
+      expect(fs.existsSync(file)).toBe(true);
+      vi.setSystemTime(Date.now() + 1001);
+      await waitFor(async () => (await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws2}`)).status === 404);
+      expect(fs.existsSync(file)).toBe(false);
+      expect((await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`)).status).toBe(404);
+      expect((await fetch(link.url)).status).toBeGreaterThanOrEqual(403);
+    } finally {
+      vi.useRealTimers();
+      await p.stop();
+    }
   });
 });
