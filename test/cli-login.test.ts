@@ -9,6 +9,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { FakeBrowser } from './support/browser-session.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { PATIENCE_MS } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const CLI = path.resolve(import.meta.dirname, '../node_modules/sim/dist/index.js');
 const PASSWORD = 'the cli login password';
@@ -31,7 +32,7 @@ interface Cli {
 }
 
 function cli(configDir: string, args: string[], stdin = '', extraEnv: Record<string, string> = {}): Cli {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = endsWithFile(spawn(process.execPath, [CLI, ...args], {
     env: {
       PATH: process.env.PATH,
       HOME: configDir,
@@ -43,7 +44,7 @@ function cli(configDir: string, args: string[], stdin = '', extraEnv: Record<str
       NO_COLOR: '1',
       ...extraEnv,
     },
-  });
+  }));
   let stdout = '';
   let stderr = '';
   const waiters: (() => void)[] = [];

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PATIENCE_MS } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const start = path.join(root, 'bin', 'start.js');
@@ -24,7 +25,7 @@ interface Proc {
 
 function startServer(dataDir: string, extra: Record<string, string> = {}): Promise<Proc> {
   const env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'test', BOOTSTRAP_API_KEY: KEY, ...extra };
-  const child = spawn(process.execPath, [start], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = endsWithFile(spawn(process.execPath, [start], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);

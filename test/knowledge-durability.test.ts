@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
 import { PATIENCE_MS, waitUntil } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 type Mode = 'ok' | 'down' | 'hang';
 let rerankDown = false;
@@ -152,13 +153,13 @@ describe('a server killed mid-processing', () => {
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   function start(): Promise<{ child: ChildProcess; url: string }> {
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'start.js')], {
+    const child = endsWithFile(spawn(process.execPath, [path.join(root, 'bin', 'start.js')], {
       env: {
         PATH: process.env.PATH, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY,
         KB_EMBEDDING_BASE_URL: endpointUrl, KB_EMBEDDING_MODEL: 'fake-embed', KB_EMBEDDING_DIMENSIONS: '8', KB_EMBEDDING_TIMEOUT_MS: '60000',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    }));
     let out = '';
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);

@@ -9,6 +9,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { PATIENCE_MS } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
@@ -34,9 +35,9 @@ afterAll(async () => {
 
 function login(args: string[]) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-blogin-'));
-  const child = spawn(process.execPath, [CLI, 'login', '--no-browser', ...args], {
+  const child = endsWithFile(spawn(process.execPath, [CLI, 'login', '--no-browser', ...args], {
     env: { PATH: process.env.PATH, HOME: dir, SIM_CONFIG_DIR: dir, SIM_ENDPOINT: s.url, SIM_NO_UPDATE_CHECK: '1', SIM_TELEMETRY_DISABLED: '1', NO_COLOR: '1' },
-  });
+  }));
   let out = '';
   child.stdout.on('data', (c) => (out += c));
   child.stderr.on('data', (c) => (out += c));

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { apiBlock, link } from './support/api-workflow.ts';
 import { GateServer } from './support/gate-server.ts';
 import { PATIENCE_MS, waitUntil } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const start = path.join(root, 'bin', 'start.js');
@@ -27,7 +28,7 @@ afterAll(() => {
 const baseEnv = (dataDir: string, extra: Record<string, string> = {}): Record<string, string> => ({ PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...extra });
 
 function startServer(env: Record<string, string>, args: string[] = []): Promise<{ child: ChildProcess; url: string; port: number; out: () => string }> {
-  const child = spawn(process.execPath, [...args, start], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = endsWithFile(spawn(process.execPath, [...args, start], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
