@@ -169,12 +169,14 @@ describe('cross-workspace ids', () => {
     };
     const hiddenTimes: number[] = [];
     const missingTimes: number[] = [];
-    for (let i = 0; i < 60; i++) {
+    for (let i = 0; i < 200; i++) {
       hiddenTimes.push(await time(hidden));
       missingTimes.push(await time(missing));
     }
-    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
-    expect(Math.abs(median(hiddenTimes) - median(missingTimes))).toBeLessThan(1.5);
+    // The lower decile is what a request costs when nothing else on the machine gets in its way: other
+    // processes only ever add time, so on a busy machine the median measures them, not the server.
+    const lowerDecile = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 10)]!;
+    expect(Math.abs(lowerDecile(hiddenTimes) - lowerDecile(missingTimes))).toBeLessThan(1.5);
   });
 });
 
@@ -185,17 +187,36 @@ describe('rate limits', () => {
   });
   afterAll(() => limited.stop());
 
+  /**
+   * Holds the rate limiter's clock still until `run` ends (advancing it only through `advance`): a bucket refills
+   * one token a second, so on a busy machine a burst of requests would otherwise never empty it.
+   */
+  async function withStillClock(run: (clock: { now: number; advance(ms: number): void }) => Promise<void>): Promise<void> {
+    const store = limited.services.rateLimits;
+    const take = store.take;
+    const clock = { now: Date.now(), advance: (ms: number) => void (clock.now += ms) };
+    store.take = (key, capacity) => take.call(store, key, capacity, clock.now);
+    try {
+      await run(clock);
+    } finally {
+      store.take = take;
+    }
+  }
+
   it('every successful response carries the rate-limit headers', async () => {
+    const before = Date.now();
     const res = await limited.request('/api/v2/meta');
+    const after = Date.now();
     expect(res.status).toBe(200);
     expect(res.headers.get('x-ratelimit-limit')).toBe('60');
     expect(Number(res.headers.get('x-ratelimit-remaining'))).toBeLessThanOrEqual(59);
+    // Within a minute of the moment the request was served (somewhere between sending and the answer).
     const reset = Number(res.headers.get('x-ratelimit-reset'));
-    expect(reset).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
-    expect(reset).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 61);
+    expect(reset).toBeGreaterThanOrEqual(Math.floor(before / 1000));
+    expect(reset).toBeLessThanOrEqual(Math.ceil(after / 1000) + 61);
   });
 
-  it('answers 429 with Retry-After and details.retryAfter once the bucket is empty; other subjects are unaffected', async () => {
+  it('answers 429 with Retry-After and details.retryAfter once the bucket is empty; other subjects are unaffected', () => withStillClock(async (clock) => {
     const a = await limited.newUser('limited-a@example.com', { [limited.workspaceId]: 'read' });
     const b = await limited.newUser('limited-b@example.com', { [limited.workspaceId]: 'read' });
     let last: Response | undefined;
@@ -204,14 +225,14 @@ describe('rate limits', () => {
     expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const err = (await body(last!)).error;
     expect(err.code).toBe('RATE_LIMITED');
-    expect(Date.parse(err.details.retryAfter)).toBeGreaterThan(Date.now() - 1000);
+    expect(Date.parse(err.details.retryAfter)).toBeGreaterThan(clock.now - 1000);
     expect(new Date(err.details.retryAfter).toISOString()).toBe(err.details.retryAfter);
     // A second user has a bucket of their own.
     expect((await limited.request('/api/v2/meta', { key: b.key })).status).toBe(200);
     // Another key of the same user shares that user's bucket.
     const second = await createApiKey(limited.services.store, { kind: 'personal', userId: a.userId });
     expect((await limited.request('/api/v2/meta', { key: second.key })).status).toBe(429);
-  });
+  }));
 
   it('sizes buckets by plan', async () => {
     const c = await limited.newUser('limited-pro@example.com');
@@ -221,16 +242,17 @@ describe('rate limits', () => {
     expect(res.headers.get('x-ratelimit-limit')).toBe('120');
   });
 
-  it('the generated client waits for Retry-After and then succeeds', async () => {
+  it('the generated client waits for Retry-After and then succeeds', () => withStillClock(async (clock) => {
     const d = await limited.newUser('limited-client@example.com');
     for (let i = 0; i < 60; i++) await limited.request('/api/v2/meta', { key: d.key });
     const sleeps: number[] = [];
     const client = createApiClient({
       baseUrl: limited.url,
       apiKey: d.key,
-      sleep: (ms) => {
+      // The wait passes on the limiter's clock.
+      sleep: async (ms) => {
         sleeps.push(ms);
-        return new Promise((r) => setTimeout(r, ms));
+        clock.advance(ms);
       },
     });
     const { data, response } = await client.GET('/api/v2/meta');
@@ -238,7 +260,7 @@ describe('rate limits', () => {
     expect(data?.data.v2Enabled).toBe(true);
     expect(sleeps.length).toBeGreaterThanOrEqual(1);
     expect(sleeps[0]).toBeGreaterThanOrEqual(1000);
-  });
+  }));
 });
 
 describe('audit trail', () => {

@@ -7,6 +7,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
@@ -48,7 +49,7 @@ beforeAll(async () => {
   expect(r2.status, r2.text).toBe(200);
   await setUserPassword(s.services.store, s.userId, 'browser sign-in password');
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}, 60_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -75,7 +76,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.goto(`${s.url}/login`);
     await audit('sign-in page');
     await context.close();
-  }, 60_000);
+  });
 
   it('passes the password gate, streams the answer and keeps the conversation across a reload', async () => {
     const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
@@ -118,7 +119,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.getByLabel('Your message').fill('hello browser');
     await page.getByRole('button', { name: 'Send' }).click();
     const reply = page.locator('#messages li.assistant').last();
-    await reply.getByText(/Answer #\d+: HELLO BROWSER/).waitFor({ timeout: 15_000 });
+    await reply.getByText(/Answer #\d+: HELLO BROWSER/).waitFor({ timeout: PATIENCE_MS });
     await page.locator('#messages li.pending').waitFor({ state: 'detached' });
     const seen = (await page.evaluate('window.__seen')) as string[];
     expect(seen[0]).toBe('Thinking about: hello browser');
@@ -132,7 +133,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.locator('#messages li.assistant', { hasText: 'HELLO BROWSER' }).waitFor();
     await page.getByLabel('Your message').fill('second question');
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.locator('#messages li.assistant', { hasText: 'Answer #36: SECOND QUESTION' }).waitFor({ timeout: 15_000 });
+    await page.locator('#messages li.assistant', { hasText: 'Answer #36: SECOND QUESTION' }).waitFor({ timeout: PATIENCE_MS });
     const stored = (await page.evaluate(`JSON.parse(localStorage.getItem('owa-chat:browser-bot'))`)) as any;
     expect(stored.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
 
@@ -143,7 +144,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.screenshot({ path: path.join(OUTPUT, 'chat-browser-narrow.png'), fullPage: true });
     expect(errors).toEqual([]);
     await context.close();
-  }, 60_000);
+  });
 
   it('lets a signed-in member into an sso chat through the sign-in page', async () => {
     const context = await browser.newContext({ viewport: { width: 900, height: 720 } });
@@ -179,5 +180,5 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     await page.getByRole('heading', { name: 'Allow Sim CLI to use your account?' }).waitFor();
     await page.screenshot({ path: path.join(OUTPUT, 'consent.png') });
     await context.close();
-  }, 60_000);
+  });
 });

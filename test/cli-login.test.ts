@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { FakeBrowser } from './support/browser-session.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
+import { PATIENCE_MS } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const CLI = path.resolve(import.meta.dirname, '../node_modules/sim/dist/index.js');
 const PASSWORD = 'the cli login password';
@@ -30,7 +32,7 @@ interface Cli {
 }
 
 function cli(configDir: string, args: string[], stdin = '', extraEnv: Record<string, string> = {}): Cli {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = endsWithFile(spawn(process.execPath, [CLI, ...args], {
     env: {
       PATH: process.env.PATH,
       HOME: configDir,
@@ -42,7 +44,7 @@ function cli(configDir: string, args: string[], stdin = '', extraEnv: Record<str
       NO_COLOR: '1',
       ...extraEnv,
     },
-  });
+  }));
   let stdout = '';
   let stderr = '';
   const waiters: (() => void)[] = [];
@@ -57,7 +59,7 @@ function cli(configDir: string, args: string[], stdin = '', extraEnv: Record<str
     child,
     out: () => stdout,
     done,
-    line: (re, timeoutMs = 15_000) =>
+    line: (re, timeoutMs = PATIENCE_MS) =>
       new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`no line matching ${re} in:\n${stdout}\n${stderr}`)), timeoutMs);
         const check = () => {
@@ -139,7 +141,7 @@ describe('sim login --method oauth', () => {
     expect(refresh.status).toBe(400);
     const after = await run(dir, ['--output', 'json', 'whoami']);
     expect(JSON.parse(after.stdout).authenticated).toBe(false);
-  }, 60_000);
+  });
 
   it('a --read-only login reads but is refused writes', async () => {
     const dir = newConfigDir();
@@ -157,7 +159,7 @@ describe('sim login --method oauth', () => {
     expect(write.code).not.toBe(0);
     expect(write.stderr + write.stdout).toMatch(/403|scope|api:write|permission/i);
     expect((await run(dir, ['logout'])).code).toBe(0);
-  }, 60_000);
+  });
 
   it('gives up cleanly when the user denies', async () => {
     const dir = newConfigDir();
@@ -173,7 +175,7 @@ describe('sim login --method oauth', () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr + result.stdout).toContain('declined');
     expect(fs.existsSync(path.join(dir, 'credentials')) ? credentials(dir).access_token : undefined).toBeUndefined();
-  }, 60_000);
+  });
 });
 
 describe('sim login without --method', () => {
@@ -187,7 +189,7 @@ describe('sim login without --method', () => {
     expect(await remote.line(/^http/)).toContain('/cli/auth?');
     remote.child.kill();
     await remote.done;
-  }, 30_000);
+  });
 
   it('falls back to pairing when the server has OAuth turned off', async () => {
     const off = await startTestServer({ OAUTH_ENABLED: 'false' });
@@ -200,7 +202,7 @@ describe('sim login without --method', () => {
     } finally {
       await off.stop();
     }
-  }, 30_000);
+  });
 });
 
 describe('sim login --method api-key (pairing)', () => {
@@ -231,7 +233,7 @@ describe('sim login --method api-key (pairing)', () => {
     expect(stored.kind).toBe('personal');
     const meta = (await (await fetch(`${s.url}/api/v2/meta`, { headers: { 'x-api-key': key } })).json()) as any;
     expect(meta.data.keyType).toBe('personal');
-  }, 60_000);
+  });
 
   it('fails the CLI when the pairing is denied', async () => {
     const dir = newConfigDir();
@@ -244,5 +246,5 @@ describe('sim login --method api-key (pairing)', () => {
     const result = await login.done;
     expect(result.code).not.toBe(0);
     expect(result.stderr + result.stdout).toContain('declined');
-  }, 60_000);
+  });
 });

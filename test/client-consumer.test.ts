@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 let s: TestServer;
@@ -75,7 +76,7 @@ it.each(Object.entries(compilers))('the README consumer project compiles with %s
   expect(fs.readFileSync(path.join(outDir, 'main.js'), 'utf8')).toContain('./api/client.js');
   const { stdout: out } = await promisify(execFile)(process.execPath, [path.join(outDir, 'main.js'), s.url, s.workspaceId, `Hello from ${name}`], {
     encoding: 'utf8',
-    timeout: 20_000,
+    timeout: PATIENCE_MS,
     env: { ...process.env, KEY: s.key },
   });
   const result = JSON.parse(out);

@@ -174,5 +174,5 @@ describe('hosted chat through the sim CLI', () => {
     const unpublished = await runCli(['--output', 'json', 'workflows', 'chat', 'unpublish', wf2.id, '--yes'], env);
     expect(unpublished.code, unpublished.stderr).toBe(0);
     expect((await s.call('GET', chatPath(wf2.id))).status).toBe(404);
-  }, 60_000);
+  });
 });

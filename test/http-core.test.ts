@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawRequest, startTestServer, type TestServer } from './support/server.ts';
 import { createApiKey, revokeApiKey, setPersonalKeysAllowed } from '../src/identity/admin.ts';
+import { Gate } from './support/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -306,13 +307,18 @@ describe('graceful shutdown', () => {
   it('finishes a request already in flight, then refuses new connections', async () => {
     const t = await startTestServer();
     const original = t.services.store.workspaces.list.bind(t.services.store.workspaces);
+    // The request is held inside the server until the close has begun.
+    const reached = new Gate();
+    const release = new Gate();
     t.services.store.workspaces.list = async (q) => {
-      await new Promise((r) => setTimeout(r, 300));
+      reached.open();
+      await release.opened;
       return original(q);
     };
     const inFlight = t.request('/api/v2/workspaces');
-    await new Promise((r) => setTimeout(r, 50));
+    await reached.opened;
     const closing = t.close();
+    release.open();
     const res = await inFlight;
     expect(res.status).toBe(200);
     expect((await res.json() as any).data).toHaveLength(1);

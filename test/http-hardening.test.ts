@@ -5,6 +5,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATIONS } from '../generated/operations.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 let s: TestServer;
 let workflowId: string;
@@ -24,8 +25,8 @@ function expectErrorShape(format: 'standard' | 'legacy', body: any, code: string
   else expect(body.error).toEqual(expect.objectContaining({ code, message: expect.any(String) }));
 }
 
-/** Sends raw bytes and collects the answer until the server closes or `ms` pass. */
-function rawExchange(payload: string, ms = 3000): Promise<{ text: string; closed: boolean; elapsed: number }> {
+/** Sends raw bytes and collects the answer until the server closes (or, should it never, `ms` pass). */
+function rawExchange(payload: string, ms = PATIENCE_MS): Promise<{ text: string; closed: boolean; elapsed: number }> {
   return new Promise((resolve, reject) => {
     const url = new URL(s.url);
     const started = Date.now();
@@ -265,7 +266,7 @@ describe('Node\'s own request and header timeouts', () => {
         socket.on('close', () => resolve(out));
         socket.on('error', reject);
         socket.write('GET /api/v2/meta HTTP/1.1\r\nHost: x\r\nX-Partial: ');
-        setTimeout(() => socket.destroy(), 5000).unref();
+        setTimeout(() => socket.destroy(), PATIENCE_MS).unref();
       });
       expect(Date.now() - started).toBeLessThan(3000);
       const { status, body } = parseRaw(text);

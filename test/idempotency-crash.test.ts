@@ -7,6 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PATIENCE_MS } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const start = path.join(root, 'bin', 'start.js');
@@ -23,10 +25,10 @@ interface Proc {
 
 function startServer(dataDir: string, extra: Record<string, string> = {}): Promise<Proc> {
   const env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'test', BOOTSTRAP_API_KEY: KEY, ...extra };
-  const child = spawn(process.execPath, [start], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = endsWithFile(spawn(process.execPath, [start], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
     const onData = (c: Buffer) => {
       out += c;
       const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
@@ -62,7 +64,7 @@ async function api(p: Proc, method: string, pathname: string, body?: unknown, he
     method,
     headers: { 'X-API-Key': KEY, 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
+    signal: AbortSignal.timeout(PATIENCE_MS),
   });
   const text = await r.text();
   return { status: r.status, headers: r.headers, body: text ? JSON.parse(text) : undefined };
@@ -179,5 +181,5 @@ describe('Idempotency-Key across restarts and crashes', () => {
     } finally {
       await stop(p);
     }
-  }, 120_000);
+  });
 });

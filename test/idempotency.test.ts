@@ -1,9 +1,11 @@
 // Idempotency-Key over HTTP: retry storms on execute (one run), replays of sync, async, streamed and create
 // answers, key reuse with another body or X-Run-Id (422), requests in flight (409), keys per caller, errors
 // that release the key, expiry, and the X-Run-Id rules kept.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer, callWithHeaders } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
+import { GateServer } from './support/gate-server.ts';
+import { waitUntil } from './support/wait.ts';
 import { createApiKey } from '../src/identity/admin.ts';
 
 const FAST_LIMITS = { RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_ASYNC: '60000', RATE_LIMIT_FREE_API: '100000' };
@@ -11,6 +13,7 @@ const FAST_LIMITS = { RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_ASYNC: '600
 let s: TestServer;
 let echo: BuiltWorkflow;
 let slow: BuiltWorkflow;
+let gate: GateServer;
 let keyCounter = 0;
 const freshKey = () => `key-${process.pid}-${Date.now()}-${keyCounter++}`;
 
@@ -29,14 +32,17 @@ async function echoWorkflow(server: TestServer, name: string, options: { deploy?
 }
 
 beforeAll(async () => {
-  s = await startTestServer(FAST_LIMITS);
+  s = await startTestServer({ ...FAST_LIMITS, EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
   echo = await echoWorkflow(s, 'Echo');
   const start = apiBlock('start_trigger', 'Start', {});
-  const nap = apiBlock('wait', 'Nap', { timeValue: '1', timeUnit: 'seconds' });
-  slow = await buildWorkflow(s, 'Slow', [start, nap], [link(start, nap)]);
+  // Runs until the test opens its gate: a repeat is sent while the first is certainly still running.
+  gate = await new GateServer().start();
+  const held = gate.block('Held', 'slow');
+  slow = await buildWorkflow(s, 'Slow', [start, held], [link(start, held)]);
 });
 afterAll(async () => {
   await s?.stop();
+  await gate?.stop();
 });
 
 describe('Idempotency-Key on execute', () => {
@@ -103,11 +109,12 @@ describe('Idempotency-Key on execute', () => {
   it('a repeat while the first is still running is a 409 in progress, then replays the result', async () => {
     const key = freshKey();
     const first = execute(slow.id, {}, { 'Idempotency-Key': key });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil('the first run to reach the gate', () => gate.holding('slow'));
     const during = await execute(slow.id, {}, { 'Idempotency-Key': key });
     expect(during.status).toBe(409);
     expect(during.body.error.details.code).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
     expect(during.headers.get('retry-after')).toBe('1');
+    gate.release('slow');
     const done = await first;
     expect(done.status).toBe(200);
     const after = await execute(slow.id, {}, { 'Idempotency-Key': key });
@@ -265,6 +272,9 @@ describe('Idempotency-Key on create operations, in parallel', () => {
 describe('key expiry', () => {
   it('a key past IDEMPOTENCY_TTL_SECONDS is forgotten: the repeat runs again, and expired keys are purged', async () => {
     const t = await startTestServer({ ...FAST_LIMITS, IDEMPOTENCY_TTL_SECONDS: '2' });
+    // The server runs in this process: its clock (Date only; timers stay real) is the test's to move, so the
+    // replay comes within the key's lifetime and the repeat after it however long each request takes.
+    vi.useFakeTimers({ toFake: ['Date'] });
     try {
       const wf = await echoWorkflow(t, 'Short-lived keys');
       // The first run of a server starts the engine; keep that out of the key's lifetime.
@@ -273,18 +283,19 @@ describe('key expiry', () => {
       const first = await execute(wf.id, { input: { n: 1 } }, { 'Idempotency-Key': key }, undefined, t);
       const replay = await execute(wf.id, { input: { n: 1 } }, { 'Idempotency-Key': key }, undefined, t);
       expect(replay.headers.get('idempotent-replayed')).toBe('true');
-      await new Promise((r) => setTimeout(r, 2100));
+      vi.setSystemTime(Date.now() + 2100);
       const after = await execute(wf.id, { input: { n: 1 } }, { 'Idempotency-Key': key }, undefined, t);
       expect(after.status).toBe(200);
       expect(after.headers.get('idempotent-replayed')).toBeNull();
       expect(after.body.data.runId).not.toBe(first.body.data.runId);
       expect(await runIds(wf.id, t)).toHaveLength(3);
       // An answer stored later purges the expired key.
-      await new Promise((r) => setTimeout(r, 2100));
+      vi.setSystemTime(Date.now() + 2100);
       await execute(wf.id, { input: { n: 2 } }, { 'Idempotency-Key': freshKey() }, undefined, t);
       const rows = await t.services.store.idempotencyKeys.get({ subject: `user:${t.userId}`, scope: `path:/api/v2/workflows/${wf.id}/execute`, operationId: 'executeWorkflow', key });
       expect(rows).toBeUndefined();
     } finally {
+      vi.useRealTimers();
       await t.stop();
     }
   });

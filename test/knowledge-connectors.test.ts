@@ -7,6 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { runCli } from './support/cli.ts';
 import { createBase, waitForDocument } from './support/knowledge.ts';
+import { Gate } from './support/wait.ts';
+
+const slowGate = new Gate();
 
 let s: TestServer;
 let ws: string;
@@ -47,7 +50,8 @@ beforeAll(async () => {
     }
     if (req.url?.startsWith('/gh/')) return github(req, res);
     if (req.url === '/slow.html') {
-      setTimeout(() => res.writeHead(200, { 'content-type': 'text/html' }).end('<p>slow page about tides</p>'), 400);
+      // Held until the test opens the gate: the sync fetching it is in progress for as long as the test needs.
+      void slowGate.opened.then(() => res.writeHead(200, { 'content-type': 'text/html' }).end('<p>slow page about tides</p>'));
       return;
     }
     const page = pages[req.url ?? ''];
@@ -187,6 +191,7 @@ describe('web connector', () => {
     expect(again.status).toBe(409);
     expect(again.body.error.details.code).toBe('SYNC_IN_PROGRESS');
     expect((await s.call('GET', `/api/v2/knowledge/${kb.id}/connectors/${c.id}?workspaceId=${ws}`)).body.data.status).toBe('syncing');
+    slowGate.open();
     await synced(kb.id, c.id, 1);
   });
 

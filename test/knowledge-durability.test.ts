@@ -12,6 +12,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
+import { PATIENCE_MS, waitUntil } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 type Mode = 'ok' | 'down' | 'hang';
 let rerankDown = false;
@@ -151,16 +153,16 @@ describe('a server killed mid-processing', () => {
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   function start(): Promise<{ child: ChildProcess; url: string }> {
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'start.js')], {
+    const child = endsWithFile(spawn(process.execPath, [path.join(root, 'bin', 'start.js')], {
       env: {
         PATH: process.env.PATH, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY,
         KB_EMBEDDING_BASE_URL: endpointUrl, KB_EMBEDDING_MODEL: 'fake-embed', KB_EMBEDDING_DIMENSIONS: '8', KB_EMBEDDING_TIMEOUT_MS: '60000',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    }));
     let out = '';
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+      const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
       child.stdout!.on('data', (c) => {
         out += c;
         const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
@@ -189,8 +191,7 @@ describe('a server killed mid-processing', () => {
     await fetch(created.transfer.url, { method: 'PUT', headers: created.transfer.headers, body: bytes });
     const doc = (await call(first.url, 'POST', `/api/v2/knowledge/${kb.id}/documents/uploads/${created.session.id}/complete?workspaceId=${ws}`, undefined, { 'upload-token': created.uploadToken })).body.data.document;
     // Wait until the worker is inside the embedding call, then kill the process outright.
-    for (let i = 0; requests === 0 && i < 400; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(requests).toBeGreaterThan(0);
+    await waitUntil('the worker to call the embedding endpoint', () => requests > 0);
     expect((await call(first.url, 'GET', `/api/v2/knowledge/${kb.id}/documents/${doc.id}?workspaceId=${ws}`)).body.data.processingStatus).toBe('processing');
     first.child.removeAllListeners('exit');
     const exited = new Promise((r) => first.child.on('exit', r));
@@ -201,12 +202,10 @@ describe('a server killed mid-processing', () => {
     mode = 'ok';
     const second = await start();
     try {
-      let data: any;
-      for (let i = 0; i < 400; i++) {
-        data = (await call(second.url, 'GET', `/api/v2/knowledge/${kb.id}/documents/${doc.id}?workspaceId=${ws}`)).body.data;
-        if (data.processingStatus === 'completed' || data.processingStatus === 'failed') break;
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      const data = await waitUntil('the document to be processed again', async () => {
+        const d = (await call(second.url, 'GET', `/api/v2/knowledge/${kb.id}/documents/${doc.id}?workspaceId=${ws}`)).body.data;
+        return d.processingStatus === 'completed' || d.processingStatus === 'failed' ? d : null;
+      });
       expect(data.processingStatus).toBe('completed');
       expect(data.chunkCount).toBeGreaterThan(1);
       const db = new DatabaseSync(path.join(dataDir, 'workspace.sqlite'), { readOnly: true });

@@ -22,7 +22,7 @@ beforeAll(async () => {
     ids.push(session.document.id);
   }
   for (const id of ids) expect((await waitForDocument(s, kb.id, id)).processingStatus).toBe('completed');
-}, 120_000);
+});
 afterAll(async () => s.stop());
 
 async function evaluate(mode: 'vector' | 'hybrid' | 'fulltext') {
@@ -57,5 +57,5 @@ describe('retrieval quality (embedded word-vector model)', () => {
     expect(vector.recallAt10).toBeGreaterThan(0.5);
     expect(hybrid.recallAt10).toBeGreaterThanOrEqual(vector.recallAt10 - 0.05);
     expect(hybrid.recallAt10).toBeGreaterThanOrEqual(fulltext.recallAt10);
-  }, 60_000);
+  });
 });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createServices, startServer, type RunningServer } from '../src/server.ts';
 import { bootstrapIfEmpty } from '../src/identity/admin.ts';
+import { waitUntil } from './support/wait.ts';
 
 const lines: any[] = [];
 let server: RunningServer;
@@ -39,8 +40,18 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const settle = () => new Promise((r) => setTimeout(r, 300));
 const forPath = (p: string) => lines.filter((l) => l.path === p);
+let barriers = 0;
+/**
+ * Waits for the access line of `pathname`, then for that of a later request: the server handles its events in
+ * order, so whatever the first request still had to log is logged by then.
+ */
+async function settle(pathname: string): Promise<void> {
+  await waitUntil(`the access line of ${pathname}`, () => forPath(pathname).length > 0);
+  const barrier = `/barrier-${++barriers}`;
+  await (await fetch(server.url + barrier)).arrayBuffer();
+  await waitUntil(`the access line of ${barrier}`, () => forPath(barrier).length > 0);
+}
 const errors = () => lines.filter((l) => l.level >= 50);
 
 /** Sends the head of a request and `partial` of its declared body, then drops the connection. */
@@ -49,10 +60,10 @@ async function cutBody(method: string, pathname: string, headers: Record<string,
   const socket = net.connect(Number(url.port), url.hostname);
   await new Promise((r) => socket.once('connect', r));
   const head = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `Host: ${url.host}`, `Content-Length: ${declared}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
-  socket.write(head.join('\r\n') + '\r\n\r\n' + partial);
-  await new Promise((r) => setTimeout(r, 100));
+  // Handed to the kernel before the close, so the server reads the head and the partial body, then the end.
+  await new Promise((r) => socket.write(head.join('\r\n') + '\r\n\r\n' + partial, r));
   socket.destroy();
-  await settle();
+  await settle(url.pathname);
 }
 
 describe('a client that goes away', () => {
@@ -75,7 +86,7 @@ describe('a client that goes away', () => {
       });
       req.on('error', (e) => (e.message === 'socket hang up' || (e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
     });
-    await settle();
+    await settle(pathname);
     expect(errors()).toEqual([]);
     expect(lines.filter((l) => /request failed/.test(l.msg))).toEqual([]);
     const access = forPath(pathname);
@@ -107,7 +118,7 @@ describe('a client that goes away', () => {
   it('a completed request still logs its ordinary access line once', async () => {
     const r = await fetch(`${server.url}/api/v2/meta`, { headers: { 'X-API-Key': key } });
     expect(r.status).toBe(200);
-    await settle();
+    await settle('/api/v2/meta');
     const access = forPath('/api/v2/meta');
     expect(access).toHaveLength(1);
     expect(access[0]).toMatchObject({ level: 30, status: 200, msg: 'request' });

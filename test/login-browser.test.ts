@@ -10,6 +10,8 @@ import { chromium, type Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { createOAuthClient, issueTokens } from '../src/identity/oauth.ts';
+import { PATIENCE_MS } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
@@ -27,7 +29,7 @@ beforeAll(async () => {
   email = (await s.services.store.users.get(s.userId))!.email;
   await setUserPassword(s.services.store, s.userId, PASSWORD);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}, 60_000);
+});
 afterAll(async () => {
   await browser?.close();
   await s?.stop();
@@ -35,15 +37,15 @@ afterAll(async () => {
 
 function login(args: string[]) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-blogin-'));
-  const child = spawn(process.execPath, [CLI, 'login', '--no-browser', ...args], {
+  const child = endsWithFile(spawn(process.execPath, [CLI, 'login', '--no-browser', ...args], {
     env: { PATH: process.env.PATH, HOME: dir, SIM_CONFIG_DIR: dir, SIM_ENDPOINT: s.url, SIM_NO_UPDATE_CHECK: '1', SIM_TELEMETRY_DISABLED: '1', NO_COLOR: '1' },
-  });
+  }));
   let out = '';
   child.stdout.on('data', (c) => (out += c));
   child.stderr.on('data', (c) => (out += c));
   const done = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));
   const url = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL in: ${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`no URL in: ${out}`)), PATIENCE_MS);
     child.stdout.on('data', () => {
       const line = out.split('\n').find((l) => /^http/.test(l.trim()));
       if (line) {
@@ -69,7 +71,7 @@ describe.skipIf(!haveChromium)('sim login in Chromium', () => {
     await page.getByRole('heading', { name: 'You are signed in' }).waitFor();
     expect(await cli.done, cli.output()).toBe(0);
     expect(fs.readFileSync(path.join(cli.dir, 'credentials'), 'utf8')).toMatch(/access_token\s*=\s*owa_at_/);
-  }, 60_000);
+  });
 
   it('pairing: the approval page shows the code the terminal shows', async () => {
     const cli = login(['--method', 'api-key']);
@@ -86,7 +88,7 @@ describe.skipIf(!haveChromium)('sim login in Chromium', () => {
     await page.getByRole('heading', { name: 'Approved' }).waitFor();
     expect(await cli.done, cli.output()).toBe(0);
     expect(fs.readFileSync(path.join(cli.dir, 'credentials'), 'utf8')).toMatch(/api_key\s*=\s*sk-owa-/);
-  }, 60_000);
+  });
 
   it('Authorized apps: a CLI login is listed and revoked there, and its tokens stop working at once', async () => {
     // Another application's grant, which must survive revoking the CLI's.
@@ -138,5 +140,5 @@ describe.skipIf(!haveChromium)('sim login in Chromium', () => {
     });
     expect(refreshed.status).toBe(400);
     expect(await meta(other.accessToken)).toBe(200);
-  }, 90_000);
+  });
 });

@@ -21,7 +21,7 @@ beforeAll(async () => {
   const start = apiBlock('start_trigger', 'Start', { inputFormat: [{ name: 'q', type: 'string' }] });
   const out = apiBlock('response', 'Out', { data: '{"echo": <start.q>}' });
   wf = await buildWorkflow(s, 'Echo Query', [start, out], [link(start, out)]);
-}, 30_000);
+});
 
 afterAll(async () => {
   await s?.stop();
@@ -48,14 +48,14 @@ describe('sim workflow-mcp-servers', () => {
     expect((patched.data ?? patched).isPublic).toBe(true);
     const deleted = await sim('workflow-mcp-servers', 'delete', server.id, '--yes');
     expect((deleted.data ?? deleted)).toMatchObject({ id: server.id, deleted: true });
-  }, 60_000);
+  });
 
   it('reports a refused publication (undeployed workflow) as a failure', async () => {
     const draft = await buildWorkflow(s, 'Draft only', [apiBlock('start_trigger', 'Start')], [], { deploy: false });
     const r = await runCli(['--output', 'json', 'workflow-mcp-servers', 'create', '--name', 'x', '--workflow', draft.id], { endpoint: s.url, apiKey: s.key, workspace: s.workspaceId });
     expect(r.code).not.toBe(0);
     expect(r.stdout + r.stderr).toMatch(/not deployed/);
-  }, 30_000);
+  });
 });
 
 describe('sim mcp-servers', () => {
@@ -74,11 +74,11 @@ describe('sim mcp-servers', () => {
     expect((updated.data ?? updated)).toMatchObject({ name: 'Renamed', enabled: false });
     const deleted = await sim('mcp-servers', 'delete', server.id, '--yes');
     expect((deleted.data ?? deleted)).toMatchObject({ id: server.id, deleted: true });
-  }, 60_000);
+  });
 
   it('reports a private address as refused', async () => {
     const r = await runCli(['--output', 'json', 'mcp-servers', 'create', '--name', 'x', '--url', 'http://10.0.0.7/mcp'], { endpoint: s.url, apiKey: s.key, workspace: s.workspaceId });
     expect(r.code).not.toBe(0);
     expect(r.stdout + r.stderr).toMatch(/private|egress/i);
-  }, 30_000);
+  });
 });

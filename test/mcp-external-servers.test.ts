@@ -19,7 +19,7 @@ beforeAll(async () => {
   up = await startUpstream();
   s = await startTestServer({ EGRESS_ALLOW_CIDRS: '127.0.0.1/32', RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_API: '100000' });
   db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'));
-}, 30_000);
+});
 
 afterAll(async () => {
   db?.close();

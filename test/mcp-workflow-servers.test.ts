@@ -46,7 +46,7 @@ beforeAll(async () => {
     failing = await buildWorkflow(s, 'Always fails', [start, boom], [link(start, boom)]);
   }
   draftOnly = await buildWorkflow(s, 'Not deployed', [apiBlock('start_trigger', 'Start')], [], { deploy: false });
-}, 30_000);
+});
 
 afterAll(async () => {
   await s?.stop();

@@ -5,19 +5,21 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PATIENCE_MS } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 let dataDir: string;
 const BOOT_KEY = 'sk-owa-ci-bootstrap-key-0123456789';
 
 function startServer(extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; stdout: () => string }> {
-  const child = spawn(process.execPath, [path.join(root, 'bin', 'start.js')], {
+  const child = endsWithFile(spawn(process.execPath, [path.join(root, 'bin', 'start.js')], {
     env: { PATH: process.env.PATH, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
     child.stdout!.on('data', (c) => {
       out += c;
       const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);

@@ -3,6 +3,7 @@
 // id (run reads, cancel, logs, legacy job status, lists) finds the caller's own run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { waitUntil } from './support/wait.ts';
 
 let s: TestServer;
 let other: { userId: string; key: string };
@@ -100,13 +101,7 @@ describe('X-Run-Id is scoped to the workspace', () => {
       [wfA, s.key],
       [wfB, other.key],
     ] as const) {
-      let job: any;
-      const until = Date.now() + 10_000;
-      do {
-        job = (await s.call('GET', '/api/jobs/async-shared', undefined, key)).body;
-        if (job.status === 'completed') break;
-        await new Promise((r) => setTimeout(r, 50));
-      } while (Date.now() < until);
+      const job = await waitUntil('the shared job to complete', async () => ((j) => (j.status === 'completed' ? j : null))((await s.call('GET', '/api/jobs/async-shared', undefined, key)).body));
       expect(job).toMatchObject({ taskId: 'async-shared', status: 'completed', metadata: { workflowId: wf } });
       const polled = await s.call('GET', `/api/v2/workflows/${wf}/runs/async-shared`, undefined, key);
       expect(polled.body.data).toMatchObject({ runId: 'async-shared', status: 'completed' });

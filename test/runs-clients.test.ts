@@ -5,16 +5,21 @@ import { SimStudioClient } from 'simstudio-ts-sdk';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { runCli } from './support/cli.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
+import { GateServer } from './support/gate-server.ts';
+import { waitUntil } from './support/wait.ts';
 
 let s: TestServer;
 let double: BuiltWorkflow;
 let approval: BuiltWorkflow;
 let sleepy: BuiltWorkflow;
+// The long run waits at a gate that stays shut, so it is still running when the CLI cancels it, however slow the CLI.
+let gate: GateServer;
 
 const cli = (...args: string[]) => runCli(['--output', 'json', ...args], { endpoint: s.url, apiKey: s.key, workspace: s.workspaceId });
 
 beforeAll(async () => {
-  s = await startTestServer({ RATE_LIMIT_FREE_SYNC: '100', RATE_LIMIT_FREE_ASYNC: '200', RATE_LIMIT_FREE_API: '100000' });
+  gate = await new GateServer().start();
+  s = await startTestServer({ RATE_LIMIT_FREE_SYNC: '100', RATE_LIMIT_FREE_ASYNC: '200', RATE_LIMIT_FREE_API: '100000', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
   {
     const start = apiBlock('start_trigger', 'Start', { inputFormat: [{ name: 'n', type: 'number' }] });
     const fn = apiBlock('function', 'Double', { code: 'return <start.n> * 2' });
@@ -29,13 +34,14 @@ beforeAll(async () => {
   }
   {
     const start = apiBlock('start_trigger', 'Start');
-    const nap = apiBlock('wait', 'Nap', { timeValue: '10', timeUnit: 'seconds' });
-    sleepy = await buildWorkflow(s, 'CLI sleepy', [start, nap], [link(start, nap)]);
+    const held = gate.block('Held', 'sleepy');
+    sleepy = await buildWorkflow(s, 'CLI sleepy', [start, held], [link(start, held)]);
   }
-}, 30_000);
+});
 
 afterAll(async () => {
   await s?.stop();
+  await gate?.stop();
 });
 
 describe('sim CLI', () => {
@@ -75,13 +81,12 @@ describe('sim CLI', () => {
     expect(withOutput.json).toMatchObject({ output: { note: 'fine' }, blockOutputs: { 'approve.note': 'fine' } });
 
     const long = await cli('workflows', 'run', sleepy.id, '--async');
-    const until = Date.now() + 5000;
-    while ((await cli('workflows', 'runs', 'get', long.json.runId, '--workflow', sleepy.id)).json.status !== 'running' && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('the long run to be running', async () => (await cli('workflows', 'runs', 'get', long.json.runId, '--workflow', sleepy.id)).json.status === 'running');
     const cancel = await cli('workflows', 'runs', 'cancel', long.json.runId, '--workflow', sleepy.id);
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.json).toMatchObject({ success: true, runId: long.json.runId });
     expect((await cli('workflows', 'runs', 'get', long.json.runId, '--workflow', sleepy.id)).json.status).toBe('cancelled');
-  }, 30_000);
+  });
 
   it('logs list, get and stats', async () => {
     const runId = (await cli('workflows', 'run', double.id, '--input', '{"n": 2}')).json.runId;
@@ -96,7 +101,7 @@ describe('sim CLI', () => {
     const stats = await cli('logs', 'stats');
     expect(stats.code, stats.stderr).toBe(0);
     expect(stats.json.totalRuns).toBeGreaterThan(0);
-  }, 30_000);
+  });
 });
 
 describe('simstudio-ts-sdk', () => {
@@ -118,11 +123,7 @@ describe('simstudio-ts-sdk', () => {
     const queued: any = await client.executeWorkflow(double.id, { n: 7 }, { async: true });
     expect(queued).toMatchObject({ success: true, status: 'queued', links: { status: `${s.services.config.baseUrl}/api/jobs/${queued.taskId}` } });
     expect(client.getRateLimitInfo()!.limit).toBe(200);
-    let job: any;
-    const until = Date.now() + 5000;
-    do {
-      job = await client.getJobStatus(queued.taskId);
-    } while (job.status !== 'completed' && Date.now() < until && (await new Promise((r) => setTimeout(r, 20))) === undefined);
+    const job: any = await waitUntil('the job to end', async () => ((j: any) => (j.status === 'queued' || j.status === 'processing' || j.status === 'pending' ? null : j))(await client.getJobStatus(queued.taskId)));
     expect(job).toMatchObject({ success: true, taskId: queued.taskId, status: 'completed', output: { v: 14 } });
     // The legacy job is a run like any other.
     const run = (await (await s.request(`/api/v2/workflows/${double.id}/runs/${queued.taskId}`)).json()) as any;

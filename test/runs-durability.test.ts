@@ -13,6 +13,8 @@ import { openSqliteStore } from '../src/store/index.ts';
 import { personalAccountId } from '../src/store/billing-accounts.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
+import { GateServer } from './support/gate-server.ts';
+import { waitUntil } from './support/wait.ts';
 
 const LIMITS = { RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_ASYNC: '50000', RATE_LIMIT_FREE_API: '100000', RATE_LIMIT_PRO_SYNC: '50000' };
 
@@ -25,22 +27,24 @@ async function runStatus(base: { request: TestServer['request'] }, wf: string, r
   return ((await (await base.request(`/api/v2/workflows/${wf}/runs/${run}?includeOutput=true`)).json()) as any).data;
 }
 
-async function waitFor(base: { request: TestServer['request'] }, wf: string, run: string, statuses: string[], timeoutMs = 8000): Promise<any> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const data = await runStatus(base, wf, run);
-    if (statuses.includes(data.status)) return data;
-    if (Date.now() > until) throw new Error(`run ${run} still ${data.status}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+async function waitFor(base: { request: TestServer['request'] }, wf: string, run: string, statuses: string[]): Promise<any> {
+  return waitUntil(`run ${run} to be ${statuses.join(' or ')}`, async () => ((data) => (statuses.includes(data.status) ? data : null))(await runStatus(base, wf, run)));
 }
 
-const waitBlock = (seconds: string) => apiBlock('wait', 'Nap', { timeValue: seconds, timeUnit: 'seconds' });
+// Runs that must outlast a limit wait at a gate the test never opens while it looks (test/support/gate-server.ts):
+// an answer that comes while the gate is shut cannot have waited for the run, whatever the machine's speed.
+let gate: GateServer;
+beforeAll(async () => {
+  gate = await new GateServer().start();
+});
+afterAll(async () => {
+  await gate?.stop();
+});
 
 describe('limits and the queue (one worker)', () => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer({ ...LIMITS, RUN_WORKERS: '1', SYNC_RUN_TIMEOUT_MS: '300', ASYNC_RUN_MAX_SECONDS_FREE: '1', USAGE_LIMIT_USD_PRO: '0' });
+    s = await startTestServer({ ...LIMITS, RUN_WORKERS: '1', SYNC_RUN_TIMEOUT_MS: '300', USAGE_LIMIT_USD_PRO: '0', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
   });
   afterAll(async () => {
     await s?.stop();
@@ -48,20 +52,38 @@ describe('limits and the queue (one worker)', () => {
 
   it('a sync run past the server limit fails with TIMEOUT instead of hanging', async () => {
     const start = apiBlock('start_trigger', 'Start');
-    const nap = waitBlock('5');
-    const wf = await buildWorkflow(s, 'Sleepy', [start, nap], [link(start, nap)]);
-    const began = Date.now();
+    const held = gate.block('Held', 'sync-limit');
+    const wf = await buildWorkflow(s, 'Sleepy', [start, held], [link(start, held)]);
     const r = await post(s, `/api/v2/workflows/${wf.id}/execute`);
-    expect(Date.now() - began).toBeLessThan(3000);
     expect(r.body.data).toMatchObject({ status: 'failed', error: { code: 'TIMEOUT' } });
+    // The run reached the gate, and the answer came while it was still shut.
+    expect(gate.arrived.get('sync-limit')).toBe(1);
   });
 
-  it('caps executionTimeoutSeconds at the plan policy; cancels queued and running runs; terminal runs stay', async () => {
+  it('caps executionTimeoutSeconds at the plan policy', async () => {
+    // A server of its own: a 1 s plan cap would also end the runs the queue test below holds on purpose.
+    const capped = await startTestServer({ ...LIMITS, ASYNC_RUN_MAX_SECONDS_FREE: '1', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
+    try {
+      const start = apiBlock('start_trigger', 'Start');
+      const held = gate.block('Held', 'capped');
+      const wf = await buildWorkflow(capped, 'Capped', [start, held], [link(start, held)]);
+      const run = (await post(capped, `/api/v2/workflows/${wf.id}/execute`, { async: true, executionTimeoutSeconds: 600 })).body.data.runId;
+      // The plan allows 1 s however long the caller asked for: the run held at the gate times out.
+      const ended = await waitFor(capped, wf.id, run, ['failed', 'completed']);
+      expect(ended.error).toMatchObject({ code: 'TIMEOUT' });
+      expect(ended.durationMs).toBeGreaterThanOrEqual(1000);
+      expect(gate.arrived.get('capped')).toBe(1);
+    } finally {
+      await capped.stop();
+    }
+  });
+
+  it('cancels queued and running runs; terminal runs stay', async () => {
     const start = apiBlock('start_trigger', 'Start');
-    const nap = waitBlock('3');
-    const wf = await buildWorkflow(s, 'Queue', [start, nap], [link(start, nap)]);
-    const began = Date.now();
-    const first = (await post(s, `/api/v2/workflows/${wf.id}/execute`, { async: true, executionTimeoutSeconds: 600 })).body.data.runId;
+    const held = gate.block('Held', 'queue');
+    const wf = await buildWorkflow(s, 'Queue', [start, held], [link(start, held)]);
+    const quick = await buildWorkflow(s, 'Quick', [apiBlock('start_trigger', 'Start')], []);
+    const first = (await post(s, `/api/v2/workflows/${wf.id}/execute`, { async: true })).body.data.runId;
     await waitFor(s, wf.id, first, ['running']);
     // One worker, busy: the next run waits in the queue.
     const second = await post(s, `/api/v2/workflows/${wf.id}/execute`, { async: true });
@@ -72,17 +94,17 @@ describe('limits and the queue (one worker)', () => {
     expect(listed.map((r: any) => r.runId).sort()).toEqual([second.body.data.runId, third].sort());
     const cancelled = await post(s, `/api/v2/workflows/${wf.id}/runs/${third}/cancel`);
     expect(cancelled.body.data).toMatchObject({ success: true, reason: 'queue_cancelled', durablyRecorded: true });
-    // The plan allows 1 s however long the caller asked for: the 3 s wait times out.
-    const capped = await waitFor(s, wf.id, first, ['failed', 'completed']);
-    expect(capped.error).toMatchObject({ code: 'TIMEOUT' });
-    expect(Date.now() - began).toBeLessThan(2900);
-    // The worker moves on to the second run; cancelling it while it runs stops it there.
+    // Cancelling the running first run (held at the gate) stops it there, and the worker moves on to the second.
+    expect((await post(s, `/api/v2/workflows/${wf.id}/runs/${first}/cancel`)).body.data).toMatchObject({ success: true, locallyAborted: true });
+    expect(await runStatus(s, wf.id, first)).toMatchObject({ status: 'cancelled', error: { code: 'CANCELLED' } });
+    // Cancelling the second while it runs stops it there too.
     await waitFor(s, wf.id, second.body.data.runId, ['running']);
     const stop = await post(s, `/api/v2/workflows/${wf.id}/runs/${second.body.data.runId}/cancel`);
     expect(stop.body.data).toMatchObject({ success: true, locallyAborted: true });
     expect(await runStatus(s, wf.id, second.body.data.runId)).toMatchObject({ status: 'cancelled', error: { code: 'CANCELLED' } });
-    // The cancelled queued run was never picked up.
-    await new Promise((r) => setTimeout(r, 100));
+    // The cancelled queued run was never picked up: a run queued after it has been run by the one worker since.
+    const later = (await post(s, `/api/v2/workflows/${quick.id}/execute`, { async: true })).body.data.runId;
+    await waitFor(s, quick.id, later, ['completed']);
     expect((await runStatus(s, wf.id, third)).status).toBe('cancelled');
     const log = ((await (await s.request(`/api/v2/logs/${third}`)).json()) as any).data;
     expect(log.status).toBe('cancelled');
@@ -171,16 +193,16 @@ describe('restart and shutdown', () => {
 
   it('graceful shutdown stops taking work and marks runs still going as interrupted', async () => {
     const dir = tempDir();
-    const server = await startOn(dir, { SHUTDOWN_TIMEOUT_MS: '200' });
+    const server = await startOn(dir, { SHUTDOWN_TIMEOUT_MS: '200', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
     const workspaceId = (((await (await server.request('/api/v2/workspaces')).json()) as any).data[0]).id;
     const start = apiBlock('start_trigger', 'Start');
-    const nap = waitBlock('10');
-    const wf = await buildWorkflow({ ...server } as unknown as TestServer, 'Long', [start, nap], [link(start, nap)], { workspaceId });
+    const held = gate.block('Held', 'shutdown');
+    const wf = await buildWorkflow({ ...server } as unknown as TestServer, 'Long', [start, held], [link(start, held)], { workspaceId });
     const runId = (await post(server, `/api/v2/workflows/${wf.id}/execute`, { async: true })).body.data.runId;
-    await waitFor(server, wf.id, runId, ['running']);
-    const began = Date.now();
+    await waitUntil('the run to reach the gate', () => gate.holding('shutdown'));
+    expect((await runStatus(server, wf.id, runId)).status).toBe('running');
+    // The close ends while the run is still held at the gate: it did not wait for the run.
     await server.close();
-    expect(Date.now() - began).toBeLessThan(3000);
     const db = new DatabaseSync(path.join(dir, 'workspace.sqlite'));
     try {
       const row = db.prepare('SELECT status, error FROM workflow_runs WHERE id = ?').get(runId) as { status: string; error: string };

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer, callWithHeaders } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
+import { waitUntil } from './support/wait.ts';
 
 const FAST_LIMITS = { RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_ASYNC: '60000', RATE_LIMIT_FREE_API: '100000' };
 
@@ -22,14 +23,8 @@ function call(method: string, pathname: string, body?: unknown, headers: Record<
 const execute = (id: string, body: unknown = {}, headers: Record<string, string> = {}, key?: string) => call('POST', `/api/v2/workflows/${id}/execute`, body, headers, key);
 const getRun = (wf: string, run: string, query = '') => call('GET', `/api/v2/workflows/${wf}/runs/${run}${query}`);
 
-async function waitForStatus(wf: string, run: string, statuses: string[], timeoutMs = 10_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await getRun(wf, run, '?includeOutput=true');
-    if (statuses.includes(r.body.data.status)) return r.body.data;
-    if (Date.now() > until) throw new Error(`run ${run} still ${r.body.data.status}`);
-    await new Promise((res) => setTimeout(res, 25));
-  }
+async function waitForStatus(wf: string, run: string, statuses: string[]) {
+  return waitUntil(`run ${run} to be ${statuses.join(' or ')}`, async () => ((data) => (statuses.includes(data.status) ? data : null))((await getRun(wf, run, '?includeOutput=true')).body.data));
 }
 
 const audits = (resourceId: string) =>
@@ -63,7 +58,7 @@ beforeAll(async () => {
     const after = apiBlock('response', 'Done', { data: '{"last": <step.result>}' });
     looping = await buildWorkflow(s, 'Loops', [start, loop, body, after], [link(start, loop), link(loop, body, 'loop-start-source'), link(loop, after, 'loop-end-source')]);
   }
-}, 30_000);
+});
 
 afterAll(async () => {
   db?.close();

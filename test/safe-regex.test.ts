@@ -70,7 +70,9 @@ describe('file content search', () => {
     const r = await search('(a+)+$');
     expect(r.status, r.text).toBe(200);
     expect(r.body.data.results).toEqual([]);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Backtracking over the 30,000-character line would never end; any bound that a busy machine's request
+    // time stays under tells the two apart.
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 
   it('finds lines by pattern and by exact text', async () => {

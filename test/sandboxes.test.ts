@@ -96,7 +96,7 @@ describe('JavaScript sandboxes', () => {
     const used = await runFn('return 1', r.body.data.id);
     expect(used.body.data.status).toBe('failed');
     expect(used.body.data.error.message).toMatch(/not ready.*DEPENDENCY_NOT_FOUND/);
-  }, 120_000);
+  });
 });
 
 describe('what cannot be built here fails clearly', () => {
@@ -109,7 +109,7 @@ describe('what cannot be built here fails clearly', () => {
     expect((await settled(cli.body.data.id)).errorCode).toBe('CLI_TOOLS_UNSUPPORTED');
     const sys = await create({ name: 'with-apt', language: 'javascript', systemPackages: ['ffmpeg'] });
     expect((await settled(sys.body.data.id)).errorCode).toBe('SYSTEM_PACKAGES_UNSUPPORTED');
-  }, 60_000);
+  });
 
   it('bad specifiers, bad CLI ids and duplicate names are refused up front', async () => {
     for (const dependencies of [['git+https://example.com/x.git'], ['file:../../etc'], ['./local'], ['https://example.com/a.tgz'], ['a', 'a@1']]) {

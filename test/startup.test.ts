@@ -8,6 +8,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { FakeBrowser } from './support/browser-session.ts';
+import { apiBlock, link } from './support/api-workflow.ts';
+import { GateServer } from './support/gate-server.ts';
+import { PATIENCE_MS, waitUntil } from './support/wait.ts';
+import { endsWithFile } from './support/children.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const start = path.join(root, 'bin', 'start.js');
@@ -25,10 +29,10 @@ afterAll(() => {
 const baseEnv = (dataDir: string, extra: Record<string, string> = {}): Record<string, string> => ({ PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...extra });
 
 function startServer(env: Record<string, string>, args: string[] = []): Promise<{ child: ChildProcess; url: string; port: number; out: () => string }> {
-  const child = spawn(process.execPath, [...args, start], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = endsWithFile(spawn(process.execPath, [...args, start], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
     child.stdout!.on('data', (c) => {
       out += c;
       const m = /Listening on (http:\/\/127\.0\.0\.1:(\d+))/.exec(out);
@@ -53,7 +57,7 @@ function stop(child: ChildProcess): Promise<number | null> {
 
 /** A start that is expected to fail: exit code, stderr and stdout. */
 function failedStart(env: Record<string, string>, args: string[] = []) {
-  const r = spawnSync(process.execPath, [...args, start], { env, encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, [...args, start], { env, encoding: 'utf8', timeout: PATIENCE_MS });
   return { code: r.status, stderr: r.stderr, stdout: r.stdout };
 }
 
@@ -67,7 +71,9 @@ function expectOneLine(text: string, prefix: string): void {
 describe('one server per DATA_DIR', () => {
   it('a second server on another port refuses, naming the holder; the first one\'s running run is untouched', async () => {
     const dataDir = tempDir();
-    const first = await startServer(baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, RATE_LIMIT_FREE_ASYNC: '1000' }));
+    // The run waits at a gate this test holds shut, so it is `running` for as long as the test needs, however busy the machine.
+    const gate = await new GateServer().start();
+    const first = await startServer(baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, RATE_LIMIT_FREE_ASYNC: '1000', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' }));
     try {
       const headers = { 'X-API-Key': KEY, 'content-type': 'application/json' };
       const call = async (method: string, p: string, body?: unknown) => {
@@ -78,20 +84,13 @@ describe('one server per DATA_DIR', () => {
       };
       const workspaceId = (await call('GET', '/api/v2/workspaces'))[0].id;
       const wf = await call('POST', '/api/v2/workflows', { workspaceId, name: 'Long' });
-      const startId = 'b0000000-0000-4000-8000-000000000001';
-      const napId = 'b0000000-0000-4000-8000-000000000002';
-      const block = (id: string, type: string, name: string, subBlocks: Record<string, unknown>, y: number) => ({
-        id, type, name, position: { x: 0, y }, enabled: true,
-        subBlocks: Object.fromEntries(Object.entries(subBlocks).map(([k, value]) => [k, { id: k, type: 'short-input', value }])), outputs: {}, data: {},
-      });
-      await call('PUT', `/api/v2/workflows/${wf.id}/state`, {
-        blocks: { [startId]: block(startId, 'start_trigger', 'Start', {}, 0), [napId]: block(napId, 'wait', 'Nap', { timeValue: '3', timeUnit: 'seconds' }, 100) },
-        edges: [{ id: 'e0000000-0000-4000-8000-000000000001', source: startId, target: napId, sourceHandle: 'source', targetHandle: 'target' }],
-      });
+      const startBlock = apiBlock('start_trigger', 'Start');
+      const held = gate.block('Held', 'long-run');
+      await call('PUT', `/api/v2/workflows/${wf.id}/state`, { blocks: { [startBlock.id]: startBlock, [held.id]: held }, edges: [link(startBlock, held)] });
       await call('POST', `/api/v2/workflows/${wf.id}/deploy`, {});
       const { runId } = await call('POST', `/api/v2/workflows/${wf.id}/execute`, { async: true });
       const status = async () => (await call('GET', `/api/v2/workflows/${wf.id}/runs/${runId}`)).status as string;
-      for (let i = 0; i < 100 && (await status()) !== 'running'; i++) await new Promise((r) => setTimeout(r, 20));
+      await waitUntil('the run to reach the gate', () => gate.holding('long-run'));
       expect(await status()).toBe('running');
 
       const second = failedStart(baseEnv(dataDir));
@@ -102,10 +101,11 @@ describe('one server per DATA_DIR', () => {
       expect(second.stdout).toBe('');
 
       expect(await status()).toBe('running');
-      for (let i = 0; i < 200 && (await status()) === 'running'; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(await status()).toBe('completed');
+      gate.release('long-run');
+      expect(await waitUntil('the run to finish', async () => ((s) => (s === 'running' ? null : s))(await status()))).toBe('completed');
     } finally {
       expect(await stop(first.child)).toBe(0);
+      await gate.stop();
     }
     expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(false);
     // A server killed without a chance to clean up leaves a stale lock; the next start takes it over.
@@ -115,7 +115,7 @@ describe('one server per DATA_DIR', () => {
     expect(fs.existsSync(path.join(dataDir, 'server.lock'))).toBe(true);
     const next = await startServer(baseEnv(dataDir));
     expect(await stop(next.child)).toBe(0);
-  }, 60_000);
+  });
 });
 
 describe('an upload killed with SIGKILL during complete', () => {
@@ -160,7 +160,7 @@ describe('an upload killed with SIGKILL during complete', () => {
     } finally {
       await stop(server.child);
     }
-  }, 90_000);
+  });
 });
 
 describe('configuration errors', () => {
@@ -248,7 +248,7 @@ describe('the bootstrap key on a terminal', () => {
     let out = '';
     child.stdout!.on('data', (c) => (out += c));
     try {
-      for (let i = 0; i < 400 && !/Listening on/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+      await waitUntil('the server to listen', () => /Listening on/.test(out));
       expect(out).toMatch(/api key: {3}sk-owa-\S+/);
       expect(out).toContain('Keep the key now');
       expect(fs.existsSync(path.join(dataDir, 'bootstrap-api-key.txt'))).toBe(false);

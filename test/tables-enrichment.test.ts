@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 let s: TestServer;
 let ws: string;
@@ -39,7 +40,7 @@ async function ok(method: string, p: string, body?: unknown, srv: TestServer = s
   return r.body.data;
 }
 
-async function until<T>(fn: () => Promise<T>, done: (v: T) => boolean, ms = 10_000): Promise<T> {
+async function until<T>(fn: () => Promise<T>, done: (v: T) => boolean, ms = PATIENCE_MS): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { runCli } from './support/cli.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
+import { PATIENCE_MS } from './support/wait.ts';
 
 let s: TestServer;
 let ws: string;
@@ -26,7 +27,8 @@ beforeAll(async () => {
   }
   {
     const start = apiBlock('start_trigger', 'Start');
-    const nap = apiBlock('wait', 'Nap', { timeValue: '20', timeUnit: 'seconds' });
+    // Cancelled by the test, never waited out: long enough to still be running however slow the machine.
+    const nap = apiBlock('wait', 'Nap', { timeValue: '10', timeUnit: 'minutes' });
     sleepy = await buildWorkflow(s, 'Sleepy', [start, nap], [link(start, nap)]);
   }
 });
@@ -40,7 +42,7 @@ async function ok(method: string, p: string, body?: unknown) {
   return r.body.data;
 }
 
-async function until<T>(fn: () => Promise<T>, done: (v: T) => boolean, ms = 15_000): Promise<T> {
+async function until<T>(fn: () => Promise<T>, done: (v: T) => boolean, ms = PATIENCE_MS): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();

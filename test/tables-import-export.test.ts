@@ -4,9 +4,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { runCli } from './support/cli.ts';
+import { waitUntil } from './support/wait.ts';
 
 let s: TestServer;
 let ws: string;
@@ -50,12 +51,10 @@ async function importCsv(csv: string | Buffer, target: unknown, extra: Record<st
 }
 
 async function waitImport(id: string) {
-  for (let i = 0; i < 200; i++) {
+  return waitUntil(`import ${id} to end`, async () => {
     const imp = await ok('GET', `/api/v2/tables/imports/${id}?workspaceId=${ws}`);
-    if (imp.status !== 'processing' && imp.status !== 'uploading') return imp;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('import did not finish');
+    return imp.status !== 'processing' && imp.status !== 'uploading' ? imp : null;
+  });
 }
 
 const rows = async (tableId: string) => (await ok('POST', `/api/v2/tables/${tableId}/query`, { workspaceId: ws, limit: 0 })).map((r: any) => r.data);
@@ -75,12 +74,7 @@ describe('imports', () => {
     const fields: any[] = [{ kind: 'column', column: t.schema.columns[1] }, { kind: 'system', name: 'createdAt' }];
     expect(await s.services.store.tableRows.missingIndexes(imp.tableId, fields)).toHaveLength(2);
     await ok('POST', `/api/v2/tables/${imp.tableId}/query`, { workspaceId: ws, predicate: { field: 'Age', op: 'gt', value: 1 }, sort: [{ field: 'createdAt', direction: 'desc' }] });
-    let missing: unknown[] = fields;
-    for (let i = 0; i < 100 && missing.length > 0; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      missing = await s.services.store.tableRows.missingIndexes(imp.tableId, fields);
-    }
-    expect(missing).toEqual([]);
+    await waitUntil('the indexes to be built', async () => (await s.services.store.tableRows.missingIndexes(imp.tableId, fields)).length === 0);
     expect((await rows(imp.tableId)).slice(0, 2)).toEqual([
       { Name: 'Lovelace; Ada', Age: 36, Active: true, Joined: '2024-01-02T00:00:00.000Z', Note: 'said "hi"\r\nthen left' },
       { Name: 'Bob', Age: 9, Active: false, Joined: '2023-05-06T00:00:00.000Z', Note: null },
@@ -245,11 +239,7 @@ describe('exports', () => {
     const e = await ok('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws, format: 'csv' });
     expect(e.status).toBe('queued');
     expect((await s.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws}`)).status).toBe(409);
-    let done = e;
-    for (let i = 0; i < 200 && done.status !== 'completed'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      done = await ok('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws}`);
-    }
+    const done = await waitUntil('the export to end', async () => ((x) => (x.status === 'queued' || x.status === 'processing' ? null : x))(await ok('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws}`)));
     expect(done).toMatchObject({ status: 'completed', rowsProcessed: 11000 });
     const link = await ok('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws}`);
     const text = await (await fetch(link.url)).text();
@@ -338,35 +328,37 @@ async function startImport(csv: string, target: unknown): Promise<string> {
   return (await ok('POST', '/api/v2/tables/imports', { workspaceId: ws, source: { type: 'workspace_file', fileId: file.id }, target })).session.id;
 }
 
-async function waitFor(check: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (check: () => Promise<boolean>) => waitUntil('the condition', check);
 
 describe('export retention', () => {
   it('deletes an ended export and its file once the retention is over; links never outlive it', async () => {
     const p = await startTestServer({ TABLE_EXPORT_RETENTION_SECONDS: '1' });
-    const call = async (method: string, url: string, body?: unknown) => {
-      const r = await p.call(method, url, body);
-      if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${r.text}`);
-      return r.body.data;
-    };
-    const ws2 = p.workspaceId;
-    const t = await call('POST', '/api/v2/tables', { workspaceId: ws2, name: 'short_lived', schema: { columns: [{ name: 'a', type: 'string' }] } });
-    await call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws2, rows: [{ a: 'x' }] });
-    const e = await call('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws2, format: 'csv' });
-    expect(e.status).toBe('completed');
-    const link = await call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`);
-    expect(Date.parse(link.expiresAt)).toBeLessThanOrEqual(Date.parse(e.completedAt ?? new Date().toISOString()) + 1000);
-    const file = p.services.tableJobs.exportPath(e.id, 'csv');
-    expect(fs.existsSync(file)).toBe(true);
-    await waitFor(async () => (await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws2}`)).status === 404, 10_000);
-    expect(fs.existsSync(file)).toBe(false);
-    expect((await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`)).status).toBe(404);
-    expect((await fetch(link.url)).status).toBeGreaterThanOrEqual(403);
-    await p.stop();
+    // The server runs in this process: its clock (Date only; the sweep's timer stays real) stands still until the
+    // test moves it past the retention, so a busy machine cannot expire the export before it has been looked at.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const call = async (method: string, url: string, body?: unknown) => {
+        const r = await p.call(method, url, body);
+        if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${r.text}`);
+        return r.body.data;
+      };
+      const ws2 = p.workspaceId;
+      const t = await call('POST', '/api/v2/tables', { workspaceId: ws2, name: 'short_lived', schema: { columns: [{ name: 'a', type: 'string' }] } });
+      await call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws2, rows: [{ a: 'x' }] });
+      const e = await call('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws2, format: 'csv' });
+      expect(e.status).toBe('completed');
+      const link = await call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`);
+      expect(Date.parse(link.expiresAt)).toBeLessThanOrEqual(Date.parse(e.completedAt ?? new Date().toISOString()) + 1000);
+      const file = p.services.tableJobs.exportPath(e.id, 'csv');
+      expect(fs.existsSync(file)).toBe(true);
+      vi.setSystemTime(Date.now() + 1001);
+      await waitFor(async () => (await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}?workspaceId=${ws2}`)).status === 404);
+      expect(fs.existsSync(file)).toBe(false);
+      expect((await p.call('GET', `/api/v2/tables/${t.id}/exports/${e.id}/download?workspaceId=${ws2}`)).status).toBe(404);
+      expect((await fetch(link.url)).status).toBeGreaterThanOrEqual(403);
+    } finally {
+      vi.useRealTimers();
+      await p.stop();
+    }
   });
 });

@@ -131,7 +131,7 @@ describe('sign-in page', () => {
     }).catch((e) => e);
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('12 to 1024');
-  }, 60_000);
+  });
 });
 
 describe('OAuth authorization server', () => {

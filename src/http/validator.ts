@@ -24,12 +24,43 @@ import { BodyIssues, type ValidatorIssue } from './body-issues.ts';
 
 type Spec = { paths: Record<string, Record<string, unknown>> } & Record<string, unknown>;
 
-function documentFor(spec: Spec, operation: OperationSpec): Spec {
+/**
+ * The document one operation's validator is built from: its own path, and of the components only those its
+ * path (or the rest of the document) reaches through references, transitively. The library dereferences and
+ * compiles what it is given: with all 200-odd schemas, building one operation's validator took about twice the
+ * CPU, paid on each operation's first request after every server start.
+ */
+export function documentFor(spec: Spec, operation: OperationSpec): Spec {
   const item = spec.paths[operation.path];
   if (!item) throw new Error(`The bundled spec has no path ${operation.path}`);
   const trimmed: Record<string, unknown> = { [operation.method]: item[operation.method] };
   if (item.parameters) trimmed.parameters = item.parameters;
-  return { ...spec, paths: { [operation.path]: trimmed } };
+  const all = (spec.components ?? {}) as Record<string, Record<string, unknown>>;
+  const reached: Record<string, Record<string, unknown>> = {};
+  const seen = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key !== '$ref' || typeof value !== 'string') {
+        visit(value);
+        continue;
+      }
+      const [hash, components, kind, name] = value.split('/').map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+      if (hash !== '#' || components !== 'components' || !kind || !name || seen.has(`${kind}/${name}`)) continue;
+      seen.add(`${kind}/${name}`);
+      const target = all[kind]?.[name];
+      if (target === undefined) continue;
+      (reached[kind] ??= {})[name] = target;
+      visit(target);
+    }
+  };
+  visit(trimmed);
+  // What the rest of the document (webhooks, say) references stays too, so the document stays whole.
+  for (const [key, value] of Object.entries(spec)) if (key !== 'paths' && key !== 'components') visit(value);
+  // Security schemes are kept whole: few, small, and named by `security` lists rather than by references.
+  const components = Object.fromEntries(Object.keys(all).map((kind) => [kind, kind === 'securitySchemes' ? all[kind] : (reached[kind] ?? {})]));
+  return { ...spec, paths: { [operation.path]: trimmed }, components };
 }
 
 function runChain(chain: RequestHandler[], req: Request, res: Response, done: NextFunction): void {
@@ -86,12 +117,24 @@ function explainBody(bodyIssues: BodyIssues, operation: OperationSpec, req: Requ
   if (explained) refusal.errors = [...refusal.errors.filter((i) => !onBody(i)), ...explained];
 }
 
+/**
+ * Built validators, per spec document and operation: building one compiles its schemas (a few hundred ms of
+ * CPU), and they hold no state of the app they serve, so every server in the process (the tests start many)
+ * shares them.
+ */
+const built = new WeakMap<object, Map<string, RequestHandler[]>>();
+
 export function createValidatorFactory(spec: object, options: { validateResponses: boolean }): ValidatorFactory {
+  let forSpec = built.get(spec);
+  if (!forSpec) built.set(spec, (forSpec = new Map()));
+  const cache = forSpec;
   const bodyIssues = new BodyIssues(spec);
   return (operation) => {
+    const key = `${operation.operationId} ${options.validateResponses}`;
     let chain: RequestHandler[] | null = null;
     return (req, res, next) => {
-      chain ??= createValidator(documentFor(spec as Spec, operation), options).filter((mw) => !SKIPPED.has(mw.name));
+      chain ??= cache.get(key) ?? null;
+      if (!chain) cache.set(key, (chain = createValidator(documentFor(spec as Spec, operation), options).filter((mw) => !SKIPPED.has(mw.name))));
       runChain(chain, req, res, (err?: unknown) => {
         if (err) {
           explainBody(bodyIssues, operation, req, err);
