@@ -4,24 +4,18 @@
 // memory comes back as a WorkerOverrun.
 import type { ContentSettings } from '../config.ts';
 import { UserPatternError, type UserPatternProblem } from '../domain/safe-regex.ts';
-import type { ExtractedText, TextKind } from '../files/text.ts';
+import { degraded, type ExtractedText, type TextKind } from '../files/text.ts';
 import type { ChunkingConfig, ChunkRecipe } from '../knowledge/chunking-config.ts';
 import { UserRegexError } from '../knowledge/user-regex.ts';
 import { StateError } from '../workflows/state.ts';
 import type { ParsedDocument } from '../workflows/portable.ts';
-import { WorkerOverrun, WorkerPool, WorkerTaskError } from '../workers/pool.ts';
+import { movable, WorkerOverrun, WorkerPool, WorkerTaskError } from '../workers/pool.ts';
 import { ContentError } from './guards.ts';
 import type { Chunk } from '../knowledge/chunker.ts';
 import type { ContentTasks } from './tasks.ts';
 
 export { ContentError } from './guards.ts';
 export { WorkerOverrun } from '../workers/pool.ts';
-
-/** A buffer the worker may take over: the bytes are moved when the view owns its memory, else copied once. */
-function movable(bytes: Buffer): Uint8Array {
-  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-  return own ? new Uint8Array(bytes.buffer as ArrayBuffer, 0, bytes.byteLength) : new Uint8Array(bytes);
-}
 
 /** Turns an error a task raised in its worker back into the class its caller handles. */
 function restore(err: unknown): never {
@@ -73,7 +67,7 @@ export class ContentWorkers {
     try {
       return await this.run('fileText', { kind, bytes: data, complete }, data);
     } catch (err) {
-      if (err instanceof WorkerOverrun) return { text: '', degraded: true, degradedReason: err.message };
+      if (err instanceof WorkerOverrun) return degraded(err.message);
       throw err;
     }
   }

@@ -49,7 +49,8 @@ export interface ExtractedText {
   degradedReason: string | null;
 }
 
-const degraded = (reason: string): ExtractedText => ({ text: '', degraded: true, degradedReason: reason });
+/** Text that could not be extracted, and why. */
+export const degraded = (reason: string): ExtractedText => ({ text: '', degraded: true, degradedReason: reason });
 
 /** `complete` says whether `bytes` is the whole source. A document beyond the limits comes back degraded, saying which. */
 export async function extractText(kind: TextKind, bytes: Buffer, complete: boolean, limits: ContentLimits): Promise<ExtractedText> {

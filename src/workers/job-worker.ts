@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Readable } from 'node:stream';
-import { cappedHeap, isOutOfMemory } from './pool.ts';
+import { cappedHeap, isOutOfMemory, movable } from './pool.ts';
 
 /**
  * Why a job's worker failed; `canceled` when it found its job canceled. `reason` says why in a word the caller
@@ -113,10 +113,7 @@ export class JobWorker<Out extends { type: string }> {
       this.worker.postMessage({ type: 'end' });
       return;
     }
-    // The bytes move to the worker when the chunk owns its whole buffer; a view into a shared pool is copied.
-    const c = r.value;
-    const own = c.byteOffset === 0 && c.byteLength === c.buffer.byteLength && c.buffer instanceof ArrayBuffer;
-    const data = own ? new Uint8Array(c.buffer as ArrayBuffer, 0, c.byteLength) : new Uint8Array(c);
+    const data = movable(r.value);
     this.worker.postMessage({ type: 'chunk', data }, [data.buffer as ArrayBuffer]);
   }
 

@@ -63,6 +63,15 @@ export function serializeError(err: unknown): SerializedError {
   return { name: err.constructor?.name || err.name, message: err.message, props };
 }
 
+/**
+ * Bytes a worker may take over: moved when the view owns its whole buffer, copied once when it is a slice of a
+ * shared pool (which must not be detached from the other views on it).
+ */
+export function movable(bytes: Uint8Array): Uint8Array {
+  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  return own ? new Uint8Array(bytes.buffer as ArrayBuffer, 0, bytes.byteLength) : new Uint8Array(bytes);
+}
+
 export const isOutOfMemory = (err: unknown) => (err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
 
 /** Resource limits of a worker whose old generation is capped at `heapMb`. */
