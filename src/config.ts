@@ -57,6 +57,17 @@ export interface Config {
   /** Idempotency-Key: how long a key (and the answer it replays) is kept. */
   idempotency: { ttlMs: number };
   callbacks: CallbackSettings;
+  /**
+   * Work claimed from a queue (runs, knowledge documents, table jobs, callback deliveries) is held under a lease:
+   * the holder renews it every `renewMs`; an item whose lease passed `ttlMs` without renewal is reclaimed by
+   * whichever process polls next.
+   */
+  leases: LeaseSettings;
+}
+
+export interface LeaseSettings {
+  ttlMs: number;
+  renewMs: number;
 }
 
 /** Completion callbacks of async runs: retry schedule, per-attempt timeout, signing-secret rotation grace. */
@@ -347,6 +358,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     http: httpLimits(env),
     idempotency: { ttlMs: integer(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000 },
+    leases: leaseSettings(env),
     callbacks: {
       retryBaseMs: integer(env, 'CALLBACK_RETRY_BASE_MS', 5000, 1, 3_600_000),
       retryMaxMs: integer(env, 'CALLBACK_RETRY_MAX_MS', 3_600_000, 1, 86_400_000),
@@ -525,4 +537,10 @@ function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
       ? { baseUrl: rerankUrl.replace(/\/+$/, ''), apiKey: env.KB_RERANK_API_KEY || null, timeoutMs: integer(env, 'KB_RERANK_TIMEOUT_MS', 10_000, 100, 600_000) }
       : null,
   };
+}
+
+/** LEASE_TTL_MS (30 s) and a renewal at a third of it, so two missed renewals still keep the lease. */
+function leaseSettings(env: NodeJS.ProcessEnv): LeaseSettings {
+  const ttlMs = integer(env, 'LEASE_TTL_MS', 30_000, 300, 3_600_000);
+  return { ttlMs, renewMs: Math.max(100, Math.floor(ttlMs / 3)) };
 }

@@ -1,4 +1,5 @@
 // Handlers for the Hosted Chat operations: one chat per workflow, managed by workspace admins.
+import { UniqueViolation } from '../store/errors.ts';
 import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
 import { conflict, invalidField, notFound } from '../http/errors.ts';
@@ -94,7 +95,7 @@ export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployme
       });
     } catch (err) {
       // Two requests racing for one identifier: the unique index decides.
-      if (err instanceof Error && /UNIQUE constraint failed: chat_deployments\.identifier/.test(err.message)) throw identifierTaken(body.identifier);
+      if (err instanceof UniqueViolation && err.is('chat_deployments', 'identifier')) throw identifierTaken(body.identifier);
       throw err;
     }
   })();

@@ -1,5 +1,6 @@
 // What the v2 and legacy execution handlers share: finding a runnable workflow, accepting a run (the run row,
 // its log and one audit event in one transaction) and streaming a run's events.
+import { UniqueViolation } from '../store/errors.ts';
 import { newRunLog, newRunRecord } from '../runs/records.ts';
 import { PassThrough } from 'node:stream';
 import type { RequestContext } from '../http/context.ts';
@@ -115,7 +116,7 @@ export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspac
     });
   } catch (err) {
     // Two requests racing for one id in one workspace: the unique (workspace, key) index decides.
-    if (!(err instanceof ApiError) && /UNIQUE|PRIMARY KEY/i.test(String((err as Error).message))) throw runIdConflict(key);
+    if (err instanceof UniqueViolation && err.table === 'workflow_runs') throw runIdConflict(key);
     throw err;
   }
   return run;

@@ -5,6 +5,31 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Database, Row, SqlExecutor, SqlValue } from './database.ts';
+import { ForeignKeyViolation, SerializationFailure, UniqueViolation } from './errors.ts';
+
+// SQLite's extended result codes (sqlite3.h) for the failures callers need to tell apart.
+const SQLITE_BUSY = 5;
+const SQLITE_LOCKED = 6;
+const SQLITE_CONSTRAINT_FOREIGNKEY = 787;
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
+
+/** The typed store error for a node:sqlite error (or the error itself when it is not one callers switch on). */
+export function mapSqliteError(err: unknown): unknown {
+  const errcode = (err as { errcode?: number }).errcode;
+  if (typeof errcode !== 'number') return err;
+  const message = (err as Error).message;
+  if (errcode === SQLITE_CONSTRAINT_UNIQUE || errcode === SQLITE_CONSTRAINT_PRIMARYKEY) {
+    // "UNIQUE constraint failed: table.a, table.b"
+    const named = /constraint failed: (.+)$/.exec(message)?.[1] ?? '';
+    const qualified = named.split(',').map((s) => s.trim()).filter(Boolean);
+    const table = qualified[0]?.split('.')[0] ?? '';
+    return new UniqueViolation(table, qualified.map((q) => q.slice(q.indexOf('.') + 1)), { cause: err });
+  }
+  if (errcode === SQLITE_CONSTRAINT_FOREIGNKEY) return new ForeignKeyViolation(message, { cause: err });
+  if ((errcode & 0xff) === SQLITE_BUSY || (errcode & 0xff) === SQLITE_LOCKED) return new SerializationFailure(message, { cause: err });
+  return err;
+}
 
 const STATEMENT_CACHE_SIZE = 2000;
 
@@ -35,17 +60,29 @@ class Connection implements SqlExecutor {
     return stmt;
   }
   allSync<T>(sql: string, params: readonly SqlValue[] = []): T[] {
-    return this.prepare(sql).all(...params) as T[];
+    try {
+      return this.prepare(sql).all(...params) as T[];
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
   }
   async all<T = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
     return this.allSync<T>(sql, params);
   }
   async get<T = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
-    return this.prepare(sql).get(...params) as T | undefined;
+    try {
+      return this.prepare(sql).get(...params) as T | undefined;
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
   }
   async run(sql: string, params: readonly SqlValue[] = []): Promise<{ changes: number }> {
-    const r = this.prepare(sql).run(...params);
-    return { changes: Number(r.changes) };
+    try {
+      const r = this.prepare(sql).run(...params);
+      return { changes: Number(r.changes) };
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
   }
   close(): void {
     this.statements.clear();

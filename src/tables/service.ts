@@ -1,6 +1,7 @@
 // The rules of tables that operations share: loading a table of a workspace, locks, plan limits, turning client
 // rows (keyed by column name) into stored cells (keyed by column id) and back, positions, uniqueness, and the
 // wire views. Works on repositories inside the caller's transaction; errors are the shared ApiError.
+import { UniqueViolation } from '../store/errors.ts';
 import { generateKeyBetween, generateNKeysBetween } from 'fractional-indexing';
 import type { Repositories, Store } from '../store/index.ts';
 import type { StoredRow } from '../store/table-rows.ts';
@@ -154,13 +155,13 @@ export async function assertUniqueFree(repos: Repositories, t: UserTableRecord, 
   }
 }
 
-/** Maps SQLite's unique-index failure (a batch that repeats a value within itself) to a 409. */
+/** Maps a unique-index failure on a row table (a batch that repeats a value within itself) to a 409. */
 export function uniqueViolation(err: unknown, t: UserTableRecord): never {
-  const msg = err instanceof Error ? err.message : '';
-  const m = /UNIQUE constraint failed: trows_[0-9a-f]+\.c_([0-9a-f]{32})/.exec(msg);
-  if (m) {
-    const column = t.columns.find((c) => c.id === `col_${m[1]}`);
-    throw conflict(`Column "${column?.name ?? m[1]}" is unique and the request would repeat a value.`, { code: 'UNIQUE_VIOLATION', column: column?.name });
+  if (err instanceof UniqueViolation && err.table.startsWith('trows_') && err.columns.length === 1) {
+    // Row-table columns are named c_<hex of the column id>.
+    const hex = err.columns[0]!.replace(/^c_/, '');
+    const column = t.columns.find((c) => c.id === `col_${hex}`);
+    throw conflict(`Column "${column?.name ?? hex}" is unique and the request would repeat a value.`, { code: 'UNIQUE_VIOLATION', column: column?.name });
   }
   throw err;
 }
