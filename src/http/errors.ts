@@ -2,6 +2,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { components } from '../../generated/types.ts';
 import { errorFormatFor, malformedParam, rawPathOf, type ErrorFormat } from './routes.ts';
+import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
 export type ValidationIssue = components['schemas']['ValidationIssue'];
@@ -145,8 +146,22 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, _next) => {
   res.status(apiError.status).json(errorBody(apiError, format));
 };
 
+/** How each kind of domain failure reaches a client: the one place domain errors become HTTP errors. */
+const CODE_OF_KIND: Record<DomainErrorKind, ErrorCode> = {
+  invalid: 'BAD_REQUEST',
+  not_found: 'NOT_FOUND',
+  forbidden: 'FORBIDDEN',
+  conflict: 'CONFLICT',
+  too_large: 'PAYLOAD_TOO_LARGE',
+  locked: 'LOCKED',
+  usage_limit: 'USAGE_LIMIT_EXCEEDED',
+  precondition: 'PRECONDITION_FAILED',
+  unavailable: 'SERVICE_UNAVAILABLE',
+};
+
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return new ApiError(CODE_OF_KIND[err.kind], err.message, err.details);
   const e = err as { status?: number; statusCode?: number; type?: string; errors?: ValidatorErrorItem[]; message?: string };
   const status = e?.status ?? e?.statusCode;
   // body-parser
