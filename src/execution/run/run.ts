@@ -10,9 +10,6 @@ import type { ScopeOutcome, ScopeResume } from './frame.ts';
 import { runScope } from './scheduler.ts';
 import { now, RunState, type RunHost } from './state.ts';
 
-export type { ResumeWith } from './checkpoint.ts';
-export type { RunHost } from './state.ts';
-
 /** Runs a workflow, fresh (checkpoint null) or resumed from a checkpoint. Never throws for run failures: they are in the result. */
 export async function runWorkflow(host: RunHost, workflow: WorkflowDefinition, options: RunOptions, checkpoint: Checkpoint | null, resumeWith: ResumeWith | null): Promise<RunResult> {
   const run = new RunState(host, workflow, options, checkpoint);
