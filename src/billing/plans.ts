@@ -1,7 +1,6 @@
 // What each billing plan allows. Numbers the mission leaves open (rate limits, storage quota sizes: "not
 // shown") are this server's defaults; configuration (see src/config.ts) may override them.
 import type { Plan } from '../store/billing-accounts.ts';
-import type { FileLimits } from '../config.ts';
 
 export type RateBucket = 'api' | 'sync' | 'async';
 
@@ -33,7 +32,13 @@ export const PLAN_LIMITS: Record<Plan, PlanLimits> = {
   enterprise: { storageBytes: 10 * 1024 * GiB, maxFileBytes: 100 * GiB },
 };
 
-export function planLimits(plan: Plan, overrides: Pick<FileLimits, 'storageQuotaBytes' | 'maxFileBytes'>): PlanLimits {
+/** Configured overrides of every plan's quotas (config.files: STORAGE_QUOTA_BYTES, MAX_FILE_SIZE); null keeps the plan's. */
+export interface PlanLimitOverrides {
+  storageQuotaBytes: number | null;
+  maxFileBytes: number | null;
+}
+
+export function planLimits(plan: Plan, overrides: PlanLimitOverrides): PlanLimits {
   const base = PLAN_LIMITS[plan] ?? PLAN_LIMITS.free;
   return {
     storageBytes: overrides.storageQuotaBytes ?? base.storageBytes,

@@ -1,13 +1,14 @@
 // What each block type does when it runs, keyed by the block registry's type ids (src/workflows/blocks.ts on the
 // workflows branch): start_trigger, api_trigger, function, condition, router, variables, response, wait,
-// human_in_the_loop, api, workflow, agent. Loops and parallels are run by the engine itself. Adapting to a renamed
-// type or sub-block is a change to this file only.
+// human_in_the_loop, api, workflow, agent. Loops and parallels are run by the run itself (run/subflows.ts).
+// Adapting to a renamed type or sub-block is a change to this file only.
 import type { SandboxPool } from '../sandbox/pool.ts';
 import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
-import type { AgentProvider, AgentTool, ExecutionLimits, McpToolCaller, RunResources } from './engine.ts';
+import type { AgentProvider, AgentTool, ExecutionLimits, McpToolCaller, RunResources } from './options.ts';
 import { skillsInstructions } from '../resources/skills.ts';
 import { ExecutionError } from './errors.ts';
+import { sleep } from './sleep.ts';
 import { mcpOutput } from '../mcp/result.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
 import type { CodeKind } from './references.ts';
@@ -362,18 +363,7 @@ const wait: BlockHandler = async (ctx) => {
   if (!Number.isFinite(amount) || amount < 0) throw fail(ctx, `The wait duration must be a number of ${unit} of zero or more`);
   const ms = Math.round(amount * factor);
   ctx.setTraceInput({ timeValue: amount, timeUnit: unit });
-  await new Promise<void>((resolve, reject) => {
-    if (ctx.signal.aborted) return reject(ctx.signal.reason);
-    const timer = setTimeout(() => {
-      ctx.signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(ctx.signal.reason);
-    };
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-  });
+  await sleep(ms, ctx.signal);
   return { output: { waitDuration: ms } };
 };
 

@@ -5,8 +5,11 @@ import { SandboxPool } from '../sandbox/pool.ts';
 import { EgressPolicy } from './egress.ts';
 import { Engine } from './engine.ts';
 
-export { Engine, sleep, normalizeName } from './engine.ts';
-export type { AgentProvider, EngineOptions, ExecutionLimits, ResumeInput, RunOptions, RunResources, AgentTool, RunFileRef, SecretsProvider } from './engine.ts';
+export { Engine } from './engine.ts';
+export type { EngineOptions } from './engine.ts';
+export { sleep } from './sleep.ts';
+export { normalizeName } from './references.ts';
+export type { AgentProvider, EngineServices, ExecutionLimits, ResumeInput, RunOptions, RunResources, AgentTool, RunFileRef, SecretsProvider } from './options.ts';
 export { ExecutionError, ResumeError } from './errors.ts';
 export { EgressPolicy, EgressError } from './egress.ts';
 export { BLOCK_HANDLERS, TRIGGER_TYPES, CONTAINER_TYPES, parseInputFormat, validateFields } from './blocks.ts';

@@ -13,6 +13,9 @@ const WHOLE_REFERENCE = /^<([A-Za-z_][^<>\s]*\.[^<>\s]*)>$/;
 
 export class UnresolvedReference extends Error {}
 
+/** How a block or variable name is matched in a reference: case and whitespace do not count (`<My Agent.x>` = `<myagent.x>`). */
+export const normalizeName = (name: string): string => name.toLowerCase().replace(/\s+/g, '');
+
 export interface ReferenceSource {
   /** The value a reference body such as `agent.content` or `loop.index` names; throws UnresolvedReference. */
   lookup(body: string): unknown;

@@ -3,9 +3,9 @@
 // shared store (e.g. Postgres or Redis) can serve several server instances; the default is in process memory.
 import type { RequestHandler } from 'express';
 import type { OperationSpec } from '../../generated/operations.ts';
-import type { RateBucket } from '../billing/plans.ts';
+import type { RateBucket, RateLimits } from '../billing/plans.ts';
 import type { Principal } from '../identity/principal.ts';
-import type { Services } from '../services.ts';
+import type { Plan } from '../store/billing-accounts.ts';
 import { ApiError } from './errors.ts';
 
 export interface TakeResult {
@@ -78,7 +78,13 @@ export function bucketFor(operation: OperationSpec, body: unknown, executionMode
   return (body as { async?: unknown } | undefined)?.async === true || executionMode === 'async' ? 'async' : 'sync';
 }
 
-export function rateLimit(services: Services, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal | null): RequestHandler {
+/** What the middleware reads from the services (declared here, so this module does not import the whole container). */
+export interface RateLimitServices {
+  config: { rateLimits: Record<Plan, RateLimits> };
+  rateLimits: RateLimitStore;
+}
+
+export function rateLimit(services: RateLimitServices, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal | null): RequestHandler {
   return async (req, res, next) => {
     try {
       // Callers of public operations are counted by address, on the free plan's buckets.

@@ -382,4 +382,4 @@ interface PreparedChunk {
 }
 
 export const newChunkId = () => `kc_${randomUUID().replace(/-/g, '')}`;
-export const newDocumentId = () => `kd_${randomUUID().replace(/-/g, '')}`;
+export { newDocumentId } from './ids.ts';

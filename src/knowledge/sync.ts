@@ -7,7 +7,7 @@ import type { ConnectorRecord, SyncLogRecord } from '../store/knowledge-connecto
 import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
 import { ALL_SLOTS } from './tags.ts';
 import { connectorType, SourceError, type ConnectorContext, type ExternalDocument } from './connectors.ts';
-import { newDocumentId } from './service.ts';
+import { newDocumentId } from './ids.ts';
 
 export async function runSync(ctx: ConnectorContext, connector: ConnectorRecord, rehydrate: boolean, startedAt: string): Promise<SyncLogRecord> {
   const log: SyncLogRecord = {
