@@ -183,6 +183,11 @@ export interface FileLimits {
   archiveRetentionMs: number;
   /** How often the purge job runs; 0 turns the timer off. */
   purgeIntervalMs: number;
+  /**
+   * Age after which the purge job treats upload leftovers as abandoned: temporary files and staged bytes
+   * untouched this long, unreferenced blobs, and sessions left `completing` (their process died).
+   */
+  staleAfterMs: number;
   unzipMaxEntries: number;
   unzipMaxBytes: number;
   /** Longest one unzip may take (its worker is then terminated). */
@@ -323,6 +328,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFileBytes: env.MAX_FILE_SIZE ? byteSize(env, 'MAX_FILE_SIZE', 0) : null,
       archiveRetentionMs: integer(env, 'FILE_ARCHIVE_RETENTION_DAYS', 30, 0, 3650) * 24 * 3600 * 1000,
       purgeIntervalMs: integer(env, 'FILE_PURGE_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600) * 1000,
+      staleAfterMs: integer(env, 'FILE_STALE_AFTER_SECONDS', 3600, 1, 7 * 24 * 3600) * 1000,
       unzipMaxEntries: integer(env, 'UNZIP_MAX_ENTRIES', 1000, 1, 100_000),
       unzipMaxBytes: byteSize(env, 'UNZIP_MAX_SIZE', 1024 * 1024 * 1024),
       unzipTimeoutMs: integer(env, 'UNZIP_TIMEOUT_MS', 300_000, 1, 3_600_000),

@@ -69,10 +69,25 @@ const toRecord = (r: Row): KnowledgeChunkRecord => ({
 
 export const CHUNK_SORT_COLUMNS = { chunkIndex: 'chunk_index', tokenCount: 'token_count', enabled: 'enabled' } as const;
 
+/**
+ * Every change to a base's chunks bumps the base's `vector_version` in the same statement's transaction, so a
+ * process holding the base's vectors in memory (src/knowledge/service.ts) sees with one cheap read that they
+ * are stale, whichever process made the change.
+ */
+const BUMP_BASE = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = ?';
+const BUMP_BASE_OF_DOCUMENT = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_documents WHERE id = ?)';
+const BUMP_BASE_OF_CHUNK = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_chunks WHERE seq = ?)';
+
 export class KnowledgeChunkRepository {
   private readonly db: SqlExecutor;
   constructor(db: SqlExecutor) {
     this.db = db;
+  }
+
+  /** The base's vector version: changes whenever any of its chunks change. */
+  async vectorVersion(knowledgeBaseId: string): Promise<number> {
+    const r = await this.db.get<{ v: number }>('SELECT vector_version AS v FROM knowledge_bases WHERE id = ?', [knowledgeBaseId]);
+    return Number(r?.v ?? 0);
   }
 
   async insert(c: NewChunk): Promise<KnowledgeChunkRecord> {
@@ -83,13 +98,15 @@ export class KnowledgeChunkRepository {
     );
     const row = (await this.db.get<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE id = ?`, [c.id]))!;
     await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [row.seq, c.content]);
+    await this.db.run(BUMP_BASE, [c.knowledgeBaseId]);
     return toRecord(row);
   }
 
   /** Removes every chunk of a document (and its index entries). */
   async deleteForDocument(documentId: string): Promise<void> {
     await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid IN (SELECT seq FROM knowledge_chunks WHERE document_id = ?)', [documentId]);
-    await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+    const r = await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+    if (r.changes > 0) await this.db.run(BUMP_BASE_OF_DOCUMENT, [documentId]);
   }
 
   async get(id: string): Promise<KnowledgeChunkRecord | undefined> {
@@ -141,13 +158,16 @@ export class KnowledgeChunkRepository {
       content, content.length, tokenCount, embedding, now, c.seq,
     ]);
     await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [c.seq, content]);
+    await this.db.run(BUMP_BASE_OF_CHUNK, [c.seq]);
   }
 
   async setEnabled(seq: number, enabled: boolean, now: string): Promise<void> {
     await this.db.run('UPDATE knowledge_chunks SET enabled = ?, updated_at = ? WHERE seq = ?', [enabled ? 1 : 0, now, seq]);
+    await this.db.run(BUMP_BASE_OF_CHUNK, [seq]);
   }
 
   async delete(seq: number): Promise<void> {
+    await this.db.run(BUMP_BASE_OF_CHUNK, [seq]);
     await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid = ?', [seq]);
     await this.db.run('DELETE FROM knowledge_chunks WHERE seq = ?', [seq]);
   }
