@@ -5,7 +5,7 @@ import type { RunRecord } from '../store/workflow-runs.ts';
 import type { ExecutionLogView } from '../store/execution-logs.ts';
 import type { CostSummary, PausePoint, RunError, RunResult, TraceSpan, WorkflowState } from '../execution/index.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
-import { logStatusOf } from './service.ts';
+import { logStatusOf } from './records.ts';
 
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
