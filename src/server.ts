@@ -178,7 +178,7 @@ export async function startServer(services: Services, options: StartOptions = {}
   // Links the API hands out (signed upload URLs, share links) must name the port actually bound.
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
   // Recovery happens only here, under the data directory lock: uploads a previous process left completing go
-  // back to their client, and runs it left running are failed before the queue's workers pick up what is queued.
+  // back to their client. Runs need none: the queue's workers reclaim runs whose lease expired (src/runs/service.ts).
   if (services.dataDirLock) await recoverUploads(services.store, services.blobs, services.logger);
   await services.runs.start();
   await services.sandboxes.resume();
@@ -202,7 +202,8 @@ export async function startServer(services: Services, options: StartOptions = {}
       closing ??= (async () => {
         shuttingDown = true;
         stopPurge();
-        // The queue stops taking work at once; runs in flight get the same grace as in-flight requests.
+        // The queue stops taking work at once; runs in flight get the same grace as in-flight requests, then
+        // async runs still going go back to the queue.
         const runsClosed = services.runs.close(config.shutdownTimeoutMs);
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

@@ -190,6 +190,11 @@ export class RunService {
     this.wakeAll();
   }
 
+  /** A run was settled outside an execution here (cancelled, or reclaimed and settled): its callback may be due. */
+  settled(): void {
+    this.onSettled();
+  }
+
   /** Blocks of a run executing here that have started and not yet ended; empty for any other run. */
   runningBlockIds(runId: string): string[] {
     return [...(this.active.get(runId)?.runningBlocks ?? [])];
