@@ -126,6 +126,7 @@ export class RunService {
   private readonly sandboxes: SandboxBuilder | null;
   private readonly workspaceCredentials: WorkspaceCredentials | null;
   private readonly onSettled: () => void;
+  private readonly owner: string;
   constructor(deps: {
     store: Store;
     engine: Engine;
@@ -140,7 +141,10 @@ export class RunService {
     mcp?: McpRegistry;
     /** Called after a run's outcome is recorded (the completion-callback worker looks for due deliveries). */
     onSettled?: () => void;
+    /** Who holds the runs executed here (tests stand in for a second process with another owner). */
+    leaseOwner?: string;
   }) {
+    this.owner = deps.leaseOwner ?? PROCESS_OWNER;
     this.onSettled = deps.onSettled ?? (() => undefined);
     this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
@@ -216,7 +220,7 @@ export class RunService {
 
   /** The lease a run accepted here to execute at once (sync, stream, a sync resume) starts under. */
   newLease(): { owner: string; until: string } {
-    return { owner: PROCESS_OWNER, until: leaseUntil(this.config.leases.ttlMs) };
+    return { owner: this.owner, until: leaseUntil(this.config.leases.ttlMs) };
   }
 
   /** The graph a run executes: its deployment version (immutable, so cached) or, for manual runs, the draft. */
@@ -290,7 +294,7 @@ export class RunService {
     let settle!: () => void;
     const entry: ActiveRun = { mode: run.mode, controller, done: new Promise<void>((r) => (settle = r)), shutdown: false, release: false, runningBlocks: new Set() };
     this.active.set(run.id, entry);
-    const holder: RunHolder = { owner: run.leaseOwner ?? PROCESS_OWNER, attempt: run.attempts };
+    const holder: RunHolder = { owner: run.leaseOwner ?? this.owner, attempt: run.attempts };
     // The lease is renewed while the engine works; a renewal that finds a cancel asked for (by any process)
     // stops the run, and one that finds the lease lost stops it without recording anything.
     const keeper = new LeaseKeeper(
@@ -457,7 +461,7 @@ export class RunService {
               ? { to: 'failed', error: attemptsExhaustedError(found.attempts) }
               : null;
         if (end) {
-          if (!(await tx.workflowRuns.claim(found, PROCESS_OWNER, leaseUntil(ttlMs), at, { countAttempt: false }))) return 'settled';
+          if (!(await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at, { countAttempt: false }))) return 'settled';
           if (await moveRun(tx, found.id, { kind: 'stop', from: 'running', to: end.to, error: JSON.stringify(end.error), at })) {
             await tx.executionLogs.stop(found.id, end.to, at, end.error.message);
           }
@@ -465,7 +469,7 @@ export class RunService {
           return 'settled';
         }
       }
-      const run = await tx.workflowRuns.claim(found, PROCESS_OWNER, leaseUntil(ttlMs), at);
+      const run = await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at);
       if (!run) return 'settled';
       if (found.status === 'running') this.logger.warn({ runId: run.id, attempt: run.attempts }, 'a run whose process stopped is executed again');
       await tx.executionLogs.setStatus(run.id, 'running', run.resumeInput ? undefined : (run.startedAt ?? at));

@@ -132,6 +132,8 @@ export function runView(
     startedAt: run.startedAt,
     endedAt: run.status === 'paused' ? null : run.endedAt,
     durationMs: run.durationMs,
+    // Shown once the run was executed again after its server stopped under it (src/runs/service.ts).
+    ...(run.attempts > 1 ? { attempt: run.attempts } : {}),
     paused: pauseView(run),
     cost: run.costTotal === null ? null : { total: run.costTotal },
     error: parse<RunError>(run.error),
