@@ -166,8 +166,8 @@ async function stopAsCancelled(tx: Repositories, id: string, from: RunStatus, at
  * Cancels a run, wherever it executes. A queued or paused run is cancelled at once. For a running run a cancel
  * request is recorded; the process holding its lease stops it at its next renewal (this process at once) and
  * records it cancelled with what it produced so far. The answer waits for that, by reading the run, for at most
- * two renewal periods; a run whose holder did not stop by then (or whose lease already expired: its process is
- * gone) is cancelled here, and a late outcome of its holder is dropped.
+ * one lease period (LEASE_TTL_MS: three renewals); a run whose holder did not stop by then (or whose lease already
+ * expired: its process is gone) is cancelled here, and a late outcome of its holder is dropped.
  */
 export async function cancelRun(runs: RunService, mutate: Mutation, run: RunRecord): Promise<CancelOutcome> {
   const base: CancelOutcome = { success: false, runId: run.key, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false, reason: 'recorded' };
@@ -197,8 +197,8 @@ export async function cancelRun(runs: RunService, mutate: Mutation, run: RunReco
     await runs.abort(run.id);
     return { ...base, success: true, durablyRecorded: true, locallyAborted: true, reason: 'recorded' };
   }
-  const { renewMs } = runs.config.leases;
-  const until = Date.now() + 2 * renewMs;
+  const { renewMs, ttlMs } = runs.config.leases;
+  const until = Date.now() + ttlMs;
   for (;;) {
     const current = await runs.store.workflowRuns.get(run.id);
     if (!current || current.status !== 'running') {

@@ -299,7 +299,7 @@ export class RunService {
     // stops the run, and one that finds the lease lost stops it without recording anything.
     const keeper = new LeaseKeeper(
       async () => {
-        const renewal = await this.store.workflowRuns.renewLease(run.id, holder, leaseUntil(this.config.leases.ttlMs));
+        const renewal = await this.store.transaction((tx) => tx.workflowRuns.renewLease(run.id, holder, leaseUntil(this.config.leases.ttlMs)));
         if (renewal.held && renewal.cancelRequested) controller.abort();
         return renewal.held;
       },
