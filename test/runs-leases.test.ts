@@ -268,7 +268,7 @@ describe('two RunServices on one store (standing in for two processes)', () => {
       engine: local.engine,
       startEngine: local.startEngine,
       config: s.services.config,
-      logger: createLogger(process.env.DEBUG_LEASES ? 'debug' : 'silent'),
+      logger: createLogger('silent'),
       leaseOwner: 'other-process',
     });
     await other.start();
