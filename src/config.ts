@@ -165,8 +165,10 @@ export interface RunSettings {
   workers: number;
   /** Longest a synchronous (or streamed) run may take before it fails with TIMEOUT (ms). */
   syncTimeoutMs: number;
-  /** How often idle workers look for runs queued by another process (ms). */
+  /** How often idle workers look for runs queued by another process, or left by a process that died (ms). */
   pollIntervalMs: number;
+  /** Executions an async run gets when its process dies under it (RUN_MAX_ATTEMPTS); then it fails. */
+  maxAttempts: number;
   /** Per-plan async time cap and monthly usage limit; ASYNC_RUN_MAX_SECONDS_<PLAN> and USAGE_LIMIT_USD_<PLAN> override. */
   policies: Record<Plan, ExecutionPolicy>;
 }
@@ -338,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workers: integer(env, 'RUN_WORKERS', 8, 1, 1024),
       syncTimeoutMs: integer(env, 'SYNC_RUN_TIMEOUT_MS', 300_000, 10, 3_600_000),
       pollIntervalMs: integer(env, 'RUN_QUEUE_POLL_MS', 1000, 10, 600_000),
+      maxAttempts: integer(env, 'RUN_MAX_ATTEMPTS', 3, 1, 100),
       policies: Object.fromEntries(
         PLANS.map((plan) => [
           plan,

@@ -176,8 +176,9 @@ export async function startServer(services: Services, options: StartOptions = {}
   services.dataDirLock?.setPort(port);
   // Links the API hands out (signed upload URLs, share links) must name the port actually bound.
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
-  // Runs a previous process left running are failed before the queue's workers pick up what is queued. Uploads
-  // it left completing, and its temporary files, are swept by age by the purge job, not here.
+  // Nothing is recovered at start: runs a previous process left running are reclaimed by the queue's workers once
+  // their lease expires (src/runs/service.ts); uploads it left completing, and its temporary files, are swept by
+  // age by the purge job.
   await services.runs.start();
   await services.sandboxes.resume();
   await services.tableJobs.start();
@@ -200,7 +201,8 @@ export async function startServer(services: Services, options: StartOptions = {}
       closing ??= (async () => {
         shuttingDown = true;
         stopPurge();
-        // The queue stops taking work at once; runs in flight get the same grace as in-flight requests.
+        // The queue stops taking work at once; runs in flight get the same grace as in-flight requests, then
+        // async runs still going go back to the queue.
         const runsClosed = services.runs.close(config.shutdownTimeoutMs);
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
