@@ -1,6 +1,6 @@
 // The rules of workspace files that several operations share: folders that must exist, names that must be
 // free, the storage quota, and how a file and its versions are recorded. Works on repositories inside the
-// caller's transaction; no HTTP here beyond the shared error type.
+// caller's transaction; failures are DomainErrors (src/domain/errors.ts), no HTTP here.
 import { randomBytes } from 'node:crypto';
 import type { Repositories } from '../store/index.ts';
 import type { StoredFile, VersionSource } from '../store/files.ts';
@@ -9,7 +9,7 @@ import type { Workspace } from '../store/workspaces.ts';
 import type { FileLimits } from '../config.ts';
 import type { BlobInfo } from './blob-store.ts';
 import { planLimits } from '../billing/plans.ts';
-import { ApiError, conflict, invalidField, notFound } from '../http/errors.ts';
+import { DomainError, domainNotFound, invalidInput } from '../domain/errors.ts';
 import { MAX_FOLDERS_PER_TREE } from '../domain/folder-paths.ts';
 import { FolderTree, FolderTreeError } from '../domain/folder-tree.ts';
 import { folderDisplayName } from './names.ts';
@@ -61,21 +61,21 @@ export async function actorOf(repos: Repositories, userId: string): Promise<Acto
 export const fileTree = (repos: Repositories) => new FolderTree(repos.fileFolders, folderDisplayName);
 
 /** Maps a folder-tree failure to the answer file operations give. */
-export function fileFolderError(err: FolderTreeError): ApiError {
+export function fileFolderError(err: FolderTreeError): DomainError {
   const path = String(err.details.path ?? '');
   switch (err.reason) {
     case 'TOO_LARGE':
-      return new ApiError('PAYLOAD_TOO_LARGE', `A workspace file tree may hold at most ${MAX_FOLDERS_PER_TREE} folders.`);
+      return new DomainError('too_large', `A workspace file tree may hold at most ${MAX_FOLDERS_PER_TREE} folders.`);
     case 'NOT_FOUND':
-      return notFound('Folder');
+      return domainNotFound('Folder');
     case 'NOT_ARCHIVED':
-      return notFound('Archived folder');
+      return domainNotFound('Archived folder');
     case 'EXISTS':
-      return conflict(`A folder already exists at ${path}.`, { code: 'NAME_CONFLICT', path });
+      return new DomainError('conflict', `A folder already exists at ${path}.`, { code: 'NAME_CONFLICT', path });
     case 'INTO_ITSELF':
-      return invalidField(['body', 'destinationPath'], 'A folder cannot be moved inside itself.');
+      return invalidInput(['body', 'destinationPath'], 'A folder cannot be moved inside itself.');
     case 'NOT_EMPTY':
-      return conflict(err.message, { code: 'FOLDER_NOT_EMPTY', ...err.details });
+      return new DomainError('conflict', err.message, { code: 'FOLDER_NOT_EMPTY', ...err.details });
   }
 }
 
@@ -98,7 +98,7 @@ export async function requireFolder(repos: Repositories, workspaceId: string, pa
   } catch (err) {
     if (!(err instanceof FolderTreeError)) throw err;
     if (options.toWriteInto && err.reason === 'NOT_FOUND') {
-      throw new ApiError('NOT_FOUND', `No folder at ${path}. Create it first with POST /api/v2/files/folders {"path": "${path}"} (\`sim files mkdir\`).`, { path });
+      throw new DomainError('not_found', `No folder at ${path}. Create it first with POST /api/v2/files/folders {"path": "${path}"} (\`sim files mkdir\`).`, { path });
     }
     throw fileFolderError(err);
   }
@@ -116,7 +116,7 @@ export async function ensureFolderChain(repos: Repositories, workspaceId: string
 export async function assertNameFree(repos: Repositories, workspaceId: string, folderPath: string, name: string, exceptFileId?: string): Promise<void> {
   const existing = await repos.files.activeByName(workspaceId, folderPath, name);
   if (existing && existing.id !== exceptFileId) {
-    throw conflict(`A file named "${name}" already exists in ${folderPath}.`, { code: 'NAME_CONFLICT', fileId: existing.id });
+    throw new DomainError('conflict', `A file named "${name}" already exists in ${folderPath}.`, { code: 'NAME_CONFLICT', fileId: existing.id });
   }
 }
 
@@ -130,7 +130,7 @@ export async function assertStorageFits(
 ): Promise<void> {
   const plan = planLimits(workspace.plan, limits);
   if (fileSize > plan.maxFileBytes) {
-    throw new ApiError('PAYLOAD_TOO_LARGE', `A file may be at most ${plan.maxFileBytes} bytes on the ${workspace.plan} plan.`, {
+    throw new DomainError('too_large', `A file may be at most ${plan.maxFileBytes} bytes on the ${workspace.plan} plan.`, {
       code: 'FILE_TOO_LARGE',
       limit: plan.maxFileBytes,
     });
@@ -138,7 +138,7 @@ export async function assertStorageFits(
   const now = new Date().toISOString();
   const used = (await repos.files.storageBytes(workspace.id)) + (await repos.fileUploads.reservedBytes(workspace.id, now));
   if (used + addedBytes > plan.storageBytes) {
-    throw new ApiError('PAYLOAD_TOO_LARGE', `The workspace's storage quota (${plan.storageBytes} bytes on the ${workspace.plan} plan) has no room for ${addedBytes} more bytes.`, {
+    throw new DomainError('too_large', `The workspace's storage quota (${plan.storageBytes} bytes on the ${workspace.plan} plan) has no room for ${addedBytes} more bytes.`, {
       code: 'STORAGE_QUOTA_EXCEEDED',
       quota: plan.storageBytes,
       used,
@@ -216,8 +216,8 @@ export async function appendVersion(
 /** A file of this workspace by id, active unless `archived` is allowed; otherwise a 404 that reveals nothing. */
 export async function loadFile(repos: Repositories, workspaceId: string, fileId: string, options: { archived?: 'only' | 'also' } = {}): Promise<StoredFile> {
   const file = await repos.files.get(fileId);
-  if (!file || file.workspaceId !== workspaceId) throw notFound('File');
-  if (file.deletedAt && !options.archived) throw notFound('File');
-  if (!file.deletedAt && options.archived === 'only') throw notFound('Archived file');
+  if (!file || file.workspaceId !== workspaceId) throw domainNotFound('File');
+  if (file.deletedAt && !options.archived) throw domainNotFound('File');
+  if (!file.deletedAt && options.archived === 'only') throw domainNotFound('Archived file');
   return file;
 }

@@ -12,9 +12,8 @@ import type { FolderRecord as WorkflowFolderRecord } from '../store/folders.ts';
 import type { DeploymentAttemptRecord, WorkflowVersionRecord } from '../store/workflow-versions.ts';
 import { folderName } from '../domain/folder-paths.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
-import { WorkflowError, assertTreeSize, ensureFolder, parseFolderPath, resolveExistingFolder, withWorkflowTree, workflowTree } from '../workflows/folders.ts';
+import { assertTreeSize, ensureFolder, parseFolderPath, resolveExistingFolder, withWorkflowTree, workflowTree } from '../workflows/folders.ts';
 import {
-  StateError,
   blockRefs,
   copyWithFreshIds,
   executableFingerprint,
@@ -36,8 +35,6 @@ import { WorkerOverrun } from '../content/index.ts';
 
 /** Domain and state errors become the documented error bodies. */
 function toApi(err: unknown): unknown {
-  if (err instanceof WorkflowError) return new ApiError(err.code, err.message, err.details);
-  if (err instanceof StateError) return badRequest(err.message, [{ code: 'custom', keys: [], path: err.path, message: err.message }]);
   // A document its content worker could not read within its time or memory limit is too costly to import.
   if (err instanceof WorkerOverrun && err.reason !== 'stopped') return new ApiError('PAYLOAD_TOO_LARGE', `The workflow document could not be read: ${err.message}`, { reason: err.reason });
   return err;
