@@ -2,12 +2,14 @@
 // free, the storage quota, and how a file and its versions are recorded. Works on repositories inside the
 // caller's transaction; failures are DomainErrors (src/domain/errors.ts), no HTTP here.
 import { randomBytes } from 'node:crypto';
-import type { Repositories } from '../store/index.ts';
+import type { Repositories, Store } from '../store/index.ts';
+import type { Audit, Mutate } from '../domain/changes.ts';
 import type { StoredFile, VersionSource } from '../store/files.ts';
 import type { UploadSessionRecord } from '../store/file-uploads.ts';
 import type { Workspace } from '../store/workspaces.ts';
 import type { FileLimits } from '../config.ts';
-import type { BlobInfo } from './blob-store.ts';
+import type { BlobInfo, BlobStore } from './blob-store.ts';
+import { completeUpload } from './uploads.ts';
 import { planLimits } from '../billing/plans.ts';
 import { DomainError, domainNotFound, invalidInput } from '../domain/errors.ts';
 import { MAX_FOLDERS_PER_TREE } from '../domain/folder-paths.ts';
@@ -220,4 +222,72 @@ export async function loadFile(repos: Repositories, workspaceId: string, fileId:
   if (file.deletedAt && !options.archived) throw domainNotFound('File');
   if (!file.deletedAt && options.archived === 'only') throw domainNotFound('Archived file');
   return file;
+}
+
+/**
+ * Opens an upload session for a new file. The name must be free and the quota must have room now; a missing
+ * folder is made only when the upload completes, so an abandoned session leaves no empty folder behind.
+ */
+export async function openFileUpload(tx: Repositories, audit: Audit, workspace: Workspace, limits: FileLimits, session: UploadSessionRecord): Promise<void> {
+  await assertNameFree(tx, workspace.id, session.folderPath, session.name);
+  await assertStorageFits(tx, workspace, limits, session.size);
+  await tx.fileUploads.insert(session);
+  audit({ action: 'file_upload.created', resourceType: 'file_upload', resourceId: session.id, resourceName: session.name, metadata: { size: session.size, folderPath: session.folderPath, multipart: session.multipart } });
+}
+
+/** Completes a workspace file upload (./uploads.ts): its bytes become version 1 of a new file in the session's folder. */
+export async function completeFileUploadSession(io: { store: Store; blobs: BlobStore; mutate: Mutate }, sessionId: string): Promise<void> {
+  await completeUpload(
+    io,
+    sessionId,
+    async (tx, audit, blob, session) => {
+      const now = new Date().toISOString();
+      const foldersCreated = await ensureFolderChain(tx, session.workspaceId, session.folderPath, now);
+      await assertNameFree(tx, session.workspaceId, session.folderPath, session.name);
+      const actor = await actorOf(tx, session.userId);
+      const file = await insertNewFile(tx, {
+        workspaceId: session.workspaceId, folderPath: session.folderPath, name: session.name, contentType: session.contentType, blob, actor, source: 'upload', now,
+      });
+      await tx.fileUploads.setStatus(session.id, 'completed', now, { fileId: file.id });
+      audit({ action: 'file.uploaded', resourceType: 'file', resourceId: file.id, resourceName: file.name, metadata: { size: file.size, uploadId: session.id, folderPath: file.folderPath, foldersCreated } });
+    },
+    'The file could not be registered.',
+  );
+}
+
+/** Archives files (soft delete); `batch` ties them to the folder delete that archived them, for its restore. */
+export async function archiveFiles(tx: Repositories, files: StoredFile[], now: string, batch: string | null): Promise<void> {
+  for (const f of files) await tx.files.update(f.id, { deletedAt: now, archiveBatch: batch, updatedAt: now });
+}
+
+/** The active files of the workspace with these ids; any missing one is a 404 listing the first 50 missing. */
+export async function activeFiles(repos: Repositories, workspaceId: string, ids: readonly string[], field: string): Promise<StoredFile[]> {
+  const unique = [...new Set(ids)];
+  const found = (await repos.files.getMany(workspaceId, unique)).filter((f) => !f.deletedAt);
+  if (found.length !== unique.length) {
+    const have = new Set(found.map((f) => f.id));
+    const missing = unique.filter((id) => !have.has(id));
+    throw new DomainError('not_found', `${missing.length} of the files were not found.`, { field, missing: missing.slice(0, 50) });
+  }
+  return found;
+}
+
+/** Moves files into an existing folder; names must stay unique there (409). Returns how many moved. */
+export async function moveFiles(tx: Repositories, audit: Audit, workspaceId: string, fileIds: readonly string[], target: string): Promise<number> {
+  await requireFolder(tx, workspaceId, target, { toWriteInto: true });
+  const files = await activeFiles(tx, workspaceId, fileIds, 'fileIds');
+  const moving = new Set(files.map((f) => f.id));
+  const names = new Set<string>();
+  for (const f of files) {
+    if (names.has(f.name)) throw new DomainError('conflict', `Two of the files are named "${f.name}"; they cannot share a folder.`, { code: 'NAME_CONFLICT', name: f.name });
+    names.add(f.name);
+    const there = await tx.files.activeByName(workspaceId, target, f.name);
+    if (there && !moving.has(there.id)) throw new DomainError('conflict', `A file named "${f.name}" already exists in ${target}.`, { code: 'NAME_CONFLICT', name: f.name });
+  }
+  const now = new Date().toISOString();
+  // Park the files first so swapping names between folders cannot trip the uniqueness index midway.
+  for (const f of files) await tx.files.update(f.id, { folderPath: `\u0000moving/${f.id}` });
+  for (const f of files) await tx.files.update(f.id, { folderPath: target, updatedAt: now });
+  audit({ action: 'file.moved', resourceType: 'file', metadata: { count: files.length, targetFolderPath: target, fileIds: files.map((f) => f.id) } });
+  return files.length;
 }

@@ -4,53 +4,18 @@ import type { Handler } from '../../../generated/handlers.ts';
 import type { RequestContext } from '../../http/context.ts';
 import { ApiError, badRequest, conflict, invalidField } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
-import type { KnowledgeBaseRecord } from '../../store/knowledge-bases.ts';
 import type { KnowledgeDocumentRecord, TagValue } from '../../store/knowledge-documents.ts';
 import type { UploadSessionRecord } from '../../store/file-uploads.ts';
 import { BlobSizeError, type BlobInfo } from '../../files/blob-store.ts';
+import { abortUpload, isExpired } from '../../files/uploads.ts';
 import { assertStorageFits, newUploadSession } from '../../files/service.ts';
 import { checkFileName, mediaTypeFor, NameError } from '../../files/names.ts';
 import Busboy from 'busboy';
 import { documentFormat } from '../../knowledge/extract.ts';
-import { newDocumentId } from '../../knowledge/service.ts';
-import { ALL_SLOTS, filtersToSql, isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
-import { assertComplete, checkKnowledgeUploadToken, isExpired, loadKnowledgeSession, partUrl, signKnowledgeUploadToken } from '../../knowledge/uploads.ts';
+import { assertBaseActive, completeDocumentUpload, newDocument } from '../../knowledge/documents.ts';
+import { filtersToSql, isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
+import { checkKnowledgeUploadToken, loadKnowledgeSession, partUrl, signKnowledgeUploadToken } from '../../knowledge/uploads.ts';
 import { documentDetail, documentSummary, documentView, loadBase, loadDocument, nowIso, workspaceOf } from './shared.ts';
-
-const emptyTags = (): Record<string, TagValue> => Object.fromEntries(ALL_SLOTS.map((s) => [s, null]));
-
-function newDocument(kb: KnowledgeBaseRecord, fields: { filename: string; fileSize: number; mimeType: string; blobKey: string; sourceFileId?: string; options?: string | null; tags?: Record<string, TagValue> }): KnowledgeDocumentRecord {
-  const at = nowIso();
-  return {
-    id: newDocumentId(),
-    knowledgeBaseId: kb.id,
-    workspaceId: kb.workspaceId,
-    filename: fields.filename,
-    fileSize: fields.fileSize,
-    mimeType: fields.mimeType,
-    blobKey: fields.blobKey,
-    sourceFileId: fields.sourceFileId ?? null,
-    processingStatus: 'pending',
-    processingError: null,
-    processingStartedAt: null,
-    processingCompletedAt: null,
-    processingAttempt: 0,
-    processingOptions: fields.options ?? null,
-    chunkCount: 0,
-    tokenCount: 0,
-    characterCount: 0,
-    enabled: true,
-    connectorId: null,
-    connectorType: null,
-    sourceUrl: null,
-    externalId: null,
-    contentHash: null,
-    userExcluded: false,
-    tags: { ...emptyTags(), ...fields.tags },
-    uploadedAt: at,
-    updatedAt: at,
-  };
-}
 
 function checkedName(name: string, field: string): string {
   try {
@@ -213,7 +178,7 @@ export const addWorkspaceFilesToKnowledgeBase: Handler<'addWorkspaceFilesToKnowl
   }
   if (docs.length > 0) {
     await ctx.mutate(async (tx, audit) => {
-      await loadBase(ctx, kb.id, { repos: tx });
+      await assertBaseActive(tx, kb);
       for (const d of docs) await tx.knowledgeDocuments.insert(d);
       audit({ action: 'knowledge_document.created', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { fromWorkspaceFiles: docs.length, failed: failed.length } });
     });
@@ -295,57 +260,17 @@ export const createKnowledgeDocumentUploadPartUrls: Handler<'createKnowledgeDocu
 export const abortKnowledgeDocumentUpload: Handler<'abortKnowledgeDocumentUpload'> = async ({ params, headers, ctx }) => {
   const { session, link } = await tokenChecked(ctx, params.knowledgeBaseId, params.uploadId, headers['upload-token']);
   if (session.status === 'completed') throw conflict('The upload is already completed; delete the document instead.');
-  if (session.status !== 'aborted') {
-    await ctx.mutate(async (tx, audit) => {
-      await tx.fileUploads.setStatus(session.id, 'aborted', nowIso());
-      audit({ action: 'knowledge_upload.aborted', resourceType: 'knowledge_upload', resourceId: session.id, resourceName: session.name });
-    });
-    await ctx.services.blobs.discardUpload(session.id);
-  }
+  await abortUpload({ blobs: ctx.services.blobs, mutate: (fn) => ctx.mutate(fn) }, session, 'knowledge_upload');
   return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, link.knowledgeBaseId, null) };
 };
 
 export const completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocumentUpload'> = async ({ params, headers, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
   const { session, link } = await tokenChecked(ctx, kb.id, params.uploadId, headers['upload-token']);
-  // Claim the session, so two completions cannot both go ahead.
-  await ctx.services.store.transaction(async (tx) => {
-    await assertComplete(tx, (await tx.fileUploads.get(session.id))!);
-    await tx.fileUploads.setStatus(session.id, 'completing', nowIso());
-  });
-  let blob: BlobInfo;
-  try {
-    blob = await ctx.services.blobs.commitUpload(session.id, session.size);
-  } catch (err) {
-    const message = err instanceof BlobSizeError ? err.message : 'The uploaded bytes could not be stored.';
-    await ctx.services.store.transaction((tx) => tx.fileUploads.setStatus(session.id, 'failed', nowIso(), { error: message }));
-    if (err instanceof BlobSizeError) throw conflict(message, { code: 'UPLOAD_INCOMPLETE' });
-    throw err;
-  }
-  const options = JSON.parse(link.options) as { tags: Record<string, string>; processingOptions: unknown };
-  const doc = newDocument(kb, {
-    filename: session.name,
-    fileSize: blob.size,
-    mimeType: session.contentType,
-    blobKey: blob.key,
-    options: options.processingOptions ? JSON.stringify(options.processingOptions) : null,
-    tags: options.tags,
-  });
-  try {
-    await ctx.mutate(async (tx, audit) => {
-      await loadBase(ctx, kb.id, { repos: tx });
-      await tx.knowledgeDocuments.insert(doc);
-      await tx.knowledgeUploads.setDocument(session.id, doc.id);
-      await tx.fileUploads.setStatus(session.id, 'completed', nowIso());
-      audit({ action: 'knowledge_document.created', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, uploadId: session.id, size: doc.fileSize } });
-    });
-  } catch (err) {
-    const message = err instanceof ApiError ? err.message : 'The document could not be registered.';
-    await ctx.services.store.transaction((tx) => tx.fileUploads.setStatus(session.id, 'failed', nowIso(), { error: message }));
-    throw err;
-  }
+  const { store, blobs } = ctx.services;
+  const documentId = await completeDocumentUpload({ store, blobs, mutate: (fn) => ctx.mutate(fn) }, kb, { sessionId: session.id, options: link.options });
   ctx.services.knowledge.notify();
-  return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, kb.id, doc.id) };
+  return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, kb.id, documentId) };
 };
 
 // ───────────── direct multipart upload
@@ -422,7 +347,7 @@ export const uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'> = async
   const { blob, filename, mimeType } = stored as { blob: BlobInfo; filename: string; mimeType: string };
   const doc = newDocument(kb, { filename, fileSize: blob.size, mimeType, blobKey: blob.key, tags: fields });
   await ctx.mutate(async (tx, audit) => {
-    await loadBase(ctx, kb.id, { repos: tx });
+    await assertBaseActive(tx, kb);
     await tx.knowledgeDocuments.insert(doc);
     audit({ action: 'knowledge_document.created', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, size: doc.fileSize } });
   });
