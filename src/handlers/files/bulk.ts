@@ -5,9 +5,10 @@ import { ApiError, conflict, invalidField } from '../../http/errors.ts';
 import { StreamBody } from '../../http/stream-body.ts';
 import type { StoredFile } from '../../store/files.ts';
 import { folderPathOf, mediaTypeFor, folderDisplayName } from '../../files/names.ts';
-import { actorOf, assertStorageFits, ensureFolderChain, insertNewFile, loadFile, requireFolder, activeFiles, archiveFiles, moveFiles } from '../../files/service.ts';
+import { actorOf, assertStorageFits, ensureFolderChain, insertNewFile, loadFile, requireFolder, activeFiles, moveFiles } from '../../files/service.ts';
 import { readPrefix, textKind } from '../../files/text.ts';
 import { WorkerOverrun } from '../../content/index.ts';
+import { archiveManyFiles } from '../../files/file-changes.ts';
 import { zipStream } from '../../files/zip.ts';
 import { unzipArchive, type UnzipFailure } from '../../files/unzip.ts';
 import { JobWorkerError } from '../../workers/job-worker.ts';
@@ -80,12 +81,7 @@ export const unzipFile: Handler<'unzipFile'> = async ({ params, ctx }) => {
 
 export const bulkDeleteFiles: Handler<'bulkDeleteFiles'> = async ({ body, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
-  const count = await ctx.mutate(async (tx, audit) => {
-    const files = await activeFiles(tx, workspaceId, body.fileIds, 'fileIds');
-    await archiveFiles(tx, files, nowIso(), null);
-    audit({ action: 'file.bulk_deleted', resourceType: 'file', metadata: { count: files.length, fileIds: files.map((f) => f.id) } });
-    return files.length;
-  });
+  const count = await ctx.mutate((tx, audit) => archiveManyFiles(tx, audit, workspaceId, body.fileIds));
   return { status: 200, body: { data: { deletedItems: { files: count } } } };
 };
 

@@ -1,17 +1,18 @@
 // Files handlers: one file (list, create, read, rename, archive, restore, replace or edit its content, read its text).
 import type { Handler } from '../../../generated/handlers.ts';
 import type { RequestContext } from '../../http/context.ts';
-import { conflict, invalidField } from '../../http/errors.ts';
+import { invalidField } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
 import { StreamBody } from '../../http/stream-body.ts';
 import type { StoredFile } from '../../store/files.ts';
 import { checkFileName, folderPathOf, mediaTypeFor } from '../../files/names.ts';
 import { fileRevision, fileView } from '../../files/views.ts';
-import { actorOf, appendVersion, assertNameFree, assertStorageFits, ensureFolderChain, insertNewFile, loadFile, archiveFiles } from '../../files/service.ts';
+import { assertNameFree, loadFile } from '../../files/service.ts';
 import { serveContent } from '../../files/download.ts';
 import { textKind } from '../../files/text.ts';
+import * as fileChanges from '../../files/file-changes.ts';
 import { applyEdit, EditError, lineCount, type TextEdit } from '../../files/edit.ts';
-import { baseUrl, checkRevision, checked, decodeContent, fileByIdOrPath, flag, nowIso, readWholeText, textOf, viewOfShare, workspaceOf, writeBuffer } from './shared.ts';
+import { baseUrl, checked, decodeContent, fileByIdOrPath, flag, readWholeText, textOf, viewOfShare, workspaceOf, writeBuffer } from './shared.ts';
 
 // ───────────────────────────── files ─────────────────────────────
 
@@ -40,15 +41,9 @@ export const createFile: Handler<'createFile'> = async ({ body, ctx }) => {
   // An early check spares writing bytes that would be refused; it is repeated inside the transaction.
   await assertNameFree(ctx.services.store, workspace.id, folderPath, name);
   const blob = await writeBuffer(ctx, bytes);
-  const file = await ctx.mutate(async (tx, audit) => {
-    const now = nowIso();
-    const foldersCreated = await ensureFolderChain(tx, workspace.id, folderPath, now);
-    await assertNameFree(tx, workspace.id, folderPath, name);
-    await assertStorageFits(tx, workspace, ctx.services.config.files, blob.size);
-    const created = await insertNewFile(tx, { workspaceId: workspace.id, folderPath, name, contentType, blob, actor: await actorOf(tx, ctx.principal.userId), source: 'api', now });
-    audit({ action: 'file.created', resourceType: 'file', resourceId: created.id, resourceName: name, metadata: { size: blob.size, folderPath, foldersCreated } });
-    return created;
-  });
+  const file = await ctx.mutate((tx, audit) =>
+    fileChanges.createFile(tx, audit, { workspace, limits: ctx.services.config.files, actorId: ctx.principal.userId, folderPath, name, contentType, blob }),
+  );
   return { status: 200, body: { data: fileView(baseUrl(ctx), file) } };
 };
 
@@ -70,42 +65,21 @@ export const getFile: Handler<'getFile'> = async ({ params, query, ctx }) => {
 export const renameFile: Handler<'renameFile'> = async ({ params, body, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
   const name = checked('body', () => checkFileName(body.name));
-  const file = await ctx.mutate(async (tx, audit) => {
-    const current = await loadFile(tx, workspaceId, params.fileId);
-    if (current.name === name) return current;
-    await assertNameFree(tx, workspaceId, current.folderPath, name, current.id);
-    const updatedAt = nowIso();
-    await tx.files.update(current.id, { name, updatedAt });
-    audit({ action: 'file.renamed', resourceType: 'file', resourceId: current.id, resourceName: name, metadata: { from: current.name, to: name } });
-    return { ...current, name, updatedAt };
-  });
+  const file = await ctx.mutate((tx, audit) => fileChanges.renameFile(tx, audit, workspaceId, params.fileId, name));
   return { status: 200, body: { data: fileView(baseUrl(ctx), file) } };
 };
 
 
 export const deleteFile: Handler<'deleteFile'> = async ({ params, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
-  await ctx.mutate(async (tx, audit) => {
-    const file = await loadFile(tx, workspaceId, params.fileId);
-    await archiveFiles(tx, [file], nowIso(), null);
-    audit({ action: 'file.deleted', resourceType: 'file', resourceId: file.id, resourceName: file.name, metadata: { size: file.size } });
-  });
+  await ctx.mutate((tx, audit) => fileChanges.archiveFile(tx, audit, workspaceId, params.fileId));
   return { status: 200, body: { data: { id: params.fileId, deleted: true as const } } };
 };
 
 export const restoreFile: Handler<'restoreFile'> = async ({ params, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
-  const file = await ctx.mutate(async (tx, audit) => {
-    const current = await loadFile(tx, workspaceId, params.fileId, { archived: 'also' });
-    if (!current.deletedAt) return current;
-    // A file whose folder is gone comes back at the root rather than recreating the folder.
-    const folderPath = current.folderPath === '/' || (await tx.fileFolders.getActive(workspaceId, current.folderPath)) ? current.folderPath : '/';
-    await assertNameFree(tx, workspaceId, folderPath, current.name);
-    const updatedAt = nowIso();
-    await tx.files.update(current.id, { deletedAt: null, archiveBatch: null, folderPath, updatedAt });
-    audit({ action: 'file.restored', resourceType: 'file', resourceId: current.id, resourceName: current.name, metadata: { folderPath } });
-    return { ...current, deletedAt: null, archiveBatch: null, folderPath, updatedAt };
-  });
+  // A file whose folder is gone comes back at the root rather than recreating the folder.
+  const file = await ctx.mutate((tx, audit) => fileChanges.restoreFile(tx, audit, workspaceId, params.fileId));
   return { status: 200, body: { data: fileView(baseUrl(ctx), file) } };
 };
 
@@ -118,20 +92,10 @@ async function replaceContent(
 ): Promise<StoredFile> {
   const workspace = workspaceOf(ctx);
   const before = await loadFile(ctx.services.store, workspace.id, fileId);
-  checkRevision(before, expectedRevision);
+  fileChanges.assertRevision(before, expectedRevision);
   const bytes = await produce(before);
   const blob = await writeBuffer(ctx, bytes);
-  return ctx.mutate(async (tx, audit) => {
-    const current = await loadFile(tx, workspace.id, fileId);
-    // The content read above must still be current: a write that slipped in between wins, this one is refused.
-    if (current.blobKey !== before.blobKey || current.currentVersion !== before.currentVersion) {
-      throw conflict('The file changed while this write was prepared; retry.', { code: 'REVISION_MISMATCH', revision: fileRevision(current) });
-    }
-    await assertStorageFits(tx, workspace, ctx.services.config.files, blob.size);
-    const updated = await appendVersion(tx, current, { blob, source: 'api', actor: await actorOf(tx, ctx.principal.userId), now: nowIso() });
-    audit({ action, resourceType: 'file', resourceId: current.id, resourceName: current.name, metadata: { version: updated.currentVersion, size: blob.size } });
-    return updated;
-  });
+  return ctx.mutate((tx, audit) => fileChanges.writeVersion(tx, audit, { workspace, limits: ctx.services.config.files, actorId: ctx.principal.userId, before, blob, action }));
 }
 
 export const updateFileContent: Handler<'updateFileContent'> = async ({ params, body, ctx }) => {

@@ -1,10 +1,10 @@
 // What the Files handlers share: the request's workspace, flags, name checks as 400s, inline content, and the text view.
 import { Readable } from 'node:stream';
 import type { RequestContext } from '../../http/context.ts';
-import { ApiError, conflict, invalidField, notFound } from '../../http/errors.ts';
+import { ApiError, invalidField, notFound } from '../../http/errors.ts';
 import type { StoredFile } from '../../store/files.ts';
 import { folderPathOf, NameError, vfsPath } from '../../files/names.ts';
-import { fileRevision, shareView } from '../../files/views.ts';
+import { shareView } from '../../files/views.ts';
 import { openShareToken } from '../../files/share-tokens.ts';
 import type { FileShareRecord } from '../../store/file-shares.ts';
 import { loadFile } from '../../files/service.ts';
@@ -52,13 +52,6 @@ export async function readWholeText(ctx: RequestContext, blobKey: string, size: 
   }
   return (await readPrefix(ctx.services.blobs.read(blobKey), size)).toString('utf8');
 }
-
-export function checkRevision(file: StoredFile, expected: string | undefined): void {
-  if (expected !== undefined && expected !== fileRevision(file)) {
-    throw conflict('The file changed since that revision; read it again and retry.', { code: 'REVISION_MISMATCH', revision: fileRevision(file) });
-  }
-}
-
 
 /** Resolves an id, or the `files/<folder>/<name>` path form Read File Text also accepts. */
 export async function fileByIdOrPath(ctx: RequestContext, idOrPath: string): Promise<StoredFile> {

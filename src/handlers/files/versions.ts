@@ -1,13 +1,14 @@
 // Files handlers: the versions of a file.
 import type { Handler } from '../../../generated/handlers.ts';
 import type { RequestContext } from '../../http/context.ts';
-import { conflict, notFound } from '../../http/errors.ts';
+import { notFound } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
 import { StreamBody } from '../../http/stream-body.ts';
 import { fileRevision, fileView, versionView } from '../../files/views.ts';
-import { actorOf, appendVersion, assertStorageFits, loadFile } from '../../files/service.ts';
+import { loadFile } from '../../files/service.ts';
+import * as fileChanges from '../../files/file-changes.ts';
 import { serveContent } from '../../files/download.ts';
-import { baseUrl, checkRevision, nowIso, textOf, workspaceOf } from './shared.ts';
+import { baseUrl, textOf, workspaceOf } from './shared.ts';
 
 // ───────────────────────────── versions ─────────────────────────────
 
@@ -46,34 +47,18 @@ export const readFileVersionText: Handler<'readFileVersionText'> = async ({ para
 
 export const deleteFileVersion: Handler<'deleteFileVersion'> = async ({ params, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
-  await ctx.mutate(async (tx, audit) => {
-    const file = await loadFile(tx, workspaceId, params.fileId);
-    if (file.currentVersion === params.version) throw conflict('The current version cannot be deleted; revert to another version first.', { code: 'CURRENT_VERSION' });
-    if (!(await tx.files.deleteVersion(file.id, params.version))) throw notFound('File version');
-    audit({ action: 'file.version_deleted', resourceType: 'file', resourceId: file.id, resourceName: file.name, metadata: { version: params.version } });
-  });
+  await ctx.mutate((tx, audit) => fileChanges.deleteVersion(tx, audit, workspaceId, params.fileId, params.version));
   return { status: 200, body: { data: { fileId: params.fileId, version: params.version, deleted: true as const } } };
 };
 
 export const revertFileVersion: Handler<'revertFileVersion'> = async ({ params, body, ctx }) => {
   const workspace = workspaceOf(ctx);
-  const result = await ctx.mutate(async (tx, audit) => {
-    const file = await loadFile(tx, workspace.id, params.fileId);
-    if (body.expectedCurrentVersion !== undefined && body.expectedCurrentVersion !== file.currentVersion) {
-      throw conflict(`The current version is ${file.currentVersion}, not ${body.expectedCurrentVersion}.`, { code: 'VERSION_MISMATCH', currentVersion: file.currentVersion });
-    }
-    checkRevision(file, body.expectedRevision);
-    const target = await tx.files.getVersion(file.id, params.version);
-    if (!target) throw notFound('File version');
-    if (target.version === file.currentVersion) return { reverted: false, file, version: target };
-    await assertStorageFits(tx, workspace, ctx.services.config.files, target.size);
-    const updated = await appendVersion(tx, file, {
-      blob: { key: target.blobKey, size: target.size, sha256: target.blobKey }, contentType: target.contentType, source: 'revert',
-      actor: await actorOf(tx, ctx.principal.userId), restoredFrom: target.version, now: nowIso(),
-    });
-    audit({ action: 'file.version_reverted', resourceType: 'file', resourceId: file.id, resourceName: file.name, metadata: { from: target.version, version: updated.currentVersion } });
-    return { reverted: true, file: updated, version: (await tx.files.getVersion(file.id, updated.currentVersion))! };
-  });
+  const result = await ctx.mutate((tx, audit) =>
+    fileChanges.revertToVersion(tx, audit, {
+      workspace, limits: ctx.services.config.files, actorId: ctx.principal.userId, fileId: params.fileId, version: params.version,
+      expectedCurrentVersion: body.expectedCurrentVersion, expectedRevision: body.expectedRevision,
+    }),
+  );
   return {
     status: 200,
     body: { data: { reverted: result.reverted, file: fileView(baseUrl(ctx), result.file), version: versionView(result.version, result.file.currentVersion), revision: fileRevision(result.file) } },
