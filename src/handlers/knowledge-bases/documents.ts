@@ -8,14 +8,15 @@ import type { KnowledgeDocumentRecord, TagValue } from '../../store/knowledge-do
 import type { UploadSessionRecord } from '../../store/file-uploads.ts';
 import { BlobSizeError, type BlobInfo } from '../../files/blob-store.ts';
 import { abortUpload, isExpired } from '../../files/uploads.ts';
-import { assertStorageFits, newUploadSession } from '../../files/service.ts';
+import { newUploadSession } from '../../files/service.ts';
 import { checkFileName, mediaTypeFor, NameError } from '../../files/names.ts';
 import Busboy from 'busboy';
 import { documentFormat } from '../../knowledge/extract.ts';
-import { assertBaseActive, completeDocumentUpload, newDocument } from '../../knowledge/documents.ts';
+import * as documents from '../../knowledge/documents.ts';
+import { completeDocumentUpload, newDocument } from '../../knowledge/documents.ts';
 import { filtersToSql, isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
 import { checkKnowledgeUploadToken, loadKnowledgeSession, partUrl, signKnowledgeUploadToken } from '../../knowledge/uploads.ts';
-import { documentDetail, documentSummary, documentView, loadBase, loadDocument, nowIso, workspaceOf } from './shared.ts';
+import { documentDetail, documentSummary, documentView, loadBase, loadDocument, workspaceOf } from './shared.ts';
 
 function checkedName(name: string, field: string): string {
   try {
@@ -89,15 +90,7 @@ export const updateKnowledgeDocument: Handler<'updateKnowledgeDocument'> = async
     if (filename !== undefined || enabled !== undefined || Object.keys(tagFields).length > 0) {
       throw invalidField(['body', 'retryProcessing'], 'retryProcessing must be sent alone.');
     }
-    const doc = await ctx.mutate(async (tx, audit) => {
-      const current = await loadDocument(ctx, kb, params.documentId, tx);
-      if (current.processingStatus === 'pending' || current.processingStatus === 'processing') {
-        throw conflict(`The document is already ${current.processingStatus}.`, { code: 'ALREADY_QUEUED', processingStatus: current.processingStatus });
-      }
-      await tx.knowledgeDocuments.requeue(current.id, nowIso());
-      audit({ action: 'knowledge_document.retried', resourceType: 'knowledge_document', resourceId: current.id, resourceName: current.filename, metadata: { knowledgeBaseId: kb.id } });
-      return current;
-    });
+    const doc = await ctx.mutate((tx, audit) => documents.retryDocument(tx, audit, kb, params.documentId));
     ctx.services.knowledge.notify();
     return { status: 200, body: { data: { id: doc.id, queued: true as const, processingStatus: 'pending', message: 'The document was queued for processing again.' } } };
   }
@@ -112,29 +105,15 @@ export const updateKnowledgeDocument: Handler<'updateKnowledgeDocument'> = async
     tags[slot] = value as TagValue;
   }
   const name = filename === undefined ? undefined : checkedName(filename, 'filename');
-  const updated = await ctx.mutate(async (tx, audit) => {
-    const current = await loadDocument(ctx, kb, params.documentId, tx);
-    await tx.knowledgeDocuments.update(current.id, { filename: name, enabled, tags, updatedAt: nowIso() });
-    audit({
-      action: 'knowledge_document.updated',
-      resourceType: 'knowledge_document',
-      resourceId: current.id,
-      resourceName: name ?? current.filename,
-      metadata: { knowledgeBaseId: kb.id, fields: Object.keys(body).filter((k) => k !== 'workspaceId') },
-    });
-    return (await tx.knowledgeDocuments.get(current.id))!;
-  });
+  const fields = Object.keys(body).filter((k) => k !== 'workspaceId');
+  const updated = await ctx.mutate((tx, audit) => documents.updateDocument(tx, audit, kb, params.documentId, { filename: name, enabled, tags, fields }));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: documentView(updated, defs) } };
 };
 
 export const deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'> = async ({ params, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  await ctx.mutate(async (tx, audit) => {
-    const doc = await loadDocument(ctx, kb, params.documentId, tx);
-    await tx.knowledgeDocuments.delete(doc.id);
-    audit({ action: 'knowledge_document.deleted', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id } });
-  });
+  await ctx.mutate((tx, audit) => documents.deleteDocument(tx, audit, kb, params.documentId));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: { id: params.documentId, deleted: true as const } } };
 };
@@ -144,13 +123,8 @@ export const bulkUpdateKnowledgeDocuments: Handler<'bulkUpdateKnowledgeDocuments
   if (!body.selectAll && !body.documentIds) throw badRequest('Send documentIds, or selectAll: true.', [{ code: 'custom', keys: [], path: ['body', 'documentIds'], message: 'documentIds or selectAll is required' }]);
   if (body.selectAll && body.documentIds) throw invalidField(['body', 'selectAll'], 'Send documentIds or selectAll, not both.');
   if (body.enabledFilter && !body.selectAll) throw invalidField(['body', 'enabledFilter'], 'enabledFilter narrows selectAll only.');
-  const enable = body.operation === 'enable';
-  const filter = body.enabledFilter && body.enabledFilter !== 'all' ? body.enabledFilter === 'enabled' : null;
-  const changed = await ctx.mutate(async (tx, audit) => {
-    const ids = await tx.knowledgeDocuments.setEnabled(kb.id, body.documentIds ? [...new Set(body.documentIds)] : null, enable, filter, nowIso());
-    audit({ action: `knowledge_document.bulk_${body.operation}d`, resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { count: ids.length } });
-    return ids;
-  });
+  const enabledFilter = body.enabledFilter && body.enabledFilter !== 'all' ? body.enabledFilter === 'enabled' : null;
+  const changed = await ctx.mutate((tx, audit) => documents.setDocumentsEnabled(tx, audit, kb, { documentIds: body.documentIds ?? null, enabledFilter }, body.operation));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: { operation: body.operation, updatedCount: changed.length, documentIds: changed } } };
 };
@@ -177,11 +151,7 @@ export const addWorkspaceFilesToKnowledgeBase: Handler<'addWorkspaceFilesToKnowl
     docs.push(newDocument(kb, { filename: file.name, fileSize: file.size, mimeType: file.contentType, blobKey: file.blobKey, sourceFileId: file.id }));
   }
   if (docs.length > 0) {
-    await ctx.mutate(async (tx, audit) => {
-      await assertBaseActive(tx, kb);
-      for (const d of docs) await tx.knowledgeDocuments.insert(d);
-      audit({ action: 'knowledge_document.created', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { fromWorkspaceFiles: docs.length, failed: failed.length } });
-    });
+    await ctx.mutate((tx, audit) => documents.addFileDocuments(tx, audit, kb, docs, failed.length));
     ctx.services.knowledge.notify();
   }
   return {
@@ -223,12 +193,7 @@ export const createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUplo
   const { multipart } = session;
 
   const tags = Object.fromEntries(Object.entries(body).filter(([k, v]) => /^tag[1-7]$/.test(k) && v !== undefined));
-  await ctx.mutate(async (tx, audit) => {
-    await assertStorageFits(tx, workspace, limits, body.size);
-    await tx.fileUploads.insert(session);
-    await tx.knowledgeUploads.insert({ uploadId: session.id, knowledgeBaseId: kb.id, options: JSON.stringify({ tags, processingOptions: body.processingOptions ?? null }), documentId: null });
-    audit({ action: 'knowledge_upload.created', resourceType: 'knowledge_upload', resourceId: session.id, resourceName: name, metadata: { knowledgeBaseId: kb.id, size: body.size, multipart } });
-  });
+  await ctx.mutate((tx, audit) => documents.openDocumentUpload(tx, audit, kb, { workspace, limits, session, tags, processingOptions: body.processingOptions ?? null }));
   const key = ctx.services.signingKey;
   const transfer = multipart
     ? { method: 'multipart' as const, partSize: session.partSize, partCount: session.partCount }
@@ -346,11 +311,7 @@ export const uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'> = async
   if (!stored) throw invalidField(['body', 'file'], 'The multipart body has no "file" part.');
   const { blob, filename, mimeType } = stored as { blob: BlobInfo; filename: string; mimeType: string };
   const doc = newDocument(kb, { filename, fileSize: blob.size, mimeType, blobKey: blob.key, tags: fields });
-  await ctx.mutate(async (tx, audit) => {
-    await assertBaseActive(tx, kb);
-    await tx.knowledgeDocuments.insert(doc);
-    audit({ action: 'knowledge_document.created', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, size: doc.fileSize } });
-  });
+  await ctx.mutate((tx, audit) => documents.addUploadedDocument(tx, audit, kb, doc));
   ctx.services.knowledge.notify();
   return { status: 200, body: { data: documentSummary(doc) } };
 };
