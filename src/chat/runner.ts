@@ -1,6 +1,7 @@
 // Runs a chat message on the workflow's active deployment through the shared run machinery (trigger `chat`,
 // billed to the chat's creator) and reports only the block outputs the chat's outputConfigs allow.
-import { acceptRun, actingAs } from '../runs/lifecycle.ts';
+import { acceptRun } from '../runs/lifecycle.ts';
+import { actingAs } from '../domain/changes.ts';
 import type { Services } from '../services.ts';
 import type { ChatDeployment } from '../store/chat-deployments.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';

@@ -3,30 +3,17 @@
 // under (the API's ctx.mutate, or actingAs() for a trigger without a request) and raises domain errors, so
 // every trigger writes the same rows and the same audit trail. Executing a run is ./service.ts. No HTTP here.
 import { setTimeout as delay } from 'node:timers/promises';
-import { recordAudit, type AuditEntry } from '../audit/recorder.ts';
+import type { Audit, Mutate } from '../domain/changes.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
 import { validateFields, type PausePoint, type ResumeInput, type RunResult } from '../execution/index.ts';
-import type { Principal } from '../identity/principal.ts';
 import { UniqueViolation } from '../store/errors.ts';
-import type { Repositories, Store } from '../store/index.ts';
+import type { Repositories } from '../store/index.ts';
 import type { RunMode, RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import { newRunLog, newRunRecord } from './records.ts';
 import { CANCELLED_ERROR, type RunService } from './service.ts';
 import { moveRun } from './transitions.ts';
 
-/** Records one audit event in the transaction it is given to (awaited when it writes at once). */
-export type Audit = (entry: AuditEntry) => void | Promise<void>;
-/** A transaction with an audit context: ctx.mutate for the API, actingAs() for other triggers. */
-export type Mutation = <T>(fn: (tx: Repositories, audit: Audit) => Promise<T>) => Promise<T>;
-
-/**
- * A transaction auditing as `actor` in `workspaceId`: for triggers without a request context (hosted chat, MCP
- * tool calls, table workflow groups). `actor` null is a visitor without a credential, named `anonymousActor`.
- */
-export function actingAs(store: Store, actor: Principal | null, workspaceId: string, anonymousActor?: string): Mutation {
-  return (fn) => store.transaction((tx) => fn(tx, (entry) => recordAudit(tx, actor, workspaceId, entry, anonymousActor)));
-}
 
 /** The caller-chosen run id is taken in the workspace (409). */
 export class RunIdConflict extends DomainError {
@@ -134,7 +121,7 @@ export async function acceptRunIn(tx: Repositories, audit: Audit, run: RunRecord
  * record before it is written (an Idempotency-Key records the run with the same transaction). A sync or streamed
  * run comes back running, for the caller to execute with `runs.execute`.
  */
-export async function acceptRun(runs: RunService, mutate: Mutation, req: RunRequest, onRecord?: (run: RunRecord) => void): Promise<RunRecord> {
+export async function acceptRun(runs: RunService, mutate: Mutate, req: RunRequest, onRecord?: (run: RunRecord) => void): Promise<RunRecord> {
   const run = prepareRun(runs, req);
   onRecord?.(run);
   await mutate((tx, audit) => acceptRunIn(tx, audit, run, req));
@@ -169,7 +156,7 @@ async function stopAsCancelled(tx: Repositories, id: string, from: RunStatus, at
  * one lease period (LEASE_TTL_MS: three renewals); a run whose holder did not stop by then (or whose lease already
  * expired: its process is gone) is cancelled here, and a late outcome of its holder is dropped.
  */
-export async function cancelRun(runs: RunService, mutate: Mutation, run: RunRecord): Promise<CancelOutcome> {
+export async function cancelRun(runs: RunService, mutate: Mutate, run: RunRecord): Promise<CancelOutcome> {
   const base: CancelOutcome = { success: false, runId: run.key, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false, reason: 'recorded' };
   const at = new Date().toISOString();
   const asked = await mutate(async (tx, audit) => {
@@ -221,7 +208,7 @@ export async function cancelRun(runs: RunService, mutate: Mutation, run: RunReco
  */
 export async function resumeRun(
   runs: RunService,
-  mutate: Mutation,
+  mutate: Mutate,
   run: RunRecord,
   request: { contextId: string; input: unknown; timeoutMs: number },
 ): Promise<{ queued: true } | { queued: false; result: RunResult }> {

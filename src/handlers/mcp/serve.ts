@@ -12,7 +12,8 @@ import { API_KEY_SCOPES, hasScope, roleAtLeast, type Principal } from '../../ide
 import type { WorkflowMcpServerRecord } from '../../store/workflow-mcp-servers.ts';
 import { handleMcpPost, McpServeError, SERVE_INFO_PROTOCOL_VERSION, SERVE_VERSION, type McpServeBackend } from '../../mcp/serve.ts';
 import { inputSchemaFor, toolDescriptionFor, TOOLS_PAGE_SIZE } from '../../mcp/tools.ts';
-import { acceptRun, actingAs } from '../../runs/lifecycle.ts';
+import { acceptRun } from '../../runs/lifecycle.ts';
+import { actingAs } from '../../domain/changes.ts';
 import { isServable, mcpServeUrl } from './workflow-servers.ts';
 
 type AnyCtx = RequestContext<Principal | null>;
