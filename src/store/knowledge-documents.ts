@@ -1,6 +1,7 @@
 // Knowledge documents: what was ingested, its processing state (the durable queue) and its tag values.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset, limitClause } from './keyset.ts';
+import { CHUNK_TEXT_INDEX } from './knowledge-chunks.ts';
 
 export type ProcessingStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export type TagValue = string | number | boolean | null;
@@ -144,7 +145,7 @@ export class KnowledgeDocumentRepository {
     const where = ['d.knowledge_base_id = ?'];
     const params: SqlValue[] = [q.knowledgeBaseId];
     if (q.search !== null) {
-      where.push('instr(lower(d.filename), lower(?)) > 0');
+      where.push(this.db.dialect.contains('lower(d.filename)', 'lower(?)'));
       params.push(q.search);
     }
     if (q.enabled !== null) {
@@ -204,7 +205,7 @@ export class KnowledgeDocumentRepository {
   }
 
   async delete(id: string): Promise<void> {
-    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid IN (SELECT seq FROM knowledge_chunks WHERE document_id = ?)', [id]);
+    await this.db.dialect.fullTextIndex(CHUNK_TEXT_INDEX).removeSelected(this.db, 'SELECT seq FROM knowledge_chunks WHERE document_id = ?', [id]);
     await this.db.run('DELETE FROM knowledge_documents WHERE id = ?', [id]);
   }
 

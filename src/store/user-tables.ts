@@ -179,7 +179,7 @@ export class UserTableRepository {
       params.push(q.folderPath);
     }
     if (q.search !== null) {
-      where += ' AND instr(owa_fold(name), owa_fold(?)) > 0';
+      where += ` AND ${this.db.dialect.contains(this.db.dialect.fold('name'), this.db.dialect.fold('?'))}`;
       params.push(q.search);
     }
     params.push(...page.whereParams);

@@ -172,12 +172,12 @@ export class WorkflowRepository {
   }
 
   async list(q: WorkflowListQuery): Promise<WorkflowRecord[]> {
-    const { sql, params } = WorkflowRepository.listQuery(q);
+    const { sql, params } = this.listQuery(q);
     return (await this.db.all<Row>(sql, params)).map(toRecord);
   }
 
   /** The SQL and parameters of a list page; the query-plan test explains exactly this. */
-  static listQuery(q: WorkflowListQuery): { sql: string; params: SqlValue[] } {
+  listQuery(q: WorkflowListQuery): { sql: string; params: SqlValue[] } {
     const page = keyset({ column: WORKFLOW_SORT_COLUMNS[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
     const params: SqlValue[] = [q.workspaceId, q.archived ? 1 : 0];
     let where = 'workspace_id = ? AND archived = ?';
@@ -187,7 +187,7 @@ export class WorkflowRepository {
     }
     if (q.deployedOnly) where += ' AND is_deployed = 1';
     if (q.search !== null) {
-      where += ' AND instr(lower(name), lower(?)) > 0';
+      where += ` AND ${this.db.dialect.contains('lower(name)', 'lower(?)')}`;
       params.push(q.search);
     }
     where += ` AND ${page.where}`;
@@ -230,7 +230,6 @@ export class WorkflowRepository {
 
   /** Plain access for plan checks in tests and benchmarks. */
   async explain(sql: string, params: SqlValue[]): Promise<string[]> {
-    const rows = await this.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params);
-    return rows.map((r) => r.detail);
+    return this.db.dialect.explain(this.db, sql, params);
   }
 }
