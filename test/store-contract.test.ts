@@ -55,3 +55,22 @@ describe('migration 150 on a database that already repeats names', () => {
     }
   });
 });
+
+// An in-memory database has one connection (no snapshot reader): its read-only transactions queue with the
+// writes and still refuse to write; afterwards the connection writes again.
+describe('read-only transactions on an in-memory SQLite database', () => {
+  it('read, refuse writes, and leave the connection writable', async () => {
+    const db = new SqliteDatabase(':memory:');
+    try {
+      expect(db.connection).toBeNull();
+      await db.transaction((tx) => tx.run('CREATE TABLE t (x INTEGER)'));
+      await db.transaction((tx) => tx.run('INSERT INTO t (x) VALUES (1)'));
+      expect(await db.transaction(async (tx) => (await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM t'))!.n, { readOnly: true })).toBe(1);
+      await expect(db.transaction((tx) => tx.run('INSERT INTO t (x) VALUES (2)'), { readOnly: true })).rejects.toThrow();
+      await db.transaction((tx) => tx.run('INSERT INTO t (x) VALUES (3)'));
+      expect((await db.read.all<{ x: number }>('SELECT x FROM t ORDER BY x')).map((r) => Number(r.x))).toEqual([1, 3]);
+    } finally {
+      await db.close();
+    }
+  });
+});
