@@ -2,9 +2,9 @@
 // executor; the engine decides how reads and transactions reach the disk. The API is asynchronous so a
 // networked engine (Postgres, for the scale-out mode) can implement it without changing any caller.
 // What SQL text differs between engines is asked of the executor's dialect (./dialect.ts), never written inline.
-import type { SqlDialect } from './dialect.ts';
+import type { SqlDialect, SqlValue } from './dialect.ts';
 
-export type SqlValue = string | number | bigint | null | Uint8Array;
+export type { SqlValue } from './dialect.ts';
 export type Row = Record<string, SqlValue>;
 
 export interface SqlExecutor {

@@ -3,7 +3,16 @@
 // `ON CONFLICT ... DO UPDATE SET ... excluded.`, `RETURNING`, `LIMIT n` written as a literal, NULLS LAST, substr
 // with a positive start, ||) stays inline. A second engine is one new file implementing this interface (SQLite:
 // ./sqlite-dialect.ts), plus its own migrations folder.
-import type { SqlExecutor, SqlValue } from './database.ts';
+// This file is the leaf of the store's types (./database.ts builds on it), so it declares the values SQL binds.
+
+/** A value bound to a `?` placeholder or read from a column. */
+export type SqlValue = string | number | bigint | null | Uint8Array;
+
+/** What the dialect's helpers run statements on; every SqlExecutor (./database.ts) is one. */
+export interface StatementRunner {
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
+  run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }>;
+}
 
 export interface SqlDialect {
   /** The engine's name; also the folder of its migrations (src/store/migrations/<name>/). */
@@ -51,7 +60,7 @@ export interface SqlDialect {
   /** SELECT of a row when the table named by the one `?` exists. */
   readonly tableExistsSql: string;
   /** The engine's query plan for `sql`, one line per step. */
-  explain(db: SqlExecutor, sql: string, params: readonly SqlValue[]): Promise<string[]>;
+  explain(db: StatementRunner, sql: string, params: readonly SqlValue[]): Promise<string[]>;
 
   // ---- full-text search
   /** The full-text index named `name` (its schema comes from the engine's migrations). */
@@ -60,10 +69,10 @@ export interface SqlDialect {
 
 /** A full-text index over documents identified by an integer key. */
 export interface FullTextIndex {
-  add(db: SqlExecutor, key: number, text: string): Promise<void>;
+  add(db: StatementRunner, key: number, text: string): Promise<void>;
   /** Removes the keys that `keysSql` (a SELECT of one integer column, with `params`) yields. */
-  removeSelected(db: SqlExecutor, keysSql: string, params: readonly SqlValue[]): Promise<void>;
-  remove(db: SqlExecutor, key: number): Promise<void>;
+  removeSelected(db: StatementRunner, keysSql: string, params: readonly SqlValue[]): Promise<void>;
+  remove(db: StatementRunner, key: number): Promise<void>;
   /** At most `limit` matches of an engine-syntax query, best first; `score`: lower is better. */
-  search(db: SqlExecutor, query: string, limit: number): Promise<{ key: number; score: number }[]>;
+  search(db: StatementRunner, query: string, limit: number): Promise<{ key: number; score: number }[]>;
 }

@@ -1,7 +1,6 @@
 // The SQLite dialect (see ./dialect.ts). Case folding is the `owa_fold` function the SQLite connection
 // registers (./sqlite.ts); full-text search is FTS5 ranked by BM25.
-import type { SqlExecutor, SqlValue } from './database.ts';
-import type { FullTextIndex, SqlDialect } from './dialect.ts';
+import type { FullTextIndex, SqlDialect, SqlValue, StatementRunner } from './dialect.ts';
 import { limitClause } from './keyset.ts';
 
 /** The SQL function name of Unicode case folding; sqlite.ts registers it on every connection. */
@@ -46,7 +45,7 @@ export const sqliteDialect: SqlDialect = {
   clusteredTableSuffix: ' WITHOUT ROWID',
   indexNamesSql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?",
   tableExistsSql: "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?",
-  async explain(db: SqlExecutor, sql: string, params: readonly SqlValue[]) {
+  async explain(db: StatementRunner, sql: string, params: readonly SqlValue[]) {
     return (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail);
   },
   fullTextIndex: fts5Index,
