@@ -159,9 +159,9 @@ export class SqliteDatabase implements Database {
     const retries = Math.max(0, Math.floor(options.retryOnSerializationFailure ?? 0));
     // An in-memory database has one connection: its read-only transactions queue with the writes.
     const onSnapshot = options.readOnly === true && this.reader !== this.writer;
-    const connection = onSnapshot ? (this.snapshotReader ??= this.openSnapshotReader()) : this.writer;
     const attempt = async (): Promise<T> => {
       if (this.closed) throw new Error('The database is closed.');
+      const connection = onSnapshot ? (this.snapshotReader ??= this.openSnapshotReader()) : this.writer;
       // A read-only transaction takes its snapshot at the first read (DEFERRED); a write takes the lock up front.
       connection.exec(options.readOnly ? 'BEGIN DEFERRED' : 'BEGIN IMMEDIATE');
       if (options.readOnly && !onSnapshot) connection.exec('PRAGMA query_only = ON');
