@@ -1,4 +1,4 @@
-// Table rows on SQLite: each user table has its own SQL table `trows_<id>` with one untyped SQL column per user
+// Table rows: each user table has its own SQL table `trows_<id>` with one untyped SQL column per user
 // column, named by the column's stable id (`c_<hex>`), so a rename touches only the definition and an index on a
 // column is an ordinary index. Predicates compile here to SQL whose every value is a bound parameter: the only
 // names in the SQL text are identifiers this server generated and checked (table and column ids), never a value
