@@ -111,7 +111,7 @@ describe('the knowledge vector cache', () => {
     // Another process deletes a chunk: this one is not told, but the version moved with the change.
     const seq = Number((db.prepare('SELECT seq FROM knowledge_chunks WHERE knowledge_base_id = ? LIMIT 1').get(kb.id) as { seq: number }).seq);
     const before = await s.services.store.knowledgeChunks.vectorVersion(kb.id);
-    const other = await import('../src/store/index.ts').then((m) => m.attachSqliteStore(path.join(s.dataDir, 'workspace.sqlite')));
+    const other = await import('../src/store/index.ts').then((m) => m.openWorkerStore({ engine: 'sqlite', file: path.join(s.dataDir, 'workspace.sqlite') }));
     try {
       await other.transaction((tx) => tx.knowledgeChunks.delete(seq));
     } finally {

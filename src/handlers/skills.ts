@@ -10,6 +10,7 @@ import { BUILTIN_SKILLS, builtinSkill, isBuiltinSkillId, skillView, type SkillVi
 import type { Repositories } from '../store/index.ts';
 import { pageInMemory } from './list-support.ts';
 import type { SkillEditorRecord, SkillRecord } from '../store/skills.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 
 const summary = ({ content: _c, ...rest }: SkillView) => rest;
 
@@ -34,8 +35,9 @@ async function requireEditor(ctx: RequestContext, tx: Pick<Repositories, 'skills
 async function nameTaken(tx: Pick<Repositories, 'skills'>, workspaceId: string, name: string, exceptId?: string): Promise<void> {
   if (builtinSkill(name)) throw conflict(`"${name}" is the name of a built-in skill.`, { code: 'SKILL_NAME_RESERVED' });
   const other = await tx.skills.getByName(workspaceId, name);
-  if (other && other.id !== exceptId) throw conflict(`A skill named "${name}" already exists in this workspace.`, { code: 'SKILL_NAME_TAKEN' });
+  if (other && other.id !== exceptId) throw skillNameTaken(name);
 }
+const skillNameTaken = (name: string) => conflict(`A skill named "${name}" already exists in this workspace.`, { code: 'SKILL_NAME_TAKEN' });
 
 const SORT = { name: (s: SkillView) => s.name, createdAt: (s: SkillView) => s.createdAt, updatedAt: (s: SkillView) => s.updatedAt };
 
@@ -67,7 +69,7 @@ export const createSkill: Handler<'createSkill'> = async ({ body, ctx }) => {
       createdAt: now,
       updatedAt: now,
     };
-    await tx.skills.insert(record);
+    await onUniqueViolation(tx.skills.insert(record), 'skills', ['workspace_id', 'name'], () => skillNameTaken(record.name));
     audit({ action: 'skill.created', resourceType: 'skill', resourceId: record.id, resourceName: record.name });
     return record;
   });
@@ -101,7 +103,7 @@ export const updateSkill: Handler<'updateSkill'> = async ({ params, body, ctx })
       content: body.content ?? current.content,
       updatedAt: new Date().toISOString(),
     };
-    await tx.skills.update(next);
+    await onUniqueViolation(tx.skills.update(next), 'skills', ['workspace_id', 'name'], () => skillNameTaken(next.name));
     audit({ action: 'skill.updated', resourceType: 'skill', resourceId: next.id, resourceName: next.name, metadata: { fields: Object.keys(body).filter((k) => k !== 'workspaceId') } });
     return next;
   });

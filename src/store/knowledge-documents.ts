@@ -4,6 +4,7 @@
 // (its process died) is reclaimed by the next poll of any process.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset, limitClause } from './keyset.ts';
+import { CHUNK_TEXT_INDEX } from './knowledge-chunks.ts';
 
 export type ProcessingStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export type TagValue = string | number | boolean | null;
@@ -151,7 +152,7 @@ export class KnowledgeDocumentRepository {
     const where = ['d.knowledge_base_id = ?'];
     const params: SqlValue[] = [q.knowledgeBaseId];
     if (q.search !== null) {
-      where.push('instr(lower(d.filename), lower(?)) > 0');
+      where.push(this.db.dialect.contains('lower(d.filename)', 'lower(?)'));
       params.push(q.search);
     }
     if (q.enabled !== null) {
@@ -212,7 +213,7 @@ export class KnowledgeDocumentRepository {
 
   async delete(id: string): Promise<void> {
     await this.db.run('UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_documents WHERE id = ?)', [id]);
-    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid IN (SELECT seq FROM knowledge_chunks WHERE document_id = ?)', [id]);
+    await this.db.dialect.fullTextIndex(CHUNK_TEXT_INDEX).removeSelected(this.db, 'SELECT seq FROM knowledge_chunks WHERE document_id = ?', [id]);
     await this.db.run('DELETE FROM knowledge_documents WHERE id = ?', [id]);
   }
 

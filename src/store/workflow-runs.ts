@@ -320,7 +320,7 @@ export class WorkflowRunRepository {
   async stop(id: string, from: RunStatus, to: 'cancelled' | 'failed', error: string, at: string): Promise<boolean> {
     const r = await this.db.run(
       `UPDATE workflow_runs SET status = ?, error = ?, checkpoint = NULL, resume_input = NULL, ended_at = ?,
-         duration_ms = CAST(MAX(0, (julianday(?) - julianday(COALESCE(started_at, queued_at))) * 86400000) AS INTEGER), updated_at = ?,
+         duration_ms = ${this.db.dialect.millisBetween('?', 'COALESCE(started_at, queued_at)')}, updated_at = ?,
          lease_owner = NULL, lease_until = NULL
        WHERE id = ? AND status = ?`,
       [to, error, at, at, at, id, from],

@@ -224,11 +224,11 @@ export class TableJobRunner {
   }
 
   private async importRows(imp: TableImportRecord, blobKey: string, onStaging: (id: string) => void): Promise<void> {
-    const { blobs, config } = this.deps;
+    const { blobs, store } = this.deps;
     const head = await readHead(blobs.read(blobKey, { start: 0, end: 64 * 1024 - 1 }));
     const delimiter = sniffDelimiter(head);
-    if (config.databaseFile === ':memory:') throw new ImportFailure('Imports need the database in a file; this server keeps it in memory.');
-    const data: ImportWorkerData = { delimiter, databaseFile: config.databaseFile, importId: imp.id };
+    if (!store.connection) throw new ImportFailure('Imports need the database in a file; this server keeps it in memory.');
+    const data: ImportWorkerData = { delimiter, store: store.connection, importId: imp.id };
     const worker: ImportJob = new JobWorker(new URL('./import-worker.ts', import.meta.url), data, 'import', blobs.read(blobKey));
     this.workers.add(worker);
     try {
@@ -382,10 +382,10 @@ export class TableJobRunner {
    * larger ones queued by startExport). The file is written under a temporary name and renamed once complete.
    */
   async runExport(exportId: string, inWorker = false): Promise<void> {
-    const { store, config } = this.deps;
+    const { store } = this.deps;
     const e = (await store.tableExports.get(exportId))!;
     const now = () => new Date().toISOString();
-    if (!(await store.transaction((tx) => tx.tableExports.claim(e.id, PROCESS_OWNER, leaseUntil(config.leases.ttlMs), now())))) return;
+    if (!(await store.transaction((tx) => tx.tableExports.claim(e.id, PROCESS_OWNER, leaseUntil(this.deps.config.leases.ttlMs), now())))) return;
     const file = this.exportPath(e.id, e.format);
     // Named per attempt, so a reclaimed export's leftover never mixes with a new attempt's bytes.
     const temp = `${file}.${process.pid}.part`;
@@ -393,8 +393,8 @@ export class TableJobRunner {
     try {
       await fsp.mkdir(this.exportDir, { recursive: true });
       let count: number;
-      if (inWorker && config.databaseFile !== ':memory:') {
-        const data: ExportWorkerData = { databaseFile: config.databaseFile, exportId: e.id, tableId: e.tableId, format: e.format, file: temp };
+      if (inWorker && store.connection) {
+        const data: ExportWorkerData = { store: store.connection, exportId: e.id, tableId: e.tableId, format: e.format, file: temp };
         const worker = new JobWorker<{ type: 'done'; count: number }>(new URL('./export-worker.ts', import.meta.url), data, 'export');
         this.workers.add(worker);
         try {

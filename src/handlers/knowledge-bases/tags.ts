@@ -7,6 +7,7 @@ import type { Repositories } from '../../store/index.ts';
 import type { KnowledgeBaseRecord, TagDefinitionRecord } from '../../store/knowledge-bases.ts';
 import { SLOTS, slotType, type FieldType } from '../../knowledge/tags.ts';
 import { loadBase, nowIso } from './shared.ts';
+import { onUniqueViolation } from '../../store/errors.ts';
 
 const tagView = (t: TagDefinitionRecord) => ({ id: t.id, displayName: t.displayName, tagSlot: t.tagSlot, fieldType: t.fieldType });
 const newTagId = () => `kt_${randomUUID().replace(/-/g, '')}`;
@@ -31,12 +32,20 @@ export const listKnowledgeTags: Handler<'listKnowledgeTags'> = async ({ params, 
 function place(defs: TagDefinitionRecord[], input: { displayName: string; fieldType?: FieldType; tagSlot?: string }, field: (string | number)[]): { slot: string; type: FieldType } {
   const type = input.fieldType ?? (input.tagSlot ? slotType(input.tagSlot) : 'text');
   if (input.tagSlot && slotType(input.tagSlot) !== type) throw invalidField([...field, 'tagSlot'], `The slot ${input.tagSlot} holds ${slotType(input.tagSlot)} values, not ${type}.`);
-  if (defs.some((d) => d.displayName.toLowerCase() === input.displayName.toLowerCase())) throw conflict(`A tag named "${input.displayName}" already exists.`, { code: 'TAG_NAME_TAKEN' });
+  if (defs.some((d) => d.displayName.toLowerCase() === input.displayName.toLowerCase())) throw tagNameTaken(input.displayName);
   const slot = input.tagSlot ?? freeSlot(defs, type);
   if (!slot) throw conflict(`All ${SLOTS[type].length} ${type} slots are in use.`, { code: 'NO_FREE_SLOT', fieldType: type });
-  if (defs.some((d) => d.tagSlot === slot)) throw conflict(`The slot ${slot} is already in use.`, { code: 'SLOT_TAKEN', tagSlot: slot });
+  if (defs.some((d) => d.tagSlot === slot)) throw slotTaken(slot);
   return { slot, type };
 }
+const tagNameTaken = (displayName: string) => conflict(`A tag named "${displayName}" already exists.`, { code: 'TAG_NAME_TAKEN' });
+const slotTaken = (slot: string) => conflict(`The slot ${slot} is already in use.`, { code: 'SLOT_TAKEN', tagSlot: slot });
+/** A tag write that lost a race to another process answers as the checks before it do. */
+const tagWrite = (write: Promise<void>, displayName: string, slot: string) =>
+  onUniqueViolation(
+    onUniqueViolation(write, 'knowledge_tag_definitions', ['knowledge_base_id', 'display_name'], () => tagNameTaken(displayName)),
+    'knowledge_tag_definitions', ['knowledge_base_id', 'tag_slot'], () => slotTaken(slot),
+  );
 
 export const createKnowledgeTag: Handler<'createKnowledgeTag'> = async ({ params, body, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
@@ -45,7 +54,7 @@ export const createKnowledgeTag: Handler<'createKnowledgeTag'> = async ({ params
     const { slot, type } = place(defs, body, ['body']);
     const at = nowIso();
     const t: TagDefinitionRecord = { id: newTagId(), knowledgeBaseId: kb.id, tagSlot: slot, displayName: body.displayName, fieldType: type, createdAt: at, updatedAt: at };
-    await tx.knowledgeBases.insertTag(t);
+    await tagWrite(tx.knowledgeBases.insertTag(t), t.displayName, t.tagSlot);
     audit({ action: 'knowledge_tag.created', resourceType: 'knowledge_tag', resourceId: t.id, resourceName: t.displayName, metadata: { knowledgeBaseId: kb.id, tagSlot: slot, fieldType: type } });
     return t;
   });
@@ -101,7 +110,7 @@ export const updateKnowledgeTag: Handler<'updateKnowledgeTag'> = async ({ params
     const defs = await tx.knowledgeBases.tags(kb.id);
     const fields: { displayName?: string; fieldType?: string; tagSlot?: string; updatedAt: string } = { updatedAt: nowIso() };
     if (body.displayName !== undefined && body.displayName !== tag.displayName) {
-      if (defs.some((d) => d.id !== tag.id && d.displayName.toLowerCase() === body.displayName!.toLowerCase())) throw conflict(`A tag named "${body.displayName}" already exists.`, { code: 'TAG_NAME_TAKEN' });
+      if (defs.some((d) => d.id !== tag.id && d.displayName.toLowerCase() === body.displayName!.toLowerCase())) throw tagNameTaken(body.displayName);
       fields.displayName = body.displayName;
     }
     if (body.fieldType !== undefined && body.fieldType !== tag.fieldType) {
@@ -113,7 +122,7 @@ export const updateKnowledgeTag: Handler<'updateKnowledgeTag'> = async ({ params
       fields.fieldType = body.fieldType;
       fields.tagSlot = slot;
     }
-    await tx.knowledgeBases.updateTag(tag.id, fields);
+    await tagWrite(tx.knowledgeBases.updateTag(tag.id, fields), fields.displayName ?? tag.displayName, fields.tagSlot ?? tag.tagSlot);
     audit({ action: 'knowledge_tag.updated', resourceType: 'knowledge_tag', resourceId: tag.id, resourceName: fields.displayName ?? tag.displayName, metadata: { knowledgeBaseId: kb.id } });
     return loadTag(tx, kb, tag.id);
   });

@@ -9,6 +9,7 @@ import type { Repositories } from '../../store/index.ts';
 import type { WorkflowRecord } from '../../store/workflows.ts';
 import type { WorkflowMcpServerRecord, WorkflowMcpToolRecord } from '../../store/workflow-mcp-servers.ts';
 import { MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES, MAX_TOOLS_PER_SERVER, normalizeToolName } from '../../mcp/tools.ts';
+import { onUniqueViolation } from '../../store/errors.ts';
 
 const now = () => new Date().toISOString();
 const MAX_LISTED_NAMES = 20;
@@ -199,7 +200,7 @@ export const deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'> = async ({ 
         parameterDescriptions: body.parameterDescriptions ?? existing.parameterDescriptions,
         updatedAt: at,
       };
-      await tx.workflowMcpServers.updateTool(tool);
+      await onUniqueViolation(tx.workflowMcpServers.updateTool(tool), 'workflow_mcp_tools', ['server_id', 'tool_name'], () => duplicateName(toolName));
     } else {
       if ((await tx.workflowMcpServers.countTools(s.id)) >= MAX_TOOLS_PER_SERVER) {
         throw conflict(`A server holds at most ${MAX_TOOLS_PER_SERVER} tools.`, { code: 'too_many_tools', limit: MAX_TOOLS_PER_SERVER });
@@ -214,7 +215,7 @@ export const deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'> = async ({ 
         createdAt: at,
         updatedAt: at,
       };
-      await tx.workflowMcpServers.insertTool(tool);
+      await onUniqueViolation(tx.workflowMcpServers.insertTool(tool), 'workflow_mcp_tools', ['server_id', 'tool_name'], () => duplicateName(toolName));
     }
     audit({
       action: existing ? 'workflow_mcp_tool.updated' : 'workflow_mcp_tool.published',
