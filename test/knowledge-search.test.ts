@@ -78,6 +78,12 @@ describe('search', () => {
     const starts = await search({ tagFilters: [{ tagName: 'dept', operator: 'starts_with', value: 'FAC' }], rerankerEnabled: true });
     expect(starts.body.data.results[0].documentId).toBe(docs['kitchen.txt'].id);
     expect(starts.body.data.rerankerStatus).toBe('skipped');
+    // The text operators ignore case, and tell each document apart.
+    const ids = async (operator: string, value: string) =>
+      new Set((await search({ tagFilters: [{ tagName: 'dept', operator, value }], topK: 10 })).body.data.results.map((x: any) => x.documentId));
+    expect(await ids('contains', 'NAN')).toEqual(new Set([docs['refunds.txt'].id]));
+    expect(await ids('ends_with', 'ITIES')).toEqual(new Set([docs['kitchen.txt'].id]));
+    expect(await ids('not_contains', 'i')).toEqual(new Set([docs['vacation.txt'].id]));
     expect((await search({ query: 'x', rerankerEnabled: true })).body.data.rerankerStatus).toBe('unavailable');
   });
 

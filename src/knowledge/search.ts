@@ -7,7 +7,7 @@ import type { KnowledgeBaseRecord, TagDefinitionRecord } from '../store/knowledg
 import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
 import type { KnowledgeService, VectorIndex } from './service.ts';
 import { dot } from './embeddings.ts';
-import { filtersToSql, tagValuesByName, type ResolvedFilter } from './tags.ts';
+import { tagValuesByName, type ResolvedFilter } from './tags.ts';
 
 export const RRF_K = 60;
 
@@ -84,9 +84,8 @@ function positionOf(index: VectorIndex, seq: number): number {
 
 export async function runSearch(store: Store, knowledge: KnowledgeService, req: SearchRequest): Promise<{ hits: SearchHit[]; lexicalFailed: boolean }> {
   const kbIds = req.bases.map((b) => b.id);
-  const filterSql = req.filters.length ? filtersToSql(req.filters, 'd') : null;
   // Which documents may answer (ids and bases only); full records are read for the results alone.
-  const docs = new Map((await store.knowledgeDocuments.searchableIds(kbIds, filterSql)).map((d) => [d.id, d.knowledgeBaseId]));
+  const docs = new Map((await store.knowledgeDocuments.searchableIds(kbIds, req.filters)).map((d) => [d.id, d.knowledgeBaseId]));
   const candidates = new Map<number, Candidate>();
   const legLimit = Math.min(200, Math.max(req.topK * 3, 50));
   let lexicalFailed = false;

@@ -1,6 +1,7 @@
 // The 17 typed tag slots of a knowledge base, their values and the tag filters of search and document lists.
 import { invalidInput } from '../domain/errors.ts';
 import type { TagDefinitionRecord } from '../store/knowledge-bases.ts';
+import type { TagCondition } from '../store/knowledge-documents.ts';
 
 export type FieldType = 'text' | 'number' | 'date' | 'boolean';
 export type TagValue = string | number | boolean | null;
@@ -49,12 +50,9 @@ const OPERATORS: Record<FieldType, string[]> = {
 };
 
 /** One filter resolved against the definitions: which slot, and a checked value of its type. */
-export interface ResolvedFilter {
-  slot: string;
+/** A filter resolved to its tag slot; the documents repository compiles it to SQL (TagCondition). */
+export interface ResolvedFilter extends TagCondition {
   type: FieldType;
-  operator: string;
-  value: string | number | boolean;
-  valueTo?: string | number;
 }
 
 /**
@@ -107,26 +105,3 @@ function checkValue(type: FieldType, value: unknown, field: (string | number)[])
   }
 }
 
-/** SQL (on the knowledge_documents columns, table alias `alias`) that every filter holds. */
-export function filtersToSql(filters: ResolvedFilter[], alias: string): { sql: string; params: (string | number)[] } {
-  const parts: string[] = [];
-  const params: (string | number)[] = [];
-  for (const f of filters) {
-    const col = `${alias}.${f.slot}`;
-    const v = f.type === 'boolean' ? (f.value ? 1 : 0) : (f.value as string | number);
-    switch (f.operator) {
-      case 'eq': parts.push(`${col} = ?`); params.push(v); break;
-      case 'neq': parts.push(`(${col} IS NULL OR ${col} <> ?)`); params.push(v); break;
-      case 'gt': parts.push(`${col} > ?`); params.push(v); break;
-      case 'gte': parts.push(`${col} >= ?`); params.push(v); break;
-      case 'lt': parts.push(`${col} < ?`); params.push(v); break;
-      case 'lte': parts.push(`${col} <= ?`); params.push(v); break;
-      case 'between': parts.push(`${col} BETWEEN ? AND ?`); params.push(v, f.valueTo!); break;
-      case 'contains': parts.push(`instr(lower(${col}), lower(?)) > 0`); params.push(v); break;
-      case 'not_contains': parts.push(`(${col} IS NULL OR instr(lower(${col}), lower(?)) = 0)`); params.push(v); break;
-      case 'starts_with': parts.push(`lower(substr(${col}, 1, length(?))) = lower(?)`); params.push(v, v); break;
-      case 'ends_with': parts.push(`length(${col}) >= length(?) AND lower(substr(${col}, -length(?))) = lower(?)`); params.push(v, v, v); break;
-    }
-  }
-  return { sql: parts.length ? parts.join(' AND ') : '1 = 1', params };
-}

@@ -3,8 +3,44 @@
 // worker renews the lease while it works and ends the attempt only while it holds it; a lease that expired
 // (its process died) is reclaimed by the next poll of any process.
 import type { SqlExecutor, SqlValue } from './database.ts';
+import type { SqlDialect } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
 import { CHUNK_TEXT_INDEX } from './knowledge-chunks.ts';
+
+/** One tag filter on a document's tag slot column (resolved and checked by src/knowledge/tags.ts). */
+export interface TagCondition {
+  slot: string;
+  operator: string;
+  value: string | number | boolean;
+  valueTo?: string | number;
+}
+
+type Compiled = { sql: string; params: (string | number)[] };
+
+/** SQL (on the knowledge_documents columns, table alias `alias`) that every condition holds; text matches ignore case. */
+function conditionsSql(d: SqlDialect, conditions: readonly TagCondition[], alias: string): Compiled {
+  const parts: string[] = [];
+  const params: (string | number)[] = [];
+  for (const f of conditions) {
+    const col = `${alias}.${f.slot}`;
+    const v = typeof f.value === 'boolean' ? (f.value ? 1 : 0) : f.value;
+    switch (f.operator) {
+      case 'eq': parts.push(`${col} = ?`); params.push(v); break;
+      case 'neq': parts.push(`(${col} IS NULL OR ${col} <> ?)`); params.push(v); break;
+      case 'gt': parts.push(`${col} > ?`); params.push(v); break;
+      case 'gte': parts.push(`${col} >= ?`); params.push(v); break;
+      case 'lt': parts.push(`${col} < ?`); params.push(v); break;
+      case 'lte': parts.push(`${col} <= ?`); params.push(v); break;
+      case 'between': parts.push(`${col} BETWEEN ? AND ?`); params.push(v, f.valueTo!); break;
+      case 'contains': parts.push(d.contains(d.fold(col), d.fold('?'))); params.push(v); break;
+      case 'not_contains': parts.push(`(${col} IS NULL OR NOT (${d.contains(d.fold(col), d.fold('?'))}))`); params.push(v); break;
+      case 'starts_with': parts.push(d.startsWith(d.fold(col), d.fold('?'))); params.push(v); break;
+      case 'ends_with': parts.push(d.endsWith(d.fold(col), 'length(?)', d.fold('?'))); params.push(v, v); break;
+      default: throw new Error(`Unknown tag filter operator ${f.operator}`);
+    }
+  }
+  return { sql: parts.length ? parts.join(' AND ') : '1 = 1', params };
+}
 
 export type ProcessingStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export type TagValue = string | number | boolean | null;
@@ -142,7 +178,8 @@ export class KnowledgeDocumentRepository {
     knowledgeBaseId: string;
     search: string | null;
     enabled: boolean | null;
-    filterSql: { sql: string; params: (string | number)[] } | null;
+    /** Tag conditions every listed document meets. */
+    tagConditions: readonly TagCondition[];
     sortBy: keyof typeof DOCUMENT_SORT_COLUMNS;
     order: 'asc' | 'desc';
     after: readonly [SqlValue, string] | null;
@@ -159,9 +196,10 @@ export class KnowledgeDocumentRepository {
       where.push('d.enabled = ?');
       params.push(q.enabled ? 1 : 0);
     }
-    if (q.filterSql) {
-      where.push(q.filterSql.sql);
-      params.push(...q.filterSql.params);
+    if (q.tagConditions.length) {
+      const c = conditionsSql(this.db.dialect, q.tagConditions, 'd');
+      where.push(c.sql);
+      params.push(...c.params);
     }
     const rows = await this.db.all<Row>(
       `SELECT d.* FROM knowledge_documents d WHERE ${where.join(' AND ')} AND ${ks.where} ORDER BY ${ks.orderBy} ${limitClause(q.limit)}`,
@@ -383,22 +421,13 @@ export class KnowledgeDocumentRepository {
     );
   }
 
-  /** Documents of these bases that search may return: enabled, completed, matching the tag filter SQL. */
-  async searchable(kbIds: readonly string[], filterSql: { sql: string; params: (string | number)[] } | null): Promise<KnowledgeDocumentRecord[]> {
-    const rows = await this.db.all<Row>(
-      `SELECT d.* FROM knowledge_documents d WHERE d.knowledge_base_id IN (${kbIds.map(() => '?').join(', ')}) AND d.enabled = 1
-         AND d.processing_status = 'completed' AND d.user_excluded = 0 AND ${filterSql ? filterSql.sql : '1 = 1'}`,
-      [...kbIds, ...(filterSql?.params ?? [])],
-    );
-    return rows.map(toRecord);
-  }
-
   /** Ids (and bases) of the documents search may return: enabled, completed, not excluded, matching the filter SQL. */
-  async searchableIds(kbIds: readonly string[], filterSql: { sql: string; params: (string | number)[] } | null): Promise<{ id: string; knowledgeBaseId: string }[]> {
+  async searchableIds(kbIds: readonly string[], conditions: readonly TagCondition[]): Promise<{ id: string; knowledgeBaseId: string }[]> {
+    const filter = conditionsSql(this.db.dialect, conditions, 'd');
     const rows = await this.db.all<{ id: string; kb: string }>(
       `SELECT d.id AS id, d.knowledge_base_id AS kb FROM knowledge_documents d WHERE d.knowledge_base_id IN (${kbIds.map(() => '?').join(', ')}) AND d.enabled = 1
-         AND d.processing_status = 'completed' AND d.user_excluded = 0 AND ${filterSql ? filterSql.sql : '1 = 1'}`,
-      [...kbIds, ...(filterSql?.params ?? [])],
+         AND d.processing_status = 'completed' AND d.user_excluded = 0 AND ${filter.sql}`,
+      [...kbIds, ...filter.params],
     );
     return rows.map((r) => ({ id: r.id, knowledgeBaseId: r.kb }));
   }

@@ -14,7 +14,7 @@ import Busboy from 'busboy';
 import { documentFormat } from '../../knowledge/extract.ts';
 import * as documents from '../../knowledge/documents.ts';
 import { completeDocumentUpload, newDocument } from '../../knowledge/documents.ts';
-import { filtersToSql, isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
+import { isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
 import { checkKnowledgeUploadToken, loadKnowledgeSession, partUrl, signKnowledgeUploadToken } from '../../knowledge/uploads.ts';
 import { documentDetail, documentSummary, documentView, loadBase, loadDocument, workspaceOf } from './shared.ts';
 
@@ -51,7 +51,7 @@ export const listKnowledgeDocuments: Handler<'listKnowledgeDocuments'> = async (
   const kb = await loadBase(ctx, params.knowledgeBaseId);
   const defs = await ctx.services.store.knowledgeBases.tags(kb.id);
   const filters = parseTagFilters(query.tagFilters, ['query', 'tagFilters']);
-  const filterSql = filters && filters.length ? filtersToSql(resolveFilters(filters, [defs], ['query', 'tagFilters']), 'd') : null;
+  const tagConditions = filters && filters.length ? resolveFilters(filters, [defs], ['query', 'tagFilters']) : [];
   const sortBy = query.sortBy ?? 'uploadedAt';
   const order = query.sortOrder ?? 'desc';
   const limit = query.limit ?? 50;
@@ -62,7 +62,7 @@ export const listKnowledgeDocuments: Handler<'listKnowledgeDocuments'> = async (
     knowledgeBaseId: kb.id,
     search: binding.search,
     enabled: enabledFilter === 'all' ? null : enabledFilter === 'enabled',
-    filterSql,
+    tagConditions,
     sortBy,
     order,
     after,
