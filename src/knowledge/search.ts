@@ -2,6 +2,7 @@
 // the lexical leg is SQLite FTS5 ranked by BM25, queried with web-search syntax (quoted phrases are required,
 // `-word` excludes, other words are alternatives); hybrid fuses both rankings by reciprocal rank fusion
 // (k = 60). Only enabled chunks of enabled, completed documents that pass the tag filters take part.
+import type { TextQuery } from '../store/dialect.ts';
 import type { Store } from '../store/index.ts';
 import type { KnowledgeBaseRecord, TagDefinitionRecord } from '../store/knowledge-bases.ts';
 import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
@@ -48,33 +49,27 @@ const STOP_WORDS = new Set(
   'a an and are as at be but by for from has have how i if in into is it its of on or that the their then there these they this to was were what when where which who why will with you your do does did can could should would'.split(' '),
 );
 
-/** Web-search syntax to an FTS5 query; null when nothing searchable remains. */
-export function toFtsQuery(query: string): string | null {
-  const quote = (words: string[]) => `"${words.join(' ')}"`;
+/**
+ * Web-search syntax (words, "quoted phrases", -negation) to a text query: quoted phrases are required, other
+ * words optional (stop words dropped unless nothing else remains); null when nothing searchable remains.
+ */
+export function parseTextQuery(query: string): TextQuery | null {
   const words = (s: string) => [...s.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)].map((m) => m[0]);
-  const required: string[] = [];
-  const excluded: string[] = [];
-  const optional: string[] = [];
+  const required: string[][] = [];
+  const excluded: string[][] = [];
+  const optional: string[][] = [];
   for (const m of query.matchAll(/(-?)"([^"]*)"|(-?)(\S+)/g)) {
-    if (m[2] !== undefined) {
-      const w = words(m[2]);
-      if (w.length) (m[1] ? excluded : required).push(quote(w));
-    } else {
-      const w = words(m[4]!);
-      if (w.length === 0) continue;
-      if (m[3]) excluded.push(quote(w));
-      else if (w.length > 1) optional.push(quote(w));
-      else optional.push(w[0]!);
-    }
+    const quoted = m[2] !== undefined;
+    const w = words(quoted ? m[2]! : m[4]!);
+    if (w.length === 0) continue;
+    if (quoted ? m[1] : m[3]) excluded.push(w);
+    else (quoted ? required : optional).push(w);
   }
-  const useful = optional.filter((w) => !STOP_WORDS.has(w.replace(/"/g, '')));
-  const terms = [...new Set((useful.length ? useful : optional).map((w) => (w.startsWith('"') ? w : quote([w]))))];
-  let positive: string | null = null;
-  if (required.length) positive = required.join(' AND ');
-  else if (terms.length) positive = terms.join(' OR ');
-  if (!positive) return null;
-  const base = required.length && terms.length ? `${positive} AND (${terms.join(' OR ')})` : `(${positive})`;
-  return excluded.length ? `${base} NOT (${excluded.join(' OR ')})` : base;
+  const useful = optional.filter((w) => w.length > 1 || !STOP_WORDS.has(w[0]!));
+  const seen = new Set<string>();
+  const terms = (useful.length ? useful : optional).filter((w) => !seen.has(w.join(' ')) && seen.add(w.join(' ')));
+  if (required.length === 0 && terms.length === 0) return null;
+  return { required, optional: terms, excluded };
 }
 
 function positionOf(index: VectorIndex, seq: number): number {
@@ -135,10 +130,10 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
       });
     }
     if (req.mode !== 'vector') {
-      const fts = toFtsQuery(req.query);
-      if (fts) {
+      const text = parseTextQuery(req.query);
+      if (text) {
         try {
-          const rows = await store.knowledgeChunks.fullText(kbIds, fts, legLimit, (id) => docs.has(id));
+          const rows = await store.knowledgeChunks.fullText(kbIds, text, legLimit, (id) => docs.has(id));
           rows.forEach((r, rank) => {
             const seq = Number(r.seq);
             const c = candidates.get(seq) ?? { seq, kbId: '', docId: r.document_id, similarity: null, vectorRank: null, lexicalRank: null, score: 0 };

@@ -67,12 +67,23 @@ export interface SqlDialect {
   fullTextIndex(name: string): FullTextIndex;
 }
 
+/**
+ * A full-text query, already parsed from what a user typed: phrases (each a list of lower-case words, one word
+ * being a one-word phrase). A match has every `required` phrase (or, with none, at least one `optional` one),
+ * at least one `optional` phrase when there are both, and no `excluded` phrase.
+ */
+export interface TextQuery {
+  required: string[][];
+  optional: string[][];
+  excluded: string[][];
+}
+
 /** A full-text index over documents identified by an integer key. */
 export interface FullTextIndex {
   add(db: StatementRunner, key: number, text: string): Promise<void>;
   /** Removes the keys that `keysSql` (a SELECT of one integer column, with `params`) yields. */
   removeSelected(db: StatementRunner, keysSql: string, params: readonly SqlValue[]): Promise<void>;
   remove(db: StatementRunner, key: number): Promise<void>;
-  /** At most `limit` matches of an engine-syntax query, best first; `score`: lower is better. */
-  search(db: StatementRunner, query: string, limit: number): Promise<{ key: number; score: number }[]>;
+  /** At most `limit` matches of the query, best first; `score`: lower is better. */
+  search(db: StatementRunner, query: TextQuery, limit: number): Promise<{ key: number; score: number }[]>;
 }

@@ -2,7 +2,7 @@
 // full-text index `knowledge_chunks_fts`; on SQLite a contentless FTS5 table: the text lives once, in
 // knowledge_chunks; the index is keyed by the chunk's `seq`).
 import type { SqlExecutor, SqlValue } from './database.ts';
-import type { FullTextIndex } from './dialect.ts';
+import type { FullTextIndex, TextQuery } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
 
 export interface KnowledgeChunkRecord {
@@ -222,10 +222,10 @@ export class KnowledgeChunkRepository {
    * enabled chunks of the given bases. The index is searched alone first (it orders by rank cheaply), then the best
    * rows are checked against the bases; when too few survive, it looks deeper.
    */
-  async fullText(kbIds: readonly string[], ftsQuery: string, limit: number, accept: (documentId: string) => boolean = () => true): Promise<{ seq: number; document_id: string; score: number }[]> {
+  async fullText(kbIds: readonly string[], query: TextQuery, limit: number, accept: (documentId: string) => boolean = () => true): Promise<{ seq: number; document_id: string; score: number }[]> {
     const bases = new Set(kbIds);
     for (let depth = Math.max(limit * 2, 200); ; depth *= 8) {
-      const hits = (await this.textIndex.search(this.db, ftsQuery, depth)).map((h) => ({ seq: h.key, score: h.score }));
+      const hits = (await this.textIndex.search(this.db, query, depth)).map((h) => ({ seq: h.key, score: h.score }));
       const out: { seq: number; document_id: string; score: number }[] = [];
       for (let i = 0; i < hits.length; i += 500) {
         const part = hits.slice(i, i + 500);

@@ -1,6 +1,6 @@
 // The SQLite dialect (see ./dialect.ts). Case folding is the `owa_fold` function the SQLite connection
 // registers (./sqlite.ts); full-text search is FTS5 ranked by BM25.
-import type { FullTextIndex, SqlDialect, SqlValue, StatementRunner } from './dialect.ts';
+import type { FullTextIndex, SqlDialect, SqlValue, StatementRunner, TextQuery } from './dialect.ts';
 import { limitClause } from './keyset.ts';
 
 /** The SQL function name of Unicode case folding; sqlite.ts registers it on every connection. */
@@ -21,10 +21,23 @@ function fts5Index(name: string): FullTextIndex {
       await db.run(`DELETE FROM ${name} WHERE rowid = ?`, [key]);
     },
     async search(db, query, limit) {
-      const rows = await db.all<{ key: number; score: number }>(`SELECT rowid AS key, rank AS score FROM ${name} WHERE ${name} MATCH ? ORDER BY rank ${limitClause(limit)}`, [query]);
+      const match = fts5Match(query);
+      if (!match) return [];
+      const rows = await db.all<{ key: number; score: number }>(`SELECT rowid AS key, rank AS score FROM ${name} WHERE ${name} MATCH ? ORDER BY rank ${limitClause(limit)}`, [match]);
       return rows.map((r) => ({ key: Number(r.key), score: Number(r.score) }));
     },
   };
+}
+
+/** A parsed query in FTS5's syntax: every phrase quoted (so no word is read as an operator); null when it matches nothing. */
+function fts5Match(q: TextQuery): string | null {
+  const phrase = (words: string[]) => `"${words.join(' ')}"`;
+  const required = q.required.map(phrase);
+  const optional = q.optional.map(phrase);
+  const positive = required.length ? required.join(' AND ') : optional.join(' OR ');
+  if (!positive) return null;
+  const base = required.length && optional.length ? `${positive} AND (${optional.join(' OR ')})` : `(${positive})`;
+  return q.excluded.length ? `${base} NOT (${q.excluded.map(phrase).join(' OR ')})` : base;
 }
 
 export const sqliteDialect: SqlDialect = {

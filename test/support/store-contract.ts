@@ -227,10 +227,16 @@ export function describeStoreContract(engineName: string, engine: EngineUnderTes
           await index.add(tx, 900001, 'the quick brown fox');
           await index.add(tx, 900002, 'a lazy dog sleeps');
         });
-        expect((await index.search(db.read, 'fox', 10)).map((h) => h.key)).toEqual([900001]);
+        const words = (...w: string[]) => ({ required: [], optional: w.map((x) => [x]), excluded: [] });
+        expect((await index.search(db.read, words('fox'), 10)).map((h) => h.key)).toEqual([900001]);
+        // Phrases must match in order; an excluded phrase removes a match; quoting keeps operator words literal.
+        expect((await index.search(db.read, { required: [['lazy', 'dog']], optional: [], excluded: [] }, 10)).map((h) => h.key)).toEqual([900002]);
+        expect(await index.search(db.read, { required: [['dog', 'lazy']], optional: [], excluded: [] }, 10)).toEqual([]);
+        expect((await index.search(db.read, { required: [], optional: [['fox'], ['dog']], excluded: [['sleeps']] }, 10)).map((h) => h.key)).toEqual([900001]);
+        expect(await index.search(db.read, words('not', 'or', 'and'), 10)).toEqual([]);
         await db.transaction((tx) => index.remove(tx, 900001));
-        expect(await index.search(db.read, 'fox', 10)).toEqual([]);
-        expect((await index.search(db.read, 'dog', 10)).map((h) => h.key)).toEqual([900002]);
+        expect(await index.search(db.read, words('fox'), 10)).toEqual([]);
+        expect((await index.search(db.read, words('dog'), 10)).map((h) => h.key)).toEqual([900002]);
         await db.transaction((tx) => index.remove(tx, 900002));
       });
     });
