@@ -1,9 +1,12 @@
-// Leases instead of start-up sweeps (issue 19), for the queues outside runs: knowledge documents, table imports
-// and exports, callback deliveries, in-flight idempotency keys, and the knowledge vector cache's version. For
+// Leases instead of start-up sweeps (issue 19), for the queues outside runs: knowledge documents, knowledge
+// connector syncs, table imports and exports, callback deliveries, in-flight idempotency keys, and the knowledge
+// vector cache's version. For
 // each queue: an expired lease is reclaimed by a poll, a completion after the lease was lost is dropped, and a
 // live lease of another process is left alone (by a poll, or by a second service starting on the same store).
 // A dead process is simulated by writing what it leaves in the database: a lease held by an owner that is gone.
 // The server's own polls run too (a short LEASE_TTL_MS), so the tests check states, not who reclaimed first.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
@@ -11,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, callWithHeaders, type TestServer } from './support/server.ts';
 import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
 import { apiBlock, buildWorkflow } from './support/api-workflow.ts';
-import { waitUntil } from './support/wait.ts';
+import { Gate, waitUntil } from './support/wait.ts';
 import { KnowledgeService } from '../src/knowledge/service.ts';
 
 const past = () => new Date(Date.now() - 60_000).toISOString();
@@ -20,7 +23,9 @@ const future = () => new Date(Date.now() + 3_600_000).toISOString();
 let s: TestServer;
 let db: DatabaseSync;
 beforeAll(async () => {
-  s = await startTestServer({ LEASE_TTL_MS: '300' });
+  // Connector syncs fetch pages from a local site, allowed by EGRESS_ALLOW_CIDRS; the tests run the connector
+  // scheduler's poll themselves (KB_CONNECTOR_POLL_MS 0 turns off its timer).
+  s = await startTestServer({ LEASE_TTL_MS: '300', EGRESS_ALLOW_CIDRS: '127.0.0.1/32', KB_CONNECTOR_POLL_MS: '0' });
   // A second connection, standing in for what another (dead or live) process wrote.
   db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'));
   db.exec('PRAGMA busy_timeout = 10000');
@@ -95,6 +100,127 @@ describe('knowledge documents', () => {
     expect(await store.transaction((tx) => tx.knowledgeDocuments.finish(docId, second, 'worker-b', { status: 'failed', error: 'b says so' }, now))).toBe(true);
     expect((await store.knowledgeDocuments.get(docId))!.processingError).toBe('b says so');
     await s.services.knowledge.start();
+  });
+});
+
+describe('knowledge connector syncs', () => {
+  const slowGate = new Gate();
+  let site: http.Server;
+  let siteUrl: string;
+  let kbId: string;
+  beforeAll(async () => {
+    site = http.createServer((req, res) => {
+      const page = (text: string) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<p>${text}</p>`);
+      // Held until the test opens the gate: the sync fetching it runs for as long as the test needs.
+      if (req.url === '/slow.html') return void slowGate.opened.then(() => page('a slow page about tides'));
+      if (req.url === '/page.html') return page('a page about lighthouses and their keepers');
+      res.writeHead(404).end('not found');
+    });
+    await new Promise<void>((r) => site.listen(0, '127.0.0.1', () => r()));
+    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    kbId = (await createBase(s, { name: 'Leased syncs' })).id;
+  });
+  afterAll(async () => {
+    slowGate.open();
+    await s.services.knowledge.idleSyncs();
+    site.closeAllConnections();
+    await new Promise((r) => site.close(r));
+  });
+
+  const connectorPath = (id: string) => `/api/v2/knowledge/${kbId}/connectors/${id}`;
+  /** A connector whose first sync (started by its creation) has finished. */
+  const syncedConnector = async (page: string) => {
+    const c = await s.ok('POST', `/api/v2/knowledge/${kbId}/connectors`, { workspaceId: s.workspaceId, connectorType: 'web', sourceConfig: { urls: `${siteUrl}/${page}` } });
+    await s.services.knowledge.idleSyncs();
+    return c.id as string;
+  };
+  const read = async (id: string) => s.ok('GET', `${connectorPath(id)}?workspaceId=${s.workspaceId}`);
+  const lease = (id: string) => db.prepare('SELECT status, resume_status AS resumeStatus, lease_owner AS owner, sync_id AS syncId FROM knowledge_connectors WHERE id = ?').get(id);
+  const store = () => s.services.store;
+  /**
+   * What another process writes when it starts a sync: the connector syncing, held by `owner` until `until`
+   * (in the past: a process that died syncing). Written through this server's store, whose writes are queued,
+   * so it never waits on a transaction this process has open.
+   */
+  const heldBy = (id: string, owner: string, until: string, now = new Date().toISOString()) =>
+    store().transaction((tx) => tx.knowledgeConnectors.claimSync(id, `ksl_${owner}`, owner, until, now));
+  /** A time past every lease taken in these tests: what "now" is once a stalled holder's lease has run out. */
+  const later = () => new Date(Date.now() + 7_200_000).toISOString();
+
+  it('a live sync of another process is left alone, by a poll and by a second service starting on the same store', async () => {
+    const id = await syncedConnector('page.html');
+    expect(await heldBy(id, 'another-live-process', future())).toBe(true);
+    const second = new KnowledgeService({ store: s.services.store, blobs: s.services.blobs, config: s.services.config, logger: s.services.logger, content: s.services.content, provider: s.services.knowledge.provider });
+    await second.start();
+    try {
+      expect(await second.releaseExpiredSyncs()).toBe(0);
+      await second.syncDue();
+    } finally {
+      await second.close();
+    }
+    expect(await s.services.knowledge.releaseExpiredSyncs()).toBe(0);
+    expect(lease(id)).toEqual({ status: 'syncing', resumeStatus: 'active', owner: 'another-live-process', syncId: 'ksl_another-live-process' });
+    // A client sees it syncing, and cannot start a second sync beside it.
+    expect((await read(id)).status).toBe('syncing');
+    const again = await s.call('POST', `${connectorPath(id)}/sync`, { workspaceId: s.workspaceId });
+    expect(again.status).toBe(409);
+    expect(again.body.error.details.code).toBe('SYNC_IN_PROGRESS');
+    expect((await read(id)).syncLogs).toHaveLength(1);
+  });
+
+  it('a sync whose lease expired is released by a poll: back to the status it had, due again, and synced by the next poll', async () => {
+    const id = await syncedConnector('page.html');
+    await store().transaction((tx) => tx.knowledgeConnectors.update(id, { status: 'error' }));
+    expect(await heldBy(id, 'a-dead-process', past())).toBe(true);
+    expect(await s.services.knowledge.releaseExpiredSyncs()).toBe(1);
+    expect(lease(id)).toEqual({ status: 'error', resumeStatus: 'error', owner: null, syncId: null });
+    const released = await read(id);
+    expect(Date.parse(released.nextSyncAt)).toBeLessThanOrEqual(Date.now());
+
+    // The scheduler's poll does both: releases what a dead process held, then syncs what is due.
+    expect(await heldBy(id, 'another-dead-process', past())).toBe(true);
+    await waitUntil('the poll to release the dead sync', async () => {
+      await s.services.knowledge.syncDue();
+      return (lease(id) as { owner: string | null }).owner !== 'another-dead-process';
+    });
+    await s.services.knowledge.idleSyncs();
+    const synced = await read(id);
+    expect(synced).toMatchObject({ status: 'active', consecutiveFailures: 0 });
+    expect(synced.syncLogs).toHaveLength(2);
+    expect(lease(id)).toMatchObject({ owner: null, syncId: null });
+  });
+
+  it('a sync that lost its lease writes no outcome: the process holding the lease now keeps the connector', async () => {
+    const c = await s.ok('POST', `/api/v2/knowledge/${kbId}/connectors`, { workspaceId: s.workspaceId, connectorType: 'web', sourceConfig: { urls: `${siteUrl}/slow.html` } });
+    // This server's sync waits on the slow page; meanwhile it stalls past its lease (seen from "later"): a poll
+    // releases the sync and another process starts one.
+    await waitUntil('the sync to hold its lease', () => (lease(c.id) as { owner: string | null }).owner);
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.releaseExpiredSyncs(later()))).toBeGreaterThanOrEqual(1);
+    expect(await heldBy(c.id, 'the-new-holder', future())).toBe(true);
+    slowGate.open();
+    await s.services.knowledge.idleSyncs();
+    expect(lease(c.id)).toEqual({ status: 'syncing', resumeStatus: 'active', owner: 'the-new-holder', syncId: 'ksl_the-new-holder' });
+    const after = await read(c.id);
+    expect(after.syncLogs).toHaveLength(0);
+    expect(after.lastSyncAt).toBeNull();
+
+    // The same at the store: a live lease is not taken; an expired one is, by the next claim even before a poll
+    // released it; the old sync can then neither renew nor finish.
+    const now = new Date().toISOString();
+    expect(await heldBy(c.id, 'worker-a', future())).toBe(false);
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.claimSync(c.id, 'ksl_a', 'worker-a', future(), later()))).toBe(true);
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.claimSync(c.id, 'ksl_b', 'worker-b', future(), now))).toBe(false);
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.claimSync(c.id, 'ksl_b', 'worker-b', later(), later()))).toBe(true);
+    expect(lease(c.id)).toEqual({ status: 'syncing', resumeStatus: 'active', owner: 'worker-b', syncId: 'ksl_b' });
+    const outcome = { failed: false, error: null, docCount: 7, nextSyncAt: null };
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.renewSync(c.id, 'ksl_a', 'worker-a', future()))).toBe(false);
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.finishSync(c.id, 'ksl_a', 'worker-a', outcome, now))).toBe(false);
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.renewSync(c.id, 'ksl_b', 'worker-b', future()))).toBe(true);
+    // The right sync, the wrong owner: still not.
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.finishSync(c.id, 'ksl_b', 'worker-a', outcome, now))).toBe(false);
+    expect(await store().transaction((tx) => tx.knowledgeConnectors.finishSync(c.id, 'ksl_b', 'worker-b', outcome, now))).toBe(true);
+    expect(await read(c.id)).toMatchObject({ status: 'active', lastSyncDocCount: 7 });
+    expect(lease(c.id)).toMatchObject({ owner: null, syncId: null });
   });
 });
 

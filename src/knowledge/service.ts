@@ -11,7 +11,9 @@
 // A claimed document is leased (src/workers/lease.ts): the worker renews the lease while it extracts and
 // embeds, and ends the attempt only while it holds it. A lease that expired (its process died) is reclaimed by
 // the next poll of whichever process polls, counted as an interruption; nothing is reset at start-up, so a
-// second process never takes work a live one holds.
+// second process never takes work a live one holds. A connector's sync is leased the same way by the process
+// running it: renewed while it runs, its outcome written only while held, and released (due again) by the
+// scheduler's next poll once the lease expired.
 //
 // The vector index of a base is cached per process and tagged with the base's `vector_version`, which the
 // store bumps in the transaction of every chunk change; a search reads the version (one indexed row) and
@@ -29,7 +31,7 @@ import { ContentError, WorkerOverrun, type ContentWorkers } from '../content/ind
 import { UserRegexError } from './user-regex.ts';
 import { EgressPolicy } from '../execution/egress.ts';
 import { SourceError, type ConnectorContext } from './connectors.ts';
-import { runSync } from './sync.ts';
+import { runSync, type SyncRun } from './sync.ts';
 import type { SecretCipher } from '../secrets/cipher.ts';
 import type { SecretVault } from '../secrets/vault.ts';
 import type { ConnectorRecord, SyncLogRecord } from '../store/knowledge-connectors.ts';
@@ -80,6 +82,8 @@ export class KnowledgeService {
   /** Outbound requests of connectors (web pages) go through the same egress rules as workflow blocks. */
   readonly egress: EgressPolicy;
   private readonly syncs = new Set<Promise<void>>();
+  /** When the connector scheduler next looks for syncs whose lease expired (at most once per renewal period). */
+  private nextSyncReclaim = 0;
   private scheduler: NodeJS.Timeout | null = null;
 
   constructor(deps: KnowledgeDeps) {
@@ -168,7 +172,6 @@ export class KnowledgeService {
 
   async start(): Promise<void> {
     if (this.running) return;
-    await this.deps.store.transaction((tx) => tx.knowledgeConnectors.releaseInterrupted(new Date().toISOString()));
     this.running = true;
     for (let i = 0; i < this.deps.config.knowledge.workers; i++) this.workers.push(this.work());
     const poll = this.deps.config.knowledge.connectorPollMs;
@@ -205,21 +208,40 @@ export class KnowledgeService {
     return resolved;
   }
 
-  /** Starts the syncs whose schedule is due. */
+  /**
+   * Syncs whose lease expired (their process died) are released: the connector goes back to its status and is
+   * due again. Live leases, whoever holds them, are left alone. The scheduler's poll calls it (at most once per
+   * renewal period).
+   */
+  async releaseExpiredSyncs(): Promise<number> {
+    const now = new Date().toISOString();
+    if (!(await this.deps.store.knowledgeConnectors.anyExpiredSync(now))) return 0;
+    const released = await this.deps.store.transaction((tx) => tx.knowledgeConnectors.releaseExpiredSyncs(now));
+    if (released > 0) this.deps.logger.warn({ connectors: released }, 'connector syncs whose process lost its lease were released');
+    return released;
+  }
+
+  /** Starts the syncs whose schedule is due (after releasing expired ones, so they are due again). */
   async syncDue(): Promise<void> {
     if (!this.running) return;
+    if (Date.now() >= this.nextSyncReclaim) {
+      this.nextSyncReclaim = Date.now() + this.deps.config.leases.renewMs;
+      await this.releaseExpiredSyncs();
+    }
     for (const c of await this.deps.store.knowledgeConnectors.due(new Date().toISOString(), 20)) await this.startSync(c.id, false);
   }
 
   /**
-   * Claims the connector and runs one sync in the background; false when it is already syncing (or paused), so
-   * two syncs of one connector never run at once.
+   * Claims the connector under a lease and runs one sync in the background; false when a live sync holds it (or
+   * it is paused), so two syncs of one connector never run at once, whichever processes start them.
    */
   async startSync(connectorId: string, rehydrate: boolean): Promise<boolean> {
     const startedAt = new Date().toISOString();
-    const prior = await this.deps.store.transaction((tx) => tx.knowledgeConnectors.claimSync(connectorId, startedAt));
-    if (!prior) return false;
-    const run = this.sync(connectorId, rehydrate, startedAt).finally(() => this.syncs.delete(run));
+    const syncId = `ksl_${randomUUID().replace(/-/g, '')}`;
+    const { ttlMs } = this.deps.config.leases;
+    const claimed = await this.deps.store.transaction((tx) => tx.knowledgeConnectors.claimSync(connectorId, syncId, PROCESS_OWNER, leaseUntil(ttlMs), startedAt));
+    if (!claimed) return false;
+    const run = this.sync(connectorId, { id: syncId, rehydrate, startedAt }).finally(() => this.syncs.delete(run));
     this.syncs.add(run);
     return true;
   }
@@ -229,46 +251,52 @@ export class KnowledgeService {
     while (this.syncs.size) await Promise.all([...this.syncs]);
   }
 
-  private async sync(connectorId: string, rehydrate: boolean, startedAt: string): Promise<void> {
+  private async sync(connectorId: string, run: Omit<SyncRun, 'signal'>): Promise<void> {
     const { store, config } = this.deps;
-    const connector = await store.knowledgeConnectors.get(connectorId);
-    if (!connector) return;
-    let log: SyncLogRecord | undefined;
-    let error: string | null = null;
+    const { ttlMs, renewMs } = config.leases;
+    const keeper = new LeaseKeeper(
+      () => store.transaction((tx) => tx.knowledgeConnectors.renewSync(connectorId, run.id, PROCESS_OWNER, leaseUntil(ttlMs))),
+      renewMs,
+      this.deps.logger,
+    );
     try {
-      const ctx: ConnectorContext = {
-        store, blobs: this.deps.blobs, egress: this.egress, workspaceId: connector.workspaceId, baseUrl: config.baseUrl,
-        maxDocumentBytes: config.knowledge.maxDocumentBytes, timeoutMs: config.execution.apiTimeoutMs, apiKey: await this.apiKeyOf(connector),
-      };
-      log = await runSync(ctx, connector, rehydrate, startedAt);
-    } catch (err) {
-      if (!(err instanceof SourceError)) this.deps.logger.error({ err, connectorId }, 'connector sync failed unexpectedly');
-      error = err instanceof SourceError ? err.message : `The sync failed: ${(err as Error).message}`;
-    }
-    const now = new Date().toISOString();
-    const current = await store.knowledgeConnectors.get(connectorId);
-    if (!current) return; // deleted while it ran
-    const next = current.syncIntervalMinutes > 0 ? new Date(Date.now() + current.syncIntervalMinutes * 60_000).toISOString() : null;
-    const docCount = (await store.knowledgeDocuments.ofConnector(connectorId)).length;
-    await store.transaction(async (tx) => {
-      await tx.knowledgeConnectors.insertLog(
-        log ?? { id: `ksl_${randomUUID().replace(/-/g, '')}`, connectorId, status: 'failed', startedAt, completedAt: now, docsAdded: 0, docsUpdated: 0, docsDeleted: 0, docsUnchanged: 0, docsSkipped: 0, docsFailed: 0, errorMessage: error },
-      );
-      const latest = await tx.knowledgeConnectors.get(connectorId);
-      await tx.knowledgeConnectors.update(connectorId, {
-        // A pause requested while the sync ran is kept.
-        status: latest?.status === 'paused' ? 'paused' : error ? 'error' : 'active',
-        lastSyncAt: now,
-        lastSyncError: error ?? log?.errorMessage ?? null,
-        lastSyncDocCount: docCount,
-        nextSyncAt: next ?? undefined,
-        consecutiveFailures: error ? current.consecutiveFailures + 1 : 0,
-        updatedAt: now,
+      const connector = await store.knowledgeConnectors.get(connectorId);
+      if (!connector) return;
+      let log: SyncLogRecord | undefined;
+      let error: string | null = null;
+      try {
+        const ctx: ConnectorContext = {
+          store, blobs: this.deps.blobs, egress: this.egress, workspaceId: connector.workspaceId, baseUrl: config.baseUrl,
+          maxDocumentBytes: config.knowledge.maxDocumentBytes, timeoutMs: config.execution.apiTimeoutMs, apiKey: await this.apiKeyOf(connector),
+        };
+        log = await runSync(ctx, connector, { ...run, signal: keeper.signal });
+      } catch (err) {
+        if (keeper.lost) {
+          this.deps.logger.warn({ connectorId }, 'a connector sync lost its lease and stopped; its outcome is dropped');
+          return;
+        }
+        if (!(err instanceof SourceError)) this.deps.logger.error({ err, connectorId }, 'connector sync failed unexpectedly');
+        error = err instanceof SourceError ? err.message : `The sync failed: ${(err as Error).message}`;
+      }
+      const now = new Date().toISOString();
+      const current = await store.knowledgeConnectors.get(connectorId);
+      if (!current) return; // deleted while it ran
+      const nextSyncAt = current.syncIntervalMinutes > 0 ? new Date(Date.now() + current.syncIntervalMinutes * 60_000).toISOString() : null;
+      const docCount = (await store.knowledgeDocuments.ofConnector(connectorId)).length;
+      const kept = await store.transaction(async (tx) => {
+        const outcome = { failed: error !== null, error: error ?? log?.errorMessage ?? null, docCount, nextSyncAt };
+        if (!(await tx.knowledgeConnectors.finishSync(connectorId, run.id, PROCESS_OWNER, outcome, now))) return false;
+        await tx.knowledgeConnectors.insertLog(
+          log ?? { id: run.id, connectorId, status: 'failed', startedAt: run.startedAt, completedAt: now, docsAdded: 0, docsUpdated: 0, docsDeleted: 0, docsUnchanged: 0, docsSkipped: 0, docsFailed: 0, errorMessage: error },
+        );
+        return true;
       });
-      if (!next) await tx.knowledgeConnectors.clearSchedule(connectorId);
-    });
-    this.invalidate(connector.knowledgeBaseId);
-    this.notify();
+      if (!kept) this.deps.logger.warn({ connectorId }, 'a connector sync finished after losing its lease; its outcome is dropped');
+      this.invalidate(connector.knowledgeBaseId);
+      this.notify();
+    } finally {
+      keeper.stop();
+    }
   }
 
   private async work(): Promise<void> {

@@ -1,20 +1,31 @@
 // One sync of a connector: list the source, compare each external document's content hash with the base's
 // document of the same external id, then add, update (re-queue) or delete documents through the same
 // processing queue as uploads. Documents a user excluded stay excluded; a source that cannot be listed changes
-// nothing in the base and is recorded as a failed sync.
-import { randomUUID } from 'node:crypto';
+// nothing in the base and is recorded as a failed sync. A sync whose lease was lost (`signal`) stops before its
+// next write: another process may be syncing the connector by then.
 import type { ConnectorRecord, SyncLogRecord } from '../store/knowledge-connectors.ts';
 import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
 import { ALL_SLOTS } from './tags.ts';
 import { connectorType, SourceError, type ConnectorContext, type ExternalDocument } from './connectors.ts';
 import { newDocumentId } from './ids.ts';
 
-export async function runSync(ctx: ConnectorContext, connector: ConnectorRecord, rehydrate: boolean, startedAt: string): Promise<SyncLogRecord> {
+export interface SyncRun {
+  /** The sync's id: its lease's and its log's. */
+  id: string;
+  startedAt: string;
+  /** Re-reads every document, changed or not. */
+  rehydrate: boolean;
+  /** Aborts when the sync's lease is lost. */
+  signal: AbortSignal;
+}
+
+export async function runSync(ctx: ConnectorContext, connector: ConnectorRecord, run: SyncRun): Promise<SyncLogRecord> {
+  const { rehydrate, signal } = run;
   const log: SyncLogRecord = {
-    id: `ksl_${randomUUID().replace(/-/g, '')}`,
+    id: run.id,
     connectorId: connector.id,
     status: 'completed',
-    startedAt,
+    startedAt: run.startedAt,
     completedAt: null,
     docsAdded: 0,
     docsUpdated: 0,
@@ -52,6 +63,7 @@ export async function runSync(ctx: ConnectorContext, connector: ConnectorRecord,
       log.docsFailed++;
       continue;
     }
+    signal.throwIfAborted();
     const at = new Date().toISOString();
     await store.transaction(async (tx) => {
       if (doc) {
@@ -66,6 +78,7 @@ export async function runSync(ctx: ConnectorContext, connector: ConnectorRecord,
   // Documents the source no longer lists go (excluded ones too: there is nothing left to exclude).
   const gone = [...existing.entries()].filter(([externalId]) => !seen.has(externalId)).map(([, d]) => d);
   if (gone.length) {
+    signal.throwIfAborted();
     await store.transaction(async (tx) => {
       for (const d of gone) await tx.knowledgeDocuments.delete(d.id);
     });

@@ -1,4 +1,7 @@
 // Knowledge connectors (sources a base is kept in step with) and the log of their syncs.
+// A running sync is leased by its process (`lease_owner`, `lease_until`, and `sync_id`, the sync holding it; see
+// src/workers/lease.ts): the process renews the lease while the sync runs and writes the sync's outcome only while
+// it holds it; a sync whose lease expired is released by the next poll of any process, never at start-up.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset, limitClause } from './keyset.ts';
 
@@ -77,6 +80,11 @@ const toLog = (r: Row): SyncLogRecord => ({
   errorMessage: r.error_message as string | null,
 });
 
+/** Sync `sync_id` of the connector, still held by its owner (params: id, syncId, owner). */
+const SYNC_HELD = 'id = ? AND sync_id = ? AND lease_owner = ?';
+/** A sync whose lease ran out (param: now); a lease-less `syncing` one is from before syncs were leased. */
+const SYNC_EXPIRED = "(lease_owner IS NOT NULL OR status = 'syncing') AND (lease_until IS NULL OR lease_until < ?)";
+
 export const CONNECTOR_SORT_COLUMNS = { connectorType: 'connector_type', createdAt: 'created_at', updatedAt: 'updated_at' } as const;
 
 export class KnowledgeConnectorRepository {
@@ -136,12 +144,45 @@ export class KnowledgeConnectorRepository {
     if (sets.length) await this.db.run(`UPDATE knowledge_connectors SET ${sets.join(', ')} WHERE id = ?`, [...params, id]);
   }
 
-  /** Marks a connector syncing unless it already is or is paused; returns the status it had, or null. */
-  async claimSync(id: string, now: string): Promise<ConnectorStatus | null> {
-    const before = await this.db.get<{ status: ConnectorStatus }>('SELECT status FROM knowledge_connectors WHERE id = ?', [id]);
-    if (!before || before.status === 'syncing' || before.status === 'paused' || before.status === 'disabled') return null;
-    const r = await this.db.run(`UPDATE knowledge_connectors SET status = 'syncing', resume_status = status, updated_at = ? WHERE id = ? AND status = ?`, [now, id, before.status]);
-    return r.changes === 1 ? before.status : null;
+  /**
+   * Starts sync `syncId` of a connector for `owner` until `leaseUntil`: marks it syncing (remembering the status
+   * to go back to) unless it is paused or a live lease holds it (one sync of a connector at a time). An expired
+   * lease is taken over. False when the connector could not be claimed.
+   */
+  async claimSync(id: string, syncId: string, owner: string, leaseUntil: string, now: string): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE knowledge_connectors SET status = 'syncing', resume_status = CASE WHEN status = 'syncing' THEN resume_status ELSE status END,
+         lease_owner = ?, lease_until = ?, sync_id = ?, updated_at = ?
+       WHERE id = ? AND status NOT IN ('paused', 'disabled') AND (lease_until IS NULL OR lease_until < ?)`,
+      [owner, leaseUntil, syncId, now, id, now],
+    );
+    return r.changes === 1;
+  }
+
+  /** Extends the lease of sync `syncId` still held by `owner`; false when the lease was lost (expired and released, or the connector deleted). */
+  async renewSync(id: string, syncId: string, owner: string, leaseUntil: string): Promise<boolean> {
+    return (await this.db.run(`UPDATE knowledge_connectors SET lease_until = ? WHERE ${SYNC_HELD}`, [leaseUntil, id, syncId, owner])).changes === 1;
+  }
+
+  /**
+   * Writes the outcome of sync `syncId` and ends its lease, only while `owner` still holds it; false when the
+   * lease was lost and the outcome must be dropped. A pause requested while the sync ran is kept.
+   */
+  async finishSync(
+    id: string,
+    syncId: string,
+    owner: string,
+    outcome: { failed: boolean; error: string | null; docCount: number; nextSyncAt: string | null },
+    now: string,
+  ): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE knowledge_connectors SET status = CASE WHEN status IN ('paused', 'disabled') THEN status ELSE ? END, last_sync_at = ?, last_sync_error = ?,
+         last_sync_doc_count = ?, next_sync_at = ?, consecutive_failures = ${outcome.failed ? 'consecutive_failures + 1' : '0'}, updated_at = ?,
+         lease_owner = NULL, lease_until = NULL, sync_id = NULL
+       WHERE ${SYNC_HELD}`,
+      [outcome.failed ? 'error' : 'active', now, outcome.error, outcome.docCount, outcome.nextSyncAt, now, id, syncId, owner],
+    );
+    return r.changes === 1;
   }
 
   /** Connectors whose scheduled sync is due. */
@@ -153,9 +194,24 @@ export class KnowledgeConnectorRepository {
     return rows.map(toRecord);
   }
 
-  /** After a restart: syncs a dead process left running go back to what the connector was. */
-  async releaseInterrupted(now: string): Promise<number> {
-    return (await this.db.run(`UPDATE knowledge_connectors SET status = COALESCE(resume_status, 'active'), next_sync_at = ?, updated_at = ? WHERE status = 'syncing'`, [now, now])).changes;
+  /** Whether any sync's lease has run out (a read, so an idle poll writes nothing). */
+  async anyExpiredSync(now: string): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 AS x FROM knowledge_connectors WHERE ${SYNC_EXPIRED} LIMIT 1`, [now])) !== undefined;
+  }
+
+  /**
+   * Syncs whose lease expired (their process died or stalled past the lease) are released: the connector goes
+   * back to the status it had (a pause requested meanwhile stays) and is due again. Live leases, whoever holds
+   * them, are left alone. Returns how many were released.
+   */
+  async releaseExpiredSyncs(now: string): Promise<number> {
+    const r = await this.db.run(
+      `UPDATE knowledge_connectors SET status = CASE WHEN status = 'syncing' THEN COALESCE(resume_status, 'active') ELSE status END, next_sync_at = ?,
+         updated_at = ?, lease_owner = NULL, lease_until = NULL, sync_id = NULL
+       WHERE ${SYNC_EXPIRED}`,
+      [now, now, now],
+    );
+    return r.changes;
   }
 
   async clearSchedule(id: string): Promise<void> {

@@ -121,10 +121,6 @@ export class TableImportRepository {
     return r.changes > 0;
   }
 
-  async withStatus(status: ImportStatus): Promise<TableImportRecord[]> {
-    return (await this.db.all<ImportRow>('SELECT * FROM table_imports WHERE status = ?', [status])).map(toImport);
-  }
-
   /** Takes a processing import nobody holds yet (just started by its request); false when someone has it. */
   async claim(id: string, owner: string, leaseUntil: string): Promise<boolean> {
     const r = await this.db.run("UPDATE table_imports SET lease_owner = ?, lease_until = ? WHERE id = ? AND status = 'processing' AND lease_owner IS NULL", [owner, leaseUntil, id]);
@@ -278,10 +274,6 @@ export class TableExportRepository {
 
   async progress(id: string, rowsProcessed: number, now: string): Promise<void> {
     await this.db.run("UPDATE table_exports SET rows_processed = ?, updated_at = ? WHERE id = ? AND status = 'processing'", [rowsProcessed, now, id]);
-  }
-
-  async withStatus(statuses: ExportStatus[]): Promise<TableExportRecord[]> {
-    return (await this.db.all<ExportRow>(`SELECT * FROM table_exports WHERE status IN (${statuses.map(() => '?').join(', ')})`, statuses)).map(toExport);
   }
 
   /** Exports that ended (completed, failed or canceled) before `cutoff`, oldest first. */
