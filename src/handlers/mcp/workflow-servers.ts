@@ -8,11 +8,12 @@ import { readCursor, toPage } from '../../http/pagination.ts';
 import type { WorkflowMcpServerRecord, WorkflowMcpToolRecord } from '../../store/workflow-mcp-servers.ts';
 import { MAX_DESCRIPTION_BYTES, MAX_SCHEMA_BYTES } from '../../mcp/tools.ts';
 import * as servers from '../../mcp/workflow-servers.ts';
+import { mcpServeUrl } from './shared.ts';
 
-/** ./serve.ts reads these; the rule's home is src/mcp/workflow-servers.ts. */
+/** Until ./serve.ts imports them from their homes (./shared.ts, src/mcp/workflow-servers.ts). */
 export { isServable } from '../../mcp/workflow-servers.ts';
+export { mcpServeUrl };
 
-export const mcpServeUrl = (ctx: RequestContext<any>, serverId: string) => `${ctx.services.config.baseUrl}/api/mcp/serve/${encodeURIComponent(serverId)}`;
 const apiEndpoint = (ctx: RequestContext, workflowId: string) => `${ctx.services.config.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/execute`;
 
 function serverView(ctx: RequestContext, s: WorkflowMcpServerRecord) {
