@@ -13,7 +13,7 @@ import type { SkillEditorRecord, SkillRecord } from '../store/skills.ts';
 
 const summary = ({ content: _c, ...rest }: SkillView) => rest;
 
-const actorOf = (ctx: RequestContext): skills.SkillActor => ({ userId: ctx.principal.userId, role: ctx.workspace!.role });
+const actorOf = (ctx: RequestContext): skills.SkillActor => ({ userId: ctx.principal.userId, role: ctx.workspace?.role ?? null });
 /** A skill's entity tag is the hash of its answer; the If-Match check of a write, on the skill the transaction read. */
 const ifMatch = (ctx: RequestContext) => (current: SkillRecord) => ctx.precondition(() => tagOf(skillView(current)));
 

@@ -13,7 +13,7 @@ import { builtinSkill, isBuiltinSkillId } from './skills.ts';
 /** Who changes a skill: the user, and their role in the skill's workspace. */
 export interface SkillActor {
   userId: string;
-  role: string;
+  role: string | null;
 }
 
 /** Checks the skill a change read before it writes (e.g. the request's If-Match); throws to refuse. */
