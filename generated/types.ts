@@ -4758,6 +4758,8 @@ export interface components {
       startedAt: components['schemas']['Timestamp'] | null;
       endedAt: components['schemas']['Timestamp'] | null;
       durationMs: number | null;
+      /** @description Extension: which execution of the run this is, present from the second on. An async run whose server stopped while it ran (a crash, not a graceful stop) is executed again, up to RUN_MAX_ATTEMPTS executions in all; then it fails with an error naming the attempts. */
+      attempt?: number;
       paused: components['schemas']['RunPause'];
       cost: components['schemas']['RunCost'];
       error: components['schemas']['RunError'] | null;

@@ -165,8 +165,10 @@ export interface RunSettings {
   workers: number;
   /** Longest a synchronous (or streamed) run may take before it fails with TIMEOUT (ms). */
   syncTimeoutMs: number;
-  /** How often idle workers look for runs queued by another process (ms). */
+  /** How often idle workers look for runs queued by another process, or left by a process that died (ms). */
   pollIntervalMs: number;
+  /** Executions an async run gets when its process dies under it (RUN_MAX_ATTEMPTS); then it fails. */
+  maxAttempts: number;
   /** Per-plan async time cap and monthly usage limit; ASYNC_RUN_MAX_SECONDS_<PLAN> and USAGE_LIMIT_USD_<PLAN> override. */
   policies: Record<Plan, ExecutionPolicy>;
 }
@@ -183,6 +185,11 @@ export interface FileLimits {
   archiveRetentionMs: number;
   /** How often the purge job runs; 0 turns the timer off. */
   purgeIntervalMs: number;
+  /**
+   * Age after which the purge job treats upload leftovers as abandoned: temporary files and staged bytes
+   * untouched this long, unreferenced blobs, and sessions left `completing` (their process died).
+   */
+  staleAfterMs: number;
   unzipMaxEntries: number;
   unzipMaxBytes: number;
   /** Longest one unzip may take (its worker is then terminated). */
@@ -323,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFileBytes: env.MAX_FILE_SIZE ? byteSize(env, 'MAX_FILE_SIZE', 0) : null,
       archiveRetentionMs: integer(env, 'FILE_ARCHIVE_RETENTION_DAYS', 30, 0, 3650) * 24 * 3600 * 1000,
       purgeIntervalMs: integer(env, 'FILE_PURGE_INTERVAL_SECONDS', 3600, 0, 7 * 24 * 3600) * 1000,
+      staleAfterMs: integer(env, 'FILE_STALE_AFTER_SECONDS', 3600, 1, 7 * 24 * 3600) * 1000,
       unzipMaxEntries: integer(env, 'UNZIP_MAX_ENTRIES', 1000, 1, 100_000),
       unzipMaxBytes: byteSize(env, 'UNZIP_MAX_SIZE', 1024 * 1024 * 1024),
       unzipTimeoutMs: integer(env, 'UNZIP_TIMEOUT_MS', 300_000, 1, 3_600_000),
@@ -332,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workers: integer(env, 'RUN_WORKERS', 8, 1, 1024),
       syncTimeoutMs: integer(env, 'SYNC_RUN_TIMEOUT_MS', 300_000, 10, 3_600_000),
       pollIntervalMs: integer(env, 'RUN_QUEUE_POLL_MS', 1000, 10, 600_000),
+      maxAttempts: integer(env, 'RUN_MAX_ATTEMPTS', 3, 1, 100),
       policies: Object.fromEntries(
         PLANS.map((plan) => [
           plan,

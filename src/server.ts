@@ -26,7 +26,6 @@ import { createToolRegistry } from './tools/index.ts';
 import { SandboxBuilder } from './sandboxes/builder.ts';
 import { WorkspaceCredentials } from './credentials/service.ts';
 import { lockDataDir } from './store/data-dir-lock.ts';
-import { recoverUploads } from './files/recovery.ts';
 import { createMailer } from './mail/mailer.ts';
 import { McpRegistry } from './mcp/registry.ts';
 import { mcpToolProvider } from './mcp/tool-provider.ts';
@@ -177,19 +176,19 @@ export async function startServer(services: Services, options: StartOptions = {}
   services.dataDirLock?.setPort(port);
   // Links the API hands out (signed upload URLs, share links) must name the port actually bound.
   if (config.port === 0 && config.baseUrl.endsWith(':0')) config.baseUrl = `${config.baseUrl.slice(0, -2)}:${port}`;
-  // Recovery happens only here, under the data directory lock: uploads a previous process left completing go
-  // back to their client, and runs it left running are failed before the queue's workers pick up what is queued.
-  if (services.dataDirLock) await recoverUploads(services.store, services.blobs, services.logger);
+  // Nothing is recovered at start: runs a previous process left running are reclaimed by the queue's workers once
+  // their lease expires (src/runs/service.ts); uploads it left completing, and its temporary files, are swept by
+  // age by the purge job.
   await services.runs.start();
   await services.sandboxes.resume();
   await services.tableJobs.start();
   services.tableGroups.start();
-  // Documents a previous process left processing go back to the queue; the queue's workers start.
+  // The knowledge queue's workers start; documents whose worker died are reclaimed when their lease runs out.
   await services.knowledge.start();
-  // Callback deliveries a previous process was sending are sent again (recovery only under the lock).
-  await services.callbacks.start(Boolean(services.dataDirLock));
+  // Callback deliveries: one whose sender died is due again once its lease runs out (no recovery at start).
+  await services.callbacks.start();
   const stopPurge = startPurgeTimer(
-    () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs }),
+    () => purgeFiles(services.store, services.blobs, { archiveRetentionMs: config.files.archiveRetentionMs, graceMs: config.files.staleAfterMs, logger: services.logger }),
     config.files.purgeIntervalMs,
     services.logger,
   );
@@ -202,7 +201,8 @@ export async function startServer(services: Services, options: StartOptions = {}
       closing ??= (async () => {
         shuttingDown = true;
         stopPurge();
-        // The queue stops taking work at once; runs in flight get the same grace as in-flight requests.
+        // The queue stops taking work at once; runs in flight get the same grace as in-flight requests, then
+        // async runs still going go back to the queue.
         const runsClosed = services.runs.close(config.shutdownTimeoutMs);
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

@@ -72,6 +72,17 @@ describe('public chat', () => {
     const log = await s.call('GET', `/api/v2/logs/${runId}`);
     expect(log.status).toBe(200);
     expect(JSON.stringify(log.body)).toContain('"chat"');
+    // The audit trail is the same for every trigger: one workflow_run.started event, the chat as its actor.
+    const { DatabaseSync } = await import('node:sqlite');
+    const db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'), { readOnly: true });
+    try {
+      const events = db.prepare("SELECT action, actor_name AS actor, metadata FROM audit_events WHERE resource_type = 'workflow_run' AND resource_id = ?").all(runId) as { action: string; actor: string; metadata: string }[];
+      expect(events.map((e) => e.action)).toEqual(['workflow_run.started']);
+      expect(events[0]!.actor).toBe('Hosted chat echo');
+      expect(JSON.parse(events[0]!.metadata)).toMatchObject({ trigger: 'chat', mode: 'stream' });
+    } finally {
+      db.close();
+    }
   });
 
   it('shows nothing when no outputs are configured', async () => {

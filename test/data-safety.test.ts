@@ -1,5 +1,6 @@
 // Data safety of one data directory: the exclusive lock (one server per DATA_DIR, recovery only under it),
-// recovery of uploads a killed process left completing, owner-only files, and a missing handler stopping the start.
+// uploads a killed process left completing (handed back by the purge job once stale, never at start), owner-only
+// files, and a missing handler stopping the start.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { DataDirLockedError, LOCK_FILE, lockDataDir } from '../src/store/data-di
 import { handlers } from '../generated/handler-registry.ts';
 import { MissingHandlerError, missingHandlers } from '../src/app.ts';
 import { type TestServer } from './support/server.ts';
+import { purgeFiles } from '../src/files/purge.ts';
 
 const KEY = 'sk-owa-data-safety-test-key-00000000000';
 const dirs: string[] = [];
@@ -95,8 +97,12 @@ describe('the data directory lock', () => {
   });
 });
 
+/** The purge job as it runs once the leftovers are older than FILE_STALE_AFTER_SECONDS (run as if two hours later). */
+const purgeLater = (s: Server) =>
+  purgeFiles(s.services.store, s.services.blobs, { now: Date.now() + 2 * 3600_000, archiveRetentionMs: 1e12, graceMs: s.services.config.files.staleAfterMs });
+
 describe('uploads a killed process left completing', () => {
-  it('go back to the client (bytes kept) or fail (bytes lost); orphaned temporary files are swept', async () => {
+  it('go back to the client (bytes kept) or fail (bytes lost) once stale, not at a restart; orphaned temporary files are swept by age', async () => {
     const dir = tempDir();
     const first = await startOn(dir);
     const a = Buffer.from('crash after the bytes were moved for committing');
@@ -128,6 +134,14 @@ describe('uploads a killed process left completing', () => {
 
     const second = await startOn(dir);
     try {
+      // A restart alone changes nothing: another live process could still be completing these.
+      expect((await second.services.store.fileUploads.get(movedUp.id))!.status).toBe('completing');
+      expect(fs.existsSync(orphan)).toBe(true);
+      expect(await purgeFiles(second.services.store, second.services.blobs, { archiveRetentionMs: 1e12, graceMs: second.services.config.files.staleAfterMs })).toMatchObject({
+        abandonedCompletions: 0,
+        temporaryFiles: 0,
+      });
+      expect((await purgeLater(second))).toMatchObject({ abandonedCompletions: 3, temporaryFiles: 1 });
       expect(fs.existsSync(orphan)).toBe(false);
       expect(fs.readdirSync(path.join(files, 'tmp'))).toEqual([]);
       for (const [up, bytes] of [[movedUp, a], [stagedUp, b]] as const) {
@@ -166,6 +180,7 @@ describe('uploads a killed process left completing', () => {
     await s.close();
     const restarted = await startOn(dir);
     try {
+      expect((await purgeLater(restarted)).abandonedCompletions).toBe(1);
       const staged = path.join(dir, 'files', 'uploads', again.id);
       expect(fs.statSync(staged).ino).not.toBe(fs.statSync(blob).ino);
       expect(fs.statSync(blob).nlink).toBe(1);

@@ -142,6 +142,8 @@ describe('uploading and processing documents', () => {
     const body = ((await done.json()) as any).data;
     expect(body.document.fileSize).toBe(big.length);
     expect((await waitForDocument(s, kb.id, body.document.id)).processingStatus).toBe('completed');
+    // Once the document is recorded, the commit's temporary name (kept only for crash recovery) is gone, as for files.
+    expect(fs.existsSync(path.join(s.dataDir, 'files', 'tmp', `commit-${mp.session.id}`))).toBe(false);
   });
 });
 

@@ -1,7 +1,7 @@
 // The processing queue under failure: an OpenAI-compatible embedding endpoint that is down (documents fail
 // with a clear error and can be retried), and a server process killed mid-processing (the document is processed
-// again on restart, never stuck, never with doubled chunks). A fake endpoint on loopback stands in for the
-// provider.
+// again once its lease runs out, never stuck, never with doubled chunks). A fake endpoint on loopback stands in
+// for the provider. The servers here use a short lease (LEASE_TTL_MS), so a dead worker's document is reclaimed soon.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -155,7 +155,7 @@ describe('a server killed mid-processing', () => {
   function start(): Promise<{ child: ChildProcess; url: string }> {
     const child = endsWithFile(spawn(process.execPath, [path.join(root, 'bin', 'start.js')], {
       env: {
-        PATH: process.env.PATH, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY,
+        PATH: process.env.PATH, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', BOOTSTRAP_API_KEY: KEY, LEASE_TTL_MS: '1000',
         KB_EMBEDDING_BASE_URL: endpointUrl, KB_EMBEDDING_MODEL: 'fake-embed', KB_EMBEDDING_DIMENSIONS: '8', KB_EMBEDDING_TIMEOUT_MS: '60000',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -223,7 +223,7 @@ describe('a server killed mid-processing', () => {
     }
   });
 
-  it('a document cut off by a dead process twice is failed on the next start, not queued again', async () => {
+  it('a document cut off by a dead process twice is failed once the lease runs out, not queued again', async () => {
     const call = async (url: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => {
       const r = await fetch(url + p, { method, headers: { 'x-api-key': KEY, ...(body ? { 'content-type': 'application/json' } : {}), ...headers }, body: body ? JSON.stringify(body) : undefined });
       return { status: r.status, body: (await r.json()) as any };
@@ -257,7 +257,10 @@ describe('a server killed mid-processing', () => {
     requests = 0;
     const third = await start();
     try {
-      const data = (await call(third.url, 'GET', docPath)).body.data;
+      const data = await waitUntil('the dead worker\'s lease to be reclaimed', async () => {
+        const d = (await call(third.url, 'GET', docPath)).body.data;
+        return d.processingStatus === 'processing' ? null : d;
+      });
       expect(data.processingStatus).toBe('failed');
       expect(data.processingError).toMatch(/cut off twice .* not retried again/);
       expect(requests).toBe(0);

@@ -1,5 +1,6 @@
 // Durability and capacity of runs: time limits (sync limit, plan cap on async runs), the usage limit, the
-// single-worker queue with cancellation, recovery after a crash, and graceful shutdown.
+// single-worker queue with cancellation, what happens to runs a crashed process left (leases, attempts), and
+// graceful shutdown.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -149,7 +150,7 @@ describe('restart and shutdown', () => {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 
-  it('after a crash: running runs fail with an interruption error, queued runs run, paused runs resume', async () => {
+  it('after a crash: an async run left running is executed again, a sync one and one out of attempts fail, queued runs run, paused runs resume', async () => {
     const dir = tempDir();
     const first = await startOn(dir);
     const asTest = { ...first, workspaceId: '' } as unknown as TestServer;
@@ -163,25 +164,44 @@ describe('restart and shutdown', () => {
     const template = (await post(first, `/api/v2/workflows/${approval.id}/execute`, { run: { source: 'manual' } })).body.data.runId;
     await first.close();
 
-    // What a process killed mid-run leaves behind: one run still "running", one queued that no worker took.
+    // What a process killed mid-run leaves behind: runs still "running" under a lease nobody renews (expired a
+    // second ago), and one queued that no worker took.
     const store = await openSqliteStore(path.join(dir, 'workspace.sqlite'));
     const base = (await store.workflowRuns.get(template))!;
     const baseLog = (await store.executionLogs.get(template))!;
     const at = new Date().toISOString();
+    const expired = new Date(Date.now() - 1000).toISOString();
+    const left = [
+      { id: 'crashed-run', status: 'running', mode: 'async', attempts: 1 },
+      { id: 'crashed-sync-run', status: 'running', mode: 'sync', attempts: 1 },
+      { id: 'worn-out-run', status: 'running', mode: 'async', attempts: 3 },
+      { id: 'waiting-run', status: 'queued', mode: 'async', attempts: 0 },
+    ] as const;
     await store.transaction(async (tx) => {
-      for (const [id, status] of [['crashed-run', 'running'], ['waiting-run', 'queued']] as const) {
-        await tx.workflowRuns.insert({ ...base, id, key: id, status, mode: 'async', source: 'deployment', checkpoint: null, pause: null, output: null, error: null, endedAt: null, durationMs: null, queuedAt: at, startedAt: status === 'running' ? at : null });
-        await tx.executionLogs.insert({ ...baseLog, runId: id, status: status === 'running' ? 'running' : 'pending', endedAt: null });
+      for (const { id, status, mode, attempts } of left) {
+        const running = status === 'running';
+        await tx.workflowRuns.insert({
+          ...base, id, key: id, status, mode, source: 'deployment', checkpoint: null, pause: null, output: null, error: null, endedAt: null, durationMs: null, queuedAt: at,
+          startedAt: running ? at : null, leaseOwner: running ? 'a-process-that-died' : null, leaseUntil: running ? expired : null, attempts,
+        });
+        await tx.executionLogs.insert({ ...baseLog, runId: id, status: running ? 'running' : 'pending', endedAt: null });
       }
     });
     await store.close();
 
     const second = await startOn(dir);
     try {
-      const crashed = await runStatus(second, approval.id, 'crashed-run');
+      // The async run goes on (its second attempt) and pauses at the human step like any other.
+      const again = await waitFor(second, approval.id, 'crashed-run', ['paused', 'failed']);
+      expect(again).toMatchObject({ status: 'paused', attempt: 2 });
+      // A sync run's client is gone: it fails with the interruption error.
+      const crashed = await waitFor(second, approval.id, 'crashed-sync-run', ['failed']);
       expect(crashed).toMatchObject({ status: 'failed', error: { code: 'EXECUTION_FAILED' } });
       expect(crashed.error.message).toMatch(/interrupted/);
-      expect(((await (await second.request('/api/v2/logs/crashed-run')).json()) as any).data).toMatchObject({ status: 'failed', level: 'error' });
+      expect(((await (await second.request('/api/v2/logs/crashed-sync-run')).json()) as any).data).toMatchObject({ status: 'failed', level: 'error' });
+      // An async run out of attempts (RUN_MAX_ATTEMPTS, 3 by default) fails with a reason naming them.
+      const worn = await waitFor(second, approval.id, 'worn-out-run', ['failed']);
+      expect(worn.error.message).toMatch(/interrupted 3 times/);
       // The queued run is taken by the new process's workers and pauses at the human step like any other.
       expect((await waitFor(second, approval.id, 'waiting-run', ['paused'])).paused.contextId).toBe(approval.ids.Ask);
       const resumed = await post(second, `/api/v2/workflows/${approval.id}/runs/${paused.runId}/resume`, { contextId: approval.ids.Ask, input: {} });
@@ -191,7 +211,7 @@ describe('restart and shutdown', () => {
     }
   });
 
-  it('graceful shutdown stops taking work and marks runs still going as interrupted', async () => {
+  it('graceful shutdown stops taking work, returns async runs still going to the queue and fails sync runs it cuts off', async () => {
     const dir = tempDir();
     const server = await startOn(dir, { SHUTDOWN_TIMEOUT_MS: '200', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
     const workspaceId = (((await (await server.request('/api/v2/workspaces')).json()) as any).data[0]).id;
@@ -199,15 +219,27 @@ describe('restart and shutdown', () => {
     const held = gate.block('Held', 'shutdown');
     const wf = await buildWorkflow({ ...server } as unknown as TestServer, 'Long', [start, held], [link(start, held)], { workspaceId });
     const runId = (await post(server, `/api/v2/workflows/${wf.id}/execute`, { async: true })).body.data.runId;
-    await waitUntil('the run to reach the gate', () => gate.holding('shutdown'));
+    await waitUntil('the async run to reach the gate', () => gate.arrived.get('shutdown') === 1 && gate.holding('shutdown'));
+    // A sync run waits at the gate too, its request open.
+    const sync = server.request(`/api/v2/workflows/${wf.id}/execute`, { method: 'POST' }).then(
+      (r) => r.status,
+      () => 'cut off',
+    );
+    await waitUntil('the sync run to reach the gate', () => gate.arrived.get('shutdown') === 2);
     expect((await runStatus(server, wf.id, runId)).status).toBe('running');
-    // The close ends while the run is still held at the gate: it did not wait for the run.
+    // The close ends while the runs are still held at the gate: it did not wait for them.
     await server.close();
+    await sync;
     const db = new DatabaseSync(path.join(dir, 'workspace.sqlite'));
     try {
-      const row = db.prepare('SELECT status, error FROM workflow_runs WHERE id = ?').get(runId) as { status: string; error: string };
-      expect(row.status).toBe('failed');
-      expect(JSON.parse(row.error).message).toMatch(/shut down/);
+      const rows = db.prepare('SELECT run_key AS id, mode, status, error, attempts, lease_owner AS owner FROM workflow_runs WHERE workflow_id = ?').all(wf.id) as { id: string; mode: string; status: string; error: string | null; attempts: number; owner: string | null }[];
+      const asyncRow = rows.find((r) => r.id === runId)!;
+      expect(asyncRow).toMatchObject({ status: 'queued', error: null, attempts: 0, owner: null });
+      const syncRow = rows.find((r) => r.mode === 'sync')!;
+      expect(syncRow.status).toBe('failed');
+      expect(JSON.parse(syncRow.error!).message).toMatch(/shut down/);
+      const log = db.prepare('SELECT status FROM execution_logs WHERE run_id = (SELECT id FROM workflow_runs WHERE run_key = ?)').get(runId) as { status: string };
+      expect(log.status).toBe('pending');
     } finally {
       db.close();
     }

@@ -281,7 +281,7 @@ describe('runs', () => {
       await tx.workflowRuns.transition(done, 'paused', 'running', at),
       await tx.workflowRuns.stop(done, 'running', 'failed', '{}', at),
       await tx.workflowRuns.stop(done, 'queued', 'cancelled', '{}', at),
-      await tx.workflowRuns.finish(done, { status: 'failed', output: null, blockOutputs: null, error: null, checkpoint: null, pause: null, resumedCount: 0, costTotal: 0, blockExecutions: 0, endedAt: at, durationMs: 0 }),
+      await tx.workflowRuns.finish(done, { status: 'failed', output: null, blockOutputs: null, error: null, checkpoint: null, pause: null, resumedCount: 0, costTotal: 0, blockExecutions: 0, endedAt: at, durationMs: 0 }, { owner: 'any-process', attempt: 1 }),
     ]);
     expect(moves).toEqual([false, false, false, false, false]);
     expect((await getRun(double.id, done)).body.data.status).toBe('completed');

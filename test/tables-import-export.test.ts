@@ -156,11 +156,11 @@ describe('imports', () => {
   });
 });
 
-describe('a restart mid-import', () => {
-  it('leaves nothing visible and reports the import failed', async () => {
+describe('a process dying mid-import', () => {
+  it('leaves nothing visible, and the next poll of any process reports the import failed once its lease ran out', async () => {
     const p = await startTestServer({ TABLES_LIMIT_FREE: '10' });
     const dataDir = p.dataDir;
-    // A processing import whose staging rows were written, as a crash would leave it.
+    // A processing import whose staging rows were written, as a crash would leave it: leased by a process that is gone.
     const { TableJobRunner } = await import('../src/tables/jobs.ts');
     const store = p.services.store;
     const now = new Date().toISOString();
@@ -170,10 +170,14 @@ describe('a restart mid-import', () => {
         options: {}, status: 'processing', tableId: null, stagingId: 'tbl_' + 'ab'.repeat(16), rowsProcessed: 5000, rowsRejected: 0, cellsRejected: 0, rejectedSamples: [], error: null,
         expiresAt: now, createdAt: now, updatedAt: now, completedAt: null,
       });
+      await tx.tableImports.claim('imp_crash', 'a-dead-process', new Date(Date.now() - 1000).toISOString());
       await tx.tableRows.createTable('tbl_' + 'ab'.repeat(16), [], { indexes: false });
     });
-    await new TableJobRunner({ store, blobs: p.services.blobs, config: p.services.config, logger: p.services.logger }).start();
-    const imp = (await p.call('GET', `/api/v2/tables/imports/imp_crash?workspaceId=${p.workspaceId}`)).body.data;
+    // Another process's poll (the server's own poll may come first: either reclaims it once).
+    await new TableJobRunner({ store, blobs: p.services.blobs, config: p.services.config, logger: p.services.logger }).reclaimExpired();
+    const imp = await waitUntil('the import to be failed', async () =>
+      ((i) => (i.status === 'processing' ? null : i))((await p.call('GET', `/api/v2/tables/imports/imp_crash?workspaceId=${p.workspaceId}`)).body.data),
+    );
     expect(imp.status).toBe('failed');
     expect(imp.error).toMatch(/restart/);
     expect(await store.tableRows.tableExists('tbl_' + 'ab'.repeat(16))).toBe(false);

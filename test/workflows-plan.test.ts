@@ -41,8 +41,8 @@ function assertIndexed(plan: string[]): void {
 
 /** The plan of the exact query a list page runs, on a page after the first (the keyset condition included). */
 const query = () => ({ workspaceId: ws, archived: false, folderPath: null as string | null, deployedOnly: false, search: null, sortBy: 'position' as const, sortOrder: 'asc' as const, after: ['x', 'y'] as const, limit: 51 });
-function explain(q: Parameters<typeof WorkflowRepository.listQuery>[0]): Promise<string[]> {
-  const { sql, params } = WorkflowRepository.listQuery(q);
+function explain(q: Parameters<WorkflowRepository['listQuery']>[0]): Promise<string[]> {
+  const { sql, params } = store.workflows.listQuery(q);
   return store.workflows.explain(sql, params);
 }
 

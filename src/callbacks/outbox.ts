@@ -27,7 +27,6 @@ export async function enqueueCallback(tx: Repositories, runId: string, at: strin
     attempts: 0,
     nextAttemptAt: at,
     attemptStartedAt: null,
-    inFlightUntil: null,
     createdAt: at,
     deliveredAt: null,
     lastError: null,

@@ -1,8 +1,10 @@
 // The completion-callback delivery worker: sends due outbox rows (./outbox.ts) as signed POSTs through the egress
 // policy, at least once. 2xx is delivered; any other answer, a timeout or a refused connection is retried with
 // exponential backoff and jitter until CALLBACK_MAX_DELIVERY_SECONDS after the run settled, then `failed`.
-// Each attempt is claimed with a lease first, so a delivery is never sent twice at once; one a stopped process
-// was sending is given back at start and sent again (receivers de-duplicate on X-Sim-Delivery). No HTTP server here.
+// Each attempt is claimed with a lease first (src/workers/lease.ts), long enough for the attempt's timeout, so a
+// delivery is never sent twice at once, and its outcome is written only while the lease is held. One whose
+// process died is due again once its lease runs out, for whichever process polls next (receivers de-duplicate
+// on X-Sim-Delivery); nothing is given back at start. No HTTP server here.
 import type { Logger } from 'pino';
 import type { CallbackSettings } from '../config.ts';
 import type { Store } from '../store/index.ts';
@@ -10,6 +12,7 @@ import type { DeliveryRecord, DeliveryStatus } from '../store/run-callbacks.ts';
 import type { SecretVault } from '../secrets/vault.ts';
 import { EgressError, type EgressPolicy } from '../execution/egress.ts';
 import { signatureFor } from './signing.ts';
+import { PROCESS_OWNER } from '../workers/lease.ts';
 
 const USER_AGENT = 'open-workspace-automation-callbacks/1';
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -39,12 +42,8 @@ export class CallbackWorker {
     this.logger = deps.logger;
   }
 
-  /**
-   * Starts sending. With `recover` (only under the data directory lock), attempts a stopped process left in
-   * flight are logged as interrupted and become due at once.
-   */
-  async start(recover: boolean): Promise<void> {
-    if (recover) await this.recover();
+  /** Starts sending. */
+  async start(): Promise<void> {
     this.stopping = false;
     this.loop ??= this.run();
   }
@@ -54,7 +53,7 @@ export class CallbackWorker {
     this.wake?.();
   }
 
-  /** Stops taking deliveries; attempts in flight are cut off and become due again for the next start. */
+  /** Stops taking deliveries; attempts in flight are cut off and become due again at once. */
   async close(graceMs = 2000): Promise<void> {
     this.stopping = true;
     this.notify();
@@ -64,30 +63,6 @@ export class CallbackWorker {
     await Promise.race([pending(), new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.loop;
     this.loop = null;
-  }
-
-  private async recover(): Promise<void> {
-    const left = await this.store.runCallbacks.inFlight();
-    if (left.length === 0) return;
-    const at = Date.now();
-    await this.store.transaction(async (tx) => {
-      for (const d of left) {
-        await tx.runCallbacks.recordAttempt(
-          {
-            deliveryId: d.id,
-            attempt: d.attempts,
-            startedAt: d.attemptStartedAt ?? iso(at),
-            durationMs: 0,
-            statusCode: null,
-            error: 'The server stopped during this attempt; the delivery is sent again.',
-            outcome: 'retry',
-            nextAttemptAt: iso(at),
-          },
-          'pending',
-        );
-      }
-    });
-    this.logger.warn({ deliveries: left.length }, 'callback deliveries interrupted by a previous stop are sent again');
   }
 
   private idle(): Promise<void> {
@@ -113,7 +88,7 @@ export class CallbackWorker {
           const ids = (await this.store.runCallbacks.dueIds(iso(now), free + this.sending.size)).filter((id) => !this.sending.has(id)).slice(0, free);
           for (const id of ids) {
             const lease = now + this.settings.attemptTimeoutMs + 5000;
-            const d = await this.store.transaction((tx) => tx.runCallbacks.claim(id, iso(now), iso(lease)));
+            const d = await this.store.transaction((tx) => tx.runCallbacks.claim(id, iso(now), PROCESS_OWNER, iso(lease)));
             if (!d) continue;
             const controller = new AbortController();
             const done = this.send(d, controller.signal)
@@ -174,7 +149,7 @@ export class CallbackWorker {
       else if (ended >= deadline) status = 'failed';
       else next = iso(Math.min(deadline, ended + retryDelayMs(this.settings, d.attempts)));
     }
-    await this.store.transaction((tx) =>
+    const kept = await this.store.transaction((tx) =>
       tx.runCallbacks.recordAttempt(
         {
           deliveryId: d.id,
@@ -187,8 +162,13 @@ export class CallbackWorker {
           nextAttemptAt: next,
         },
         status,
+        PROCESS_OWNER,
       ),
     );
+    if (!kept) {
+      this.logger.warn({ deliveryId: d.id, attempt: d.attempts }, 'a callback attempt outlived its lease; its outcome is dropped');
+      return;
+    }
     if (status === 'failed') this.logger.warn({ deliveryId: d.id, runId: d.runId, attempts: d.attempts }, 'a callback delivery failed for good');
   }
 }

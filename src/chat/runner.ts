@@ -1,6 +1,7 @@
 // Runs a chat message on the workflow's active deployment through the shared run machinery (trigger `chat`,
 // billed to the chat's creator) and reports only the block outputs the chat's outputConfigs allow.
-import { newRunLog, newRunRecord } from '../runs/records.ts';
+import { acceptRun } from '../runs/lifecycle.ts';
+import { actingAs } from '../domain/changes.ts';
 import type { Services } from '../services.ts';
 import type { ChatDeployment } from '../store/chat-deployments.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
@@ -23,35 +24,29 @@ function valueAt(output: unknown, path: string): unknown {
 
 const asText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2));
 
-/** Accepts the run (run row, its log, the workflow's run count) in one transaction, as the API's runs do. */
-async function acceptRun(services: Services, chat: ChatDeployment, input: unknown): Promise<RunRecord> {
+/**
+ * Accepts the run through the one run lifecycle (run row, its log, the workflow's run count and the
+ * `workflow_run.started` audit event, as every trigger does); the visitor has no credential, so the event names
+ * the chat as its actor.
+ */
+async function acceptChatRun(services: Services, chat: ChatDeployment, input: unknown): Promise<RunRecord> {
   const { store } = services;
   const w = await store.workflows.get(chat.workflowId);
   if (!w || w.archived || !w.isDeployed || !w.activeVersionId) throw new ChatUnavailable('This chat is not available right now: its workflow is not deployed.');
   const workspace = await store.workspaces.get(w.workspaceId);
   if (!workspace) throw new ChatUnavailable('This chat is not available.');
-  const at = new Date().toISOString();
-  const run = newRunRecord({
-    workflowId: w.id,
-    workspaceId: w.workspaceId,
+  return acceptRun(services.runs, actingAs(store, null, w.workspaceId, `Hosted chat ${chat.identifier}`), {
+    workflow: w,
     billingAccountId: workspace.billingAccountId,
-    deploymentVersionId: w.activeVersionId,
-    queued: false,
     mode: 'stream',
-    trigger: 'chat',
     source: 'deployment',
-    triggerBlockId: null,
+    trigger: 'chat',
     input,
+    runId: null,
+    triggerBlockId: null,
     timeoutMs: null,
     triggeredBy: chat.createdBy,
-    at,
   });
-  await store.transaction(async (tx) => {
-    await tx.workflowRuns.insert(run);
-    await tx.executionLogs.insert(newRunLog(run));
-    await tx.workflows.recordRun(w.id, at);
-  });
-  return run;
 }
 
 /**
@@ -64,7 +59,7 @@ export async function runChatMessage(
   message: { input: string; conversationId: string },
   send: (frame: ChatFrame) => void,
 ): Promise<void> {
-  const run = await acceptRun(services, chat, { input: message.input, conversationId: message.conversationId, files: [] });
+  const run = await acceptChatRun(services, chat, { input: message.input, conversationId: message.conversationId, files: [] });
   const allowed = chat.outputConfigs;
   const shown: Record<string, string> = {};
   const result = await services.runs.execute(run, {

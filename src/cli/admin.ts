@@ -2,8 +2,8 @@
 // in the store. Prints JSON on stdout; on failure prints {"error": ...} on stderr and exits 1.
 //
 // It may run while a server is serving the same DATA_DIR: it does not take the server's data directory lock,
-// each command is one short transaction (SQLite serializes it with the server's writes), and it never runs
-// start-up recovery (interrupted runs and uploads are recovered only by a server holding the lock).
+// each command is one short transaction (SQLite serializes it with the server's writes), and it never touches
+// claimed work (runs, documents and jobs are leased by the server executing them).
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { openSqliteStore, type Store } from '../store/index.ts';

@@ -4,6 +4,7 @@
 // wrong with a FolderTreeError; each resource turns that into its own HTTP answer. No HTTP here.
 import { randomUUID } from 'node:crypto';
 import type { FolderRecord, FolderTreeRepository } from '../store/folders.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 import { MAX_FOLDERS_PER_TREE, folderName, isWithin, parentFolderPath } from './folder-paths.ts';
 
 export type FolderTreeFailure = 'TOO_LARGE' | 'NOT_FOUND' | 'EXISTS' | 'INTO_ITSELF' | 'NOT_EMPTY' | 'NOT_ARCHIVED';
@@ -98,7 +99,8 @@ export class FolderTree {
         archivedAt: null,
         archiveBatch: null,
       };
-      await this.repo.insert(folder);
+      // Another process may create the same folder between the look-up and this write: the unique index answers.
+      await onUniqueViolation(this.repo.insert(folder), 'folders', ['workspace_id', 'kind', 'path'], () => new FolderTreeError('EXISTS', `A folder already exists at ${p}.`, { path: p }));
       created.push(folder);
     }
     return created;

@@ -9,7 +9,8 @@
 // Every file and directory is created owner-only (0600 / 0700). A commit keeps its bytes under a name derived
 // from the upload id (`tmp/commit-<uploadId>`, hard-linked into place) until the caller has recorded the file
 // and calls discardUpload, so a process killed mid-commit leaves bytes that restoreUpload can hand back to
-// the session; any other temporary file found at start belongs to a write that died (sweepTemporary).
+// the session; any other temporary file left untouched for long belongs to a write that died, and the purge
+// job removes it by age (listTemporary, removeTemporary).
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -83,8 +84,12 @@ export interface BlobStore {
    * completed again. False when they are gone. Only at start, with the data directory locked.
    */
   restoreUpload(uploadId: string): Promise<boolean>;
-  /** Removes every temporary file (writes that never finished). Only at start, with the data directory locked. */
-  sweepTemporary(): Promise<number>;
+  /**
+   * Temporary files: writes in progress or that never finished, and commits (`uploadId` set) not yet recorded.
+   * The purge job removes those untouched for long enough (src/files/purge.ts).
+   */
+  listTemporary(): AsyncIterable<{ name: string; uploadId: string | null; modifiedAt: number }>;
+  removeTemporary(name: string): Promise<void>;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -304,13 +309,16 @@ export class LocalDiskBlobStore implements BlobStore {
     return (await fsp.stat(staged).catch(() => null)) !== null;
   }
 
-  async sweepTemporary(): Promise<number> {
-    let removed = 0;
+  async *listTemporary(): AsyncIterable<{ name: string; uploadId: string | null; modifiedAt: number }> {
     for (const name of await fsp.readdir(this.tmpDir).catch(() => [] as string[])) {
-      await fsp.rm(path.join(this.tmpDir, name), { force: true, recursive: true });
-      removed++;
+      const st = await fsp.stat(path.join(this.tmpDir, name)).catch(() => null);
+      if (st) yield { name, uploadId: name.startsWith('commit-') ? name.slice('commit-'.length) : null, modifiedAt: st.mtimeMs };
     }
-    return removed;
+  }
+
+  async removeTemporary(name: string): Promise<void> {
+    if (name !== path.basename(name)) throw new Error(`not a temporary file name: ${name}`);
+    await fsp.rm(path.join(this.tmpDir, name), { force: true, recursive: true });
   }
 
   async *listUploads(): AsyncIterable<{ uploadId: string; modifiedAt: number }> {

@@ -2,15 +2,24 @@
 // archived folders past the retention period, upload sessions that expired unfinished (and their staged
 // bytes), and blobs no row refers to. A blob or staging file younger than the grace period is left alone,
 // since a write that has stored its bytes may not have committed its row yet.
+//
+// It is also where a dead process's leftovers are swept, by age and never at start (another live process may
+// own them): sessions left `completing` longer than the grace period go back to their client
+// (./recovery.ts), and temporary files untouched that long are removed.
 import type { Store } from '../store/index.ts';
 import type { BlobStore } from './blob-store.ts';
 import type { Logger } from 'pino';
+import { returnStaleCompletions } from './recovery.ts';
 
 export interface PurgeOptions {
   now?: number;
   archiveRetentionMs: number;
-  /** Age below which unreferenced blobs and staging files are kept. */
+  /**
+   * Age below which unreferenced blobs, staging and temporary files are kept, and after which a session still
+   * `completing` is taken to be abandoned by its process (FILE_STALE_AFTER_SECONDS).
+   */
   graceMs?: number;
+  logger?: Logger;
   /** Finished upload sessions are forgotten after this long. */
   sessionRetentionMs?: number;
 }
@@ -19,7 +28,10 @@ export interface PurgeReport {
   files: number;
   folders: number;
   expiredUploads: number;
+  /** Sessions left `completing` by a dead process, handed back (`uploading`) or failed when their bytes were lost. */
+  abandonedCompletions: number;
   stagingFiles: number;
+  temporaryFiles: number;
   blobs: number;
 }
 
@@ -29,7 +41,11 @@ export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeO
   const now = options.now ?? Date.now();
   const grace = options.graceMs ?? HOUR;
   const cutoff = new Date(now - options.archiveRetentionMs).toISOString();
-  const report: PurgeReport = { files: 0, folders: 0, expiredUploads: 0, stagingFiles: 0, blobs: 0 };
+  const report: PurgeReport = { files: 0, folders: 0, expiredUploads: 0, abandonedCompletions: 0, stagingFiles: 0, temporaryFiles: 0, blobs: 0 };
+
+  // First, before the temporary files go: a commit's bytes wait under a temporary name.
+  const abandoned = await returnStaleCompletions(store, blobs, new Date(now - grace).toISOString(), options.logger);
+  report.abandonedCompletions = abandoned.restored + abandoned.failed;
 
   for (;;) {
     const batch = await store.files.archivedBefore(cutoff, 500);
@@ -58,6 +74,18 @@ export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeO
     if (session && session.status === 'uploading' && Date.parse(session.expiresAt) > now) continue;
     await blobs.discardUpload(staged.uploadId);
     report.stagingFiles++;
+  }
+
+  // Temporary files of writes that died. A commit's bytes stay while its session is still being completed
+  // (the bytes' age says nothing then: they are as old as the last part written).
+  for await (const temp of blobs.listTemporary()) {
+    if (now - temp.modifiedAt < grace) continue;
+    if (temp.uploadId) {
+      const session = await store.fileUploads.get(temp.uploadId);
+      if (session && (session.status === 'completing' || session.status === 'finalizing')) continue;
+    }
+    await blobs.removeTemporary(temp.name);
+    report.temporaryFiles++;
   }
 
   const referenced = await store.files.referencedBlobKeys();

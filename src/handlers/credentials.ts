@@ -6,6 +6,7 @@ import { readCursor, toPage } from '../http/pagination.ts';
 import { CredentialError } from '../credentials/service.ts';
 import { howToConfigure, OAUTH_PROVIDERS, SERVICE_ACCOUNT_PROVIDERS } from '../credentials/providers.ts';
 import type { CredentialRecord } from '../store/credentials.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 
 const canManage = (ctx: RequestContext, c: CredentialRecord) => ctx.workspace?.role === 'admin' || c.createdBy === ctx.principal.userId;
 
@@ -78,9 +79,10 @@ export const listCredentialProviders: Handler<'listCredentialProviders'> = async
 
 export const createServiceAccountCredential: Handler<'createServiceAccountCredential'> = async ({ body, ctx }) => {
   const record = await ctx.mutate(async (tx, audit) => {
-    if (body.id && (await tx.credentials.exists(body.id))) throw conflict(`A credential with id ${body.id} already exists.`);
+    const idTaken = (id: string) => conflict(`A credential with id ${id} already exists.`);
+    if (body.id && (await tx.credentials.exists(body.id))) throw idTaken(body.id);
     try {
-      const created = await ctx.services.workspaceCredentials.createServiceAccount(tx, {
+      const create = ctx.services.workspaceCredentials.createServiceAccount(tx, {
         workspaceId: body.workspaceId,
         providerId: body.providerId,
         credentialsJson: body.credentials,
@@ -89,6 +91,7 @@ export const createServiceAccountCredential: Handler<'createServiceAccountCreden
         id: body.id,
         userId: ctx.principal.userId,
       });
+      const created = body.id ? await onUniqueViolation(create, 'credentials', ['id'], () => idTaken(body.id!)) : await create;
       audit({ action: 'credential.created', resourceType: 'credential', resourceId: created.id, resourceName: created.displayName, metadata: { type: created.type, providerId: created.providerId } });
       return created;
     } catch (e) {

@@ -8,6 +8,7 @@ import { tagOf } from '../http/conditional.ts';
 import type { Repositories } from '../store/index.ts';
 import type { CustomToolRecord } from '../store/custom-tools.ts';
 import { functionSchemaIssues } from '../tools/custom-tools.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 
 const view = (t: CustomToolRecord) => ({ id: t.id, title: t.title, schema: t.schema, code: t.code, createdAt: t.createdAt, updatedAt: t.updatedAt });
 /** A custom tool's entity tag is the hash of its answer, which is the whole stored tool. */
@@ -22,8 +23,9 @@ function checkSchema(schema: unknown): asserts schema is CustomToolRecord['schem
 
 async function titleTaken(tx: Pick<Repositories, 'customTools'>, workspaceId: string, title: string, exceptId?: string) {
   const other = await tx.customTools.getByTitle(workspaceId, title);
-  if (other && other.id !== exceptId) throw conflict(`A custom tool titled "${title}" already exists in this workspace.`, { code: 'CUSTOM_TOOL_TITLE_TAKEN' });
+  if (other && other.id !== exceptId) throw toolTitleTaken(title);
 }
+const toolTitleTaken = (title: string) => conflict(`A custom tool titled "${title}" already exists in this workspace.`, { code: 'CUSTOM_TOOL_TITLE_TAKEN' });
 
 const SORT = { title: (t: CustomToolRecord) => t.title, createdAt: (t: CustomToolRecord) => t.createdAt, updatedAt: (t: CustomToolRecord) => t.updatedAt };
 
@@ -50,7 +52,7 @@ export const createCustomTool: Handler<'createCustomTool'> = async ({ body, ctx 
     await titleTaken(tx, body.workspaceId, body.title);
     const now = new Date().toISOString();
     const record: CustomToolRecord = { id: randomUUID(), workspaceId: body.workspaceId, title: body.title, schema, code: body.code, createdBy: ctx.principal.userId, createdAt: now, updatedAt: now };
-    await tx.customTools.insert(record);
+    await onUniqueViolation(tx.customTools.insert(record), 'custom_tools', ['workspace_id', 'title'], () => toolTitleTaken(record.title));
     audit({ action: 'custom_tool.created', resourceType: 'custom_tool', resourceId: record.id, resourceName: record.title });
     return record;
   });
@@ -73,7 +75,7 @@ export const updateCustomTool: Handler<'updateCustomTool'> = async ({ params, bo
     ctx.precondition(() => toolTag(current));
     if (body.title !== undefined && body.title !== current.title) await titleTaken(tx, body.workspaceId, body.title, current.id);
     const next: CustomToolRecord = { ...current, title: body.title ?? current.title, schema: schema ?? current.schema, code: body.code ?? current.code, updatedAt: new Date().toISOString() };
-    await tx.customTools.update(next);
+    await onUniqueViolation(tx.customTools.update(next), 'custom_tools', ['workspace_id', 'title'], () => toolTitleTaken(next.title));
     audit({ action: 'custom_tool.updated', resourceType: 'custom_tool', resourceId: next.id, resourceName: next.title, metadata: { fields: Object.keys(body).filter((k) => k !== 'workspaceId') } });
     return next;
   });

@@ -34,7 +34,6 @@ export const legacyExecuteWorkflow: Handler<'legacyExecuteWorkflow'> = async ({ 
     timeoutMs: queued ? policy.maxAsyncSeconds * 1000 : null,
   });
   if (queued) {
-    ctx.services.runs.notify();
     const receipt = { success: true, taskId: run.key, status: 'queued' as const, createdAt: run.queuedAt, links: { status: `${config.baseUrl}/api/jobs/${encodeURIComponent(run.key)}` } };
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
     return { status: 202, body: receipt };

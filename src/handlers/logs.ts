@@ -1,10 +1,10 @@
 // Handlers for the Logs operations: the execution log of every run (list, one with its full trace, and
 // statistics over a window). Reads only; they record no audit events.
 import type { Handler, OperationInputs } from '../../generated/handlers.ts';
-import { ApiError, invalidField } from '../http/errors.ts';
+import { invalidField } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import type { LogFilter } from '../store/execution-logs.ts';
-import { parseFolderPath, WorkflowError } from '../workflows/folders.ts';
+import { parseFolderPath } from '../workflows/folders.ts';
 import { logDetailView, logEntryView } from '../runs/views.ts';
 import { firstReachable } from './run-support.ts';
 
@@ -24,13 +24,7 @@ const utc = (v: string | undefined) => (v === undefined ? null : new Date(v).toI
 type FilterQuery = Pick<OperationInputs['listLogs']['query'], 'workflowIds' | 'folderPaths' | 'triggers' | 'level' | 'includeHandledErrors' | 'startDate' | 'endDate'>;
 
 function baseFilter(workspaceId: string, q: FilterQuery): LogFilter {
-  let folderPaths: string[] | null = null;
-  try {
-    folderPaths = list(q.folderPaths, 'folderPaths', 100)?.map((p) => parseFolderPath(p.startsWith('/') ? p : `/${p}`, ['query', 'folderPaths'])) ?? null;
-  } catch (err) {
-    if (err instanceof WorkflowError) throw new ApiError(err.code, err.message, err.details);
-    throw err;
-  }
+  const folderPaths = list(q.folderPaths, 'folderPaths', 100)?.map((p) => parseFolderPath(p.startsWith('/') ? p : `/${p}`, ['query', 'folderPaths'])) ?? null;
   const triggers = list(q.triggers, 'triggers', 100);
   return {
     workspaceId,

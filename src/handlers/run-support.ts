@@ -1,19 +1,17 @@
-// What the v2 and legacy execution handlers share: finding a runnable workflow, accepting a run (the run row,
-// its log and one audit event in one transaction) and streaming a run's events.
-import { UniqueViolation } from '../store/errors.ts';
-import { newRunLog, newRunRecord } from '../runs/records.ts';
+// What the v2 and legacy execution handlers share: finding a runnable workflow, accepting a run for the caller
+// (src/runs/lifecycle.ts does the accepting) and streaming a run's events.
+import { acceptRun, type RunRequest } from '../runs/lifecycle.ts';
 import { PassThrough } from 'node:stream';
 import type { RequestContext } from '../http/context.ts';
-import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../http/errors.ts';
 import { StreamBody } from '../http/stream-body.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { Workspace } from '../store/workspaces.ts';
-import { TERMINAL_STATUSES, type RunMode, type RunRecord } from '../store/workflow-runs.ts';
+import { TERMINAL_STATUSES, type RunRecord } from '../store/workflow-runs.ts';
 import type { RunError, RunEvent, RunResult } from '../execution/index.ts';
 import { pickOutputs, recordedSelectors, resolveSelectors, runResultView, type Selector } from '../runs/views.ts';
 import { registerReplaySource } from '../http/idempotency.ts';
 
-const now = () => new Date().toISOString();
 
 /** The workflow, checked: reachable by the caller at the operation's role, and not archived. */
 export async function loadRunnableWorkflow(ctx: RequestContext, workflowId: string): Promise<{ workflow: WorkflowRecord; workspace: Workspace }> {
@@ -42,84 +40,23 @@ export async function firstReachable<T extends { workspaceId: string }>(ctx: Req
   throw refusal ?? notFound(resource);
 }
 
-export const notDeployed = () =>
-  badRequest('The workflow is not deployed. Deploy it first (POST /api/v2/workflows/{workflowId}/deploy), or run the draft with run.source "manual".', [
-    { code: 'not_deployed', keys: [], path: ['params', 'workflowId'], message: 'Workflow is not deployed' },
-  ]);
-
-export interface RunRequest {
-  mode: RunMode;
-  source: 'deployment' | 'manual';
-  trigger: string;
-  input: unknown;
-  runId: string | null;
-  triggerBlockId: string | null;
-  /** Wall-clock limit stored with the run (async runs). */
-  timeoutMs: number | null;
-  /** Where the run reports when it settles (async runs): its own callbackUrl or the workflow's default. */
-  callback?: { url: string; source: 'run' | 'workflow' } | null;
-}
+/** What an execute request asks for; the workflow, the caller and the workspace's billing account come with the request. */
+export type ExecuteRequest = Omit<RunRequest, 'workflow' | 'billingAccountId' | 'triggeredBy'>;
 
 export const statusUrl = (ctx: RequestContext, workflowId: string, runId: string) =>
   `${ctx.services.config.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
 
-const runIdConflict = (id: string) => conflict(`The run id ${id} is already taken in this workspace; choose another one.`, { code: 'RUN_ID_CONFLICT', runId: id });
-
 /**
- * Accepts a run: the run (queued for async, running otherwise), its execution log, the workflow's run count and
- * one `workflow_run.started` audit event commit together. A caller-chosen run id (X-Run-Id) is the run's key,
- * unique within its workspace: one already taken there is a 409, while another workspace's run of the same id
- * is invisible (the internal id is always generated).
+ * Accepts a run for the caller (src/runs/lifecycle.ts): the run, its log, the workflow's run count and one
+ * `workflow_run.started` audit event commit together, with the request's Idempotency-Key. A caller-chosen run id
+ * (X-Run-Id) is the run's key, unique within its workspace: one already taken there is a 409, while another
+ * workspace's run of the same id is invisible (the internal id is always generated).
  */
-export async function createRun(ctx: RequestContext, w: WorkflowRecord, workspace: Workspace, req: RunRequest): Promise<RunRecord> {
-  let versionId: string | null = null;
-  if (req.source === 'deployment') {
-    if (!w.isDeployed || !w.activeVersionId) throw notDeployed();
-    versionId = w.activeVersionId;
-  }
-  const at = now();
-  const queued = req.mode === 'async';
-  const run = newRunRecord({
-    key: req.runId ?? undefined,
-    workflowId: w.id,
-    workspaceId: w.workspaceId,
-    billingAccountId: workspace.billingAccountId,
-    deploymentVersionId: versionId,
-    queued,
-    mode: req.mode,
-    trigger: req.trigger,
-    source: req.source,
-    triggerBlockId: req.triggerBlockId,
-    input: req.input,
-    timeoutMs: req.timeoutMs,
-    triggeredBy: ctx.principal.userId,
-    at,
-  });
-  const { id, key } = run;
-  // An Idempotency-Key is recorded with this run in the transaction below, so a retry never starts a second one.
-  ctx.createdResource(RUN_RESOURCE, id);
-  try {
-    await ctx.mutate(async (tx, audit) => {
-      if (await tx.workflowRuns.keyTaken(w.workspaceId, key)) throw runIdConflict(key);
-      await tx.workflowRuns.insert(run);
-      if (req.callback) await tx.runCallbacks.setTarget(id, req.callback.url, req.callback.source);
-      await tx.executionLogs.insert(newRunLog(run));
-      if (!queued) await tx.workflows.recordRun(w.id, at);
-      audit({
-        action: 'workflow_run.started',
-        resourceType: 'workflow_run',
-        resourceId: key,
-        resourceName: w.name,
-        workspaceId: w.workspaceId,
-        metadata: { workflowId: w.id, mode: req.mode, source: req.source, trigger: req.trigger, deploymentVersionId: versionId },
-      });
-    });
-  } catch (err) {
-    // Two requests racing for one id in one workspace: the unique (workspace, key) index decides.
-    if (err instanceof UniqueViolation && err.table === 'workflow_runs') throw runIdConflict(key);
-    throw err;
-  }
-  return run;
+export function createRun(ctx: RequestContext, w: WorkflowRecord, workspace: Workspace, req: ExecuteRequest): Promise<RunRecord> {
+  return acceptRun(ctx.services.runs, ctx.mutate, { ...req, workflow: w, billingAccountId: workspace.billingAccountId, triggeredBy: ctx.principal.userId }, (run) =>
+    // An Idempotency-Key is recorded with this run in the same transaction, so a retry never starts a second one.
+    ctx.createdResource(RUN_RESOURCE, run.id),
+  );
 }
 
 const RUN_RESOURCE = 'workflow_run';

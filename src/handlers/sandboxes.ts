@@ -8,6 +8,7 @@ import { readCursor, toPage } from '../http/pagination.ts';
 import { checkSpec, SandboxSpecError, specHash, type SandboxSpec } from '../sandboxes/index.ts';
 import type { Repositories } from '../store/index.ts';
 import type { SandboxRecord } from '../store/sandboxes.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 
 type CliTool = SandboxRecord['cliTools'][number];
 
@@ -39,8 +40,9 @@ function checked(spec: SandboxSpec): string {
 
 async function nameTaken(tx: Pick<Repositories, 'sandboxes'>, workspaceId: string, name: string, exceptId?: string) {
   const other = await tx.sandboxes.getByName(workspaceId, name);
-  if (other && other.id !== exceptId) throw conflict(`A sandbox named "${name}" already exists in this workspace.`, { code: 'SANDBOX_NAME_TAKEN' });
+  if (other && other.id !== exceptId) throw sandboxNameTaken(name);
 }
+const sandboxNameTaken = (name: string) => conflict(`A sandbox named "${name}" already exists in this workspace.`, { code: 'SANDBOX_NAME_TAKEN' });
 
 /** Starts the build after the change committed; an already built spec is ready at once. */
 function startBuild(ctx: RequestContext, s: SandboxRecord): void {
@@ -70,7 +72,7 @@ export const createSandbox: Handler<'createSandbox'> = async ({ body, ctx }) => 
     await nameTaken(tx, body.workspaceId, body.name);
     const now = new Date().toISOString();
     const record: SandboxRecord = { id: randomUUID(), workspaceId: body.workspaceId, name: body.name, ...spec, specHash: hash, ...initialState(ctx, hash), createdBy: ctx.principal.userId, createdAt: now, updatedAt: now };
-    await tx.sandboxes.insert(record);
+    await onUniqueViolation(tx.sandboxes.insert(record), 'sandboxes', ['workspace_id', 'name'], () => sandboxNameTaken(record.name));
     audit({ action: 'sandbox.created', resourceType: 'sandbox', resourceId: record.id, resourceName: record.name, metadata: { language: record.language, dependencies: record.dependencies.length } });
     return record;
   });
@@ -101,7 +103,7 @@ export const updateSandbox: Handler<'updateSandbox'> = async ({ params, body, ct
     const hash = checked(spec);
     rebuild = hash !== current.specHash;
     const next: SandboxRecord = { ...current, name: body.name ?? current.name, ...spec, specHash: hash, ...(rebuild ? initialState(ctx, hash) : {}), updatedAt: new Date().toISOString() };
-    await tx.sandboxes.update(next);
+    await onUniqueViolation(tx.sandboxes.update(next), 'sandboxes', ['workspace_id', 'name'], () => sandboxNameTaken(next.name));
     audit({ action: 'sandbox.updated', resourceType: 'sandbox', resourceId: next.id, resourceName: next.name, metadata: { fields: fields.filter((f) => body[f] !== undefined), rebuild } });
     return next;
   });

@@ -5,17 +5,16 @@ import { StreamBody } from '../http/stream-body.ts';
 import type { Readable } from 'node:stream';
 import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
-import { ApiError, badRequest, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
+import { ApiError, conflict, forbidden, invalidField, notFound } from '../http/errors.ts';
 import { readCursor, toPage } from '../http/pagination.ts';
 import { RUN_STREAM_VARY, runStreamFormat } from '../http/negotiate.ts';
 import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
-import { parseInputFormat, validateFields, type PausePoint, type ResumeInput, type WorkflowState } from '../execution/index.ts';
+import { parseInputFormat, type WorkflowState } from '../execution/index.ts';
 import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
-import { moveRun } from '../runs/transitions.ts';
+import { WorkflowNotDeployed, cancelRun, resumeRun } from '../runs/lifecycle.ts';
 import { checkCallbackUrl } from './run-callbacks.ts';
-import { createRun, loadRunnableWorkflow, notDeployed, runReceipt, statusUrl, streamRun } from './run-support.ts';
+import { createRun, loadRunnableWorkflow, runReceipt, statusUrl, streamRun } from './run-support.ts';
 
-const now = () => new Date().toISOString();
 
 /** A run of this workflow (by the id callers know it by) the caller can reach at the operation's role; anything else is a 404. */
 async function loadRun(ctx: RequestContext, workflowId: string, runId: string): Promise<RunRecord> {
@@ -55,9 +54,9 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   }
 
   const { workflow: w, workspace } = await loadRunnableWorkflow(ctx, params.workflowId);
-  if (!manual && (!w.isDeployed || !w.activeVersionId)) throw notDeployed();
+  if (!manual && (!w.isDeployed || !w.activeVersionId)) throw new WorkflowNotDeployed();
   const definition = await ctx.services.runs.definitionFor({ workflowId: w.id, source: manual ? 'manual' : 'deployment', deploymentVersionId: w.activeVersionId });
-  if (!definition) throw notDeployed();
+  if (!definition) throw new WorkflowNotDeployed();
   const entry = manual && body.run?.source === 'manual' ? body.run.entry : undefined;
   const triggerBlockId = entry?.blockId ?? null;
   if (triggerBlockId && !definition.state.blocks?.[triggerBlockId]) throw invalidField(['body', 'run', 'entry', 'blockId'], `Block ${triggerBlockId} is not in this workflow.`);
@@ -97,7 +96,6 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   });
 
   if (mode === 'async') {
-    ctx.services.runs.notify();
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
     return runReceipt(ctx, run);
   }
@@ -181,62 +179,15 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
 };
 
 export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, ctx }) => {
-  const found = await loadRun(ctx, params.workflowId, params.runId);
-  const { runs } = ctx.services;
-  const error = JSON.stringify({ code: 'CANCELLED', message: 'The run was cancelled.' });
-  const base = { success: false, runId: found.key, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false };
-  const at = now();
-  const outcome = await ctx.mutate(async (tx, audit) => {
-    const run = (await tx.workflowRuns.get(found.id))!;
-    const record = (from: RunStatus) =>
-      audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, from } });
-    if (run.status === 'queued' || run.status === 'paused' || (run.status === 'running' && !runs.isLocal(run.id))) {
-      // Not executing here: cancelled right away (a worker that still finishes it later cannot overwrite this).
-      if (!(await moveRun(tx, run.id, { kind: 'stop', from: run.status, to: 'cancelled', error, at }))) return { ...base, reason: 'cancellation_not_finalized' as const };
-      await tx.executionLogs.stop(run.id, 'cancelled', at, 'The run was cancelled.');
-      record(run.status);
-      return { ...base, success: true, durablyRecorded: true, pausedCancelled: run.status === 'paused', reason: run.status === 'queued' ? ('queue_cancelled' as const) : ('recorded' as const) };
-    }
-    if (run.status === 'running') {
-      record('running');
-      return { ...base, success: true, durablyRecorded: true, locallyAborted: true, reason: 'recorded' as const, abort: true };
-    }
-    return { ...base, reason: `already_${run.status}` as 'already_completed' | 'already_failed' | 'already_cancelled' };
-  });
-  const { abort, ...data } = outcome as typeof outcome & { abort?: boolean };
-  // The engine stops at the next block boundary (or kills a sandbox call) and records the run as cancelled.
-  if (abort) await runs.abort(found.id);
-  else if (data.success) ctx.services.callbacks.notify();
-  if (data.reason === 'cancellation_not_finalized') throw conflict('The run changed status while it was being cancelled; read it again.');
-  return { status: 200, body: { data } };
+  const run = await loadRun(ctx, params.workflowId, params.runId);
+  return { status: 200, body: { data: await cancelRun(ctx.services.runs, ctx.mutate, run) } };
 };
 
 export const resumeWorkflow: Handler<'resumeWorkflow'> = async ({ params, body, ctx }) => {
   const run = await loadRun(ctx, params.workflowId, params.runId);
-  if (run.status !== 'paused') throw conflict(`The run is ${run.status}, not paused; only a paused run can be resumed.`, { status: run.status });
-  const points = (run.pause ? JSON.parse(run.pause) : []) as PausePoint[];
-  const point = points.find((p) => p.blockId === body.contextId);
-  if (!point) throw invalidField(['body', 'contextId'], `The run has no pause point ${body.contextId}; its pause points are: ${points.map((p) => p.blockId).join(', ') || 'none'}.`);
-  const input = body.input ?? {};
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw invalidField(['body', 'input'], 'input must be an object of the paused block\'s fields.');
-  const problem = validateFields(point.inputFormat, input as Record<string, unknown>);
-  if (problem) throw badRequest(`Invalid resume input: ${problem}`, [{ code: 'invalid_input', keys: [], path: ['body', 'input'], message: problem }]);
-  const resume: ResumeInput = { blockId: point.blockId, input: input as Record<string, unknown> };
-  const queued = run.mode === 'async';
-  const at = now();
-  await ctx.mutate(async (tx, audit) => {
-    const moved = await moveRun(tx, run.id, { kind: 'transition', from: 'paused', to: queued ? 'queued' : 'running', at, ...(queued ? { resumeInput: JSON.stringify(resume) } : {}) });
-    if (!moved) throw conflict('The run is no longer paused.');
-    await tx.executionLogs.setStatus(run.id, queued ? 'pending' : 'running');
-    audit({ action: 'workflow_run.resumed', resourceType: 'workflow_run', resourceId: run.key, workspaceId: run.workspaceId, metadata: { workflowId: run.workflowId, contextId: point.blockId, queued } });
-  });
-  if (queued) {
-    ctx.services.runs.notify();
-    return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, run.workflowId, run.key) } } };
-  }
-  const fresh = (await ctx.services.store.workflowRuns.get(run.id))!;
-  const result = await ctx.services.runs.execute(fresh, { timeoutMs: ctx.services.config.runs.syncTimeoutMs, resume });
-  return { status: 200, body: { data: runResultView(result, null) } };
+  const resumed = await resumeRun(ctx.services.runs, ctx.mutate, run, { contextId: body.contextId, input: body.input, timeoutMs: ctx.services.config.runs.syncTimeoutMs });
+  if (resumed.queued) return { status: 202, body: { data: { runId: run.key, statusUrl: statusUrl(ctx, run.workflowId, run.key) } } };
+  return { status: 200, body: { data: runResultView(resumed.result, null) } };
 };
 
 export const downloadRunFile: Handler<'downloadRunFile'> = async ({ params, headers, ctx }) => {

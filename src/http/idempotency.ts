@@ -6,18 +6,22 @@
 // reserves it; its change and the mark "applied" (with what it created, e.g. the run) commit in one
 // transaction (ctx.mutate); its 2xx answer is then stored and a repeat with the same fingerprint (method,
 // path, canonical body hash, declared headers such as X-Run-Id) gets it back with `Idempotent-Replayed: true`.
-// While the first request is processed, the key is held in memory only (one process serves a data directory):
-// nothing is written for a request until its change commits, and the key row is part of that commit.
+// While the first request is processed, its key is reserved in the database ('in_flight', leased to this server
+// and renewed while it works), so every server on the database sees it; the mark "applied" commits with the
+// change. A reservation whose server died before committing anything frees the key when its lease runs out.
+// The requests this server is answering are also kept in memory, so a repeat here can wait for the answer.
 //
 // - Another fingerprint under the same key: 422 IDEMPOTENCY_KEY_REUSED, `details.conflicts` naming what differs.
-// - A repeat while the first is still being processed here: 409 IDEMPOTENCY_REQUEST_IN_PROGRESS + Retry-After.
+// - A repeat while the first is still being processed (here or by another server): 409
+//   IDEMPOTENCY_REQUEST_IN_PROGRESS + Retry-After.
 // - An answer that is not a 2xx, when nothing was committed: the key is released, so a retry runs afresh
 //   (a 4xx with nothing written changed nothing; a 5xx or 429 may succeed next time).
 // - An answer that cannot be stored (a stream), an error after the change committed, or a crash between the
 //   commit and storing the answer: the key stays "applied" and a repeat is answered from what was created,
 //   through the replay source registered for its kind (runs: src/handlers/run-support.ts); without one, 409
 //   IDEMPOTENCY_OUTCOME_UNKNOWN (the change was made; read it back rather than repeat it).
-// - A process that died before the change committed left no row: the retry is processed as a first request.
+// - A process that died before the change committed left a reservation: once its lease runs out (LEASE_TTL_MS),
+//   the retry is processed as a first request.
 // Keys expire after IDEMPOTENCY_TTL_SECONDS (24 h); expired ones are purged (at most once a minute) when an
 // answer is stored.
 import { createHash, randomUUID } from 'node:crypto';
@@ -30,6 +34,7 @@ import type { IdempotencyRecord, IdempotencyScope } from '../store/idempotency-k
 import type { RequestContext } from './context.ts';
 import { ApiError, conflict } from './errors.ts';
 import { StreamBody } from './stream-body.ts';
+import { LeaseKeeper, leaseUntil } from '../workers/lease.ts';
 
 /** What a handler answers (the generated result types, loosely). */
 export interface Answer {
@@ -145,12 +150,12 @@ interface InFlight {
 
 /** Idempotency for one server: the process instance, the requests it is answering now, the purge pace. */
 export class Idempotency {
-  /** Rows this process applies carry it, so it only ever changes (disowns) its own. */
+  /** The lease owner of the keys this server reserves, so it only ever changes (releases, disowns) its own. */
   readonly owner = randomUUID();
   /**
-   * Keys whose first request is being processed by this process, with its fingerprint. Only one process serves
-   * a data directory (src/store/data-dir-lock.ts), so this is the whole in-flight set: a reservation needs no
-   * write of its own, and one that dies with the process committed nothing, so the retry simply runs again.
+   * Keys whose first request this server is processing, with its fingerprint: a repeat here is answered
+   * without a read, and can wait for the answer being stored. The database reservation is what every server
+   * (this one included) goes by.
    */
   readonly inFlight = new Map<string, InFlight>();
   private readonly services: Services;
@@ -240,24 +245,35 @@ export class IdempotentRequest {
     const entry: InFlight = { fingerprint: this.fingerprint, storing: null };
     inFlight.set(this.id, entry);
     let release = true;
+    let keeper: LeaseKeeper | null = null;
     try {
-      const row = await this.services.store.idempotencyKeys.get(this.scope);
-      if (row && row.expiresAt > new Date().toISOString()) {
+      const { ttlMs, renewMs } = this.services.config.leases;
+      const now = new Date().toISOString();
+      const row = await this.services.store.transaction((tx) =>
+        tx.idempotencyKeys.reserve(this.scope, this.fingerprint, this.manager.owner, now, leaseUntil(ttlMs), this.expiresAt),
+      );
+      if (row) {
         const conflicts = conflictsOf(row.fingerprint, this.fingerprint);
         if (conflicts.length > 0) throw keyReused(conflicts);
+        if (row.state === 'in_flight') throw inProgress(); // reserved by a live request of another server
         return row.state === 'completed' ? replay(row) : await this.recover(ctx, row);
       }
+      keeper = new LeaseKeeper(
+        () => this.services.store.transaction((tx) => tx.idempotencyKeys.renew(this.scope, this.manager.owner, leaseUntil(ttlMs))),
+        renewMs,
+        ctx.log,
+      );
       let result: Answer;
       try {
         result = await invoke();
       } catch (err) {
-        if (this.applied) await this.disown();
+        await this.letGo();
         throw err;
       }
       if (result.status < 200 || result.status >= 300 || result.body instanceof StreamBody) {
         // Not stored: a request that changed nothing leaves no trace, so a retry runs afresh; one whose change
         // committed (a streamed run) is answered from what it created.
-        if (this.applied) await this.disown();
+        await this.letGo();
         return result;
       }
       crashPointReached(this.scope.operationId);
@@ -268,8 +284,15 @@ export class IdempotentRequest {
         .finally(() => inFlight.delete(this.id));
       return result;
     } finally {
+      keeper?.stop();
       if (release) inFlight.delete(this.id);
     }
+  }
+
+  /** Without a stored answer: a committed change is left for recovery from its resource; a reservation is freed. */
+  private async letGo(): Promise<void> {
+    if (this.applied) await this.disown();
+    else await this.services.store.transaction((tx) => tx.idempotencyKeys.release(this.scope, this.manager.owner));
   }
 
   /** The first request's change committed but its answer was not stored: answer from what it created. */
@@ -286,7 +309,7 @@ export class IdempotentRequest {
     const now = Date.now();
     await this.services.store.transaction(async (tx) => {
       await this.manager.maybePurge(tx, now);
-      await tx.idempotencyKeys.complete(this.scope, this.fingerprint, stored(answer), new Date(now).toISOString(), this.expiresAt);
+      await tx.idempotencyKeys.complete(this.scope, this.fingerprint, this.manager.owner, stored(answer), new Date(now).toISOString(), this.expiresAt);
     });
   }
 

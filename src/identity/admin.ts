@@ -4,6 +4,7 @@ import type { User } from '../store/users.ts';
 import type { Workspace, WorkspaceRole } from '../store/workspaces.ts';
 import type { ApiKeyKind, ApiKeyRecord } from '../store/api-keys.ts';
 import { personalAccountId, type Plan } from '../store/billing-accounts.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 import { bumpCredentialEpoch } from './credentials.ts';
 import { recordAudit, type AuditEntry } from '../audit/recorder.ts';
 
@@ -23,7 +24,7 @@ async function addUser(tx: Repositories, input: { email: string; name?: string }
   if (await tx.users.getByEmail(email)) throw new IdentityError(`A user with e-mail ${email} already exists`);
   const now = new Date().toISOString();
   const user: User = { id: newId(), email, name: input.name?.trim() || email.split('@')[0]!, image: null, createdAt: now, updatedAt: now };
-  await tx.users.insert(user);
+  await onUniqueViolation(tx.users.insert(user), 'users', ['email'], () => new IdentityError(`A user with e-mail ${email} already exists`));
   await tx.billingAccounts.insert({ id: personalAccountId(user.id), name: user.name, plan: 'free', createdAt: now, updatedAt: now });
   return user;
 }
@@ -135,7 +136,7 @@ export async function addApiKey(tx: Repositories, input: NewApiKey): Promise<Iss
     revokedAt: null,
   };
   if (await tx.apiKeys.getByHash(record.keyHash)) throw new IdentityError('That key is already in use');
-  await tx.apiKeys.insert(record);
+  await onUniqueViolation(tx.apiKeys.insert(record), 'api_keys', ['key_hash'], () => new IdentityError('That key is already in use'));
   await audit(tx, {
     action: 'api_key.created',
     resourceType: 'api_key',

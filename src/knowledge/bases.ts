@@ -62,7 +62,7 @@ export async function createBase(tx: Repositories, audit: Audit, input: NewBase)
   };
   await inKnowledgeTree(() => knowledgeTree(tx).ensure(kb.workspaceId, kb.folderPath, at));
   await tx.knowledgeBases.insert(kb);
-  audit({ action: 'knowledge_base.created', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { folderPath: kb.folderPath, embeddingModel: kb.embeddingModel } });
+  await audit({ action: 'knowledge_base.created', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { folderPath: kb.folderPath, embeddingModel: kb.embeddingModel } });
   return kb;
 }
 
@@ -86,7 +86,7 @@ export async function updateBase(tx: Repositories, audit: Audit, workspaceId: st
     chunkingConfig: change.chunking === undefined ? undefined : JSON.stringify(change.chunking),
     updatedAt: nowIso(),
   });
-  audit({ action: 'knowledge_base.updated', resourceType: 'knowledge_base', resourceId: current.id, resourceName: change.name ?? current.name, metadata: { fields: change.fields } });
+  await audit({ action: 'knowledge_base.updated', resourceType: 'knowledge_base', resourceId: current.id, resourceName: change.name ?? current.name, metadata: { fields: change.fields } });
   return (await tx.knowledgeBases.get(current.id))!;
 }
 
@@ -94,13 +94,13 @@ export async function archiveBase(tx: Repositories, audit: Audit, workspaceId: s
   const kb = await findBase(tx, workspaceId, id);
   const at = nowIso();
   await tx.knowledgeBases.update(kb.id, { deletedAt: at, updatedAt: at });
-  audit({ action: 'knowledge_base.deleted', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name });
+  await audit({ action: 'knowledge_base.deleted', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name });
 }
 
 export async function restoreBase(tx: Repositories, audit: Audit, workspaceId: string, id: string): Promise<KnowledgeBaseRecord> {
   const kb = await findBase(tx, workspaceId, id, 'also');
   if (!kb.deletedAt) throw new DomainError('conflict', 'The knowledge base is not archived.', { code: 'NOT_ARCHIVED' });
   await tx.knowledgeBases.update(kb.id, { deletedAt: null, updatedAt: nowIso() });
-  audit({ action: 'knowledge_base.restored', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name });
+  await audit({ action: 'knowledge_base.restored', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name });
   return (await tx.knowledgeBases.get(kb.id))!;
 }

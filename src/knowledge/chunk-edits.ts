@@ -68,7 +68,7 @@ export async function createChunk(
     tokenCount: tokenCount(input.content), enabled: input.enabled ?? true, startOffset: 0, endOffset: input.content.length, embedding: input.embedding, at,
   });
   await tx.knowledgeDocuments.recount(doc.id, at);
-  audit({ action: 'knowledge_chunk.created', resourceType: 'knowledge_chunk', resourceId: chunk.id, metadata: { knowledgeBaseId: kb.id, documentId: doc.id } });
+  await audit({ action: 'knowledge_chunk.created', resourceType: 'knowledge_chunk', resourceId: chunk.id, metadata: { knowledgeBaseId: kb.id, documentId: doc.id } });
   return { chunk, doc };
 }
 
@@ -89,7 +89,7 @@ export async function updateChunk(tx: Repositories, audit: Audit, kb: KnowledgeB
     await tx.knowledgeDocuments.recount(doc.id, at);
   }
   if (change.enabled !== undefined) await tx.knowledgeChunks.setEnabled(current.seq, change.enabled, at);
-  audit({ action: 'knowledge_chunk.updated', resourceType: 'knowledge_chunk', resourceId: current.id, metadata: { knowledgeBaseId: kb.id, documentId: doc.id, fields: change.fields } });
+  await audit({ action: 'knowledge_chunk.updated', resourceType: 'knowledge_chunk', resourceId: current.id, metadata: { knowledgeBaseId: kb.id, documentId: doc.id, fields: change.fields } });
   return (await tx.knowledgeChunks.get(current.id))!;
 }
 
@@ -97,7 +97,7 @@ export async function deleteChunk(tx: Repositories, audit: Audit, kb: KnowledgeB
   const c = await findChunk(tx, doc, chunkId);
   await tx.knowledgeChunks.delete(c.seq);
   await tx.knowledgeDocuments.recount(doc.id, nowIso());
-  audit({ action: 'knowledge_chunk.deleted', resourceType: 'knowledge_chunk', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, documentId: doc.id } });
+  await audit({ action: 'knowledge_chunk.deleted', resourceType: 'knowledge_chunk', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, documentId: doc.id } });
 }
 
 /** Enables, disables or deletes the listed chunks of the document; a chunk not in it is reported in `errors`. */
@@ -116,6 +116,6 @@ export async function bulkChange(tx: Repositories, audit: Audit, kb: KnowledgeBa
     processed++;
   }
   if (operation === 'delete') await tx.knowledgeDocuments.recount(doc.id, at);
-  audit({ action: `knowledge_chunk.bulk_${operation}`, resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, processed } });
+  await audit({ action: `knowledge_chunk.bulk_${operation}`, resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, processed } });
   return { processed, errors };
 }

@@ -1,7 +1,7 @@
 // A knowledge base's chunking configuration: defaults applied on every path, and the rules between fields
 // that the schema cannot state. Ranges (maxSize 100–4000 tokens, minSize 1–2000 characters, overlap 0–500
 // characters, pattern length, separators) are checked by the spec before this runs.
-import { invalidField } from '../http/errors.ts';
+import { invalidInput } from '../domain/errors.ts';
 import { compileUserRegex, UserRegexError } from './user-regex.ts';
 
 export type ChunkStrategy = 'auto' | 'text' | 'regex' | 'recursive' | 'sentence' | 'token';
@@ -33,22 +33,22 @@ export function normalizeChunkingConfig(input: Partial<ChunkingConfig> | undefin
   const options = input?.strategyOptions ?? (input?.strategy === undefined ? base?.strategyOptions : undefined);
   if (options && Object.keys(options).length > 0) merged.strategyOptions = { ...options };
   if (merged.minSize >= merged.maxSize * 4) {
-    throw invalidField([...field, 'minSize'], `minSize (${merged.minSize} characters) must be less than maxSize × 4 (${merged.maxSize * 4}).`);
+    throw invalidInput([...field, 'minSize'], `minSize (${merged.minSize} characters) must be less than maxSize × 4 (${merged.maxSize * 4}).`);
   }
   if (merged.overlap >= merged.maxSize) {
-    throw invalidField([...field, 'overlap'], `overlap (${merged.overlap}) must be less than maxSize (${merged.maxSize}).`);
+    throw invalidInput([...field, 'overlap'], `overlap (${merged.overlap}) must be less than maxSize (${merged.maxSize}).`);
   }
   const pattern = merged.strategyOptions?.pattern;
   if (pattern !== undefined) {
     try {
       compileUserRegex(pattern);
     } catch (err) {
-      if (err instanceof UserRegexError) throw invalidField([...field, 'strategyOptions', 'pattern'], err.message);
+      if (err instanceof UserRegexError) throw invalidInput([...field, 'strategyOptions', 'pattern'], err.message);
       throw err;
     }
   }
   if (merged.strategyOptions?.strictBoundaries !== undefined && merged.strategy !== 'regex') {
-    throw invalidField([...field, 'strategyOptions', 'strictBoundaries'], 'strictBoundaries applies to the regex strategy only.');
+    throw invalidInput([...field, 'strategyOptions', 'strictBoundaries'], 'strictBoundaries applies to the regex strategy only.');
   }
   return merged;
 }

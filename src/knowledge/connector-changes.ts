@@ -54,7 +54,7 @@ export async function createConnector(tx: Repositories, audit: Audit, kb: Knowle
     updatedAt: at,
   };
   await tx.knowledgeConnectors.insert(connector);
-  audit({ action: 'knowledge_connector.created', resourceType: 'knowledge_connector', resourceId: connector.id, resourceName: input.typeName, metadata: { knowledgeBaseId: kb.id, connectorType: input.connectorType } });
+  await audit({ action: 'knowledge_connector.created', resourceType: 'knowledge_connector', resourceId: connector.id, resourceName: input.typeName, metadata: { knowledgeBaseId: kb.id, connectorType: input.connectorType } });
   return connector;
 }
 
@@ -81,7 +81,7 @@ export async function updateConnector(tx: Repositories, audit: Audit, kb: Knowle
   else if (change.syncIntervalMinutes !== undefined && interval > 0) fields.nextSyncAt = new Date(Date.parse(c.lastSyncAt ?? at) + interval * 60_000).toISOString();
   await tx.knowledgeConnectors.update(c.id, fields);
   if (interval === 0) await tx.knowledgeConnectors.clearSchedule(c.id);
-  audit({ action: 'knowledge_connector.updated', resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, fields: change.fields } });
+  await audit({ action: 'knowledge_connector.updated', resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, fields: change.fields } });
   return (await tx.knowledgeConnectors.get(c.id))!;
 }
 
@@ -92,7 +92,7 @@ export async function deleteConnector(tx: Repositories, audit: Audit, kb: Knowle
   if (deleteDocuments) for (const d of docs) await tx.knowledgeDocuments.delete(d.id);
   else await tx.knowledgeDocuments.detachConnector(c.id, nowIso());
   await tx.knowledgeConnectors.delete(c.id);
-  audit({ action: 'knowledge_connector.deleted', resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, documentsDeleted: deleteDocuments ? docs.length : 0 } });
+  await audit({ action: 'knowledge_connector.deleted', resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, documentsDeleted: deleteDocuments ? docs.length : 0 } });
   return { deleted: deleteDocuments ? docs.length : 0, kept: deleteDocuments ? 0 : docs.length };
 }
 
@@ -100,7 +100,7 @@ export async function deleteConnector(tx: Repositories, audit: Audit, kb: Knowle
 export async function setDocumentsExcluded(tx: Repositories, audit: Audit, kb: KnowledgeBaseRecord, id: string, documentIds: string[], operation: 'exclude' | 'restore'): Promise<string[]> {
   const c = await loadConnector(tx, kb, id);
   const ids = await tx.knowledgeDocuments.setExcluded(c.id, [...new Set(documentIds)], operation === 'exclude', nowIso());
-  audit({ action: `knowledge_connector.documents_${operation}d`, resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, count: ids.length } });
+  await audit({ action: `knowledge_connector.documents_${operation}d`, resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, count: ids.length } });
   return ids;
 }
 

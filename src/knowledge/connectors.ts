@@ -8,7 +8,7 @@ import type { BlobStore } from '../files/blob-store.ts';
 import { EgressError, type EgressPolicy } from '../execution/egress.ts';
 import { essence, folderPathOf, NameError } from '../files/names.ts';
 import { fileWebUrl } from '../files/views.ts';
-import { invalidField } from '../http/errors.ts';
+import { invalidInput } from '../domain/errors.ts';
 import { documentFormat } from './extract.ts';
 
 export interface ExternalDocument {
@@ -74,7 +74,7 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 function unknownKeys(config: Record<string, unknown>, allowed: string[], field: (string | number)[]): void {
   const extra = Object.keys(config).find((k) => !allowed.includes(k));
-  if (extra) throw invalidField([...field, extra], `Unknown sourceConfig field "${extra}"; this connector takes ${allowed.join(', ')}.`);
+  if (extra) throw invalidInput([...field, extra], `Unknown sourceConfig field "${extra}"; this connector takes ${allowed.join(', ')}.`);
 }
 
 const workspaceFiles: ConnectorType = {
@@ -95,16 +95,16 @@ const workspaceFiles: ConnectorType = {
   tagDefinitions: [],
   validate(config, field) {
     unknownKeys(config, ['folderPath', 'recursive'], field);
-    if (typeof config.folderPath !== 'string') throw invalidField([...field, 'folderPath'], 'folderPath is required: the workspace files folder to index.');
+    if (typeof config.folderPath !== 'string') throw invalidInput([...field, 'folderPath'], 'folderPath is required: the workspace files folder to index.');
     let folderPath: string;
     try {
       folderPath = folderPathOf(config.folderPath);
     } catch (err) {
-      if (err instanceof NameError) throw invalidField([...field, 'folderPath'], err.message);
+      if (err instanceof NameError) throw invalidInput([...field, 'folderPath'], err.message);
       throw err;
     }
     const recursive = config.recursive === undefined ? true : config.recursive === true || config.recursive === 'true';
-    if (config.recursive !== undefined && ![true, false, 'true', 'false'].includes(config.recursive as never)) throw invalidField([...field, 'recursive'], 'recursive is true or false.');
+    if (config.recursive !== undefined && ![true, false, 'true', 'false'].includes(config.recursive as never)) throw invalidInput([...field, 'recursive'], 'recursive is true or false.');
     return { folderPath, recursive };
   },
   async list(config, ctx) {
@@ -145,23 +145,23 @@ const webPages: ConnectorType = {
     unknownKeys(config, ['urls', 'sitemapUrl', 'maxPages'], field);
     const raw = config.urls;
     const urls = (Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(/[\s,]+/) : raw === undefined ? [] : null)?.filter((u) => u !== '');
-    if (urls === null || urls === undefined || urls.some((u) => typeof u !== 'string')) throw invalidField([...field, 'urls'], 'urls is a list of page URLs.');
+    if (urls === null || urls === undefined || urls.some((u) => typeof u !== 'string')) throw invalidInput([...field, 'urls'], 'urls is a list of page URLs.');
     const checkUrl = (u: string, at: (string | number)[]) => {
       try {
         const url = new URL(u);
         if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error();
         return url.toString();
       } catch {
-        throw invalidField(at, `${u} is not an http(s) URL.`);
+        throw invalidInput(at, `${u} is not an http(s) URL.`);
       }
     };
     const pages = (urls as string[]).map((u, i) => checkUrl(u, [...field, 'urls', i]));
     const sitemapUrl = config.sitemapUrl === undefined ? null : typeof config.sitemapUrl === 'string' ? checkUrl(config.sitemapUrl, [...field, 'sitemapUrl']) : null;
-    if (config.sitemapUrl !== undefined && sitemapUrl === null) throw invalidField([...field, 'sitemapUrl'], 'sitemapUrl is a URL.');
-    if (pages.length === 0 && !sitemapUrl) throw invalidField(field, 'Give urls, a sitemapUrl, or both.');
+    if (config.sitemapUrl !== undefined && sitemapUrl === null) throw invalidInput([...field, 'sitemapUrl'], 'sitemapUrl is a URL.');
+    if (pages.length === 0 && !sitemapUrl) throw invalidInput(field, 'Give urls, a sitemapUrl, or both.');
     const maxPages = config.maxPages === undefined ? 100 : Number(config.maxPages);
-    if (!Number.isInteger(maxPages) || maxPages < 1 || maxPages > MAX_PAGES) throw invalidField([...field, 'maxPages'], `maxPages is a whole number from 1 to ${MAX_PAGES}.`);
-    if (pages.length > maxPages) throw invalidField([...field, 'urls'], `At most ${maxPages} pages.`);
+    if (!Number.isInteger(maxPages) || maxPages < 1 || maxPages > MAX_PAGES) throw invalidInput([...field, 'maxPages'], `maxPages is a whole number from 1 to ${MAX_PAGES}.`);
+    if (pages.length > maxPages) throw invalidInput([...field, 'urls'], `At most ${maxPages} pages.`);
     return { urls: pages, sitemapUrl, maxPages };
   },
   async list(config, ctx) {
@@ -243,11 +243,11 @@ const github: ConnectorType = {
   validate(config, field) {
     unknownKeys(config, ['repository', 'branch', 'pathPrefix', 'extensions', 'apiUrl'], field);
     if (typeof config.repository !== 'string' || !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(config.repository)) {
-      throw invalidField([...field, 'repository'], 'repository is owner/name.');
+      throw invalidInput([...field, 'repository'], 'repository is owner/name.');
     }
     const str = (k: string) => {
       const v = config[k];
-      if (v !== undefined && (typeof v !== 'string' || v.length > 500)) throw invalidField([...field, k], `${k} is a string.`);
+      if (v !== undefined && (typeof v !== 'string' || v.length > 500)) throw invalidInput([...field, k], `${k} is a string.`);
       return v as string | undefined;
     };
     const apiUrl = (str('apiUrl') ?? 'https://api.github.com').replace(/\/+$/, '');
@@ -255,7 +255,7 @@ const github: ConnectorType = {
       const u = new URL(apiUrl);
       if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error();
     } catch {
-      throw invalidField([...field, 'apiUrl'], 'apiUrl is an http(s) URL.');
+      throw invalidInput([...field, 'apiUrl'], 'apiUrl is an http(s) URL.');
     }
     const extensions = (str('extensions') ?? 'md,mdx,txt,rst,html').split(',').map((e) => e.trim().replace(/^\./, '').toLowerCase()).filter(Boolean);
     return { repository: config.repository, branch: str('branch') ?? null, pathPrefix: (str('pathPrefix') ?? '').replace(/^\/+/, ''), extensions, apiUrl };

@@ -28,7 +28,7 @@ export async function listFolders(repos: Repositories, workspaceId: string, q: {
 
 export async function createFolder(tx: Repositories, audit: Audit, workspaceId: string, path: string): Promise<FolderRecord> {
   const { folder, created } = await inKnowledgeTree(() => knowledgeTree(tx).create(workspaceId, path, nowIso()));
-  audit({ action: 'knowledge_folder.created', resourceType: 'knowledge_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), created: created.length } });
+  await audit({ action: 'knowledge_folder.created', resourceType: 'knowledge_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), created: created.length } });
   return folder;
 }
 
@@ -39,7 +39,7 @@ export async function relocateFolder(tx: Repositories, audit: Audit, workspaceId
   const at = nowIso();
   const moved = await inKnowledgeTree(() => tree.move(workspaceId, from, to, at));
   await tx.knowledgeBases.relocateSubtree(workspaceId, from, to, at);
-  audit({ action: 'knowledge_folder.moved', resourceType: 'knowledge_folder', resourceId: source.id, resourceName: folderName(to), metadata: { from: folderPathToWire(from), to: folderPathToWire(to) } });
+  await audit({ action: 'knowledge_folder.moved', resourceType: 'knowledge_folder', resourceId: source.id, resourceName: folderName(to), metadata: { from: folderPathToWire(from), to: folderPathToWire(to) } });
   return moved;
 }
 
@@ -54,7 +54,7 @@ export async function archiveFolder(tx: Repositories, audit: Audit, workspaceId:
   const at = nowIso();
   const { folders } = await inKnowledgeTree(() => tree.archive(workspaceId, path, at));
   const archived = await tx.knowledgeBases.archiveSubtree(workspaceId, path, at);
-  audit({ action: 'knowledge_folder.deleted', resourceType: 'knowledge_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, knowledgeBases: archived.length } });
+  await audit({ action: 'knowledge_folder.deleted', resourceType: 'knowledge_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, knowledgeBases: archived.length } });
   return { counts: { folders, knowledgeBases: archived.length }, archived };
 }
 
@@ -67,7 +67,7 @@ export async function restoreFolder(tx: Repositories, audit: Audit, workspaceId:
   const restored = await inKnowledgeTree(() => knowledgeTree(tx).restore(workspaceId, path, at, { archivedParent: 'root', onConflict: 'rename' }));
   const bases = await tx.knowledgeBases.archivedWithFolder(workspaceId, path, archived.archivedAt);
   for (const kb of bases) await tx.knowledgeBases.update(kb.id, { deletedAt: null, folderPath: rebase(kb.folderPath, restored.from, restored.to), updatedAt: at });
-  audit({
+  await audit({
     action: 'knowledge_folder.restored', resourceType: 'knowledge_folder', resourceId: restored.folder.id, resourceName: restored.folder.name,
     metadata: { path: folderPathToWire(path), restoredTo: folderPathToWire(restored.to), folders: restored.folders, knowledgeBases: bases.length },
   });

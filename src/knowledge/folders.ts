@@ -2,7 +2,7 @@
 // its failures turned into this API's answers. Paths travel percent-encoded per segment, like workflow folders.
 import type { Repositories } from '../store/index.ts';
 import { FolderTree, FolderTreeError } from '../domain/folder-tree.ts';
-import { ApiError, conflict, notFound } from '../http/errors.ts';
+import { DomainError, domainNotFound } from '../domain/errors.ts';
 import { MAX_FOLDERS_PER_TREE } from '../domain/folder-paths.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
 
@@ -16,16 +16,16 @@ export async function inKnowledgeTree<T>(fn: () => Promise<T>): Promise<T> {
     const wire = (key: string) => folderPathToWire(String(err.details[key] ?? '/'));
     switch (err.reason) {
       case 'TOO_LARGE':
-        throw new ApiError('PAYLOAD_TOO_LARGE', `The knowledge folder tree of this workspace has more than ${MAX_FOLDERS_PER_TREE} folders.`, err.details);
+        throw new DomainError('too_large', `The knowledge folder tree of this workspace has more than ${MAX_FOLDERS_PER_TREE} folders.`, err.details);
       case 'NOT_FOUND':
       case 'NOT_ARCHIVED':
-        throw notFound('Folder');
+        throw domainNotFound('Folder');
       case 'EXISTS':
-        throw conflict(`The folder ${wire('path')} already exists.`, { path: wire('path') });
+        throw new DomainError('conflict', `The folder ${wire('path')} already exists.`, { path: wire('path') });
       case 'INTO_ITSELF':
-        throw conflict('A folder cannot be moved into itself.', { path: wire('path'), destinationPath: wire('destinationPath') });
+        throw new DomainError('conflict', 'A folder cannot be moved into itself.', { path: wire('path'), destinationPath: wire('destinationPath') });
       case 'NOT_EMPTY':
-        throw conflict(err.message, err.details);
+        throw new DomainError('conflict', err.message, err.details);
     }
   }
 }

@@ -6,7 +6,16 @@
 // transaction that marks the attempt completed, and only if the document is still on that attempt, so a
 // retried, deleted or re-queued document never ends up with two sets of chunks. Extraction and chunking run in
 // the content workers (src/content/), bounded in depth, expansion, memory and time; an attempt cut off by those
-// workers' time or memory limit, or by a dead process (found at start), is queued again once and then failed.
+// workers' time or memory limit, or by a dead process, is queued again once and then failed.
+//
+// A claimed document is leased (src/workers/lease.ts): the worker renews the lease while it extracts and
+// embeds, and ends the attempt only while it holds it. A lease that expired (its process died) is reclaimed by
+// the next poll of whichever process polls, counted as an interruption; nothing is reset at start-up, so a
+// second process never takes work a live one holds.
+//
+// The vector index of a base is cached per process and tagged with the base's `vector_version`, which the
+// store bumps in the transaction of every chunk change; a search reads the version (one indexed row) and
+// reloads the vectors when another process (or this one) changed them.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -24,6 +33,7 @@ import { runSync } from './sync.ts';
 import type { SecretCipher } from '../secrets/cipher.ts';
 import type { SecretVault } from '../secrets/vault.ts';
 import type { ConnectorRecord, SyncLogRecord } from '../store/knowledge-connectors.ts';
+import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
 
 export interface KnowledgeDeps {
   store: Store;
@@ -59,7 +69,10 @@ export interface VectorIndex {
 export class KnowledgeService {
   readonly provider: EmbeddingProvider;
   protected readonly deps: KnowledgeDeps;
-  private readonly indexes = new Map<string, Promise<VectorIndex>>();
+  /** Each base's vectors, with the base's vector version they were loaded at. */
+  private readonly indexes = new Map<string, { version: number; index: Promise<VectorIndex> }>();
+  /** When the queue next looks for expired leases (at most once per renewal period, whichever worker polls). */
+  private nextReclaim = 0;
   private running = false;
   private readonly workers: Promise<void>[] = [];
   private readonly waiters = new Set<() => void>();
@@ -76,20 +89,23 @@ export class KnowledgeService {
     this.egress = new EgressPolicy({ allowPrivate: e.allowPrivate, allowCidrs: e.allowCidrs, maxResponseBytes: e.maxResponseBytes });
   }
 
-  /** Forgets cached vectors of a base after its chunks, documents or state changed. */
+  /** Forgets cached vectors of a base after its chunks, documents or state changed (here; other processes see the version). */
   invalidate(knowledgeBaseId: string): void {
     this.indexes.delete(knowledgeBaseId);
   }
 
-  /** The base's vectors, loaded once and kept until a change invalidates them. */
-  index(knowledgeBaseId: string): Promise<VectorIndex> {
-    let idx = this.indexes.get(knowledgeBaseId);
-    if (!idx) {
-      idx = this.loadIndex(knowledgeBaseId);
-      this.indexes.set(knowledgeBaseId, idx);
-      idx.catch(() => this.indexes.delete(knowledgeBaseId));
-    }
-    return idx;
+  /** The base's vectors, kept while the base's vector version in the database is the one they were loaded at. */
+  async index(knowledgeBaseId: string): Promise<VectorIndex> {
+    const version = await this.deps.store.knowledgeChunks.vectorVersion(knowledgeBaseId);
+    const cached = this.indexes.get(knowledgeBaseId);
+    if (cached && cached.version === version) return cached.index;
+    // Loaded after reading the version: a change committing meanwhile makes the next read reload again.
+    const entry = { version, index: this.loadIndex(knowledgeBaseId) };
+    this.indexes.set(knowledgeBaseId, entry);
+    entry.index.catch(() => {
+      if (this.indexes.get(knowledgeBaseId) === entry) this.indexes.delete(knowledgeBaseId);
+    });
+    return entry.index;
   }
 
   /** Reads the base's vectors page by page (by `seq`) straight into typed arrays. */
@@ -133,15 +149,25 @@ export class KnowledgeService {
     for (const w of [...this.waiters]) w();
   }
 
+  /**
+   * Attempts whose lease expired (their process died) go back to the queue once, and are failed the second
+   * time; live leases, whoever holds them, are left alone. Every poll calls it (at most once per renewal period).
+   */
+  async reclaimExpired(): Promise<{ requeued: number; failed: string[] }> {
+    const now = new Date().toISOString();
+    if (!(await this.deps.store.knowledgeDocuments.anyExpired(now))) return { requeued: 0, failed: [] };
+    const outcome = await this.deps.store.transaction(async (tx) => {
+      const r = await tx.knowledgeDocuments.reclaimExpired(now);
+      for (const id of r.failed) await tx.knowledgeChunks.deleteForDocument(id);
+      return r;
+    });
+    if (outcome.requeued > 0) this.deps.logger.warn({ documents: outcome.requeued }, 'knowledge documents whose worker lost its lease were queued again');
+    if (outcome.failed.length > 0) this.deps.logger.warn({ documents: outcome.failed }, 'knowledge documents interrupted a second time were failed');
+    return outcome;
+  }
+
   async start(): Promise<void> {
     if (this.running) return;
-    const { requeued, failed } = await this.deps.store.transaction(async (tx) => {
-      const outcome = await tx.knowledgeDocuments.requeueInterrupted(new Date().toISOString());
-      for (const id of outcome.failed) await tx.knowledgeChunks.deleteForDocument(id);
-      return outcome;
-    });
-    if (requeued > 0) this.deps.logger.warn({ documents: requeued }, 'knowledge documents interrupted by a restart were queued again');
-    if (failed.length > 0) this.deps.logger.warn({ documents: failed }, 'knowledge documents interrupted a second time were failed');
     await this.deps.store.transaction((tx) => tx.knowledgeConnectors.releaseInterrupted(new Date().toISOString()));
     this.running = true;
     for (let i = 0; i < this.deps.config.knowledge.workers; i++) this.workers.push(this.work());
@@ -269,10 +295,15 @@ export class KnowledgeService {
   }
 
   private async claimNext(): Promise<{ id: string; attempt: number } | null> {
+    if (Date.now() >= this.nextReclaim) {
+      this.nextReclaim = Date.now() + this.deps.config.leases.renewMs;
+      await this.reclaimExpired();
+    }
     const candidates = await this.deps.store.knowledgeDocuments.pending(16);
+    const { ttlMs } = this.deps.config.leases;
     for (const c of candidates) {
       if (this.inFlight.has(c.id)) continue;
-      const attempt = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.claim(c.id, new Date().toISOString()));
+      const attempt = await this.deps.store.transaction((tx) => tx.knowledgeDocuments.claim(c.id, new Date().toISOString(), PROCESS_OWNER, leaseUntil(ttlMs)));
       if (attempt !== null) return { id: c.id, attempt };
     }
     return null;
@@ -281,6 +312,12 @@ export class KnowledgeService {
   /** Runs one attempt: extract, chunk, embed, then swap the chunks in, all or nothing. */
   async process(documentId: string, attempt: number): Promise<void> {
     this.inFlight.add(documentId);
+    const { ttlMs, renewMs } = this.deps.config.leases;
+    const keeper = new LeaseKeeper(
+      () => this.deps.store.transaction((tx) => tx.knowledgeDocuments.renew(documentId, attempt, PROCESS_OWNER, leaseUntil(ttlMs))),
+      renewMs,
+      this.deps.logger,
+    );
     try {
       const { store } = this.deps;
       const doc = await store.knowledgeDocuments.get(documentId);
@@ -290,12 +327,12 @@ export class KnowledgeService {
         outcome = { status: 'completed', ...(await this.prepare(doc)) };
       } catch (err) {
         if (err instanceof WorkerOverrun && err.reason === 'stopped') {
-          await store.transaction((tx) => tx.knowledgeDocuments.release(documentId, attempt, new Date().toISOString()));
+          await store.transaction((tx) => tx.knowledgeDocuments.release(documentId, attempt, PROCESS_OWNER, new Date().toISOString()));
           return;
         }
         if (err instanceof WorkerOverrun) {
           const result = await store.transaction(async (tx) => {
-            const r = await tx.knowledgeDocuments.interrupt(documentId, attempt, err.message, new Date().toISOString());
+            const r = await tx.knowledgeDocuments.interrupt(documentId, attempt, PROCESS_OWNER, err.message, new Date().toISOString());
             if (r === 'failed') await tx.knowledgeChunks.deleteForDocument(documentId);
             return r;
           });
@@ -311,12 +348,12 @@ export class KnowledgeService {
       const now = new Date().toISOString();
       await store.transaction(async (tx) => {
         if (outcome.status === 'failed') {
-          if (await tx.knowledgeDocuments.finish(documentId, attempt, outcome, now)) await tx.knowledgeChunks.deleteForDocument(documentId);
+          if (await tx.knowledgeDocuments.finish(documentId, attempt, PROCESS_OWNER, outcome, now)) await tx.knowledgeChunks.deleteForDocument(documentId);
           return;
         }
         const tokens = outcome.chunks.reduce((n, c) => n + c.tokens, 0);
-        const kept = await tx.knowledgeDocuments.finish(documentId, attempt, { status: 'completed', chunkCount: outcome.chunks.length, tokenCount: tokens, characterCount: outcome.characters }, now);
-        if (!kept) return; // deleted or re-queued meanwhile: this attempt's result is dropped
+        const kept = await tx.knowledgeDocuments.finish(documentId, attempt, PROCESS_OWNER, { status: 'completed', chunkCount: outcome.chunks.length, tokenCount: tokens, characterCount: outcome.characters }, now);
+        if (!kept) return; // deleted, re-queued or its lease lost meanwhile: this attempt's result is dropped
         await tx.knowledgeChunks.deleteForDocument(documentId);
         for (const [i, c] of outcome.chunks.entries()) {
           await tx.knowledgeChunks.insert({
@@ -327,6 +364,7 @@ export class KnowledgeService {
       });
       this.invalidate(doc.knowledgeBaseId);
     } finally {
+      keeper.stop();
       this.inFlight.delete(documentId);
     }
   }

@@ -8,6 +8,7 @@ import type { Repositories } from '../store/index.ts';
 import type { KnowledgeBaseRecord, TagDefinitionRecord } from '../store/knowledge-bases.ts';
 import type { Audit } from '../domain/changes.ts';
 import { DomainError, domainNotFound } from '../domain/errors.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 import { SLOTS, slotType, type FieldType } from './tags.ts';
 
 const nowIso = () => new Date().toISOString();
@@ -15,6 +16,12 @@ const newTagId = () => `kt_${randomUUID().replace(/-/g, '')}`;
 
 const tagNameTaken = (displayName: string) => new DomainError('conflict', `A tag named "${displayName}" already exists.`, { code: 'TAG_NAME_TAKEN' });
 const slotTaken = (slot: string) => new DomainError('conflict', `The slot ${slot} is already in use.`, { code: 'SLOT_TAKEN', tagSlot: slot });
+/** A tag write that lost a race to another process answers as the checks before it do. */
+const tagWrite = (write: Promise<void>, displayName: string, slot: string) =>
+  onUniqueViolation(
+    onUniqueViolation(write, 'knowledge_tag_definitions', ['knowledge_base_id', 'display_name'], () => tagNameTaken(displayName)),
+    'knowledge_tag_definitions', ['knowledge_base_id', 'tag_slot'], () => slotTaken(slot),
+  );
 const noFreeSlot = (type: FieldType) => new DomainError('conflict', `All ${SLOTS[type].length} ${type} slots are in use.`, { code: 'NO_FREE_SLOT', fieldType: type });
 
 export function freeSlot(defs: TagDefinitionRecord[], type: FieldType): string | null {
@@ -47,8 +54,8 @@ export async function createTag(tx: Repositories, audit: Audit, kb: KnowledgeBas
   const { slot, type } = place(defs, input, ['body']);
   const at = nowIso();
   const t: TagDefinitionRecord = { id: newTagId(), knowledgeBaseId: kb.id, tagSlot: slot, displayName: input.displayName, fieldType: type, createdAt: at, updatedAt: at };
-  await tx.knowledgeBases.insertTag(t);
-  audit({ action: 'knowledge_tag.created', resourceType: 'knowledge_tag', resourceId: t.id, resourceName: t.displayName, metadata: { knowledgeBaseId: kb.id, tagSlot: slot, fieldType: type } });
+  await tagWrite(tx.knowledgeBases.insertTag(t), t.displayName, t.tagSlot);
+  await audit({ action: 'knowledge_tag.created', resourceType: 'knowledge_tag', resourceId: t.id, resourceName: t.displayName, metadata: { knowledgeBaseId: kb.id, tagSlot: slot, fieldType: type } });
   return t;
 }
 
@@ -95,7 +102,7 @@ export async function saveTagDefinitions(tx: Repositories, audit: Audit, kb: Kno
       created.push(t);
     }
   }
-  audit({ action: 'knowledge_tag.saved', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { created: created.length, updated: updated.length, errors: errors.length } });
+  await audit({ action: 'knowledge_tag.saved', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { created: created.length, updated: updated.length, errors: errors.length } });
   return { created, updated, errors };
 }
 
@@ -118,8 +125,8 @@ export async function updateTag(tx: Repositories, audit: Audit, kb: KnowledgeBas
     fields.fieldType = fieldType;
     fields.tagSlot = slot;
   }
-  await tx.knowledgeBases.updateTag(tag.id, fields);
-  audit({ action: 'knowledge_tag.updated', resourceType: 'knowledge_tag', resourceId: tag.id, resourceName: fields.displayName ?? tag.displayName, metadata: { knowledgeBaseId: kb.id } });
+  await tagWrite(tx.knowledgeBases.updateTag(tag.id, fields), fields.displayName ?? tag.displayName, fields.tagSlot ?? tag.tagSlot);
+  await audit({ action: 'knowledge_tag.updated', resourceType: 'knowledge_tag', resourceId: tag.id, resourceName: fields.displayName ?? tag.displayName, metadata: { knowledgeBaseId: kb.id } });
   return loadTag(tx, kb, tag.id);
 }
 
@@ -128,7 +135,7 @@ export async function deleteTag(tx: Repositories, audit: Audit, kb: KnowledgeBas
   const tag = await loadTag(tx, kb, tagId);
   await tx.knowledgeDocuments.clearSlot(kb.id, tag.tagSlot, nowIso());
   await tx.knowledgeBases.deleteTag(tag.id);
-  audit({ action: 'knowledge_tag.deleted', resourceType: 'knowledge_tag', resourceId: tag.id, resourceName: tag.displayName, metadata: { knowledgeBaseId: kb.id, tagSlot: tag.tagSlot } });
+  await audit({ action: 'knowledge_tag.deleted', resourceType: 'knowledge_tag', resourceId: tag.id, resourceName: tag.displayName, metadata: { knowledgeBaseId: kb.id, tagSlot: tag.tagSlot } });
   return tag;
 }
 
@@ -142,7 +149,7 @@ export async function deleteTags(tx: Repositories, audit: Audit, kb: KnowledgeBa
     await tx.knowledgeBases.deleteTag(tag.id);
     count++;
   }
-  audit({ action: 'knowledge_tag.deleted_many', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { unused, count } });
+  await audit({ action: 'knowledge_tag.deleted_many', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { unused, count } });
   return count;
 }
 

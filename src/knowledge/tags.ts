@@ -1,5 +1,5 @@
 // The 17 typed tag slots of a knowledge base, their values and the tag filters of search and document lists.
-import { invalidField } from '../http/errors.ts';
+import { invalidInput } from '../domain/errors.ts';
 import type { TagDefinitionRecord } from '../store/knowledge-bases.ts';
 
 export type FieldType = 'text' | 'number' | 'date' | 'boolean';
@@ -65,19 +65,19 @@ export function resolveFilters(filters: TagFilter[], defsPerBase: TagDefinitionR
   return filters.map((f, i) => {
     const at = [...field, i];
     const matches = defsPerBase.map((defs) => defs.find((d) => d.displayName === f.tagName));
-    if (matches.some((m) => !m)) throw invalidField([...at, 'tagName'], `No tag named "${f.tagName}" is defined${defsPerBase.length > 1 ? ' in every selected knowledge base' : ' in this knowledge base'}.`);
+    if (matches.some((m) => !m)) throw invalidInput([...at, 'tagName'], `No tag named "${f.tagName}" is defined${defsPerBase.length > 1 ? ' in every selected knowledge base' : ' in this knowledge base'}.`);
     const first = matches[0]!;
     if (matches.some((m) => m!.tagSlot !== first.tagSlot || m!.fieldType !== first.fieldType)) {
-      throw invalidField([...at, 'tagName'], `The tag "${f.tagName}" has a different slot or type in the selected knowledge bases.`);
+      throw invalidInput([...at, 'tagName'], `The tag "${f.tagName}" has a different slot or type in the selected knowledge bases.`);
     }
     const type = first.fieldType;
-    if (f.fieldType && f.fieldType !== type) throw invalidField([...at, 'fieldType'], `The tag "${f.tagName}" is of type ${type}, not ${f.fieldType}.`);
+    if (f.fieldType && f.fieldType !== type) throw invalidInput([...at, 'fieldType'], `The tag "${f.tagName}" is of type ${type}, not ${f.fieldType}.`);
     const operator = f.operator ?? 'eq';
-    if (!OPERATORS[type].includes(operator)) throw invalidField([...at, 'operator'], `The operator ${operator} does not apply to ${type} tags (use ${OPERATORS[type].join(', ')}).`);
+    if (!OPERATORS[type].includes(operator)) throw invalidInput([...at, 'operator'], `The operator ${operator} does not apply to ${type} tags (use ${OPERATORS[type].join(', ')}).`);
     const value = checkValue(type, f.value, [...at, 'value']);
     const out: ResolvedFilter = { slot: first.tagSlot, type, operator, value };
     if (operator === 'between') {
-      if (f.valueTo === undefined) throw invalidField([...at, 'valueTo'], 'The between operator needs valueTo.');
+      if (f.valueTo === undefined) throw invalidInput([...at, 'valueTo'], 'The between operator needs valueTo.');
       out.valueTo = checkValue(type, f.valueTo, [...at, 'valueTo']) as string | number;
     }
     return out;
@@ -89,21 +89,21 @@ function checkValue(type: FieldType, value: unknown, field: (string | number)[])
     case 'text':
       // A request validator that coerces types may have turned "1" into 1: text compares as written.
       if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-      if (typeof value !== 'string') throw invalidField(field, 'A text tag is compared with a string.');
+      if (typeof value !== 'string') throw invalidInput(field, 'A text tag is compared with a string.');
       return value;
     case 'number': {
       const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
-      if (!Number.isFinite(n)) throw invalidField(field, 'A number tag is compared with a number.');
+      if (!Number.isFinite(n)) throw invalidInput(field, 'A number tag is compared with a number.');
       return n;
     }
     case 'date':
-      if (typeof value !== 'string' || !isValidDate(value)) throw invalidField(field, 'A date tag is compared with a date written YYYY-MM-DD.');
+      if (typeof value !== 'string' || !isValidDate(value)) throw invalidInput(field, 'A date tag is compared with a date written YYYY-MM-DD.');
       return value;
     case 'boolean':
       if (typeof value === 'boolean') return value;
       if (value === 'true' || value === 'false') return value === 'true';
       if (value === 1 || value === 0) return value === 1;
-      throw invalidField(field, 'A boolean tag is compared with true or false.');
+      throw invalidInput(field, 'A boolean tag is compared with true or false.');
   }
 }
 

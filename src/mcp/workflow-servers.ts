@@ -6,6 +6,7 @@ import { sortableId } from '../domain/ids.ts';
 import type { Audit } from '../domain/changes.ts';
 import { DomainError, domainNotFound } from '../domain/errors.ts';
 import type { Repositories } from '../store/index.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { WorkflowMcpServerRecord, WorkflowMcpToolRecord } from '../store/workflow-mcp-servers.ts';
 import { MAX_TOOLS_PER_SERVER, normalizeToolName } from './tools.ts';
@@ -84,7 +85,7 @@ export async function createServer(
   }
   await tx.workflowMcpServers.insert(server);
   for (const t of tools) await tx.workflowMcpServers.insertTool(t);
-  audit({
+  await audit({
     action: 'workflow_mcp_server.created',
     resourceType: 'workflow_mcp_server',
     resourceId: server.id,
@@ -106,7 +107,7 @@ export async function updateServer(
     updatedAt: nowIso(),
   };
   await tx.workflowMcpServers.update(s.id, next);
-  audit({
+  await audit({
     action: 'workflow_mcp_server.updated',
     resourceType: 'workflow_mcp_server',
     resourceId: s.id,
@@ -119,7 +120,7 @@ export async function updateServer(
 
 export async function deleteServer(tx: Repositories, audit: Audit, s: WorkflowMcpServerRecord): Promise<void> {
   if (!(await tx.workflowMcpServers.delete(s.id))) throw domainNotFound('Workflow MCP server');
-  audit({ action: 'workflow_mcp_server.deleted', resourceType: 'workflow_mcp_server', resourceId: s.id, resourceName: s.name, workspaceId: s.workspaceId });
+  await audit({ action: 'workflow_mcp_server.deleted', resourceType: 'workflow_mcp_server', resourceId: s.id, resourceName: s.name, workspaceId: s.workspaceId });
 }
 
 export interface ToolInput {
@@ -147,7 +148,7 @@ export async function publishTool(tx: Repositories, audit: Audit, s: WorkflowMcp
       parameterDescriptions: input.parameterDescriptions ?? existing.parameterDescriptions,
       updatedAt: at,
     };
-    await tx.workflowMcpServers.updateTool(tool);
+    await onUniqueViolation(tx.workflowMcpServers.updateTool(tool), 'workflow_mcp_tools', ['server_id', 'tool_name'], () => duplicateName(toolName));
   } else {
     if ((await tx.workflowMcpServers.countTools(s.id)) >= MAX_TOOLS_PER_SERVER) {
       throw new DomainError('conflict', `A server holds at most ${MAX_TOOLS_PER_SERVER} tools.`, { code: 'too_many_tools', limit: MAX_TOOLS_PER_SERVER });
@@ -162,9 +163,9 @@ export async function publishTool(tx: Repositories, audit: Audit, s: WorkflowMcp
       createdAt: at,
       updatedAt: at,
     };
-    await tx.workflowMcpServers.insertTool(tool);
+    await onUniqueViolation(tx.workflowMcpServers.insertTool(tool), 'workflow_mcp_tools', ['server_id', 'tool_name'], () => duplicateName(toolName));
   }
-  audit({
+  await audit({
     action: existing ? 'workflow_mcp_tool.updated' : 'workflow_mcp_tool.published',
     resourceType: 'workflow_mcp_server',
     resourceId: s.id,
@@ -179,7 +180,7 @@ export async function publishTool(tx: Repositories, audit: Audit, s: WorkflowMcp
 export async function unpublishTool(tx: Repositories, audit: Audit, s: WorkflowMcpServerRecord, workflowId: string): Promise<WorkflowMcpToolRecord> {
   const t = await tx.workflowMcpServers.deleteTool(s.id, workflowId);
   if (!t) throw domainNotFound('Workflow MCP tool');
-  audit({
+  await audit({
     action: 'workflow_mcp_tool.unpublished',
     resourceType: 'workflow_mcp_server',
     resourceId: s.id,

@@ -8,6 +8,7 @@ import type { Repositories } from '../store/index.ts';
 import type { SkillEditorRecord, SkillRecord } from '../store/skills.ts';
 import type { Audit } from '../domain/changes.ts';
 import { DomainError, domainNotFound } from '../domain/errors.ts';
+import { onUniqueViolation } from '../store/errors.ts';
 import { builtinSkill, isBuiltinSkillId } from './skills.ts';
 
 /** Who changes a skill: the user, and their role in the skill's workspace. */
@@ -73,8 +74,8 @@ export async function createSkill(tx: Repositories, audit: Audit, actor: SkillAc
     createdAt: now,
     updatedAt: now,
   };
-  await tx.skills.insert(record);
-  audit({ action: 'skill.created', resourceType: 'skill', resourceId: record.id, resourceName: record.name });
+  await onUniqueViolation(tx.skills.insert(record), 'skills', ['workspace_id', 'name'], () => skillNameTaken(record.name));
+  await audit({ action: 'skill.created', resourceType: 'skill', resourceId: record.id, resourceName: record.name });
   return record;
 }
 
@@ -99,8 +100,8 @@ export async function updateSkill(tx: Repositories, audit: Audit, actor: SkillAc
     content: change.content ?? current.content,
     updatedAt: nowIso(),
   };
-  await tx.skills.update(next);
-  audit({ action: 'skill.updated', resourceType: 'skill', resourceId: next.id, resourceName: next.name, metadata: { fields: change.fields } });
+  await onUniqueViolation(tx.skills.update(next), 'skills', ['workspace_id', 'name'], () => skillNameTaken(next.name));
+  await audit({ action: 'skill.updated', resourceType: 'skill', resourceId: next.id, resourceName: next.name, metadata: { fields: change.fields } });
   return next;
 }
 
@@ -110,7 +111,7 @@ export async function deleteSkill(tx: Repositories, audit: Audit, actor: SkillAc
   await requireEditor(tx, actor, current);
   guard(current);
   await tx.skills.delete(current.id);
-  audit({ action: 'skill.deleted', resourceType: 'skill', resourceId: current.id, resourceName: current.name });
+  await audit({ action: 'skill.deleted', resourceType: 'skill', resourceId: current.id, resourceName: current.name });
 }
 
 /** Makes a member of the workspace an editor of the skill; returns them as the editor list shows them. */
@@ -122,7 +123,7 @@ export async function grantEditor(tx: Repositories, audit: Audit, actor: SkillAc
   const role = user && (await tx.members.role(workspaceId, user.id));
   if (!user || !role) throw domainNotFound(`Workspace member ${email}`);
   await tx.skills.grant(skill.id, user.id, actor.userId, nowIso());
-  audit({ action: 'skill.editor_granted', resourceType: 'skill', resourceId: skill.id, resourceName: skill.name, metadata: { userId: user.id } });
+  await audit({ action: 'skill.editor_granted', resourceType: 'skill', resourceId: skill.id, resourceName: skill.name, metadata: { userId: user.id } });
   return { email: user.email, name: user.name || null, image: user.image ?? null, isWorkspaceAdmin: role === 'admin' };
 }
 
@@ -132,5 +133,5 @@ export async function revokeEditor(tx: Repositories, audit: Audit, actor: SkillA
   await requireEditor(tx, actor, skill, true);
   const user = await tx.users.getByEmail(email.trim());
   if (!user || !(await tx.skills.revoke(skill.id, user.id))) throw domainNotFound(`Skill editor ${email}`);
-  audit({ action: 'skill.editor_revoked', resourceType: 'skill', resourceId: skill.id, resourceName: skill.name, metadata: { userId: user.id } });
+  await audit({ action: 'skill.editor_revoked', resourceType: 'skill', resourceId: skill.id, resourceName: skill.name, metadata: { userId: user.id } });
 }

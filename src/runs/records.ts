@@ -3,7 +3,10 @@
 // and so is the execution log entry that opens with it.
 import { randomUUID } from 'node:crypto';
 import type { RunMode, RunRecord } from '../store/workflow-runs.ts';
-import type { ExecutionLogRecord } from '../store/execution-logs.ts';
+import type { ExecutionLogRecord, LogStatus } from '../store/execution-logs.ts';
+
+/** A run's status as its execution log names it (a queued run's log is `pending`). */
+export const logStatusOf = (status: RunRecord['status']): LogStatus => (status === 'queued' ? 'pending' : status);
 
 export interface NewRun {
   /** The caller-visible key (X-Run-Id); the internal id when none was chosen. */
@@ -23,6 +26,8 @@ export interface NewRun {
   triggeredBy: string | null;
   /** ISO time the run is created. */
   at: string;
+  /** A run that starts running at once (sync, stream) is held by the accepting process under this lease. */
+  lease?: { owner: string; until: string } | null;
 }
 
 export function newRunRecord(n: NewRun): RunRecord {
@@ -56,6 +61,10 @@ export function newRunRecord(n: NewRun): RunRecord {
     endedAt: null,
     durationMs: null,
     updatedAt: n.at,
+    leaseOwner: n.queued ? null : (n.lease?.owner ?? null),
+    leaseUntil: n.queued ? null : (n.lease?.until ?? null),
+    attempts: n.queued ? 0 : 1,
+    cancelRequestedAt: null,
   };
 }
 

@@ -2,6 +2,17 @@
 // (async runs), writes each outcome, its execution log and its usage in one transaction, and keeps the
 // queue's worker pool. No HTTP here. Every status change is a conditional UPDATE in the store, so a run that
 // reached a terminal status is never overwritten, even by a worker that finishes late.
+//
+// A running run is held under a lease (src/workers/lease.ts): the process executing it renews the lease while
+// the engine works, sees a cancel asked for by any process at each renewal, and writes the outcome only while
+// it still holds the lease. There is no start-up sweep; what happens to a run whose process died is this policy,
+// applied by whichever process's worker finds its lease expired:
+// - an async run goes back to execution, up to RUN_MAX_ATTEMPTS executions in all (the run read shows the
+//   attempt); after that it fails with an error naming the attempts;
+// - a sync or streamed run fails with the interruption error (the client that waited for it is gone);
+// - a run whose cancel was asked for is cancelled.
+// A graceful stop (close) never fails an async run: the queue stops claiming, runs in flight get the shutdown
+// grace, and async runs still going are handed back to the queue with their attempt given back.
 import type { SecretVault } from '../secrets/vault.ts';
 import { resolveSkills } from '../resources/skills.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
@@ -18,9 +29,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
-import type { LogStatus } from '../store/execution-logs.ts';
 import { sortableId } from '../domain/ids.ts';
 import { moveRun } from './transitions.ts';
+import { logStatusOf } from './records.ts';
+import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
+import type { RunHolder } from '../store/workflow-runs.ts';
 import type { Engine, RunEvent, RunOptions, RunResult, RunError, TraceSpan, WorkflowDefinition, Checkpoint, ResumeInput } from '../execution/index.ts';
 
 /** The error a run gets when the process running it stopped before it finished. */
@@ -34,11 +47,22 @@ const SHUTDOWN_ERROR: RunError = {
   message: 'The run was interrupted: the server shut down before it finished. Start it again.',
 };
 
+/** The error of an async run whose process died under it `attempts` times. */
+export const attemptsExhaustedError = (attempts: number): RunError => ({
+  code: 'EXECUTION_FAILED',
+  message: `The run was interrupted ${attempts} time${attempts === 1 ? '' : 's'}: the server running it stopped each time before it finished (RUN_MAX_ATTEMPTS is ${attempts}). Start it again.`,
+});
+
+export const CANCELLED_ERROR: RunError = { code: 'CANCELLED', message: 'The run was cancelled.' };
+
 interface ActiveRun {
+  mode: RunRecord['mode'];
   controller: AbortController;
   done: Promise<void>;
   /** Aborted because the server is shutting down (recorded as failed, not cancelled). */
   shutdown: boolean;
+  /** Aborted because the server is shutting down gracefully: an async run goes back to the queue. */
+  release: boolean;
   /** Blocks that have started and not yet ended (a table cell's `runningBlockIds`). */
   runningBlocks: Set<string>;
 }
@@ -52,7 +76,6 @@ export interface ExecuteOptions {
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
 const now = () => new Date().toISOString();
 
-export const logStatusOf = (status: RunRecord['status']): LogStatus => (status === 'queued' ? 'pending' : status);
 
 function hasHandledErrors(spans: TraceSpan[]): boolean {
   return spans.some((s) => s.errorHandled === true || (s.children ? hasHandledErrors(s.children) : false));
@@ -82,9 +105,9 @@ function failedResult(run: RunRecord, error: RunError, startedAt: string): RunRe
 }
 
 export class RunService {
-  private readonly store: Store;
+  readonly store: Store;
   private readonly engine: Engine;
-  private readonly config: Config;
+  readonly config: Config;
   private readonly logger: Logger;
   private readonly active = new Map<string, ActiveRun>();
   private readonly versions = new Map<string, WorkflowDefinition>();
@@ -103,6 +126,7 @@ export class RunService {
   private readonly sandboxes: SandboxBuilder | null;
   private readonly workspaceCredentials: WorkspaceCredentials | null;
   private readonly onSettled: () => void;
+  private readonly owner: string;
   constructor(deps: {
     store: Store;
     engine: Engine;
@@ -117,7 +141,10 @@ export class RunService {
     mcp?: McpRegistry;
     /** Called after a run's outcome is recorded (the completion-callback worker looks for due deliveries). */
     onSettled?: () => void;
+    /** Who holds the runs executed here (tests stand in for a second process with another owner). */
+    leaseOwner?: string;
   }) {
+    this.owner = deps.leaseOwner ?? PROCESS_OWNER;
     this.onSettled = deps.onSettled ?? (() => undefined);
     this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
@@ -132,9 +159,8 @@ export class RunService {
     this.logger = deps.logger;
   }
 
-  /** Marks runs a dead process left running as failed, then starts the queue's workers. */
+  /** Starts the queue's workers (runs a dead process left running are reclaimed by them once their lease expires). */
   async start(): Promise<void> {
-    await this.recoverInterrupted();
     this.stopping = false;
     for (let i = 0; i < this.config.runs.workers; i++) this.loops.push(this.workerLoop());
   }
@@ -145,8 +171,9 @@ export class RunService {
   }
 
   /**
-   * Stops taking queue work, lets executing runs finish for up to `graceMs`, then interrupts the rest (recorded
-   * as failed with an interruption error). Queued runs stay queued for the next start.
+   * Stops taking queue work, lets executing runs finish for up to `graceMs`, then stops the rest: async runs go
+   * back to the queue (never failed by a graceful stop), sync and streamed runs, whose requests are being cut
+   * off, fail with an interruption error. Queued runs stay queued for the next claim.
    */
   async close(graceMs: number): Promise<void> {
     this.stopping = true;
@@ -154,7 +181,8 @@ export class RunService {
     const settled = () => Promise.all([...this.loops, ...[...this.active.values()].map((a) => a.done)]);
     await Promise.race([settled(), new Promise((r) => setTimeout(r, graceMs).unref())]);
     for (const a of this.active.values()) {
-      a.shutdown = true;
+      if (a.mode === 'async') a.release = true;
+      else a.shutdown = true;
       a.controller.abort();
     }
     await Promise.race([settled(), new Promise((r) => setTimeout(r, 5000).unref())]);
@@ -164,6 +192,11 @@ export class RunService {
   /** Wakes idle workers: a run was queued. */
   notify(): void {
     this.wakeAll();
+  }
+
+  /** A run was settled outside an execution here (cancelled, or reclaimed and settled): its callback may be due. */
+  settled(): void {
+    this.onSettled();
   }
 
   /** Blocks of a run executing here that have started and not yet ended; empty for any other run. */
@@ -183,6 +216,11 @@ export class RunService {
     a.controller.abort();
     await Promise.race([a.done, new Promise((r) => setTimeout(r, waitMs).unref())]);
     return true;
+  }
+
+  /** The lease a run accepted here to execute at once (sync, stream, a sync resume) starts under. */
+  newLease(): { owner: string; until: string } {
+    return { owner: this.owner, until: leaseUntil(this.config.leases.ttlMs) };
   }
 
   /** The graph a run executes: its deployment version (immutable, so cached) or, for manual runs, the draft. */
@@ -254,8 +292,21 @@ export class RunService {
   async execute(run: RunRecord, options: ExecuteOptions = {}): Promise<RunResult> {
     const controller = new AbortController();
     let settle!: () => void;
-    const entry: ActiveRun = { controller, done: new Promise<void>((r) => (settle = r)), shutdown: false, runningBlocks: new Set() };
+    const entry: ActiveRun = { mode: run.mode, controller, done: new Promise<void>((r) => (settle = r)), shutdown: false, release: false, runningBlocks: new Set() };
     this.active.set(run.id, entry);
+    const holder: RunHolder = { owner: run.leaseOwner ?? this.owner, attempt: run.attempts };
+    // The lease is renewed while the engine works; a renewal that finds a cancel asked for (by any process)
+    // stops the run, and one that finds the lease lost stops it without recording anything.
+    const keeper = new LeaseKeeper(
+      async () => {
+        const renewal = await this.store.transaction((tx) => tx.workflowRuns.renewLease(run.id, holder, leaseUntil(this.config.leases.ttlMs)));
+        if (renewal.held && renewal.cancelRequested) controller.abort();
+        return renewal.held;
+      },
+      this.config.leases.renewMs,
+      this.logger,
+    );
+    keeper.signal.addEventListener('abort', () => controller.abort(), { once: true });
     const startedAt = run.startedAt ?? now();
     let result: RunResult;
     try {
@@ -298,10 +349,20 @@ export class RunService {
       const code = (err as { code?: string }).code === 'INVALID_INPUT' ? 'INVALID_INPUT' : 'EXECUTION_FAILED';
       result = failedResult(run, { code, message }, startedAt);
     }
+    keeper.stop();
     if (entry.shutdown && result.status === 'cancelled') result = { ...result, status: 'failed', error: SHUTDOWN_ERROR };
     try {
-      await this.finish(run, result, options.resume !== undefined);
-      this.onSettled();
+      if (keeper.lost) {
+        // Another process took the run over after this lease expired, or it was settled meanwhile: the outcome is dropped.
+        this.logger.warn({ runId: run.id, attempt: holder.attempt }, 'a run lost its lease before it finished; its outcome is dropped');
+      } else if (entry.release && result.status === 'cancelled') {
+        await this.store.transaction(async (tx) => {
+          if (await tx.workflowRuns.release(run.id, holder, now())) await tx.executionLogs.setStatus(run.id, 'pending');
+        });
+      } else {
+        await this.finish(run, result, options.resume !== undefined, holder);
+        this.onSettled();
+      }
     } catch (err) {
       this.logger.error({ err, runId: run.id }, 'recording a run outcome failed');
     } finally {
@@ -312,7 +373,7 @@ export class RunService {
   }
 
   /** running → the result's status, with the log and the usage of this segment, in one transaction. */
-  private async finish(run: RunRecord, result: RunResult, resumed: boolean): Promise<void> {
+  private async finish(run: RunRecord, result: RunResult, resumed: boolean, holder: RunHolder): Promise<void> {
     const status = result.status;
     const modelNames = [...new Set(result.cost.items.map((i) => i.description))];
     await this.store.transaction(async (tx) => {
@@ -328,7 +389,7 @@ export class RunService {
         blockExecutions: result.blockExecutions,
         endedAt: result.endedAt,
         durationMs: result.durationMs,
-      } });
+      }, holder });
       if (!moved) return;
       await tx.executionLogs.complete(run.id, {
         status: logStatusOf(status),
@@ -359,24 +420,6 @@ export class RunService {
     });
   }
 
-  /** Runs left `running` by a process that died can never finish: they fail with an interruption error. */
-  async recoverInterrupted(): Promise<number> {
-    const ids = (await this.store.workflowRuns.runningIds()).filter((id) => !this.active.has(id));
-    if (ids.length === 0) return 0;
-    const at = now();
-    let n = 0;
-    await this.store.transaction(async (tx) => {
-      for (const id of ids) {
-        if (await moveRun(tx, id, { kind: 'stop', from: 'running', to: 'failed', error: JSON.stringify(INTERRUPTED_ERROR), at })) {
-          await tx.executionLogs.stop(id, 'failed', at, INTERRUPTED_ERROR.message);
-          n++;
-        }
-      }
-    });
-    this.logger.warn({ runs: n }, 'runs interrupted by a previous stop were marked failed');
-    return n;
-  }
-
   private wakeAll(): void {
     for (const wake of this.waiters) wake();
     this.waiters.clear();
@@ -397,20 +440,50 @@ export class RunService {
     });
   }
 
-  private async claim(): Promise<RunRecord | undefined> {
-    return this.store.transaction(async (tx) => {
+  /**
+   * Takes the next run to execute under a lease: a queued run, or a running one whose lease expired (its
+   * process died), which the policy above either executes again or settles here. 'settled' when the run
+   * found was settled instead of taken (look again at once), undefined when there is nothing to do.
+   */
+  private async claim(): Promise<RunRecord | 'settled' | undefined> {
+    const { ttlMs } = this.config.leases;
+    const result = await this.store.transaction(async (tx): Promise<RunRecord | 'settled' | undefined> => {
       const at = now();
-      const run = await tx.workflowRuns.claimNext(at);
-      if (!run) return undefined;
+      const found = await tx.workflowRuns.nextClaimable(at, [...this.active.keys()]);
+      if (!found) return undefined;
+      if (found.status === 'running') {
+        const max = this.config.runs.maxAttempts;
+        const end: { to: 'cancelled' | 'failed'; error: RunError } | null = found.cancelRequested
+          ? { to: 'cancelled', error: CANCELLED_ERROR }
+          : found.mode !== 'async'
+            ? { to: 'failed', error: INTERRUPTED_ERROR }
+            : found.attempts >= max
+              ? { to: 'failed', error: attemptsExhaustedError(found.attempts) }
+              : null;
+        if (end) {
+          if (!(await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at, { countAttempt: false }))) return 'settled';
+          if (await moveRun(tx, found.id, { kind: 'stop', from: 'running', to: end.to, error: JSON.stringify(end.error), at })) {
+            await tx.executionLogs.stop(found.id, end.to, at, end.error.message);
+          }
+          this.logger.warn({ runId: found.id, attempts: found.attempts, status: end.to }, 'a run whose process stopped was settled');
+          return 'settled';
+        }
+      }
+      const run = await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at);
+      if (!run) return 'settled';
+      if (found.status === 'running') this.logger.warn({ runId: run.id, attempt: run.attempts }, 'a run whose process stopped is executed again');
       await tx.executionLogs.setStatus(run.id, 'running', run.resumeInput ? undefined : (run.startedAt ?? at));
-      if (!run.resumeInput) await tx.workflows.recordRun(run.workflowId, at);
+      // The workflow's run count counts a run once, when it first starts.
+      if (!run.resumeInput && run.startedAt === at) await tx.workflows.recordRun(run.workflowId, at);
       return run;
     });
+    if (result === 'settled') this.onSettled();
+    return result;
   }
 
   private async workerLoop(): Promise<void> {
     while (!this.stopping) {
-      let run: RunRecord | undefined;
+      let run: RunRecord | 'settled' | undefined;
       try {
         run = await this.claim();
       } catch (err) {
@@ -419,6 +492,7 @@ export class RunService {
         await this.idle();
         continue;
       }
+      if (run === 'settled') continue;
       if (!run) {
         await this.idle();
         continue;

@@ -5,7 +5,7 @@ import type { RunRecord } from '../store/workflow-runs.ts';
 import type { ExecutionLogView } from '../store/execution-logs.ts';
 import type { CostSummary, PausePoint, RunError, RunResult, TraceSpan, WorkflowState } from '../execution/index.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
-import { logStatusOf } from './service.ts';
+import { logStatusOf } from './records.ts';
 
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
@@ -132,6 +132,8 @@ export function runView(
     startedAt: run.startedAt,
     endedAt: run.status === 'paused' ? null : run.endedAt,
     durationMs: run.durationMs,
+    // Shown once the run was executed again after its server stopped under it (src/runs/service.ts).
+    ...(run.attempts > 1 ? { attempt: run.attempts } : {}),
     paused: pauseView(run),
     cost: run.costTotal === null ? null : { total: run.costTotal },
     error: parse<RunError>(run.error),

@@ -1,20 +1,46 @@
 // The engine-neutral face of the database. Repositories write SQL with `?` placeholders against an
 // executor; the engine decides how reads and transactions reach the disk. The API is asynchronous so a
 // networked engine (Postgres, for the scale-out mode) can implement it without changing any caller.
+// What SQL text differs between engines is asked of the executor's dialect (./dialect.ts), never written inline.
+import type { SqlDialect, SqlValue } from './dialect.ts';
 
-export type SqlValue = string | number | bigint | null | Uint8Array;
+export type { SqlValue } from './dialect.ts';
 export type Row = Record<string, SqlValue>;
 
 export interface SqlExecutor {
+  /** The SQL dialect of the engine behind this executor. */
+  readonly dialect: SqlDialect;
   all<T = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
   get<T = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined>;
   run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }>;
 }
 
+export interface TransactionOptions {
+  /**
+   * The transaction only reads (a consistent snapshot of several reads). The engine may take weaker locks; a
+   * write inside it fails.
+   */
+  readOnly?: boolean;
+  /**
+   * Run `fn` again (at most this many more times) when the engine reports a SerializationFailure (lock not
+   * obtained, or serialization conflict). `fn` must then be safe to repeat: everything it wrote was rolled back.
+   */
+  retryOnSerializationFailure?: number;
+}
+
 export interface Database {
+  readonly dialect: SqlDialect;
   /** Reads outside a transaction see only committed data. */
   readonly read: SqlExecutor;
-  /** Runs `fn` in one serializable write transaction: all of it commits, or none of it. */
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /** Runs `fn` in one serializable transaction: all of it commits, or none of it. */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * How another thread or process opens this same database (a serializable description for openWorkerStore),
+   * or null when it cannot (an in-memory database lives on one connection).
+   */
+  readonly connection: StoreConnection | null;
   close(): Promise<void>;
 }
+
+/** A serializable description of a database, handed to worker threads; each engine has its own shape. */
+export type StoreConnection = { engine: 'sqlite'; file: string };

@@ -32,3 +32,17 @@ export class ForeignKeyViolation extends StoreError {}
 
 /** The engine could not get the lock or serialize the transaction; the whole transaction may be retried. */
 export class SerializationFailure extends StoreError {}
+
+/**
+ * Runs a write and answers a violation of the unique index on `table(columns)` with `answer()`: the same error
+ * the check before the write gives, so a write that lost a race to another process ends the same way as one the
+ * check refused. Any other error passes through.
+ */
+export async function onUniqueViolation<T>(write: Promise<T>, table: string, columns: readonly string[], answer: () => Error): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    if (err instanceof UniqueViolation && err.is(table, ...columns)) throw answer();
+    throw err;
+  }
+}

@@ -2,6 +2,7 @@
 // change, in the same transaction as the run. Trace spans, input and output are stored as JSON, already
 // redacted by the engine.
 import type { SqlExecutor, SqlValue } from './database.ts';
+import type { SqlDialect } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
 
 export type LogStatus = 'pending' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
@@ -137,7 +138,7 @@ export interface LogFilter {
   runId: string | null;
 }
 
-function whereOf(f: LogFilter): { where: string; params: SqlValue[] } {
+function whereOf(d: SqlDialect, f: LogFilter): { where: string; params: SqlValue[] } {
   const clauses = ['l.workspace_id = ?'];
   const params: SqlValue[] = [f.workspaceId];
   const inList = (column: string, values: string[]) => {
@@ -168,10 +169,10 @@ function whereOf(f: LogFilter): { where: string; params: SqlValue[] } {
   cmp('l.duration_ms <= ?', f.maxDurationMs);
   cmp('l.cost_total >= ?', f.minCost);
   cmp('l.cost_total <= ?', f.maxCost);
-  cmp("instr(',' || COALESCE(l.models, '') || ',', ',' || ? || ',') > 0", f.model);
-  cmp('instr(lower(w.name), lower(?)) > 0', f.workflowName);
+  cmp(d.contains("',' || COALESCE(l.models, '') || ','", "',' || ? || ','"), f.model);
+  cmp(d.contains('lower(w.name)', 'lower(?)'), f.workflowName);
   if (f.search !== null) {
-    clauses.push('(instr(lower(w.name), lower(?)) > 0 OR instr(lower(l.run_key), lower(?)) > 0 OR instr(lower(COALESCE(l.error_message, \'\')), lower(?)) > 0)');
+    clauses.push(`(${d.contains('lower(w.name)', 'lower(?)')} OR ${d.contains('lower(l.run_key)', 'lower(?)')} OR ${d.contains("lower(COALESCE(l.error_message, ''))", 'lower(?)')})`);
     params.push(f.search, f.search, f.search);
   }
   cmp('l.run_key = ?', f.runId);
@@ -216,7 +217,7 @@ export class ExecutionLogRepository {
   async stop(runId: string, status: 'cancelled' | 'failed', endedAt: string, errorMessage: string): Promise<void> {
     await this.db.run(
       `UPDATE execution_logs SET status = ?, level = ?, ended_at = ?, error_message = ?,
-         duration_ms = CAST(MAX(0, (julianday(?) - julianday(started_at)) * 86400000) AS INTEGER) WHERE run_id = ?`,
+         duration_ms = ${this.db.dialect.millisBetween('?', 'started_at')} WHERE run_id = ?`,
       [status, status === 'failed' ? 'error' : 'info', endedAt, errorMessage, endedAt, runId],
     );
   }
@@ -250,7 +251,7 @@ export class ExecutionLogRepository {
     sort: { by: keyof typeof LOG_SORT_COLUMNS; order: 'asc' | 'desc'; after: readonly [SqlValue, string] | null; limit: number },
     withDetail: { traceSpans: boolean; finalOutput: boolean },
   ): Promise<(ExecutionLogView & { sortValue: SqlValue })[]> {
-    const { where, params } = whereOf(f);
+    const { where, params } = whereOf(this.db.dialect, f);
     const column = LOG_SORT_COLUMNS[sort.by];
     const page = keyset({ column, idColumn: 'l.run_key', order: sort.order, after: sort.after, limit: sort.limit });
     let columns = VIEW_COLUMNS(false);
@@ -265,10 +266,10 @@ export class ExecutionLogRepository {
 
   /** Counts, successes and summed durations per workflow and time bucket of `segmentMs` from `startMs`. */
   async buckets(f: LogFilter, startMs: number, segmentMs: number): Promise<{ workflowId: string; workflowName: string | null; bucket: number; total: number; successful: number; durationSum: number; durationCount: number; errors: number; handled: number }[]> {
-    const { where, params } = whereOf(f);
+    const { where, params } = whereOf(this.db.dialect, f);
     const rows = await this.db.all<Record<string, SqlValue>>(
       `SELECT l.workflow_id AS workflow_id, w.name AS workflow_name,
-         CAST(((julianday(l.started_at) - 2440587.5) * 86400000.0 - ?) / ? AS INTEGER) AS bucket,
+         CAST((${this.db.dialect.epochMillis('l.started_at')} - ?) / ? AS INTEGER) AS bucket,
          COUNT(*) AS total, SUM(l.status = 'completed') AS successful, SUM(COALESCE(l.duration_ms, 0)) AS duration_sum,
          SUM(l.duration_ms IS NOT NULL) AS duration_count, SUM(l.level = 'error') AS errors, SUM(l.has_handled_errors) AS handled
        FROM ${VIEW_FROM} WHERE ${where} GROUP BY l.workflow_id, bucket`,

@@ -2,6 +2,17 @@
 // content change appends a version row pointing at an immutable blob.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset, limitClause } from './keyset.ts';
+import { onUniqueViolation } from './errors.ts';
+import { DomainError } from '../domain/errors.ts';
+
+/**
+ * The answer when a file name is taken in a folder: the 409 of the name check in src/files/service.ts, for a write
+ * that lost a race to another process (the unique index files_active_name decides; which file holds the name is
+ * not known at that point, so `fileId` is absent).
+ */
+export const fileNameTaken = (name: string, folderPath: string) =>
+  new DomainError('conflict', `A file named "${name}" already exists in ${folderPath}.`, { code: 'NAME_CONFLICT' });
+const NAME_INDEX = ['files', ['workspace_id', 'folder_path', 'name']] as const;
 
 export interface StoredFile {
   id: string;
@@ -126,6 +137,10 @@ export class FileRepository {
   }
 
   async insert(f: StoredFile): Promise<void> {
+    await onUniqueViolation(this.insertRow(f), ...NAME_INDEX, () => fileNameTaken(f.name, f.folderPath));
+  }
+
+  private async insertRow(f: StoredFile): Promise<void> {
     await this.db.run(
       `INSERT INTO files (id, workspace_id, folder_path, name, content_type, size, blob_key, current_version, uploaded_by,
          uploaded_by_email, uploaded_at, updated_at, deleted_at, archive_batch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -205,10 +220,17 @@ export class FileRepository {
     };
     const entries = Object.entries(fields).filter(([, v]) => v !== undefined);
     if (entries.length === 0) return;
-    await this.db.run(`UPDATE files SET ${entries.map(([k]) => `${columns[k]} = ?`).join(', ')} WHERE id = ?`, [
-      ...entries.map(([, v]) => v as SqlValue),
-      id,
-    ]);
+    const write = () => this.db.run(`UPDATE files SET ${entries.map(([k]) => `${columns[k]} = ?`).join(', ')} WHERE id = ?`, [...entries.map(([, v]) => v as SqlValue), id]);
+    if (fields.name === undefined && fields.folderPath === undefined && !('deletedAt' in fields)) {
+      await write();
+      return;
+    }
+    // The name and folder the row will have, read before the write (after a failed statement some engines
+    // accept no further reads in the transaction).
+    const current = fields.name === undefined || fields.folderPath === undefined ? await this.get(id) : undefined;
+    const name = fields.name ?? current?.name ?? '';
+    const folderPath = fields.folderPath ?? current?.folderPath ?? '/';
+    await onUniqueViolation(write(), ...NAME_INDEX, () => fileNameTaken(name, folderPath));
   }
 
   /** Rewrites the folder of every file under `from` (inclusive) to sit under `to`. */

@@ -138,7 +138,7 @@ export class FolderTreeRepository {
       params.push(q.parentPath);
     }
     if (q.search !== null) {
-      where += ' AND instr(lower(name), lower(?)) > 0';
+      where += ` AND ${this.db.dialect.contains('lower(name)', 'lower(?)')}`;
       params.push(q.search);
     }
     params.push(...page.whereParams);

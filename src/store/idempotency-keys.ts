@@ -1,6 +1,8 @@
-// Idempotency keys: one row per key in its scope (caller, workspace, operation, key). The row is written in the
-// same transaction as the change the first request commits ('applied', naming what it created), and completed
-// with the answer to replay. See src/http/idempotency.ts for the rules.
+// Idempotency keys: one row per key in its scope (caller, workspace, operation, key). The first request reserves
+// the key ('in_flight', leased by the request's server: `lease_owner`, `lease_until`, renewed while it works),
+// marks it 'applied' (naming what it created) in the same transaction as the change it commits, and completes
+// it with the answer to replay. A reservation whose lease ran out (its process died before committing) frees
+// the key. See src/http/idempotency.ts for the rules.
 import type { SqlExecutor } from './database.ts';
 
 export interface IdempotencyScope {
@@ -12,14 +14,15 @@ export interface IdempotencyScope {
   key: string;
 }
 
-export type IdempotencyState = 'applied' | 'completed';
+export type IdempotencyState = 'in_flight' | 'applied' | 'completed';
 
 export interface IdempotencyRecord extends IdempotencyScope {
   /** JSON of what identifies the request (method, path, body hash, headers). */
   fingerprint: string;
   state: IdempotencyState;
-  /** The process instance that applied it and is still answering; null once nobody is (answered, or left for recovery). */
-  owner: string | null;
+  /** The server instance answering it, and until when (renewed while it works); null once nobody is (answered, or left for recovery). */
+  leaseOwner: string | null;
+  leaseUntil: string | null;
   resourceKind: string | null;
   resourceId: string | null;
   status: number | null;
@@ -38,7 +41,8 @@ interface Row {
   idem_key: string;
   fingerprint: string;
   state: IdempotencyState;
-  owner: string | null;
+  lease_owner: string | null;
+  lease_until: string | null;
   resource_kind: string | null;
   resource_id: string | null;
   status: number | null;
@@ -55,7 +59,8 @@ const toRecord = (r: Row): IdempotencyRecord => ({
   key: r.idem_key,
   fingerprint: r.fingerprint,
   state: r.state,
-  owner: r.owner,
+  leaseOwner: r.lease_owner,
+  leaseUntil: r.lease_until,
   resourceKind: r.resource_kind,
   resourceId: r.resource_id,
   status: r.status === null ? null : Number(r.status),
@@ -80,37 +85,73 @@ export class IdempotencyKeyRepository {
   }
 
   /**
+   * Reserves the key for a first request (`in_flight`, leased to `owner`); undefined when reserved, else the
+   * row that holds the key (in flight elsewhere, applied or completed). An expired key, or a reservation whose
+   * lease ran out (its server died before committing anything), is replaced.
+   */
+  async reserve(s: IdempotencyScope, fingerprint: string, owner: string, now: string, leaseUntil: string, expiresAt: string): Promise<IdempotencyRecord | undefined> {
+    await this.db.run(`DELETE FROM idempotency_keys WHERE ${WHERE} AND (expires_at <= ? OR (state = 'in_flight' AND lease_until <= ?))`, [...at(s), now, now]);
+    const r = await this.db.run(
+      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, lease_owner, lease_until, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?) ON CONFLICT (subject, scope, operation_id, idem_key) DO NOTHING`,
+      [...at(s), fingerprint, owner, leaseUntil, now, expiresAt],
+    );
+    return r.changes === 1 ? undefined : this.get(s);
+  }
+
+  /** Extends the lease of a key `owner` is still answering; false when it no longer holds it. */
+  async renew(s: IdempotencyScope, owner: string, leaseUntil: string): Promise<boolean> {
+    const r = await this.db.run(`UPDATE idempotency_keys SET lease_until = ? WHERE ${WHERE} AND lease_owner = ? AND state IN ('in_flight', 'applied')`, [
+      leaseUntil, ...at(s), owner,
+    ]);
+    return r.changes === 1;
+  }
+
+  /** Frees a reservation that committed nothing (the request failed or answered an error), if `owner` still holds it. */
+  async release(s: IdempotencyScope, owner: string): Promise<void> {
+    await this.db.run(`DELETE FROM idempotency_keys WHERE ${WHERE} AND lease_owner = ? AND state = 'in_flight'`, [...at(s), owner]);
+  }
+
+  /**
    * In the transaction of the request's change: the key is applied (with what the change created) together
-   * with it. False when a live row of another owner holds the key (the caller rolls its change back).
+   * with it. False when the key is not `owner`'s (its reservation was lost to another request; the caller
+   * rolls its change back).
    */
   async apply(s: IdempotencyScope, fingerprint: string, owner: string, resource: { kind: string; id: string } | null, now: string, expiresAt: string): Promise<boolean> {
+    const held = await this.db.run(
+      `UPDATE idempotency_keys SET state = 'applied', resource_kind = COALESCE(?, resource_kind), resource_id = COALESCE(?, resource_id)
+       WHERE ${WHERE} AND lease_owner = ? AND state IN ('in_flight', 'applied')`,
+      [resource?.kind ?? null, resource?.id ?? null, ...at(s), owner],
+    );
+    if (held.changes === 1) return true;
+    // Not reserved first (no reservation was made for this request): applied now, unless someone holds the key.
     await this.db.run(`DELETE FROM idempotency_keys WHERE ${WHERE} AND expires_at <= ?`, [...at(s), now]);
     const r = await this.db.run(
-      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, owner, resource_kind, resource_id, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, 'applied', ?, ?, ?, ?, ?)
-       ON CONFLICT (subject, scope, operation_id, idem_key) DO UPDATE SET
-         resource_kind = COALESCE(excluded.resource_kind, idempotency_keys.resource_kind),
-         resource_id = COALESCE(excluded.resource_id, idempotency_keys.resource_id)
-       WHERE idempotency_keys.owner = excluded.owner AND idempotency_keys.state = 'applied'`,
+      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, lease_owner, resource_kind, resource_id, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, 'applied', ?, ?, ?, ?, ?) ON CONFLICT (subject, scope, operation_id, idem_key) DO NOTHING`,
       [...at(s), fingerprint, owner, resource?.kind ?? null, resource?.id ?? null, now, expiresAt],
     );
     return r.changes === 1;
   }
 
-  /** Stores the answer to replay (the row exists when the request's change applied it, else it is created). */
-  async complete(s: IdempotencyScope, fingerprint: string, answer: { status: number; headers: string; body: string | null }, now: string, expiresAt: string): Promise<void> {
+  /**
+   * Stores the answer to replay (the row exists when the request's change applied it or `owner` reserved it,
+   * else it is created); never over another request's reservation.
+   */
+  async complete(s: IdempotencyScope, fingerprint: string, owner: string, answer: { status: number; headers: string; body: string | null }, now: string, expiresAt: string): Promise<void> {
     await this.db.run(
-      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, owner, status, headers, body, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, 'completed', NULL, ?, ?, ?, ?, ?)
+      `INSERT INTO idempotency_keys (subject, scope, operation_id, idem_key, fingerprint, state, status, headers, body, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, 'completed', ?, ?, ?, ?, ?)
        ON CONFLICT (subject, scope, operation_id, idem_key) DO UPDATE SET
-         state = 'completed', owner = NULL, status = excluded.status, headers = excluded.headers, body = excluded.body`,
-      [...at(s), fingerprint, answer.status, answer.headers, answer.body, now, expiresAt],
+         state = 'completed', lease_owner = NULL, lease_until = NULL, status = excluded.status, headers = excluded.headers, body = excluded.body
+       WHERE idempotency_keys.state <> 'in_flight' OR idempotency_keys.lease_owner = ?`,
+      [...at(s), fingerprint, answer.status, answer.headers, answer.body, now, expiresAt, owner],
     );
   }
 
   /** Nobody works on it any more; a repeat answers from what it created (or says the outcome is unknown). */
   async disown(s: IdempotencyScope, owner: string): Promise<void> {
-    await this.db.run(`UPDATE idempotency_keys SET owner = NULL WHERE ${WHERE} AND owner = ?`, [...at(s), owner]);
+    await this.db.run(`UPDATE idempotency_keys SET lease_owner = NULL, lease_until = NULL WHERE ${WHERE} AND lease_owner = ?`, [...at(s), owner]);
   }
 
   async delete(s: IdempotencyScope): Promise<void> {

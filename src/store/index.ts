@@ -1,5 +1,5 @@
 // The store: repositories bound to the read connection, and the same repositories inside a transaction.
-import type { Database, SqlExecutor } from './database.ts';
+import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
 import { migrate } from './migrations.ts';
 import { UserRepository } from './users.ts';
@@ -140,14 +140,17 @@ function repositories(db: SqlExecutor): Repositories {
 
 export interface Store extends Repositories {
   /** Runs `fn` atomically; every repository it touches through `tx` commits or rolls back together. */
-  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Repositories) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /** How a worker thread opens this same database (openWorkerStore), or null when it cannot (in memory). */
+  readonly connection: StoreConnection | null;
   close(): Promise<void>;
 }
 
 export function createStore(db: Database): Store {
   return {
     ...repositories(db.read),
-    transaction: (fn) => db.transaction((tx) => fn(repositories(tx))),
+    transaction: (fn, options) => db.transaction((tx) => fn(repositories(tx)), options),
+    connection: db.connection,
     close: () => db.close(),
   };
 }
@@ -165,11 +168,16 @@ export async function openSqliteStore(file: string): Promise<Store> {
 }
 
 /**
- * A second store on a database a server has already opened and migrated: for worker threads that write on
- * their own connection (a table import's staging rows). Never migrates.
+ * A second store on a database a server has already opened and migrated, from the description its store gave
+ * (`store.connection`): for worker threads that read or write on a connection of their own (a table import's
+ * staging rows, an export's reads). Each engine opens its own kind here. Never migrates.
  */
-export function attachSqliteStore(file: string): Store {
-  return createStore(new SqliteDatabase(file));
+export function openWorkerStore(connection: StoreConnection): Store {
+  switch (connection.engine) {
+    case 'sqlite':
+      return createStore(new SqliteDatabase(connection.file));
+  }
 }
 
-export type { Database, SqlExecutor } from './database.ts';
+export type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
+export type { SqlDialect } from './dialect.ts';

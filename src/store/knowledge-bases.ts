@@ -143,7 +143,7 @@ export class KnowledgeBaseRepository {
       params.push(q.folderPath);
     }
     if (q.search !== null) {
-      where.push("instr(lower(name), lower(?)) > 0");
+      where.push(this.db.dialect.contains('lower(name)', 'lower(?)'));
       params.push(q.search);
     }
     const rows = await this.db.all<Row>(

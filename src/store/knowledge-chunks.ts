@@ -1,6 +1,8 @@
-// Chunks of knowledge documents with their vectors, and the full-text index over their content (SQLite FTS5,
-// contentless: the text lives once, in knowledge_chunks; the index is keyed by the chunk's `seq`).
+// Chunks of knowledge documents with their vectors, and the full-text index over their content (the dialect's
+// full-text index `knowledge_chunks_fts`; on SQLite a contentless FTS5 table: the text lives once, in
+// knowledge_chunks; the index is keyed by the chunk's `seq`).
 import type { SqlExecutor, SqlValue } from './database.ts';
+import type { FullTextIndex } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
 
 export interface KnowledgeChunkRecord {
@@ -69,10 +71,30 @@ const toRecord = (r: Row): KnowledgeChunkRecord => ({
 
 export const CHUNK_SORT_COLUMNS = { chunkIndex: 'chunk_index', tokenCount: 'token_count', enabled: 'enabled' } as const;
 
+/**
+ * Every change to a base's chunks bumps the base's `vector_version` in the same statement's transaction, so a
+ * process holding the base's vectors in memory (src/knowledge/service.ts) sees with one cheap read that they
+ * are stale, whichever process made the change.
+ */
+const BUMP_BASE = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = ?';
+const BUMP_BASE_OF_DOCUMENT = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_documents WHERE id = ?)';
+const BUMP_BASE_OF_CHUNK = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_chunks WHERE seq = ?)';
+
+/** The name of the chunks' full-text index (see the dialect's fullTextIndex). */
+export const CHUNK_TEXT_INDEX = 'knowledge_chunks_fts';
+
 export class KnowledgeChunkRepository {
   private readonly db: SqlExecutor;
+  private readonly textIndex: FullTextIndex;
   constructor(db: SqlExecutor) {
     this.db = db;
+    this.textIndex = db.dialect.fullTextIndex(CHUNK_TEXT_INDEX);
+  }
+
+  /** The base's vector version: changes whenever any of its chunks change. */
+  async vectorVersion(knowledgeBaseId: string): Promise<number> {
+    const r = await this.db.get<{ v: number }>('SELECT vector_version AS v FROM knowledge_bases WHERE id = ?', [knowledgeBaseId]);
+    return Number(r?.v ?? 0);
   }
 
   async insert(c: NewChunk): Promise<KnowledgeChunkRecord> {
@@ -82,14 +104,16 @@ export class KnowledgeChunkRepository {
       [c.id, c.documentId, c.knowledgeBaseId, c.chunkIndex, c.content, c.content.length, c.tokenCount, c.enabled ? 1 : 0, c.startOffset, c.endOffset, c.embedding, c.at, c.at],
     );
     const row = (await this.db.get<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE id = ?`, [c.id]))!;
-    await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [row.seq, c.content]);
+    await this.textIndex.add(this.db, Number(row.seq), c.content);
+    await this.db.run(BUMP_BASE, [c.knowledgeBaseId]);
     return toRecord(row);
   }
 
   /** Removes every chunk of a document (and its index entries). */
   async deleteForDocument(documentId: string): Promise<void> {
-    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid IN (SELECT seq FROM knowledge_chunks WHERE document_id = ?)', [documentId]);
-    await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+    await this.textIndex.removeSelected(this.db, 'SELECT seq FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+    const r = await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
+    if (r.changes > 0) await this.db.run(BUMP_BASE_OF_DOCUMENT, [documentId]);
   }
 
   async get(id: string): Promise<KnowledgeChunkRecord | undefined> {
@@ -116,7 +140,7 @@ export class KnowledgeChunkRepository {
     const where = ['document_id = ?'];
     const params: SqlValue[] = [q.documentId];
     if (q.search !== null) {
-      where.push('instr(lower(content), lower(?)) > 0');
+      where.push(this.db.dialect.contains('lower(content)', 'lower(?)'));
       params.push(q.search);
     }
     if (q.enabled !== null) {
@@ -136,19 +160,22 @@ export class KnowledgeChunkRepository {
   }
 
   async updateContent(c: KnowledgeChunkRecord, content: string, tokenCount: number, embedding: Uint8Array, now: string): Promise<void> {
-    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid = ?', [c.seq]);
+    await this.textIndex.remove(this.db, c.seq);
     await this.db.run('UPDATE knowledge_chunks SET content = ?, content_length = ?, token_count = ?, embedding = ?, updated_at = ? WHERE seq = ?', [
       content, content.length, tokenCount, embedding, now, c.seq,
     ]);
-    await this.db.run('INSERT INTO knowledge_chunks_fts (rowid, content) VALUES (?, ?)', [c.seq, content]);
+    await this.textIndex.add(this.db, c.seq, content);
+    await this.db.run(BUMP_BASE_OF_CHUNK, [c.seq]);
   }
 
   async setEnabled(seq: number, enabled: boolean, now: string): Promise<void> {
     await this.db.run('UPDATE knowledge_chunks SET enabled = ?, updated_at = ? WHERE seq = ?', [enabled ? 1 : 0, now, seq]);
+    await this.db.run(BUMP_BASE_OF_CHUNK, [seq]);
   }
 
   async delete(seq: number): Promise<void> {
-    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid = ?', [seq]);
+    await this.db.run(BUMP_BASE_OF_CHUNK, [seq]);
+    await this.textIndex.remove(this.db, seq);
     await this.db.run('DELETE FROM knowledge_chunks WHERE seq = ?', [seq]);
   }
 
@@ -191,17 +218,14 @@ export class KnowledgeChunkRepository {
   }
 
   /**
-   * Full-text matches of an FTS5 query, best BM25 first (`score` is bm25(): lower is better), among enabled
-   * chunks of the given bases. The index is searched alone first (FTS5 orders by rank cheaply), then the best
+   * Full-text matches of a query in the index's syntax, best first (`score`: lower is better; BM25 on SQLite), among
+   * enabled chunks of the given bases. The index is searched alone first (it orders by rank cheaply), then the best
    * rows are checked against the bases; when too few survive, it looks deeper.
    */
   async fullText(kbIds: readonly string[], ftsQuery: string, limit: number, accept: (documentId: string) => boolean = () => true): Promise<{ seq: number; document_id: string; score: number }[]> {
     const bases = new Set(kbIds);
     for (let depth = Math.max(limit * 2, 200); ; depth *= 8) {
-      const hits = await this.db.all<{ seq: number; score: number }>(
-        `SELECT rowid AS seq, rank AS score FROM knowledge_chunks_fts WHERE knowledge_chunks_fts MATCH ? ORDER BY rank ${limitClause(depth)}`,
-        [ftsQuery],
-      );
+      const hits = (await this.textIndex.search(this.db, ftsQuery, depth)).map((h) => ({ seq: h.key, score: h.score }));
       const out: { seq: number; document_id: string; score: number }[] = [];
       for (let i = 0; i < hits.length; i += 500) {
         const part = hits.slice(i, i + 500);

@@ -1,6 +1,10 @@
 // Knowledge documents: what was ingested, its processing state (the durable queue) and its tag values.
+// A document being processed is leased by its worker (`lease_owner`, `lease_until`, src/workers/lease.ts): the
+// worker renews the lease while it works and ends the attempt only while it holds it; a lease that expired
+// (its process died) is reclaimed by the next poll of any process.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset, limitClause } from './keyset.ts';
+import { CHUNK_TEXT_INDEX } from './knowledge-chunks.ts';
 
 export type ProcessingStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export type TagValue = string | number | boolean | null;
@@ -47,6 +51,10 @@ type Row = Record<string, SqlValue>;
 /** Times one processing request may be cut off (overrun, crash, restart) before the document is failed. */
 export const MAX_INTERRUPTIONS = 2;
 const INTERRUPTED_AGAIN = 'Processing was cut off twice (the server stopped while processing it); it is not retried again. Retry the document to try once more.';
+/** An attempt still held: its number and owner match (params: id, attempt, owner). */
+const HELD = "WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ? AND lease_owner = ?";
+/** An attempt whose lease ran out (param: now); a lease-less one is from before leases existed. */
+const EXPIRED = "processing_status = 'processing' AND (lease_until IS NULL OR lease_until < ?)";
 
 const toRecord = (r: Row): KnowledgeDocumentRecord => ({
   id: r.id as string,
@@ -144,7 +152,7 @@ export class KnowledgeDocumentRepository {
     const where = ['d.knowledge_base_id = ?'];
     const params: SqlValue[] = [q.knowledgeBaseId];
     if (q.search !== null) {
-      where.push('instr(lower(d.filename), lower(?)) > 0');
+      where.push(this.db.dialect.contains('lower(d.filename)', 'lower(?)'));
       params.push(q.search);
     }
     if (q.enabled !== null) {
@@ -204,7 +212,8 @@ export class KnowledgeDocumentRepository {
   }
 
   async delete(id: string): Promise<void> {
-    await this.db.run('DELETE FROM knowledge_chunks_fts WHERE rowid IN (SELECT seq FROM knowledge_chunks WHERE document_id = ?)', [id]);
+    await this.db.run('UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_documents WHERE id = ?)', [id]);
+    await this.db.dialect.fullTextIndex(CHUNK_TEXT_INDEX).removeSelected(this.db, 'SELECT seq FROM knowledge_chunks WHERE document_id = ?', [id]);
     await this.db.run('DELETE FROM knowledge_documents WHERE id = ?', [id]);
   }
 
@@ -264,22 +273,32 @@ export class KnowledgeDocumentRepository {
     return this.db.all<{ id: string }>(`SELECT id FROM knowledge_documents WHERE processing_status = 'pending' ORDER BY uploaded_at, id ${limitClause(limit)}`);
   }
 
-  /** Claims a pending document; returns the attempt number, or null when another worker took it. */
-  async claim(id: string, now: string): Promise<number | null> {
+  /** Claims a pending document for `owner` until `leaseUntil`; returns the attempt number, or null when another worker took it. */
+  async claim(id: string, now: string, owner: string, leaseUntil: string): Promise<number | null> {
     const r = await this.db.run(
-      `UPDATE knowledge_documents SET processing_status = 'processing', processing_started_at = ?, processing_attempt = processing_attempt + 1, updated_at = ?
-         WHERE id = ? AND processing_status = 'pending'`,
-      [now, now, id],
+      `UPDATE knowledge_documents SET processing_status = 'processing', processing_started_at = ?, processing_attempt = processing_attempt + 1, updated_at = ?,
+         lease_owner = ?, lease_until = ? WHERE id = ? AND processing_status = 'pending'`,
+      [now, now, owner, leaseUntil, id],
     );
     if (r.changes !== 1) return null;
     const row = await this.db.get<{ a: number }>('SELECT processing_attempt AS a FROM knowledge_documents WHERE id = ?', [id]);
     return Number(row!.a);
   }
 
-  /** Ends an attempt; false when the document moved on (deleted, retried) and the result must be dropped. */
+  /** Extends the lease of an attempt still held by `owner`; false when the lease was lost. */
+  async renew(id: string, attempt: number, owner: string, leaseUntil: string): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE knowledge_documents SET lease_until = ? WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ? AND lease_owner = ?`,
+      [leaseUntil, id, attempt, owner],
+    );
+    return r.changes === 1;
+  }
+
+  /** Ends an attempt; false when the document moved on (deleted, retried, its lease lost) and the result must be dropped. */
   async finish(
     id: string,
     attempt: number,
+    owner: string,
     outcome: { status: 'completed'; chunkCount: number; tokenCount: number; characterCount: number } | { status: 'failed'; error: string },
     now: string,
   ): Promise<boolean> {
@@ -287,13 +306,13 @@ export class KnowledgeDocumentRepository {
       outcome.status === 'completed'
         ? await this.db.run(
             `UPDATE knowledge_documents SET processing_status = 'completed', processing_error = NULL, processing_completed_at = ?, chunk_count = ?, token_count = ?,
-               character_count = ?, updated_at = ? WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ?`,
-            [now, outcome.chunkCount, outcome.tokenCount, outcome.characterCount, now, id, attempt],
+               character_count = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL ${HELD}`,
+            [now, outcome.chunkCount, outcome.tokenCount, outcome.characterCount, now, id, attempt, owner],
           )
         : await this.db.run(
             `UPDATE knowledge_documents SET processing_status = 'failed', processing_error = ?, processing_completed_at = ?, chunk_count = 0, token_count = 0,
-               updated_at = ? WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ?`,
-            [outcome.error, now, now, id, attempt],
+               updated_at = ?, lease_owner = NULL, lease_until = NULL ${HELD}`,
+            [outcome.error, now, now, id, attempt, owner],
           );
     return r.changes === 1;
   }
@@ -303,52 +322,55 @@ export class KnowledgeDocumentRepository {
    * once; cut off a second time, the document is failed with `reason`, so hostile content cannot come back for ever.
    * False when the attempt is no longer current.
    */
-  async interrupt(id: string, attempt: number, reason: string, now: string): Promise<'requeued' | 'failed' | false> {
+  async interrupt(id: string, attempt: number, owner: string, reason: string, now: string): Promise<'requeued' | 'failed' | false> {
     const failed = await this.db.run(
       `UPDATE knowledge_documents SET processing_status = 'failed', processing_error = ?, processing_completed_at = ?, chunk_count = 0, token_count = 0,
-         processing_interruptions = processing_interruptions + 1, updated_at = ?
-       WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ? AND processing_interruptions >= ${MAX_INTERRUPTIONS - 1}`,
-      [reason, now, now, id, attempt],
+         processing_interruptions = processing_interruptions + 1, updated_at = ?, lease_owner = NULL, lease_until = NULL
+       ${HELD} AND processing_interruptions >= ${MAX_INTERRUPTIONS - 1}`,
+      [reason, now, now, id, attempt, owner],
     );
     if (failed.changes === 1) return 'failed';
     const requeued = await this.db.run(
-      `UPDATE knowledge_documents SET processing_status = 'pending', processing_interruptions = processing_interruptions + 1, updated_at = ?
-       WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ?`,
-      [now, id, attempt],
+      `UPDATE knowledge_documents SET processing_status = 'pending', processing_interruptions = processing_interruptions + 1, updated_at = ?,
+         lease_owner = NULL, lease_until = NULL ${HELD}`,
+      [now, id, attempt, owner],
     );
     return requeued.changes === 1 ? 'requeued' : false;
   }
 
   /** An attempt the server stopped on purpose (shutdown) goes back to the queue without counting against it. */
-  async release(id: string, attempt: number, now: string): Promise<boolean> {
-    const r = await this.db.run(
-      `UPDATE knowledge_documents SET processing_status = 'pending', updated_at = ? WHERE id = ? AND processing_status = 'processing' AND processing_attempt = ?`,
-      [now, id, attempt],
-    );
+  async release(id: string, attempt: number, owner: string, now: string): Promise<boolean> {
+    const r = await this.db.run(`UPDATE knowledge_documents SET processing_status = 'pending', updated_at = ?, lease_owner = NULL, lease_until = NULL ${HELD}`, [
+      now, id, attempt, owner,
+    ]);
     return r.changes === 1;
   }
 
+  /** Whether any attempt's lease has run out (a read, so an idle poll writes nothing). */
+  async anyExpired(now: string): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 AS x FROM knowledge_documents WHERE ${EXPIRED} LIMIT 1`, [now])) !== undefined;
+  }
+
   /**
-   * After a restart: attempts a dead process left in flight are interrupted (queued again once, then failed).
-   * Returns the documents failed, whose chunks the caller removes.
+   * Attempts whose lease expired (their process died or stalled past the lease) are interrupted: queued again
+   * once, then failed. Live leases are left alone, whoever holds them. Returns the documents failed, whose
+   * chunks the caller removes.
    */
-  async requeueInterrupted(now: string): Promise<{ requeued: number; failed: string[] }> {
+  async reclaimExpired(now: string): Promise<{ requeued: number; failed: string[] }> {
     const failed = (
-      await this.db.all<{ id: string }>(
-        `SELECT id FROM knowledge_documents WHERE processing_status = 'processing' AND processing_interruptions >= ${MAX_INTERRUPTIONS - 1}`,
-      )
+      await this.db.all<{ id: string }>(`SELECT id FROM knowledge_documents WHERE ${EXPIRED} AND processing_interruptions >= ${MAX_INTERRUPTIONS - 1}`, [now])
     ).map((r) => r.id);
     for (const id of failed) {
       await this.db.run(
         `UPDATE knowledge_documents SET processing_status = 'failed', processing_error = ?, processing_completed_at = ?, chunk_count = 0, token_count = 0,
-           processing_interruptions = processing_interruptions + 1, updated_at = ? WHERE id = ?`,
-        [INTERRUPTED_AGAIN, now, now, id],
+           processing_interruptions = processing_interruptions + 1, updated_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND ${EXPIRED}`,
+        [INTERRUPTED_AGAIN, now, now, id, now],
       );
     }
     const requeued = await this.db.run(
-      `UPDATE knowledge_documents SET processing_status = 'pending', processing_interruptions = processing_interruptions + 1, updated_at = ?
-       WHERE processing_status = 'processing'`,
-      [now],
+      `UPDATE knowledge_documents SET processing_status = 'pending', processing_interruptions = processing_interruptions + 1, updated_at = ?,
+         lease_owner = NULL, lease_until = NULL WHERE ${EXPIRED}`,
+      [now, now],
     );
     return { requeued: requeued.changes, failed };
   }

@@ -181,7 +181,7 @@ export class McpServerRepository {
     const filters: string[] = ['workspace_id = ?'];
     const params: SqlValue[] = [q.workspaceId];
     if (q.search) {
-      filters.push("instr(lower(name), lower(?)) > 0");
+      filters.push(this.db.dialect.contains('lower(name)', 'lower(?)'));
       params.push(q.search);
     }
     if (q.enabledOnly) filters.push('enabled = 1');

@@ -1,8 +1,9 @@
 // Completion callbacks: a workflow's default callback URL, the URL a run reports to, the workspaces' signing
 // secrets (sealed; only the last four characters are plain) and the delivery outbox with its attempt log.
 // A delivery row is written in the transaction that settles its run (src/runs/transitions.ts); the worker in
-// src/callbacks/ claims due rows with a lease (`in_flight_until`) so a delivery is never sent twice at once,
-// and a lease left by a dead process is given back at start.
+// src/callbacks/ claims due rows with a lease (`lease_owner`, `lease_until`: the shape of every claimed queue,
+// src/workers/lease.ts) so a delivery is never sent twice at once; a lease that expired (its process died) is
+// simply due again, and whoever claims it next logs the attempt that was cut off.
 import type { SqlExecutor } from './database.ts';
 import { limitClause } from './keyset.ts';
 
@@ -40,7 +41,9 @@ export interface DeliveryRecord {
   attempts: number;
   nextAttemptAt: string | null;
   attemptStartedAt: string | null;
-  inFlightUntil: string | null;
+  /** Who is sending the current attempt, and until when (null between attempts). */
+  leaseOwner: string | null;
+  leaseUntil: string | null;
   createdAt: string;
   deliveredAt: string | null;
   lastError: string | null;
@@ -68,7 +71,8 @@ interface DeliveryRow {
   attempts: number;
   next_attempt_at: string | null;
   attempt_started_at: string | null;
-  in_flight_until: string | null;
+  lease_owner: string | null;
+  lease_until: string | null;
   created_at: string;
   delivered_at: string | null;
   last_error: string | null;
@@ -85,11 +89,17 @@ const toDelivery = (r: DeliveryRow): DeliveryRecord => ({
   attempts: Number(r.attempts),
   nextAttemptAt: r.next_attempt_at,
   attemptStartedAt: r.attempt_started_at,
-  inFlightUntil: r.in_flight_until,
+  leaseOwner: r.lease_owner,
+  leaseUntil: r.lease_until,
   createdAt: r.created_at,
   deliveredAt: r.delivered_at,
   lastError: r.last_error,
 });
+
+/** A delivery as the outbox writes it: nobody holds it yet. */
+export type NewDelivery = Omit<DeliveryRecord, 'leaseOwner' | 'leaseUntil'>;
+
+const CUT_OFF = 'The server stopped during this attempt; the delivery is sent again.';
 
 interface SecretRow {
   id: string;
@@ -179,52 +189,65 @@ export class RunCallbackRepository {
 
   // --- deliveries
 
-  async insertDelivery(d: DeliveryRecord): Promise<void> {
+  async insertDelivery(d: NewDelivery): Promise<void> {
     await this.db.run(
       `INSERT INTO run_callback_deliveries (id, run_id, workspace_id, url, event, payload, status, attempts, next_attempt_at, attempt_started_at,
-         in_flight_until, created_at, delivered_at, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [d.id, d.runId, d.workspaceId, d.url, d.event, d.payload, d.status, d.attempts, d.nextAttemptAt, d.attemptStartedAt, d.inFlightUntil, d.createdAt, d.deliveredAt, d.lastError],
+         created_at, delivered_at, last_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [d.id, d.runId, d.workspaceId, d.url, d.event, d.payload, d.status, d.attempts, d.nextAttemptAt, d.attemptStartedAt, d.createdAt, d.deliveredAt, d.lastError],
     );
   }
 
   /** Pending deliveries due at `at` and not held by a live lease, oldest first. */
   async dueIds(at: string, limit: number): Promise<string[]> {
     const rows = await this.db.all<{ id: string }>(
-      `SELECT id FROM run_callback_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND (in_flight_until IS NULL OR in_flight_until <= ?)
+      `SELECT id FROM run_callback_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
        ORDER BY next_attempt_at, id ${limitClause(limit)}`,
       [at, at],
     );
     return rows.map((r) => r.id);
   }
 
-  /** Takes a due delivery for one attempt (counted now) until `leaseUntil`; undefined when someone else has it. */
-  async claim(id: string, at: string, leaseUntil: string): Promise<DeliveryRecord | undefined> {
+  /**
+   * Takes a due delivery for one attempt (counted now) for `owner` until `leaseUntil`; undefined when someone
+   * else has it. A delivery whose previous holder's lease ran out gets that cut-off attempt logged first
+   * (call inside a transaction).
+   */
+  async claim(id: string, at: string, owner: string, leaseUntil: string): Promise<DeliveryRecord | undefined> {
+    const due = `id = ? AND status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)`;
+    const prior = await this.db.get<DeliveryRow>(`SELECT * FROM run_callback_deliveries WHERE ${due}`, [id, at, at]);
+    if (!prior) return undefined;
+    if (prior.lease_until !== null && Number(prior.attempts) > 0) {
+      await this.db.run(
+        `INSERT INTO run_callback_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, outcome, next_attempt_at)
+         VALUES (?, ?, ?, 0, NULL, ?, 'retry', ?) ON CONFLICT DO NOTHING`,
+        [id, Number(prior.attempts), prior.attempt_started_at ?? at, CUT_OFF, at],
+      );
+    }
     const r = await this.db.get<DeliveryRow>(
-      `UPDATE run_callback_deliveries SET attempts = attempts + 1, attempt_started_at = ?, in_flight_until = ?
-       WHERE id = ? AND status = 'pending' AND next_attempt_at <= ? AND (in_flight_until IS NULL OR in_flight_until <= ?) RETURNING *`,
-      [at, leaseUntil, id, at, at],
+      `UPDATE run_callback_deliveries SET attempts = attempts + 1, attempt_started_at = ?, lease_owner = ?, lease_until = ?, last_error = COALESCE(?, last_error)
+       WHERE ${due} RETURNING *`,
+      [at, owner, leaseUntil, prior.lease_until !== null ? CUT_OFF : null, id, at, at],
     );
     return r && toDelivery(r);
   }
 
-  /** Writes one attempt's outcome and moves the delivery accordingly (call inside a transaction). */
-  async recordAttempt(a: AttemptRecord, status: DeliveryStatus): Promise<void> {
+  /**
+   * Writes one attempt's outcome and moves the delivery accordingly, only while `owner` still holds the
+   * attempt's lease (call inside a transaction); false when the lease was lost and the outcome is dropped.
+   */
+  async recordAttempt(a: AttemptRecord, status: DeliveryStatus, owner: string): Promise<boolean> {
+    const endedAt = new Date(Date.parse(a.startedAt) + a.durationMs).toISOString();
+    const moved = await this.db.run(
+      `UPDATE run_callback_deliveries SET status = ?, next_attempt_at = ?, lease_owner = NULL, lease_until = NULL, attempt_started_at = NULL,
+         delivered_at = ?, last_error = ? WHERE id = ? AND attempts = ? AND lease_owner = ?`,
+      [status, a.nextAttemptAt, status === 'delivered' ? endedAt : null, a.error ?? (a.statusCode !== null && status !== 'delivered' ? `HTTP ${a.statusCode}` : null), a.deliveryId, a.attempt, owner],
+    );
+    if (moved.changes !== 1) return false;
     await this.db.run(
       'INSERT INTO run_callback_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error, outcome, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       [a.deliveryId, a.attempt, a.startedAt, a.durationMs, a.statusCode, a.error, a.outcome, a.nextAttemptAt],
     );
-    const endedAt = new Date(Date.parse(a.startedAt) + a.durationMs).toISOString();
-    await this.db.run(
-      `UPDATE run_callback_deliveries SET status = ?, next_attempt_at = ?, in_flight_until = NULL, attempt_started_at = NULL,
-         delivered_at = ?, last_error = ? WHERE id = ?`,
-      [status, a.nextAttemptAt, status === 'delivered' ? endedAt : null, a.error ?? (a.statusCode !== null && status !== 'delivered' ? `HTTP ${a.statusCode}` : null), a.deliveryId],
-    );
-  }
-
-  /** Deliveries a stopped process was sending (only at start, under the data directory lock). */
-  async inFlight(): Promise<DeliveryRecord[]> {
-    const rows = await this.db.all<DeliveryRow>("SELECT * FROM run_callback_deliveries WHERE status = 'pending' AND in_flight_until IS NOT NULL");
-    return rows.map(toDelivery);
+    return true;
   }
 
   async forRun(runId: string): Promise<DeliveryRecord[]> {

@@ -106,7 +106,7 @@ export class SecretRepository {
     }
     where.push(`(${scopes.join(' OR ')})`);
     if (q.search) {
-      where.push(`instr(lower(name), lower(?)) > 0`);
+      where.push(this.db.dialect.contains('lower(name)', 'lower(?)'));
       args.push(q.search);
     }
     const page = keyset({ column: SORT_COLUMN[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });

@@ -1,10 +1,13 @@
 // SQLite through the built-in node:sqlite, in WAL mode. Writes go through one connection, one transaction
 // at a time (SQLite has a single writer anyway); plain reads use a second connection, so they never see a
-// transaction that is still open.
+// transaction that is still open; read-only transactions use a third (opened on first use), one at a time, so a
+// snapshot read neither waits for the writer nor holds up plain reads.
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Database, Row, SqlExecutor, SqlValue } from './database.ts';
+import type { Database, Row, SqlExecutor, SqlValue, StoreConnection, TransactionOptions } from './database.ts';
+import type { SqlDialect } from './dialect.ts';
+import { FOLD_FUNCTION, sqliteDialect } from './sqlite-dialect.ts';
 import { ForeignKeyViolation, SerializationFailure, UniqueViolation } from './errors.ts';
 
 // SQLite's extended result codes (sqlite3.h) for the failures callers need to tell apart.
@@ -34,6 +37,7 @@ export function mapSqliteError(err: unknown): unknown {
 const STATEMENT_CACHE_SIZE = 2000;
 
 class Connection implements SqlExecutor {
+  readonly dialect: SqlDialect = sqliteDialect;
   readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
   constructor(file: string) {
@@ -45,7 +49,7 @@ class Connection implements SqlExecutor {
     this.db.exec('PRAGMA temp_store = MEMORY');
     this.db.exec('PRAGMA mmap_size = 268435456');
     // Unicode case folding for case-insensitive matching (SQLite's lower() folds ASCII only); used by tables.
-    this.db.function('owa_fold', { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
+    this.db.function(FOLD_FUNCTION, { deterministic: true }, (v) => (typeof v === 'string' ? v.toLowerCase() : v));
   }
   private prepare(sql: string): StatementSync {
     let stmt = this.statements.get(sql);
@@ -84,19 +88,47 @@ class Connection implements SqlExecutor {
       throw mapSqliteError(err);
     }
   }
+  /** Transaction control (BEGIN, COMMIT, ROLLBACK), with engine errors mapped like any statement's. */
+  exec(sql: string): void {
+    try {
+      this.db.exec(sql);
+    } catch (err) {
+      throw mapSqliteError(err);
+    }
+  }
   close(): void {
     this.statements.clear();
     if (this.db.isOpen) this.db.close();
   }
 }
 
+/** One transaction at a time on a connection: each waits for the one before it to settle. */
+class TransactionQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+  enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(work, work);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+  idle(): Promise<unknown> {
+    return this.tail;
+  }
+}
+
 export class SqliteDatabase implements Database {
+  readonly dialect: SqlDialect = sqliteDialect;
+  readonly connection: StoreConnection | null;
+  private readonly file: string;
   private readonly writer: Connection;
   private readonly reader: Connection;
-  private queue: Promise<unknown> = Promise.resolve();
+  private snapshotReader: Connection | null = null;
+  private readonly writes = new TransactionQueue();
+  private readonly snapshots = new TransactionQueue();
   private closed = false;
 
   constructor(file: string) {
+    this.file = file;
+    this.connection = file === ':memory:' ? null : { engine: 'sqlite', file };
     if (file !== ':memory:') {
       // Owner-only: SQLite creates the -wal and -shm files with the database file's mode, so creating the
       // database 0600 first covers all three; files of an older, laxer install are tightened here too.
@@ -123,22 +155,43 @@ export class SqliteDatabase implements Database {
     return this.reader;
   }
 
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const run = async (): Promise<T> => {
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const retries = Math.max(0, Math.floor(options.retryOnSerializationFailure ?? 0));
+    // An in-memory database has one connection: its read-only transactions queue with the writes.
+    const onSnapshot = options.readOnly === true && this.reader !== this.writer;
+    const attempt = async (): Promise<T> => {
       if (this.closed) throw new Error('The database is closed.');
-      this.writer.db.exec('BEGIN IMMEDIATE');
+      const connection = onSnapshot ? (this.snapshotReader ??= this.openSnapshotReader()) : this.writer;
+      // A read-only transaction takes its snapshot at the first read (DEFERRED); a write takes the lock up front.
+      connection.exec(options.readOnly ? 'BEGIN DEFERRED' : 'BEGIN IMMEDIATE');
+      if (options.readOnly && !onSnapshot) connection.exec('PRAGMA query_only = ON');
       try {
-        const result = await fn(this.writer);
-        this.writer.db.exec('COMMIT');
+        const result = await fn(connection);
+        connection.exec('COMMIT');
         return result;
       } catch (err) {
-        if (this.writer.db.isTransaction) this.writer.db.exec('ROLLBACK');
+        if (connection.db.isTransaction) connection.db.exec('ROLLBACK');
         throw err;
+      } finally {
+        if (options.readOnly && !onSnapshot) connection.exec('PRAGMA query_only = OFF');
       }
     };
-    const next = this.queue.then(run, run);
-    this.queue = next.catch(() => undefined);
-    return next;
+    const withRetries = async (): Promise<T> => {
+      for (let retry = 0; ; retry++) {
+        try {
+          return await attempt();
+        } catch (err) {
+          if (!(err instanceof SerializationFailure) || retry >= retries) throw err;
+        }
+      }
+    };
+    return (onSnapshot ? this.snapshots : this.writes).enqueue(withRetries);
+  }
+
+  private openSnapshotReader(): Connection {
+    const c = new Connection(this.file);
+    c.db.exec('PRAGMA query_only = ON');
+    return c;
   }
 
   /** Synchronous schema work at start-up, before the server takes requests. */
@@ -147,8 +200,9 @@ export class SqliteDatabase implements Database {
   }
 
   async close(): Promise<void> {
-    await this.queue;
+    await Promise.all([this.writes.idle(), this.snapshots.idle()]);
     this.closed = true;
+    this.snapshotReader?.close();
     if (this.reader !== this.writer) this.reader.close();
     this.writer.close();
   }

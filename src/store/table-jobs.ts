@@ -1,4 +1,7 @@
 // Table imports (CSV/TSV into a new or existing table) and exports (CSV/JSON files), with their progress.
+// A running import or export is leased by the process working on it (`lease_owner`, `lease_until`,
+// src/workers/lease.ts), which renews it and ends the job only while it holds it; one whose lease expired, or
+// that nobody claimed within a lease time, is reclaimed by the next poll of any process.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { limitClause } from './keyset.ts';
 
@@ -79,6 +82,9 @@ const toImport = (r: ImportRow): TableImportRecord => ({
   completedAt: r.completed_at,
 });
 
+const IMPORT_EXPIRED = "status = 'processing' AND (lease_until < ? OR (lease_owner IS NULL AND updated_at < ?))";
+const EXPORT_EXPIRED = "((status = 'processing' AND lease_until < ?) OR (status IN ('queued', 'processing') AND lease_owner IS NULL AND updated_at < ?))";
+
 const IMPORT_FIELDS: Record<string, string> = {
   status: 'status', tableId: 'table_id', stagingId: 'staging_id', rowsProcessed: 'rows_processed', rowsRejected: 'rows_rejected',
   cellsRejected: 'cells_rejected', rejectedSamples: 'rejected_samples', error: 'error', updatedAt: 'updated_at', completedAt: 'completed_at',
@@ -117,6 +123,37 @@ export class TableImportRepository {
 
   async withStatus(status: ImportStatus): Promise<TableImportRecord[]> {
     return (await this.db.all<ImportRow>('SELECT * FROM table_imports WHERE status = ?', [status])).map(toImport);
+  }
+
+  /** Takes a processing import nobody holds yet (just started by its request); false when someone has it. */
+  async claim(id: string, owner: string, leaseUntil: string): Promise<boolean> {
+    const r = await this.db.run("UPDATE table_imports SET lease_owner = ?, lease_until = ? WHERE id = ? AND status = 'processing' AND lease_owner IS NULL", [owner, leaseUntil, id]);
+    return r.changes === 1;
+  }
+
+  /** Extends a lease `owner` still holds; false when it was lost (reclaimed, or the import ended). */
+  async renew(id: string, owner: string, leaseUntil: string): Promise<boolean> {
+    const r = await this.db.run("UPDATE table_imports SET lease_until = ? WHERE id = ? AND status = 'processing' AND lease_owner = ?", [leaseUntil, id, owner]);
+    return r.changes === 1;
+  }
+
+  /** Whether `owner` still holds the running import (checked in the transaction that ends it). */
+  async holds(id: string, owner: string): Promise<boolean> {
+    return (await this.db.get("SELECT 1 AS x FROM table_imports WHERE id = ? AND status = 'processing' AND lease_owner = ?", [id, owner])) !== undefined;
+  }
+
+  /** Running imports whose lease ran out at `now`, or that nobody claimed since `unclaimedBefore`. */
+  async expired(now: string, unclaimedBefore: string): Promise<TableImportRecord[]> {
+    return (await this.db.all<ImportRow>(`SELECT * FROM table_imports WHERE ${IMPORT_EXPIRED}`, [now, unclaimedBefore])).map(toImport);
+  }
+
+  /** Fails an import whose lease is (still) expired; false when its holder renewed or ended it meanwhile. */
+  async failExpired(id: string, error: string, now: string, unclaimedBefore: string): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE table_imports SET status = 'failed', error = ?, updated_at = ?, completed_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND ${IMPORT_EXPIRED}`,
+      [error, now, now, id, now, unclaimedBefore],
+    );
+    return r.changes === 1;
   }
 }
 
@@ -189,14 +226,54 @@ export class TableExportRepository {
     return r && toExport(r);
   }
 
-  /** Moves an export between states only from the expected one (a finished or canceled export never changes). */
-  async transition(id: string, from: ExportStatus[], to: ExportStatus, fields: { rowsProcessed?: number; error?: string | null; size?: number | null; completedAt?: string | null }, now: string): Promise<boolean> {
+  /**
+   * Moves an export between states only from the expected one (a finished or canceled export never changes);
+   * with `owner`, only while that owner holds its lease (an export whose lease was lost is not ended by it).
+   */
+  async transition(
+    id: string,
+    from: ExportStatus[],
+    to: ExportStatus,
+    fields: { rowsProcessed?: number; error?: string | null; size?: number | null; completedAt?: string | null },
+    now: string,
+    owner?: string,
+  ): Promise<boolean> {
+    const held = owner === undefined ? '' : ' AND lease_owner = ?';
+    const ended = to === 'queued' || to === 'processing' ? '' : ', lease_owner = NULL, lease_until = NULL';
     const r = await this.db.run(
       `UPDATE table_exports SET status = ?, updated_at = ?, rows_processed = COALESCE(?, rows_processed), error = COALESCE(?, error),
-         size = COALESCE(?, size), completed_at = COALESCE(?, completed_at) WHERE id = ? AND status IN (${from.map(() => '?').join(', ')})`,
-      [to, now, fields.rowsProcessed ?? null, fields.error ?? null, fields.size ?? null, fields.completedAt ?? null, id, ...from],
+         size = COALESCE(?, size), completed_at = COALESCE(?, completed_at)${ended} WHERE id = ? AND status IN (${from.map(() => '?').join(', ')})${held}`,
+      [to, now, fields.rowsProcessed ?? null, fields.error ?? null, fields.size ?? null, fields.completedAt ?? null, id, ...from, ...(owner === undefined ? [] : [owner])],
     );
     return r.changes > 0;
+  }
+
+  /** Starts a queued export for `owner` until `leaseUntil`; false when it is not queued (taken, canceled). */
+  async claim(id: string, owner: string, leaseUntil: string, now: string): Promise<boolean> {
+    const r = await this.db.run(
+      "UPDATE table_exports SET status = 'processing', updated_at = ?, lease_owner = ?, lease_until = ? WHERE id = ? AND status = 'queued'",
+      [now, owner, leaseUntil, id],
+    );
+    return r.changes === 1;
+  }
+
+  async renew(id: string, owner: string, leaseUntil: string): Promise<boolean> {
+    const r = await this.db.run("UPDATE table_exports SET lease_until = ? WHERE id = ? AND status = 'processing' AND lease_owner = ?", [leaseUntil, id, owner]);
+    return r.changes === 1;
+  }
+
+  /** Running exports whose lease ran out at `now`, or queued ones nobody started since `unclaimedBefore`. */
+  async expired(now: string, unclaimedBefore: string): Promise<TableExportRecord[]> {
+    return (await this.db.all<ExportRow>(`SELECT * FROM table_exports WHERE ${EXPORT_EXPIRED}`, [now, unclaimedBefore])).map(toExport);
+  }
+
+  /** Fails an export whose lease is (still) expired; false when its holder renewed or ended it meanwhile. */
+  async failExpired(id: string, error: string, now: string, unclaimedBefore: string): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE table_exports SET status = 'failed', error = ?, updated_at = ?, completed_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND ${EXPORT_EXPIRED}`,
+      [error, now, now, id, now, unclaimedBefore],
+    );
+    return r.changes === 1;
   }
 
   async progress(id: string, rowsProcessed: number, now: string): Promise<void> {

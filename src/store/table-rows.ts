@@ -1,9 +1,11 @@
-// Table rows on SQLite: each user table has its own SQL table `trows_<id>` with one untyped SQL column per user
+// Table rows: each user table has its own SQL table `trows_<id>` with one untyped SQL column per user
 // column, named by the column's stable id (`c_<hex>`), so a rename touches only the definition and an index on a
 // column is an ordinary index. Predicates compile here to SQL whose every value is a bound parameter: the only
 // names in the SQL text are identifiers this server generated and checked (table and column ids), never a value
-// a client sent. This is the one file that knows the SQL dialect of tables.
+// a client sent. Engine-specific SQL (case folding, pattern matching, JSON arrays, catalog queries) comes from
+// the executor's dialect.
 import type { SqlExecutor, SqlValue } from './database.ts';
+import type { SqlDialect } from './dialect.ts';
 import { limitClause } from './keyset.ts';
 import type { Column, StoredValue } from '../tables/columns.ts';
 import { indexable } from '../tables/columns.ts';
@@ -40,10 +42,10 @@ export interface CompiledSql {
   params: SqlValue[];
 }
 
-function fieldSql(f: FieldRef, noIndex = false): string {
+function fieldSql(d: SqlDialect, f: FieldRef, noIndex = false): string {
   const name = f.kind === 'system' ? (f.name === 'id' ? 'id' : f.name === 'createdAt' ? 'created_at' : 'updated_at') : cellColumn(f.column.id);
-  // A unary plus keeps the value and stops SQLite from answering the term from an index (see query()).
-  return noIndex ? `+${name}` : name;
+  // Written so no index answers the term (see plan()).
+  return noIndex ? d.withoutIndex(name) : name;
 }
 
 const codePoints = (s: string) => [...s].length;
@@ -52,13 +54,13 @@ const codePoints = (s: string) => [...s].length;
  * Compiles a resolved predicate to a WHERE fragment; values only ever travel in `params`. `noIndex` writes the
  * terms so no index answers them (the sort's index is walked instead).
  */
-export function compilePredicate(p: Predicate, noIndex = false): CompiledSql {
+export function compilePredicate(d: SqlDialect, p: Predicate, noIndex = false): CompiledSql {
   if ('all' in p || 'any' in p) {
     const members = 'all' in p ? p.all : p.any;
-    const parts = members.map((m) => compilePredicate(m, noIndex));
+    const parts = members.map((m) => compilePredicate(d, m, noIndex));
     return { sql: `(${parts.map((x) => x.sql).join('all' in p ? ' AND ' : ' OR ')})`, params: parts.flatMap((x) => x.params) };
   }
-  const c = fieldSql(p.field, noIndex);
+  const c = fieldSql(d, p.field, noIndex);
   const v = p.value;
   const multi = p.field.kind === 'column' && p.field.column.type === 'select' && Boolean(p.field.column.multiple);
   const text = p.field.kind === 'column' && p.field.column.type === 'string';
@@ -85,23 +87,21 @@ export function compilePredicate(p: Predicate, noIndex = false): CompiledSql {
       return list.length === 0 ? one('1') : one(`(${c} IS NULL OR ${c} NOT IN (${list.map(() => '?').join(', ')}))`, ...list);
     }
     case 'contains':
-      return multi ? one(`EXISTS (SELECT 1 FROM json_each(${c}) WHERE value = ?)`, v as SqlValue) : one(`instr(owa_fold(${c}), ?) > 0`, v as SqlValue);
+      return multi ? one(d.jsonArrayHas(c, '?'), v as SqlValue) : one(d.contains(d.fold(c), '?'), v as SqlValue);
     case 'ncontains':
-      return multi
-        ? one(`(${c} IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(${c}) WHERE value = ?))`, v as SqlValue)
-        : one(`(${c} IS NULL OR instr(owa_fold(${c}), ?) = 0)`, v as SqlValue);
+      return multi ? one(`(${c} IS NULL OR NOT ${d.jsonArrayHas(c, '?')})`, v as SqlValue) : one(`(${c} IS NULL OR NOT (${d.contains(d.fold(c), '?')}))`, v as SqlValue);
     case 'startsWith':
-      return one(`instr(owa_fold(${c}), ?) = 1`, v as SqlValue);
+      return one(d.startsWith(d.fold(c), '?'), v as SqlValue);
     case 'endsWith':
-      return one(`substr(owa_fold(${c}), ?) = ?`, -codePoints(v as string), v as SqlValue);
+      return one(d.endsWith(d.fold(c), '?', '?'), codePoints(v as string), v as SqlValue);
     case 'like':
-      return one(`${c} GLOB ?`, v as SqlValue);
+      return one(d.matchesPattern(c, '?'), d.likePattern(v as string));
     case 'nlike':
-      return one(`(${c} IS NULL OR NOT (${c} GLOB ?))`, v as SqlValue);
+      return one(`(${c} IS NULL OR NOT (${d.matchesPattern(c, '?')}))`, d.likePattern(v as string));
     case 'ilike':
-      return one(`owa_fold(${c}) GLOB ?`, v as SqlValue);
+      return one(d.matchesPattern(d.fold(c), '?'), d.likePattern(v as string));
     case 'nilike':
-      return one(`(${c} IS NULL OR NOT (owa_fold(${c}) GLOB ?))`, v as SqlValue);
+      return one(`(${c} IS NULL OR NOT (${d.matchesPattern(d.fold(c), '?')}))`, d.likePattern(v as string));
     case 'isNull':
       return one(`${c} IS NULL`);
     case 'isNotNull':
@@ -114,7 +114,7 @@ export function compilePredicate(p: Predicate, noIndex = false): CompiledSql {
 }
 
 /** ORDER BY for sort keys (nulls last, select by option name), ending in the row id. */
-export function compileSort(keys: SortKey[]): CompiledSql {
+export function compileSort(d: SqlDialect, keys: SortKey[]): CompiledSql {
   const parts: string[] = [];
   const params: SqlValue[] = [];
   for (const k of keys) {
@@ -124,7 +124,7 @@ export function compileSort(keys: SortKey[]): CompiledSql {
       const c = cellColumn(f.column.id);
       parts.push(`CASE ${c} ${f.column.options!.map(() => 'WHEN ? THEN ?').join(' ')} ELSE ${c} END ${dir} NULLS LAST`);
       for (const o of f.column.options!) params.push(o.id, o.name);
-    } else parts.push(`${fieldSql(f)} ${dir} NULLS LAST`);
+    } else parts.push(`${fieldSql(d, f)} ${dir} NULLS LAST`);
   }
   // Ties break by id in the direction of the last key, so a one-key sort walks that column's (value, id) index.
   parts.push(`id ${keys.at(-1)?.direction === 'desc' ? 'DESC' : 'ASC'}`);
@@ -174,7 +174,7 @@ export class TableRowsRepository {
   async createTable(tableId: string, columns: Column[], options: { indexes?: boolean } = {}): Promise<void> {
     const t = rowsTable(tableId);
     const cols = columns.map((c) => `, ${cellColumn(c.id)}`).join('');
-    await this.db.run(`CREATE TABLE ${t} (id TEXT PRIMARY KEY, order_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL${cols}) WITHOUT ROWID`);
+    await this.db.run(`CREATE TABLE ${t} (id TEXT PRIMARY KEY, order_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL${cols})${this.db.dialect.clusteredTableSuffix}`);
     if (options.indexes !== false) await this.createIndexes(tableId, columns);
   }
 
@@ -198,7 +198,7 @@ export class TableRowsRepository {
     if (f.kind === 'system') {
       if (f.name === 'id') return null;
       const suffix = f.name === 'createdAt' ? 'created' : 'updated';
-      return { name: indexName(tableId, suffix), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, suffix)} ON ${t} (${fieldSql(f)}, id)` };
+      return { name: indexName(tableId, suffix), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, suffix)} ON ${t} (${fieldSql(this.db.dialect, f)}, id)` };
     }
     if (f.column.unique || !indexable(f.column)) return null;
     const c = cellColumn(f.column.id);
@@ -207,7 +207,7 @@ export class TableRowsRepository {
 
   /** Fields whose index (an ordinary one, for filters and sorts) does not exist yet. */
   async missingIndexes(tableId: string, fields: FieldRef[]): Promise<FieldRef[]> {
-    const names = new Set((await this.db.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", [rowsTable(tableId).slice(1, -1)])).map((r) => `"${r.name}"`));
+    const names = new Set((await this.db.all<{ name: string }>(this.db.dialect.indexNamesSql, [rowsTable(tableId).slice(1, -1)])).map((r) => `"${r.name}"`));
     return fields.filter((f) => {
       const ix = this.fieldIndex(tableId, f);
       return ix !== null && !names.has(ix.name);
@@ -226,7 +226,7 @@ export class TableRowsRepository {
 
   async tableExists(tableId: string): Promise<boolean> {
     const name = rowsTable(tableId).slice(1, -1);
-    return (await this.db.get("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?", [name])) !== undefined;
+    return (await this.db.get(this.db.dialect.tableExistsSql, [name])) !== undefined;
   }
 
   /** Copies every row of one rows table into another (same column ids); returns how many. */
@@ -355,33 +355,33 @@ export class TableRowsRepository {
   }
 
   async count(tableId: string, where: Predicate | null): Promise<number> {
-    const w = where ? compilePredicate(where) : { sql: '1', params: [] };
+    const w = where ? compilePredicate(this.db.dialect, where) : { sql: '1', params: [] };
     const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${rowsTable(tableId)} WHERE ${w.sql}`, w.params);
     return Number(r?.n ?? 0);
   }
 
   /** The SQL a query runs (also what the plan tests explain). */
   querySql(tableId: string, q: RowQuery, select = '*'): CompiledSql {
-    const w = q.where ? compilePredicate(q.where, q.walkSortIndex ?? false) : { sql: '1', params: [] };
+    const w = q.where ? compilePredicate(this.db.dialect, q.where, q.walkSortIndex ?? false) : { sql: '1', params: [] };
     const params: SqlValue[] = [...w.params];
     let where = w.sql;
     let order: string;
     if (q.sort.length === 0) {
       order = 'order_key ASC, id ASC';
       if (q.after) {
-        // A row value, so SQLite seeks in the order index instead of scanning it from the start.
+        // A row value, so the engine seeks in the order index instead of scanning it from the start.
         where += ' AND (order_key, id) > (?, ?)';
         params.push(q.after[0], q.after[1]);
       }
     } else {
-      const s = compileSort(q.sort);
+      const s = compileSort(this.db.dialect, q.sort);
       order = s.sql;
       params.push(...s.params);
     }
     let sql = `SELECT ${select} FROM ${rowsTable(tableId)} WHERE ${where} ORDER BY ${order}`;
     if (q.limit !== null) sql += ` ${limitClause(q.limit)}`;
     if (q.offset) {
-      if (q.limit === null) sql += ' LIMIT -1';
+      if (q.limit === null) sql += ` ${this.db.dialect.noLimit}`;
       sql += ' OFFSET ?';
       params.push(q.offset);
     }
@@ -399,7 +399,7 @@ export class TableRowsRepository {
     if (!q.where || !first || q.limit === null || q.walkSortIndex !== undefined) return q;
     const indexed = first.field.kind === 'system' || (indexable(first.field.column) && !(first.field.column.type === 'select' && (first.field.column.options?.length ?? 0) > 0));
     if (!indexed) return q;
-    const w = compilePredicate(q.where);
+    const w = compilePredicate(this.db.dialect, q.where);
     const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${rowsTable(tableId)} WHERE ${w.sql} ${limitClause(BROAD_FILTER_ROWS)})`, w.params);
     return { ...q, walkSortIndex: Number(r?.n ?? 0) >= BROAD_FILTER_ROWS };
   }
@@ -417,7 +417,7 @@ export class TableRowsRepository {
 
   async explain(tableId: string, q: RowQuery): Promise<string[]> {
     const { sql, params } = this.querySql(tableId, await this.plan(tableId, q));
-    return (await this.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail);
+    return this.db.dialect.explain(this.db, sql, params);
   }
 
   /** The row holding `value` in a unique column, if any. */

@@ -2,7 +2,16 @@
 // four lock flags, the running job, and archive state. The rows themselves live in table-rows.ts.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset, limitClause } from './keyset.ts';
+import { onUniqueViolation } from './errors.ts';
 import type { Column } from '../tables/columns.ts';
+import { DomainError } from '../domain/errors.ts';
+
+/**
+ * The answer when a table name is taken in the workspace: the 409 of the name checks in the table handlers, for a
+ * write that lost a race to another process (the unique index user_tables_active_name decides).
+ */
+export const tableNameTaken = (name: string) => new DomainError('conflict', `A table named "${name}" already exists.`, { name });
+const NAME_INDEX = ['user_tables', ['workspace_id', 'name']] as const;
 
 export interface TableJob {
   id: string;
@@ -133,6 +142,10 @@ export class UserTableRepository {
   }
 
   async insert(t: UserTableRecord): Promise<void> {
+    await onUniqueViolation(this.insertRow(t), ...NAME_INDEX, () => tableNameTaken(t.name));
+  }
+
+  private async insertRow(t: UserTableRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO user_tables (id, workspace_id, name, description, folder_path, columns, owner_id, owner_email, row_count, max_rows,
          schema_locked, insert_locked, update_locked, delete_locked, job, archived_at, archive_batch, created_at, updated_at)
@@ -179,7 +192,7 @@ export class UserTableRepository {
       params.push(q.folderPath);
     }
     if (q.search !== null) {
-      where += ' AND instr(owa_fold(name), owa_fold(?)) > 0';
+      where += ` AND ${this.db.dialect.contains(this.db.dialect.fold('name'), this.db.dialect.fold('?'))}`;
       params.push(q.search);
     }
     params.push(...page.whereParams);
@@ -207,7 +220,15 @@ export class UserTableRepository {
     const entries = Object.entries(fields).filter(([, v]) => v !== undefined);
     if (entries.length === 0) return;
     const value = (k: string, v: unknown): SqlValue => (k === 'columns' || k === 'groups' ? JSON.stringify(v) : k === 'job' ? (v === null ? null : JSON.stringify(v)) : (v as SqlValue));
-    await this.db.run(`UPDATE user_tables SET ${entries.map(([k]) => `${FIELDS[k]} = ?`).join(', ')} WHERE id = ?`, [...entries.map(([k, v]) => value(k, v)), id]);
+    const write = () => this.db.run(`UPDATE user_tables SET ${entries.map(([k]) => `${FIELDS[k]} = ?`).join(', ')} WHERE id = ?`, [...entries.map(([k, v]) => value(k, v)), id]);
+    if (fields.name === undefined && !('archivedAt' in fields)) {
+      await write();
+      return;
+    }
+    // The name the row will have, read before the write (after a failed statement some engines accept no
+    // further reads in the transaction).
+    const name = fields.name ?? (await this.get(id))?.name ?? '';
+    await onUniqueViolation(write(), ...NAME_INDEX, () => tableNameTaken(name));
   }
 
   async setLocks(id: string, locks: TableLocks, now: string): Promise<void> {

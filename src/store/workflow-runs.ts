@@ -44,6 +44,19 @@ export interface RunRecord {
   endedAt: string | null;
   durationMs: number | null;
   updatedAt: string;
+  /** Who executes the run while it is `running` (a process's lease owner id), and until when unless renewed. */
+  leaseOwner: string | null;
+  leaseUntil: string | null;
+  /** Executions of the current segment started so far (a claim or reclaim counts one; a graceful release gives it back). */
+  attempts: number;
+  /** When a cancel was asked for while the run was running; the lease holder sees it at its next renewal. */
+  cancelRequestedAt: string | null;
+}
+
+/** Who holds a running run: the owner and the attempt it claimed (a later reclaim, even by the same process, is another holder). */
+export interface RunHolder {
+  owner: string;
+  attempt: number;
 }
 
 interface Row {
@@ -75,6 +88,10 @@ interface Row {
   ended_at: string | null;
   duration_ms: number | null;
   updated_at: string;
+  lease_owner: string | null;
+  lease_until: string | null;
+  attempts: number;
+  cancel_requested_at: string | null;
 }
 
 const toRecord = (r: Row): RunRecord => ({
@@ -107,10 +124,27 @@ const toRecord = (r: Row): RunRecord => ({
   endedAt: r.ended_at,
   durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
   updatedAt: r.updated_at,
+  leaseOwner: r.lease_owner ?? null,
+  leaseUntil: r.lease_until ?? null,
+  attempts: Number(r.attempts ?? 0),
+  cancelRequestedAt: r.cancel_requested_at ?? null,
 });
 
-/** A run to insert: `key` defaults to the internal id (a run nobody named). */
-export type NewRun = Omit<RunRecord, 'key'> & { key?: string };
+/** A run to insert: `key` defaults to the internal id (a run nobody named); no lease unless given. */
+export type NewRun = Omit<RunRecord, 'key' | 'leaseOwner' | 'leaseUntil' | 'attempts' | 'cancelRequestedAt'> &
+  Partial<Pick<RunRecord, 'leaseOwner' | 'leaseUntil' | 'attempts' | 'cancelRequestedAt'>> & { key?: string };
+
+/** What renewing a run's lease found: still held (and whether a cancel was asked for), or lost. */
+export type LeaseRenewal = { held: true; cancelRequested: boolean } | { held: false };
+
+/** Where a reclaimable run came from: the queue, or `running` under a lease that expired (its process died). */
+export interface ClaimCandidate {
+  id: string;
+  status: 'queued' | 'running';
+  mode: RunMode;
+  attempts: number;
+  cancelRequested: boolean;
+}
 
 /** What a run's end (or pause) writes. */
 export interface RunOutcome {
@@ -148,12 +182,13 @@ export class WorkflowRunRepository {
     await this.db.run(
       `INSERT INTO workflow_runs (id, run_key, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source,
          trigger_block_id, input, timeout_ms, triggered_by, resume_input, checkpoint, pause, resumed_count, output, block_outputs, error,
-         cost_total, block_executions, queued_at, started_at, ended_at, duration_ms, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cost_total, block_executions, queued_at, started_at, ended_at, duration_ms, updated_at, lease_owner, lease_until, attempts, cancel_requested_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         r.id, r.key ?? r.id, r.workflowId, r.workspaceId, r.billingAccountId, r.deploymentVersionId, r.status, r.mode, r.trigger, r.source,
         r.triggerBlockId, r.input, r.timeoutMs, r.triggeredBy, r.resumeInput, r.checkpoint, r.pause, r.resumedCount, r.output,
         r.blockOutputs, r.error, r.costTotal, r.blockExecutions, r.queuedAt, r.startedAt, r.endedAt, r.durationMs, r.updatedAt,
+        r.leaseOwner ?? null, r.leaseUntil ?? null, r.attempts ?? 0, r.cancelRequestedAt ?? null,
       ],
     );
   }
@@ -184,21 +219,77 @@ export class WorkflowRunRepository {
     return rows.map(toRecord);
   }
 
-  /** queued → running for the oldest queued run; undefined when the queue is empty. */
-  async claimNext(at: string): Promise<RunRecord | undefined> {
-    const next = await this.db.get<{ id: string }>("SELECT id FROM workflow_runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT 1");
-    if (!next) return undefined;
+  /**
+   * The next run a worker may take: a `running` run whose lease expired before `at` (its process died; found
+   * first, since it waited longest), else the oldest queued run. `executingHere`: runs this process is executing
+   * (a renewal that ran late must not make it reclaim its own run). Nothing is changed: take it with `claim`.
+   */
+  async nextClaimable(at: string, executingHere: string[] = []): Promise<ClaimCandidate | undefined> {
+    type C = { id: string; status: 'queued' | 'running'; mode: RunMode; attempts: number; cancel_requested_at: string | null };
+    const skip = executingHere.length ? ` AND id NOT IN (${executingHere.map(() => '?').join(', ')})` : '';
+    const expired = await this.db.get<C>(
+      `SELECT id, status, mode, attempts, cancel_requested_at FROM workflow_runs WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)${skip} ORDER BY lease_until LIMIT 1`,
+      [at, ...executingHere],
+    );
+    const next = expired ?? (await this.db.get<C>("SELECT id, status, mode, attempts, cancel_requested_at FROM workflow_runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT 1"));
+    return next && { id: next.id, status: next.status, mode: next.mode, attempts: Number(next.attempts), cancelRequested: next.cancel_requested_at !== null };
+  }
+
+  /**
+   * Takes the candidate under a new lease (the next attempt, unless `countAttempt` is false: taken only to be
+   * settled): queued → running, or a running run whose lease expired before `at`. Undefined when another
+   * worker took it first.
+   */
+  async claim(candidate: Pick<ClaimCandidate, 'id' | 'status'>, owner: string, leaseUntil: string, at: string, options: { countAttempt?: boolean } = {}): Promise<RunRecord | undefined> {
+    const expired = candidate.status === 'running' ? ' AND (lease_until IS NULL OR lease_until < ?)' : '';
+    const attempts = options.countAttempt === false ? 'attempts' : 'attempts + 1';
     const r = await this.db.get<Row>(
-      "UPDATE workflow_runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ? WHERE id = ? AND status = 'queued' RETURNING *",
-      [at, at, next.id],
+      `UPDATE workflow_runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ?, lease_owner = ?, lease_until = ?, attempts = ${attempts}
+       WHERE id = ? AND status = ?${expired} RETURNING *`,
+      [at, at, owner, leaseUntil, candidate.id, candidate.status, ...(expired ? [at] : [])],
     );
     return r && toRecord(r);
   }
 
+  /**
+   * Extends the holder's lease; reports a cancel asked for meanwhile. Lost when the run is no longer running
+   * under this holder (settled, or reclaimed after the lease expired).
+   */
+  async renewLease(id: string, holder: RunHolder, leaseUntil: string): Promise<LeaseRenewal> {
+    const r = await this.db.get<{ cancel_requested_at: string | null }>(
+      "UPDATE workflow_runs SET lease_until = ? WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ? RETURNING cancel_requested_at",
+      [leaseUntil, id, holder.owner, holder.attempt],
+    );
+    return r ? { held: true, cancelRequested: r.cancel_requested_at !== null } : { held: false };
+  }
+
+  /** Records that a cancel was asked for a running run; false when it is not running. */
+  async requestCancel(id: string, at: string): Promise<boolean> {
+    const r = await this.db.run("UPDATE workflow_runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?) WHERE id = ? AND status = 'running'", [at, id]);
+    return r.changes === 1;
+  }
+
+  /** A holder stopped gracefully before the run finished: running → queued for the next claim, the attempt given back. */
+  async release(id: string, holder: RunHolder, at: string): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE workflow_runs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(0, attempts - 1), updated_at = ?
+       WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
+      [at, id, holder.owner, holder.attempt],
+    );
+    return r.changes === 1;
+  }
+
   /** Moves the run from one status to another only if it is still in `from`; true when it moved. */
-  async transition(id: string, from: RunStatus, to: RunStatus, at: string, extra: { resumeInput?: string | null; startedAt?: string } = {}): Promise<boolean> {
+  async transition(id: string, from: RunStatus, to: RunStatus, at: string, extra: { resumeInput?: string | null; startedAt?: string; lease?: { owner: string; until: string } } = {}): Promise<boolean> {
     const sets = ['status = ?', 'updated_at = ?'];
     const params: SqlValue[] = [to, at];
+    // A new segment starts: executed here under a fresh lease (attempt 1), or queued for a claim (attempt 0).
+    if (extra.lease) {
+      sets.push('lease_owner = ?', 'lease_until = ?', 'attempts = 1', 'cancel_requested_at = NULL');
+      params.push(extra.lease.owner, extra.lease.until);
+    } else if (to === 'queued') {
+      sets.push('lease_owner = NULL', 'lease_until = NULL', 'attempts = 0', 'cancel_requested_at = NULL');
+    }
     if (extra.resumeInput !== undefined) {
       sets.push('resume_input = ?');
       params.push(extra.resumeInput);
@@ -211,13 +302,16 @@ export class WorkflowRunRepository {
     return r.changes === 1;
   }
 
-  /** running → the outcome; false (nothing written) when the run is no longer running. */
-  async finish(id: string, o: RunOutcome): Promise<boolean> {
+  /**
+   * running → the outcome, only while `holder` still holds the run; false (nothing written) when the run is no
+   * longer running or another holder took it over after this one's lease expired.
+   */
+  async finish(id: string, o: RunOutcome, holder: RunHolder): Promise<boolean> {
     const r = await this.db.run(
       `UPDATE workflow_runs SET status = ?, output = ?, block_outputs = ?, error = ?, checkpoint = ?, pause = ?, resumed_count = ?, cost_total = ?,
-         block_executions = ?, ended_at = ?, duration_ms = ?, resume_input = NULL, updated_at = ?
-       WHERE id = ? AND status = 'running'`,
-      [o.status, o.output, o.blockOutputs, o.error, o.checkpoint, o.pause, o.resumedCount, o.costTotal, o.blockExecutions, o.endedAt, o.durationMs, o.endedAt, id],
+         block_executions = ?, ended_at = ?, duration_ms = ?, resume_input = NULL, updated_at = ?, lease_owner = NULL, lease_until = NULL
+       WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
+      [o.status, o.output, o.blockOutputs, o.error, o.checkpoint, o.pause, o.resumedCount, o.costTotal, o.blockExecutions, o.endedAt, o.durationMs, o.endedAt, id, holder.owner, holder.attempt],
     );
     return r.changes === 1;
   }
@@ -226,16 +320,12 @@ export class WorkflowRunRepository {
   async stop(id: string, from: RunStatus, to: 'cancelled' | 'failed', error: string, at: string): Promise<boolean> {
     const r = await this.db.run(
       `UPDATE workflow_runs SET status = ?, error = ?, checkpoint = NULL, resume_input = NULL, ended_at = ?,
-         duration_ms = CAST(MAX(0, (julianday(?) - julianday(COALESCE(started_at, queued_at))) * 86400000) AS INTEGER), updated_at = ?
+         duration_ms = ${this.db.dialect.millisBetween('?', 'COALESCE(started_at, queued_at)')}, updated_at = ?,
+         lease_owner = NULL, lease_until = NULL
        WHERE id = ? AND status = ?`,
       [to, error, at, at, at, id, from],
     );
     return r.changes === 1;
-  }
-
-  /** Every run left running (by a process that died): ids, so their logs can follow. */
-  async runningIds(): Promise<string[]> {
-    return (await this.db.all<{ id: string }>("SELECT id FROM workflow_runs WHERE status = 'running'")).map((r) => r.id);
   }
 
   async countQueuedBefore(queuedAt: string, id: string): Promise<number> {

@@ -1,6 +1,17 @@
 // Workflows: definitions with their draft state, and the block and edge ids each one owns.
 import type { SqlExecutor, SqlValue } from './database.ts';
 import { keyset, limitClause } from './keyset.ts';
+import { onUniqueViolation } from './errors.ts';
+import { DomainError } from '../domain/errors.ts';
+import { folderPathToWire } from '../workflows/folder-wire.ts';
+
+/**
+ * The answer when a workflow name is taken in a folder: the same 409 the handlers' check gives, for a write that
+ * lost a race to another process (the unique index workflows_active_name decides).
+ */
+export const workflowNameTaken = (name: string, folderPath: string) =>
+  new DomainError('conflict', `A workflow named "${name}" already exists in ${folderPathToWire(folderPath)}.`, { name, folderPath: folderPathToWire(folderPath) });
+const NAME_INDEX = ['workflows', ['workspace_id', 'folder_path', 'name']] as const;
 
 export interface WorkflowRecord {
   id: string;
@@ -129,6 +140,10 @@ export class WorkflowRepository {
   }
 
   async insert(w: WorkflowRecord): Promise<void> {
+    await onUniqueViolation(this.insertRow(w), ...NAME_INDEX, () => workflowNameTaken(w.name, w.folderPath));
+  }
+
+  private async insertRow(w: WorkflowRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO workflows (id, workspace_id, name, description, folder_path, position, archived, archived_at, locked, is_deployed, deployed_at,
          active_version_id, is_public_api, run_count, last_run_at, state, state_saved_at, created_by, created_at, updated_at)
@@ -149,7 +164,17 @@ export class WorkflowRepository {
   async update(id: string, changes: WorkflowChanges): Promise<void> {
     const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof WorkflowChanges, unknown][];
     if (entries.length === 0) return;
-    await this.db.run(`UPDATE workflows SET ${entries.map(([k]) => `${CHANGE_COLUMNS[k]} = ?`).join(', ')} WHERE id = ?`, [...entries.map(([, v]) => sqlValue(v)), id]);
+    const write = () => this.db.run(`UPDATE workflows SET ${entries.map(([k]) => `${CHANGE_COLUMNS[k]} = ?`).join(', ')} WHERE id = ?`, [...entries.map(([, v]) => sqlValue(v)), id]);
+    if (changes.name === undefined && changes.folderPath === undefined && changes.archived === undefined) {
+      await write();
+      return;
+    }
+    // The name and folder the row will have, read before the write (after a failed statement some engines
+    // accept no further reads in the transaction).
+    const current = changes.name === undefined || changes.folderPath === undefined ? await this.get(id) : undefined;
+    const name = changes.name ?? current?.name ?? '';
+    const folderPath = changes.folderPath ?? current?.folderPath ?? '/';
+    await onUniqueViolation(write(), ...NAME_INDEX, () => workflowNameTaken(name, folderPath));
   }
 
   /** The position a new workflow of the workspace takes: after every existing one. */
@@ -172,12 +197,12 @@ export class WorkflowRepository {
   }
 
   async list(q: WorkflowListQuery): Promise<WorkflowRecord[]> {
-    const { sql, params } = WorkflowRepository.listQuery(q);
+    const { sql, params } = this.listQuery(q);
     return (await this.db.all<Row>(sql, params)).map(toRecord);
   }
 
   /** The SQL and parameters of a list page; the query-plan test explains exactly this. */
-  static listQuery(q: WorkflowListQuery): { sql: string; params: SqlValue[] } {
+  listQuery(q: WorkflowListQuery): { sql: string; params: SqlValue[] } {
     const page = keyset({ column: WORKFLOW_SORT_COLUMNS[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
     const params: SqlValue[] = [q.workspaceId, q.archived ? 1 : 0];
     let where = 'workspace_id = ? AND archived = ?';
@@ -187,7 +212,7 @@ export class WorkflowRepository {
     }
     if (q.deployedOnly) where += ' AND is_deployed = 1';
     if (q.search !== null) {
-      where += ' AND instr(lower(name), lower(?)) > 0';
+      where += ` AND ${this.db.dialect.contains('lower(name)', 'lower(?)')}`;
       params.push(q.search);
     }
     where += ` AND ${page.where}`;
@@ -230,7 +255,6 @@ export class WorkflowRepository {
 
   /** Plain access for plan checks in tests and benchmarks. */
   async explain(sql: string, params: SqlValue[]): Promise<string[]> {
-    const rows = await this.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params);
-    return rows.map((r) => r.detail);
+    return this.db.dialect.explain(this.db, sql, params);
   }
 }

@@ -71,7 +71,7 @@ export async function addColumn(tx: Repositories, audit: Audit, workspaceId: str
   next.splice(Math.min(position ?? next.length, next.length), 0, column);
   await tx.tableRows.addColumn(t.id, column);
   await tx.userTables.update(t.id, { columns: next, updatedAt: nowIso() });
-  audit({ action: 'table.column_added', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { column: column.name, type: column.type } });
+  await audit({ action: 'table.column_added', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { column: column.name, type: column.type } });
   return reread(tx, t.id);
 }
 
@@ -144,7 +144,7 @@ export async function updateColumn(tx: Repositories, audit: Audit, workspaceId: 
   if (to.unique !== from.unique || retyped) await tx.tableRows.syncIndex(t.id, to);
   const next = t.columns.map((c) => (c.id === from.id ? to : c));
   await tx.userTables.update(t.id, { columns: next, updatedAt: nowIso() });
-  audit({
+  await audit({
     action: 'table.column_updated', resourceType: 'table', resourceId: t.id, resourceName: t.name,
     metadata: { column: from.name, ...(to.name !== from.name ? { renamedTo: to.name } : {}), ...(retyped ? { type: to.type } : {}) },
   });
@@ -167,6 +167,6 @@ export async function deleteColumn(tx: Repositories, audit: Audit, workspaceId: 
   }));
   await tx.userTables.update(t.id, { columns: next, groups, updatedAt: nowIso() });
   await dropColumnFromViews(tx, t.id, column.id);
-  audit({ action: 'table.column_deleted', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { column: column.name } });
+  await audit({ action: 'table.column_deleted', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { column: column.name } });
   return reread(tx, t.id);
 }

@@ -1,14 +1,15 @@
 // A large table export in a worker thread: reads the table through a connection of its own and writes the file
 // (src/tables/export-writer.ts), so the server thread's heap and event loop stay out of it. The server thread
 // (src/tables/jobs.ts, through src/workers/job-worker.ts) moves the export between states and renames the file.
-// Messages: start with workerData {databaseFile, exportId, tableId, format, file}; → done {count} |
+// Messages: start with workerData {store, exportId, tableId, format, file}; → done {count} |
 // failed {message, canceled}; ← stop (the server is shutting down: stop after the current batch).
 import { parentPort, workerData } from 'node:worker_threads';
-import { attachSqliteStore, type Store } from '../store/index.ts';
+import { openWorkerStore, type Store, type StoreConnection } from '../store/index.ts';
 import { ExportStopped, writeTableExport } from './export-writer.ts';
 
 export interface ExportWorkerData {
-  databaseFile: string;
+  /** The server's database, opened on a connection of this thread's own. */
+  store: StoreConnection;
   exportId: string;
   tableId: string;
   format: 'csv' | 'json';
@@ -26,7 +27,7 @@ port.on('message', (m: { type: string }) => {
 async function main(): Promise<void> {
   let store: Store | null = null;
   try {
-    store = attachSqliteStore(data.databaseFile);
+    store = openWorkerStore(data.store);
     const count = await writeTableExport(store, { id: data.exportId, tableId: data.tableId, format: data.format }, data.file, () => stopping);
     port.postMessage({ type: 'done', count });
   } catch (err) {

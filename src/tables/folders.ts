@@ -63,7 +63,7 @@ export async function createFolder(tx: Repositories, audit: Audit, workspaceId: 
     await tree.assertSize(workspaceId);
     return tree.create(workspaceId, path, nowIso());
   });
-  audit({ action: 'table_folder.created', resourceType: 'table_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), created: created.length } });
+  await audit({ action: 'table_folder.created', resourceType: 'table_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), created: created.length } });
   return folder;
 }
 
@@ -78,7 +78,7 @@ export async function relocateFolder(tx: Repositories, audit: Audit, workspaceId
   const now = nowIso();
   const moved = await withTableTree(() => tree.move(workspaceId, from, to, now));
   const tables = await tx.userTables.relocateSubtree(workspaceId, from, to, now);
-  audit({ action: 'table_folder.moved', resourceType: 'table_folder', resourceId: source.id, resourceName: moved.name, metadata: { from: folderPathToWire(from), to: folderPathToWire(to), tables } });
+  await audit({ action: 'table_folder.moved', resourceType: 'table_folder', resourceId: source.id, resourceName: moved.name, metadata: { from: folderPathToWire(from), to: folderPathToWire(to), tables } });
   return moved;
 }
 
@@ -98,7 +98,7 @@ export async function archiveFolder(tx: Repositories, audit: Audit, workspaceId:
   const now = nowIso();
   const { batch, folders } = await withTableTree(() => tree.archive(workspaceId, path, now));
   for (const t of tables) await tx.userTables.update(t.id, { archivedAt: now, archiveBatch: batch, updatedAt: now });
-  audit({ action: 'table_folder.deleted', resourceType: 'table_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, tables: tables.length } });
+  await audit({ action: 'table_folder.deleted', resourceType: 'table_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, tables: tables.length } });
   return { folders, tables: tables.length };
 }
 
@@ -112,7 +112,7 @@ export async function restoreFolder(tx: Repositories, audit: Audit, workspaceId:
     const name = await freeTableName(tx, workspaceId, t.name);
     await tx.userTables.update(t.id, { name, folderPath, archivedAt: null, archiveBatch: null, updatedAt: now });
   }
-  audit({
+  await audit({
     action: 'table_folder.restored', resourceType: 'table_folder', resourceId: restored.folder.id, resourceName: restored.folder.name,
     metadata: { path: folderPathToWire(path), restoredTo: folderPathToWire(restored.to), folders: restored.folders, tables: tables.length },
   });

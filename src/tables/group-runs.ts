@@ -3,7 +3,8 @@
 // watcher copies the chosen block outputs of finished runs into the group's columns and keeps `runState`
 // (status, error, errors per block, cancellation) in table_row_runs. Everything lives in the store, so a restart
 // picks up where the last process stopped: open dispatches go on, finished runs are still collected.
-import { newRunLog, newRunRecord } from '../runs/records.ts';
+import { acceptRunIn, prepareRun, type RunRequest } from '../runs/lifecycle.ts';
+import { recordAudit } from '../audit/recorder.ts';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store, Repositories } from '../store/index.ts';
@@ -181,13 +182,13 @@ export class GroupRunner {
     }
     const ws = await tx.workspaces.get(t.workspaceId);
     const policy = this.deps.config.runs.policies[ws?.plan ?? 'free'];
-    const run = newRunRecord({
-      workflowId: w.id, workspaceId: w.workspaceId, billingAccountId: ws?.billingAccountId ?? '', deploymentVersionId: deployed ? w.activeVersionId : null,
-      queued: true, mode: 'async', trigger: 'table', source: deployed ? 'deployment' : 'manual', triggerBlockId: null, input,
-      timeoutMs: policy.maxAsyncSeconds * 1000, triggeredBy: d.userId, at: now,
-    });
-    await tx.workflowRuns.insert(run);
-    await tx.executionLogs.insert(newRunLog(run));
+    // Accepted through the one run lifecycle, inside the dispatch window's transaction; the dispatch is the actor.
+    const request: RunRequest = {
+      workflow: w, billingAccountId: ws?.billingAccountId ?? '', mode: 'async', source: deployed ? 'deployment' : 'manual', trigger: 'table',
+      input, runId: null, triggerBlockId: null, timeoutMs: policy.maxAsyncSeconds * 1000, triggeredBy: d.userId,
+    };
+    const run = prepareRun(this.deps.runs, request);
+    await acceptRunIn(tx, (entry) => recordAudit(tx, null, t.workspaceId, entry, `Table workflow group ${g.name ?? g.id}`), run, request);
     await tx.tableGroupRuns.upsert({ ...base, runId: run.id });
     return true;
   }

@@ -5,7 +5,7 @@
 // requests, and the event loop stays free. The server thread (src/workers/job-worker.ts and jobs.ts) decides
 // the columns, and makes the staged rows visible in one transaction once the worker is done.
 // Messages (worker ↔ server thread):
-//   start: workerData {delimiter, databaseFile, importId}
+//   start: workerData {delimiter, store, importId}
 //   → need                          wants the next chunk of the file
 //   ← chunk {data} | end
 //   → head {headers, samples}       the header record and up to INFER_ROWS records after it
@@ -19,12 +19,13 @@ import { generateNKeysBetween } from 'fractional-indexing';
 import { type Column, ColumnError, fromStored, type StoredValue } from './columns.ts';
 import { cellFromText, INFER_ROWS, MAX_RECORD_BYTES } from './csv.ts';
 import { newRowId } from './ids.ts';
-import { attachSqliteStore, type Repositories, type Store } from '../store/index.ts';
+import { openWorkerStore, type Repositories, type Store, type StoreConnection } from '../store/index.ts';
 import type { RejectedSample } from '../store/table-jobs.ts';
 
 export interface ImportWorkerData {
   delimiter: string;
-  databaseFile: string;
+  /** The server's database, opened on a connection of this thread's own. */
+  store: StoreConnection;
   importId: string;
 }
 
@@ -278,7 +279,7 @@ async function run(store: Store): Promise<void> {
 async function main(): Promise<void> {
   let store: Store | null = null;
   try {
-    store = attachSqliteStore(data.databaseFile);
+    store = openWorkerStore(data.store);
     await run(store);
   } catch (err) {
     post({

@@ -1,8 +1,12 @@
 // Background table jobs: CSV/TSV imports and CSV/JSON exports. An import stages its rows in a table of its own,
 // in short batches (so other writes go on), written by a worker thread that parses the file
 // (src/tables/import-worker.ts), and becomes visible in one final transaction: a crash or restart
-// before that leaves nothing of it in the target, and start-up marks it failed and drops the staging rows.
-// An export streams the table in batches into a file under $DATA_DIR/table-exports without holding it in memory.
+// before that leaves nothing of it in the target. An export streams the table in batches into a file under
+// $DATA_DIR/table-exports without holding it in memory.
+//
+// A running job is leased by its process (src/workers/lease.ts), renewed while it works, and ended only while
+// held. A job whose lease expired (its process died) is failed by the next poll of any process, with the
+// staging rows of an import dropped; the client starts it again. Nothing is reset at start-up.
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -23,6 +27,13 @@ import { DEFAULT_VIEW_NAME, newTableId, newViewId, syncTableRowLimits } from './
 import { FolderTree } from '../domain/folder-tree.ts';
 import type { FieldRef } from './predicate.ts';
 import { newDispatchId } from './group-runs.ts';
+import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
+
+const IMPORT_INTERRUPTED = 'The import was interrupted by a server restart; nothing of it was written. Start it again.';
+const EXPORT_INTERRUPTED = 'The export was interrupted by a server restart. Start it again.';
+
+/** The import's lease was lost (reclaimed by another process): its outcome is not written. */
+class LeaseLost extends Error {}
 
 /** Rows staged per transaction. */
 export const IMPORT_BATCH = 2000;
@@ -48,6 +59,7 @@ export class TableJobRunner {
   /** Workers of running imports and exports, told to stop when the server shuts down. */
   private readonly workers = new Set<JobWorker<{ type: string }>>();
   private purgeTimer: NodeJS.Timeout | null = null;
+  private reclaimTimer: NodeJS.Timeout | null = null;
   private closed = false;
   readonly exportDir: string;
 
@@ -56,21 +68,42 @@ export class TableJobRunner {
     this.exportDir = path.join(deps.config.dataDir, 'table-exports');
   }
 
-  /** After a restart: imports and exports that were running are failed, and their staging rows dropped. */
-  async start(): Promise<void> {
-    const { store } = this.deps;
+  /**
+   * Fails the imports and exports whose lease expired (their process died), or that nobody claimed within a
+   * lease time, and drops an import's staging rows; live leases, whoever holds them, are left alone. Polled
+   * every renewal period; returns how many were failed.
+   */
+  async reclaimExpired(): Promise<{ imports: number; exports: number }> {
+    const { store, config } = this.deps;
     const now = new Date().toISOString();
-    for (const imp of await store.tableImports.withStatus('processing')) {
+    const unclaimedBefore = new Date(Date.now() - config.leases.ttlMs).toISOString();
+    let imports = 0;
+    let exports = 0;
+    for (const imp of await store.tableImports.expired(now, unclaimedBefore)) {
       await store.transaction(async (tx) => {
-        await tx.tableImports.update(imp.id, { status: 'failed', error: 'The import was interrupted by a server restart; nothing of it was written. Start it again.', updatedAt: now, completedAt: now });
+        if (!(await tx.tableImports.failExpired(imp.id, IMPORT_INTERRUPTED, now, unclaimedBefore))) return;
+        imports++;
         if (imp.stagingId && imp.stagingId !== imp.tableId) await tx.tableRows.dropTable(imp.stagingId);
         else if (imp.stagingId && !(await tx.userTables.get(imp.stagingId))) await tx.tableRows.dropTable(imp.stagingId);
         if (imp.target.type === 'existing') await clearJob(tx, imp.target.tableId, imp.id);
       });
     }
-    for (const e of await store.tableExports.withStatus(['queued', 'processing'])) {
-      await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued', 'processing'], 'failed', { error: 'The export was interrupted by a server restart. Start it again.', completedAt: now }, now));
+    for (const e of await store.tableExports.expired(now, unclaimedBefore)) {
+      if (await store.transaction((tx) => tx.tableExports.failExpired(e.id, EXPORT_INTERRUPTED, now, unclaimedBefore))) exports++;
     }
+    if (imports + exports > 0) this.deps.logger.warn({ imports, exports }, 'table jobs whose process lost its lease were failed');
+    return { imports, exports };
+  }
+
+  /** Starts the periodic work: reclaiming expired leases and purging ended exports. */
+  async start(): Promise<void> {
+    const { store } = this.deps;
+    if (this.reclaimTimer) clearInterval(this.reclaimTimer);
+    this.reclaimTimer = setInterval(
+      () => this.track(this.reclaimExpired().then(() => undefined, (err) => this.deps.logger.warn({ err }, 'reclaiming table jobs failed'))),
+      this.deps.config.leases.renewMs,
+    );
+    this.reclaimTimer.unref();
     await syncTableRowLimits(store, this.deps.config.tables.perPlan);
     // Ended exports and their files go once their retention is over (checked twice per retention, at most hourly).
     const every = Math.max(1000, Math.min(this.deps.config.tables.exportRetentionMs / 2, 3600_000));
@@ -98,6 +131,7 @@ export class TableJobRunner {
   async close(): Promise<void> {
     this.closed = true;
     if (this.purgeTimer) clearInterval(this.purgeTimer);
+    if (this.reclaimTimer) clearInterval(this.reclaimTimer);
     for (const worker of this.workers) worker.stop();
     await Promise.allSettled([...this.running]);
   }
@@ -149,18 +183,38 @@ export class TableJobRunner {
 
   // ───────────── imports
 
+  private keeper(renew: (until: string) => Promise<boolean>): LeaseKeeper {
+    const { ttlMs, renewMs } = this.deps.config.leases;
+    return new LeaseKeeper(() => renew(leaseUntil(ttlMs)), renewMs, this.deps.logger);
+  }
+
   async runImport(importId: string, blobKey: string): Promise<void> {
+    const { store, config } = this.deps;
+    if (!(await store.transaction((tx) => tx.tableImports.claim(importId, PROCESS_OWNER, leaseUntil(config.leases.ttlMs))))) return;
+    const keeper = this.keeper((until) => store.transaction((tx) => tx.tableImports.renew(importId, PROCESS_OWNER, until)));
+    try {
+      await this.leasedImport(importId, blobKey);
+    } finally {
+      keeper.stop();
+    }
+  }
+
+  private async leasedImport(importId: string, blobKey: string): Promise<void> {
     const { store } = this.deps;
     const imp = (await store.tableImports.get(importId))!;
     let stagingId: string | null = null;
     try {
       await this.importRows(imp, blobKey, (id) => (stagingId = id));
     } catch (err) {
+      // Whoever reclaimed the lease failed the import and dropped its staging rows.
+      if (err instanceof LeaseLost) return;
       const message = err instanceof ImportFailure ? err.message : `The import failed: ${err instanceof Error ? err.message : String(err)}`;
       if (!(err instanceof ImportFailure)) this.deps.logger.warn({ err, importId }, 'table import failed');
       const now = new Date().toISOString();
       await store.transaction(async (tx) => {
         const current = await tx.tableImports.get(importId);
+        // Still running but held by another process (this one lost its lease): the outcome is theirs to write.
+        if (current?.status === 'processing' && !(await tx.tableImports.holds(importId, PROCESS_OWNER))) return;
         if (current?.status === 'processing') await tx.tableImports.update(importId, { status: 'failed', error: message, updatedAt: now, completedAt: now });
         if (stagingId && !(await tx.userTables.get(stagingId))) await tx.tableRows.dropTable(stagingId);
         else if (stagingId && imp.target.type === 'existing') await tx.tableRows.dropTable(stagingId);
@@ -170,11 +224,11 @@ export class TableJobRunner {
   }
 
   private async importRows(imp: TableImportRecord, blobKey: string, onStaging: (id: string) => void): Promise<void> {
-    const { blobs, config } = this.deps;
+    const { blobs, store } = this.deps;
     const head = await readHead(blobs.read(blobKey, { start: 0, end: 64 * 1024 - 1 }));
     const delimiter = sniffDelimiter(head);
-    if (config.databaseFile === ':memory:') throw new ImportFailure('Imports need the database in a file; this server keeps it in memory.');
-    const data: ImportWorkerData = { delimiter, databaseFile: config.databaseFile, importId: imp.id };
+    if (!store.connection) throw new ImportFailure('Imports need the database in a file; this server keeps it in memory.');
+    const data: ImportWorkerData = { delimiter, store: store.connection, importId: imp.id };
     const worker: ImportJob = new JobWorker(new URL('./import-worker.ts', import.meta.url), data, 'import', blobs.read(blobKey));
     this.workers.add(worker);
     try {
@@ -258,6 +312,7 @@ export class TableJobRunner {
     await store.transaction(async (tx) => {
       const current = await tx.tableImports.get(imp.id);
       if (current?.status !== 'processing') throw new ImportFailure('The import was canceled.');
+      if (!(await tx.tableImports.holds(imp.id, PROCESS_OWNER))) throw new LeaseLost();
       const at = new Date().toISOString();
       let tableId: string;
       if (imp.target.type === 'new') {
@@ -327,17 +382,19 @@ export class TableJobRunner {
    * larger ones queued by startExport). The file is written under a temporary name and renamed once complete.
    */
   async runExport(exportId: string, inWorker = false): Promise<void> {
-    const { store, config } = this.deps;
+    const { store } = this.deps;
     const e = (await store.tableExports.get(exportId))!;
     const now = () => new Date().toISOString();
-    if (!(await store.transaction((tx) => tx.tableExports.transition(e.id, ['queued'], 'processing', {}, now())))) return;
+    if (!(await store.transaction((tx) => tx.tableExports.claim(e.id, PROCESS_OWNER, leaseUntil(this.deps.config.leases.ttlMs), now())))) return;
     const file = this.exportPath(e.id, e.format);
-    const temp = `${file}.part`;
+    // Named per attempt, so a reclaimed export's leftover never mixes with a new attempt's bytes.
+    const temp = `${file}.${process.pid}.part`;
+    const keeper = this.keeper((until) => store.transaction((tx) => tx.tableExports.renew(e.id, PROCESS_OWNER, until)));
     try {
       await fsp.mkdir(this.exportDir, { recursive: true });
       let count: number;
-      if (inWorker && config.databaseFile !== ':memory:') {
-        const data: ExportWorkerData = { databaseFile: config.databaseFile, exportId: e.id, tableId: e.tableId, format: e.format, file: temp };
+      if (inWorker && store.connection) {
+        const data: ExportWorkerData = { store: store.connection, exportId: e.id, tableId: e.tableId, format: e.format, file: temp };
         const worker = new JobWorker<{ type: 'done'; count: number }>(new URL('./export-worker.ts', import.meta.url), data, 'export');
         this.workers.add(worker);
         try {
@@ -347,16 +404,19 @@ export class TableJobRunner {
           await worker.close();
         }
       } else count = await writeTableExport(store, e, temp, () => this.closed);
+      if (keeper.lost) throw new LeaseLost('The export lost its lease.');
       await fsp.rename(temp, file);
       const size = (await fsp.stat(file)).size;
-      await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'completed', { rowsProcessed: count, size, completedAt: now() }, now()));
+      await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'completed', { rowsProcessed: count, size, completedAt: now() }, now(), PROCESS_OWNER));
     } catch (err) {
       await fsp.rm(temp, { force: true });
       const canceled = (err instanceof JobWorkerError || err instanceof ExportStopped) && err.canceled;
       if (!canceled) {
         const message = err instanceof Error ? err.message : String(err);
-        await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'failed', { error: message, completedAt: now() }, now()));
+        await store.transaction((tx) => tx.tableExports.transition(e.id, ['processing'], 'failed', { error: message, completedAt: now() }, now(), PROCESS_OWNER));
       }
+    } finally {
+      keeper.stop();
     }
   }
 }

@@ -33,7 +33,10 @@ export function fieldType(f: FieldRef): { type: Column['type']; multiple: boolea
 export type Leaf = {
   field: FieldRef;
   op: Operator;
-  /** Stored-form operand: a value for comparisons, a list for in/nin, folded text for contains-like operators, a glob for like. */
+  /**
+   * Stored-form operand: a value for comparisons, a list for in/nin, folded text for contains-like operators, a
+   * pattern whose only wildcard is `*` for like (folded for ilike); the store's dialect turns it into its own syntax.
+   */
   value: StoredValue | StoredValue[];
 };
 export type Predicate = { all: Predicate[] } | { any: Predicate[] } | Leaf;
@@ -59,13 +62,8 @@ export function resolveField(columns: Column[], name: unknown, path: (string | n
   return { kind: 'column', column };
 }
 
-/** Case folding for case-insensitive operators; the store folds cells the same way (owa_fold). */
+/** Case folding for case-insensitive operators; the store folds cells the same way (its dialect's fold). */
 export const fold = (s: string) => s.toLowerCase();
-
-/** A like pattern (`*` the only wildcard) as a GLOB pattern: every other GLOB metacharacter is made literal. */
-export function likeToGlob(pattern: string): string {
-  return pattern.replace(/[?[]/g, (c) => `[${c}]`);
-}
 
 function operand(field: FieldRef, v: unknown, path: (string | number)[]): StoredValue {
   if (v === null || v === undefined) throw new PredicateError('This operator needs a value; use isNull or isEmpty to find empty cells.', path);
@@ -133,8 +131,8 @@ function parseLeaf(columns: Column[], raw: Record<string, unknown>, path: (strin
     return { field, op, value: operand(field, raw.value, at) };
   }
   if (op === 'contains' || op === 'ncontains' || op === 'startsWith' || op === 'endsWith') return { field, op, value: fold(textOperand(raw.value, at, false)) };
-  if (op === 'like' || op === 'nlike') return { field, op, value: likeToGlob(textOperand(raw.value, at, true)) };
-  if (op === 'ilike' || op === 'nilike') return { field, op, value: likeToGlob(fold(textOperand(raw.value, at, true))) };
+  if (op === 'like' || op === 'nlike') return { field, op, value: textOperand(raw.value, at, true) };
+  if (op === 'ilike' || op === 'nilike') return { field, op, value: fold(textOperand(raw.value, at, true)) };
   if (RANGE.has(op) && sortKind({ type, multiple }) === 'none') refuse('values of this type are not ordered');
   return { field, op, value: operand(field, raw.value, at) };
 }

@@ -88,7 +88,7 @@ export async function insertRows(
   await guarded(t, () => tx.tableRows.insert(t.id, t.columns, rows));
   await tx.userTables.addRowCount(t.id, rows.length);
   await autoDispatch(tx, t, target.userId, rows.map((r) => r.id));
-  audit(rowsAudit(t, 'table.rows_inserted', { count: rows.length }));
+  await audit(rowsAudit(t, 'table.rows_inserted', { count: rows.length }));
   return rows.map((r) => rowView(t.columns, r));
 }
 
@@ -100,7 +100,7 @@ export async function updateRow(tx: Repositories, audit: Audit, target: RowTarge
   const updated = await guarded(t, () => patchRow(tx, t, rowId, patch, nowIso()));
   if (!updated) throw domainNotFound('Row');
   await autoDispatch(tx, t, target.userId, [updated.id]);
-  audit(rowsAudit(t, 'table.rows_updated', { count: 1 }));
+  await audit(rowsAudit(t, 'table.rows_updated', { count: 1 }));
   return rowView(t.columns, updated);
 }
 
@@ -109,7 +109,7 @@ export async function deleteRow(tx: Repositories, audit: Audit, target: RowTarge
   assertUnlocked(t, 'delete');
   if ((await tx.tableRows.delete(t.id, [rowId])) === 0) throw domainNotFound('Row');
   await tx.userTables.addRowCount(t.id, -1);
-  audit(rowsAudit(t, 'table.rows_deleted', { count: 1 }));
+  await audit(rowsAudit(t, 'table.rows_deleted', { count: 1 }));
 }
 
 /** Merges `data` into the rows matching `filter` (at most `limit` of them). */
@@ -124,7 +124,7 @@ export async function updateRowsByFilter(tx: Repositories, audit: Audit, target:
     for (const id of ids) await patchRow(tx, t, id, patch, now);
   });
   await autoDispatch(tx, t, target.userId, ids);
-  audit(rowsAudit(t, 'table.rows_updated', { count: ids.length }));
+  await audit(rowsAudit(t, 'table.rows_updated', { count: ids.length }));
   return { updatedCount: ids.length, updatedRowIds: ids };
 }
 
@@ -146,7 +146,7 @@ export async function deleteRows(tx: Repositories, audit: Audit, target: RowTarg
     out = { deletedCount: ids.length, deletedRowIds: ids, requestedCount: which.rowIds.length, missingRowIds: requested.filter((id) => !existing.has(id)) };
   }
   await tx.userTables.addRowCount(t.id, -out.deletedCount);
-  audit(rowsAudit(t, 'table.rows_deleted', { count: out.deletedCount }));
+  await audit(rowsAudit(t, 'table.rows_deleted', { count: out.deletedCount }));
   return out;
 }
 
@@ -164,7 +164,7 @@ export async function bulkUpdateRows(tx: Repositories, audit: Audit, target: Row
     for (const [i, u] of updates.entries()) await patchRow(tx, t, u.rowId, patches[i]!, now);
   });
   await autoDispatch(tx, t, target.userId, updates.map((u) => u.rowId));
-  audit(rowsAudit(t, 'table.rows_updated', { count: updates.length }));
+  await audit(rowsAudit(t, 'table.rows_updated', { count: updates.length }));
   return { updatedCount: updates.length, updatedRowIds: updates.map((u) => u.rowId) };
 }
 
@@ -193,7 +193,7 @@ export async function upsertRow(tx: Repositories, audit: Audit, target: RowTarge
     assertUnlocked(t, 'update');
     const updated = await guarded(t, () => patchRow(tx, t, existing.id, cells, now));
     await autoDispatch(tx, t, target.userId, [existing.id]);
-    audit(rowsAudit(t, 'table.rows_updated', { count: 1, upsert: true }));
+    await audit(rowsAudit(t, 'table.rows_updated', { count: 1, upsert: true }));
     return { row: rowView(t.columns, updated!), operation: 'update' as const };
   }
   assertUnlocked(t, 'insert');
@@ -203,6 +203,6 @@ export async function upsertRow(tx: Repositories, audit: Audit, target: RowTarge
   await guarded(t, () => tx.tableRows.insert(t.id, t.columns, [row]));
   await tx.userTables.addRowCount(t.id, 1);
   await autoDispatch(tx, t, target.userId, [row.id]);
-  audit(rowsAudit(t, 'table.rows_inserted', { count: 1, upsert: true }));
+  await audit(rowsAudit(t, 'table.rows_inserted', { count: 1, upsert: true }));
   return { row: rowView(t.columns, { ...row, cells: Object.fromEntries(Object.entries(cells).filter(([, v]) => v !== null)) }), operation: 'insert' as const };
 }

@@ -63,7 +63,7 @@ export async function createView(tx: Repositories, audit: Audit, workspaceId: st
     updatedAt: now,
   };
   await tx.tableViews.insert(v);
-  audit({ action: 'table.view_created', resourceType: 'table_view', resourceId: v.id, resourceName: v.name, metadata: { tableId: t.id } });
+  await audit({ action: 'table.view_created', resourceType: 'table_view', resourceId: v.id, resourceName: v.name, metadata: { tableId: t.id } });
   return { table: t, view: v };
 }
 
@@ -86,7 +86,7 @@ export async function updateView(tx: Repositories, audit: Audit, workspaceId: st
   if (change.configPatch !== undefined) config = stored(t, { ...wireViewConfig(t.columns, v.config as ViewConfig), ...change.configPatch }, 'configPatch');
   if (change.isDefault === true && !v.isDefault) await tx.tableViews.clearDefault(t.id);
   await tx.tableViews.update(v.id, { name: change.name, config: config as Record<string, unknown> | undefined, isDefault: change.isDefault, updatedAt: now });
-  audit({ action: 'table.view_updated', resourceType: 'table_view', resourceId: v.id, resourceName: change.name ?? v.name, metadata: { tableId: t.id } });
+  await audit({ action: 'table.view_updated', resourceType: 'table_view', resourceId: v.id, resourceName: change.name ?? v.name, metadata: { tableId: t.id } });
   return { table: t, view: (await tx.tableViews.get(t.id, v.id))! };
 }
 
@@ -100,5 +100,5 @@ export async function deleteView(tx: Repositories, audit: Audit, workspaceId: st
     const next = (await tx.tableViews.list(t.id))[0];
     if (next) await tx.tableViews.update(next.id, { isDefault: true, updatedAt: nowIso() });
   }
-  audit({ action: 'table.view_deleted', resourceType: 'table_view', resourceId: v.id, resourceName: v.name, metadata: { tableId: t.id } });
+  await audit({ action: 'table.view_deleted', resourceType: 'table_view', resourceId: v.id, resourceName: v.name, metadata: { tableId: t.id } });
 }

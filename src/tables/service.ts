@@ -1,6 +1,6 @@
 // The rules of tables that operations share: loading a table of a workspace, locks, plan limits, turning client
 // rows (keyed by column name) into stored cells (keyed by column id) and back, positions, uniqueness, and the
-// wire views. Works on repositories inside the caller's transaction; errors are the shared ApiError.
+// wire views. Works on repositories inside the caller's transaction; errors are DomainErrors (src/domain/errors.ts).
 import { UniqueViolation } from '../store/errors.ts';
 import { generateKeyBetween, generateNKeysBetween } from 'fractional-indexing';
 import type { Repositories, Store } from '../store/index.ts';
@@ -8,7 +8,7 @@ import type { StoredRow } from '../store/table-rows.ts';
 import type { TableLocks, UserTableRecord } from '../store/user-tables.ts';
 import type { Workspace } from '../store/workspaces.ts';
 import type { TableSettings } from '../config.ts';
-import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { DomainError, domainNotFound } from '../domain/errors.ts';
 import { tagOf } from '../http/conditional.ts';
 import { type Column, ColumnError, type StoredValue, fromStored, toStored } from './columns.ts';
 import { PredicateError } from './predicate.ts';
@@ -21,13 +21,13 @@ export type LockKind = 'schema' | 'insert' | 'update' | 'delete';
 /** 423 LOCKED naming the lock, when the table's lock guards this verb. */
 export function assertUnlocked(t: UserTableRecord, lock: LockKind): void {
   const flag = `${lock}Locked` as keyof TableLocks;
-  if (t.locks[flag]) throw new ApiError('LOCKED', `The table "${t.name}" is ${lock}-locked.`, { lock, tableId: t.id });
+  if (t.locks[flag]) throw new DomainError('locked', `The table "${t.name}" is ${lock}-locked.`, { lock, tableId: t.id });
 }
 
 /** The table, if it belongs to the workspace (archived ones only when asked); 404 otherwise. */
 export async function loadTable(repos: Repositories, workspaceId: string, tableId: string, archived: 'no' | 'also' = 'no'): Promise<UserTableRecord> {
   const t = await repos.userTables.get(tableId);
-  if (!t || t.workspaceId !== workspaceId || (archived === 'no' && t.archivedAt !== null)) throw notFound('Table');
+  if (!t || t.workspaceId !== workspaceId || (archived === 'no' && t.archivedAt !== null)) throw domainNotFound('Table');
   return t;
 }
 
@@ -48,7 +48,7 @@ export function planTableLimits(settings: TableSettings, workspace: Workspace) {
 /** Turns a column or predicate problem into a 400 on the request field that caused it. */
 export function asBadRequest(err: unknown, prefix: (string | number)[]): never {
   if (err instanceof ColumnError || err instanceof PredicateError) {
-    throw badRequest(err.message, [{ code: 'custom', keys: [], path: [...prefix, ...err.path], message: err.message }]);
+    throw new DomainError('invalid', err.message, [{ code: 'custom', keys: [], path: [...prefix, ...err.path], message: err.message }]);
   }
   throw err;
 }
@@ -135,7 +135,7 @@ export function storedCells(columns: Column[], data: Record<string, unknown>, mo
   }
   const size = Buffer.byteLength(JSON.stringify(data));
   if (size > maxRowBytes) {
-    throw new ApiError('PAYLOAD_TOO_LARGE', `A row may hold at most ${maxRowBytes} bytes of JSON; this one has ${size}.`, { path, size, limit: maxRowBytes });
+    throw new DomainError('too_large', `A row may hold at most ${maxRowBytes} bytes of JSON; this one has ${size}.`, { path, size, limit: maxRowBytes });
   }
   return cells;
 }
@@ -146,7 +146,7 @@ export async function assertUniqueFree(repos: Repositories, t: UserTableRecord, 
     if (!c.unique || !(c.id in cells) || cells[c.id] === null) continue;
     const holder = await repos.tableRows.findUnique(t.id, t.columns, c, cells[c.id]!);
     if (holder && holder.id !== exceptRowId) {
-      throw conflict(`Column "${c.name}" is unique and row ${holder.id} already holds ${JSON.stringify(fromStored(c, cells[c.id]!))}.`, {
+      throw new DomainError('conflict', `Column "${c.name}" is unique and row ${holder.id} already holds ${JSON.stringify(fromStored(c, cells[c.id]!))}.`, {
         code: 'UNIQUE_VIOLATION',
         column: c.name,
         rowId: holder.id,
@@ -161,14 +161,14 @@ export function uniqueViolation(err: unknown, t: UserTableRecord): never {
     // Row-table columns are named c_<hex of the column id>.
     const hex = err.columns[0]!.replace(/^c_/, '');
     const column = t.columns.find((c) => c.id === `col_${hex}`);
-    throw conflict(`Column "${column?.name ?? hex}" is unique and the request would repeat a value.`, { code: 'UNIQUE_VIOLATION', column: column?.name });
+    throw new DomainError('conflict', `Column "${column?.name ?? hex}" is unique and the request would repeat a value.`, { code: 'UNIQUE_VIOLATION', column: column?.name });
   }
   throw err;
 }
 
 export function assertRowRoom(t: UserTableRecord, adding: number): void {
   if (t.rowCount + adding > t.maxRows) {
-    throw new ApiError('FORBIDDEN', `The table may hold at most ${t.maxRows} rows on this plan; it has ${t.rowCount}.`, {
+    throw new DomainError('forbidden', `The table may hold at most ${t.maxRows} rows on this plan; it has ${t.rowCount}.`, {
       code: 'TABLE_ROW_LIMIT',
       maxRows: t.maxRows,
       rowCount: t.rowCount,
@@ -184,7 +184,7 @@ export async function appendKeys(repos: Repositories, tableId: string, n: number
 /** The order key for one row placed just after or before an existing row. */
 export async function keyAt(repos: Repositories, t: UserTableRecord, anchorId: string, where: 'after' | 'before', field: string): Promise<string> {
   const anchor = await repos.tableRows.get(t.id, t.columns, anchorId);
-  if (!anchor) throw badRequest(`No row ${anchorId} in this table.`, [{ code: 'custom', keys: [], path: ['body', field], message: 'Unknown row' }]);
+  if (!anchor) throw new DomainError('invalid', `No row ${anchorId} in this table.`, [{ code: 'custom', keys: [], path: ['body', field], message: 'Unknown row' }]);
   const other = await repos.tableRows.neighbourKey(t.id, anchor.orderKey, anchor.id, where);
   return where === 'after' ? generateKeyBetween(anchor.orderKey, other) : generateKeyBetween(other, anchor.orderKey);
 }

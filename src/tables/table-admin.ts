@@ -3,7 +3,7 @@
 // locks, folders created as needed. Each change works inside the caller's transaction and records its audit
 // event there; `guard` lets the caller check the table it read (an If-Match) before anything is written.
 import type { Repositories } from '../store/index.ts';
-import type { TableListQuery, UserTableRecord } from '../store/user-tables.ts';
+import { tableNameTaken, type TableListQuery, type UserTableRecord } from '../store/user-tables.ts';
 import type { Audit } from '../domain/changes.ts';
 import { DomainError } from '../domain/errors.ts';
 import { isWithin, parentFolderPath } from '../domain/folder-paths.ts';
@@ -17,7 +17,6 @@ import { tableTree, withTableTree } from './folders.ts';
 export type Guard = (current: UserTableRecord) => void;
 
 const nowIso = () => new Date().toISOString();
-const nameTaken = (name: string) => new DomainError('conflict', `A table named "${name}" already exists.`, { name });
 
 /** The email of a user, as tables and views record their creator. */
 export async function actorEmail(repos: Repositories, userId: string): Promise<string> {
@@ -66,7 +65,7 @@ export async function createTable(tx: Repositories, audit: Audit, input: NewTabl
   if ((await tx.userTables.countActive(workspaceId)) >= limits.tables) {
     throw new DomainError('forbidden', `This workspace's plan allows ${limits.tables} tables.`, { code: 'PLAN_LIMIT', limit: limits.tables });
   }
-  if (await tx.userTables.activeByName(workspaceId, input.name)) throw nameTaken(input.name);
+  if (await tx.userTables.activeByName(workspaceId, input.name)) throw tableNameTaken(input.name);
   const now = nowIso();
   await withTableTree(() => tableTree(tx).ensure(workspaceId, input.folderPath, now));
   const t: UserTableRecord = {
@@ -90,7 +89,7 @@ export async function createTable(tx: Repositories, audit: Audit, input: NewTabl
   await tx.userTables.insert(t);
   await tx.tableRows.createTable(t.id, input.columns);
   await tx.tableViews.insert({ id: newViewId(), tableId: t.id, name: DEFAULT_VIEW_NAME, config: {}, isDefault: true, createdByEmail: t.ownerEmail, createdAt: now, updatedAt: now });
-  audit({ action: 'table.created', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { columns: input.columns.length, folderPath: folderPathToWire(input.folderPath) } });
+  await audit({ action: 'table.created', resourceType: 'table', resourceId: t.id, resourceName: t.name, metadata: { columns: input.columns.length, folderPath: folderPathToWire(input.folderPath) } });
   return t;
 }
 
@@ -105,7 +104,7 @@ export async function updateTable(
   const changes: Partial<UserTableRecord> = {};
   if (change.name !== undefined && change.name !== t.name) {
     assertUnlocked(t, 'schema');
-    if (await tx.userTables.activeByName(workspaceId, change.name)) throw nameTaken(change.name);
+    if (await tx.userTables.activeByName(workspaceId, change.name)) throw tableNameTaken(change.name);
     changes.name = change.name;
   }
   if (change.description !== undefined) changes.description = change.description;
@@ -116,7 +115,7 @@ export async function updateTable(
   }
   if (Object.keys(changes).length === 0) return t;
   await tx.userTables.update(t.id, { ...changes, updatedAt: now });
-  audit({ action: 'table.updated', resourceType: 'table', resourceId: t.id, resourceName: changes.name ?? t.name, metadata: { fields: Object.keys(changes) } });
+  await audit({ action: 'table.updated', resourceType: 'table', resourceId: t.id, resourceName: changes.name ?? t.name, metadata: { fields: Object.keys(changes) } });
   return { ...t, ...changes, updatedAt: now };
 }
 
@@ -127,7 +126,7 @@ export async function archiveTable(tx: Repositories, audit: Audit, workspaceId: 
   guard(t);
   const now = nowIso();
   await tx.userTables.update(t.id, { archivedAt: now, archiveBatch: null, updatedAt: now });
-  audit({ action: 'table.deleted', resourceType: 'table', resourceId: t.id, resourceName: t.name });
+  await audit({ action: 'table.deleted', resourceType: 'table', resourceId: t.id, resourceName: t.name });
 }
 
 /** The name an archived table comes back under: its own, or the first free `name_<n>`. */
@@ -137,7 +136,7 @@ async function freeName(tx: Repositories, workspaceId: string, name: string): Pr
     const candidate = `${name.slice(0, 128 - String(n).length - 1)}_${n}`;
     if (!(await tx.userTables.activeByName(workspaceId, candidate))) return candidate;
   }
-  throw nameTaken(name);
+  throw tableNameTaken(name);
 }
 
 /** Brings an archived table back (to the root when its folder is gone); an active one is returned as it is. */
@@ -149,7 +148,7 @@ export async function restoreTable(tx: Repositories, audit: Audit, workspaceId: 
   const now = nowIso();
   const changes = { name, folderPath, archivedAt: null, archiveBatch: null, updatedAt: now };
   await tx.userTables.update(t.id, changes);
-  audit({ action: 'table.restored', resourceType: 'table', resourceId: t.id, resourceName: name, metadata: { renamed: name !== t.name, folderPath: folderPathToWire(folderPath) } });
+  await audit({ action: 'table.restored', resourceType: 'table', resourceId: t.id, resourceName: name, metadata: { renamed: name !== t.name, folderPath: folderPathToWire(folderPath) } });
   return { ...t, ...changes };
 }
 
@@ -192,7 +191,7 @@ export async function bulkDelete(tx: Repositories, audit: Audit, workspaceId: st
     counts.folders += folders;
     counts.tables += tables.length;
   }
-  if (counts.tables + counts.folders > 0) audit({ action: 'table.bulk_deleted', resourceType: 'table', metadata: counts });
+  if (counts.tables + counts.folders > 0) await audit({ action: 'table.bulk_deleted', resourceType: 'table', metadata: counts });
   return { ...out, deletedItems: counts };
 }
 
@@ -237,6 +236,6 @@ export async function bulkMove(tx: Repositories, audit: Audit, workspaceId: stri
     await tx.userTables.relocateSubtree(workspaceId, from, to, now);
     out.moved.push({ kind: 'folder', id: wire, name });
   }
-  if (out.moved.length > 0) audit({ action: 'table.moved', resourceType: 'table', metadata: { moved: out.moved.length, target: folderPathToWire(target) } });
+  if (out.moved.length > 0) await audit({ action: 'table.moved', resourceType: 'table', metadata: { moved: out.moved.length, target: folderPathToWire(target) } });
   return out;
 }

@@ -4,20 +4,11 @@ import type { Repositories } from '../store/index.ts';
 import { FolderPathError, MAX_FOLDERS_PER_TREE } from '../domain/folder-paths.ts';
 import { FolderTree, FolderTreeError } from '../domain/folder-tree.ts';
 import type { FolderRecord } from '../store/folders.ts';
+import { DomainError } from '../domain/errors.ts';
 import { folderPathFromWire, folderPathToWire } from './folder-wire.ts';
 
-export type WorkflowErrorCode = 'BAD_REQUEST' | 'NOT_FOUND' | 'CONFLICT' | 'PAYLOAD_TOO_LARGE' | 'LOCKED';
-
-/** A rule of the workflow domain was broken; the HTTP layer turns the code into its status. */
-export class WorkflowError extends Error {
-  readonly code: WorkflowErrorCode;
-  readonly details: unknown;
-  constructor(code: WorkflowErrorCode, message: string, details?: unknown) {
-    super(message);
-    this.code = code;
-    this.details = details;
-  }
-}
+/** A rule of the workflow domain was broken; src/http/errors.ts (toApiError) turns its kind into a status. */
+export class WorkflowError extends DomainError {}
 
 /** Parses a wire path, naming the field in the 400 when it is not a valid folder path. */
 export function parseFolderPath(wire: string, field: (string | number)[]): string {
@@ -25,7 +16,7 @@ export function parseFolderPath(wire: string, field: (string | number)[]): strin
     return folderPathFromWire(wire);
   } catch (err) {
     if (err instanceof FolderPathError) {
-      throw new WorkflowError('BAD_REQUEST', `Invalid folder path: ${err.message}.`, [{ code: 'invalid_string', keys: [], path: field, message: err.message }]);
+      throw new WorkflowError('invalid', `Invalid folder path: ${err.message}.`, [{ code: 'invalid_string', keys: [], path: field, message: err.message }]);
     }
     throw err;
   }
@@ -38,19 +29,19 @@ export const workflowTree = (repos: Repositories) => new FolderTree(repos.workfl
 export function workflowFolderError(err: FolderTreeError): WorkflowError {
   switch (err.reason) {
     case 'TOO_LARGE':
-      return new WorkflowError('PAYLOAD_TOO_LARGE', `The workflow folder tree of this workspace has more than ${MAX_FOLDERS_PER_TREE} folders.`, err.details);
+      return new WorkflowError('too_large', `The workflow folder tree of this workspace has more than ${MAX_FOLDERS_PER_TREE} folders.`, err.details);
     case 'NOT_FOUND':
     case 'NOT_ARCHIVED':
-      return new WorkflowError('NOT_FOUND', 'Folder not found.');
+      return new WorkflowError('not_found', 'Folder not found.');
     case 'EXISTS':
-      return new WorkflowError('CONFLICT', `The folder ${folderPathToWire(String(err.details.path))} already exists.`, { path: folderPathToWire(String(err.details.path)) });
+      return new WorkflowError('conflict', `The folder ${folderPathToWire(String(err.details.path))} already exists.`, { path: folderPathToWire(String(err.details.path)) });
     case 'INTO_ITSELF':
-      return new WorkflowError('CONFLICT', 'A folder cannot be moved into itself.', {
+      return new WorkflowError('conflict', 'A folder cannot be moved into itself.', {
         path: folderPathToWire(String(err.details.path)),
         destinationPath: folderPathToWire(String(err.details.destinationPath)),
       });
     case 'NOT_EMPTY':
-      return new WorkflowError('CONFLICT', err.message, err.details);
+      return new WorkflowError('conflict', err.message, err.details);
   }
 }
 

@@ -3,6 +3,7 @@
 // fields, and id remapping for imports and copies. No HTTP and no storage here.
 import { randomUUID } from 'node:crypto';
 import { getBlockDefinition, START_BLOCK_TYPE } from './blocks.ts';
+import { DomainError } from '../domain/errors.ts';
 import type { components } from '../../generated/types.ts';
 
 // The graph's types are the spec's own (components in spec/components/workflows.yaml).
@@ -17,10 +18,10 @@ export type Variable = Schemas['WorkflowVariable'];
 export type VariableType = Variable['type'];
 export type WorkflowState = Schemas['WorkflowState'];
 
-export class StateError extends Error {
+export class StateError extends DomainError {
   readonly path: (string | number)[];
   constructor(message: string, path: (string | number)[] = []) {
-    super(message);
+    super('invalid', message, [{ code: 'custom', keys: [], path, message }]);
     this.path = path;
   }
 }

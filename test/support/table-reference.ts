@@ -19,18 +19,9 @@ export function compareStored(a: StoredValue, b: StoredValue): number {
   return Buffer.compare(Buffer.from(String(a)), Buffer.from(String(b)));
 }
 
-/** The like pattern as the predicate stores it (a GLOB with `[?]` and `[[]` for literals) as a regular expression. */
-function globRegex(glob: string): RegExp {
-  let re = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '*') re += '.*';
-    else if (c === '[' && glob[i + 2] === ']') {
-      re += escape(glob[i + 1]!);
-      i += 2;
-    } else re += escape(c);
-  }
-  return new RegExp(`^${re}$`, 'su');
+/** A like pattern (`*` the only wildcard; every other character literal) as an anchored regular expression. */
+function likeRegex(pattern: string): RegExp {
+  return new RegExp(`^${[...pattern].map((c) => (c === '*' ? '.*' : escape(c))).join('')}$`, 'su');
 }
 const escape = (c: string) => c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
@@ -70,13 +61,13 @@ export function evaluate(p: Predicate, row: StoredRow): boolean {
     case 'endsWith':
       return v !== null && text().endsWith(op as string);
     case 'like':
-      return v !== null && globRegex(op as string).test(String(v));
+      return v !== null && likeRegex(op as string).test(String(v));
     case 'nlike':
-      return v === null || !globRegex(op as string).test(String(v));
+      return v === null || !likeRegex(op as string).test(String(v));
     case 'ilike':
-      return v !== null && globRegex(op as string).test(text());
+      return v !== null && likeRegex(op as string).test(text());
     case 'nilike':
-      return v === null || !globRegex(op as string).test(text());
+      return v === null || !likeRegex(op as string).test(text());
     case 'isNull':
       return v === null;
     case 'isNotNull':

@@ -4,53 +4,19 @@ import type { Handler } from '../../../generated/handlers.ts';
 import type { RequestContext } from '../../http/context.ts';
 import { ApiError, badRequest, conflict, invalidField } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
-import type { KnowledgeBaseRecord } from '../../store/knowledge-bases.ts';
 import type { KnowledgeDocumentRecord, TagValue } from '../../store/knowledge-documents.ts';
 import type { UploadSessionRecord } from '../../store/file-uploads.ts';
 import { BlobSizeError, type BlobInfo } from '../../files/blob-store.ts';
-import { assertStorageFits, newUploadSession } from '../../files/service.ts';
+import { abortUpload, isExpired } from '../../files/uploads.ts';
+import { newUploadSession } from '../../files/service.ts';
 import { checkFileName, mediaTypeFor, NameError } from '../../files/names.ts';
 import Busboy from 'busboy';
 import { documentFormat } from '../../knowledge/extract.ts';
-import { newDocumentId } from '../../knowledge/service.ts';
-import { ALL_SLOTS, filtersToSql, isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
-import { assertComplete, checkKnowledgeUploadToken, isExpired, loadKnowledgeSession, partUrl, signKnowledgeUploadToken } from '../../knowledge/uploads.ts';
-import { documentDetail, documentSummary, documentView, loadBase, loadDocument, nowIso, workspaceOf } from './shared.ts';
-
-const emptyTags = (): Record<string, TagValue> => Object.fromEntries(ALL_SLOTS.map((s) => [s, null]));
-
-function newDocument(kb: KnowledgeBaseRecord, fields: { filename: string; fileSize: number; mimeType: string; blobKey: string; sourceFileId?: string; options?: string | null; tags?: Record<string, TagValue> }): KnowledgeDocumentRecord {
-  const at = nowIso();
-  return {
-    id: newDocumentId(),
-    knowledgeBaseId: kb.id,
-    workspaceId: kb.workspaceId,
-    filename: fields.filename,
-    fileSize: fields.fileSize,
-    mimeType: fields.mimeType,
-    blobKey: fields.blobKey,
-    sourceFileId: fields.sourceFileId ?? null,
-    processingStatus: 'pending',
-    processingError: null,
-    processingStartedAt: null,
-    processingCompletedAt: null,
-    processingAttempt: 0,
-    processingOptions: fields.options ?? null,
-    chunkCount: 0,
-    tokenCount: 0,
-    characterCount: 0,
-    enabled: true,
-    connectorId: null,
-    connectorType: null,
-    sourceUrl: null,
-    externalId: null,
-    contentHash: null,
-    userExcluded: false,
-    tags: { ...emptyTags(), ...fields.tags },
-    uploadedAt: at,
-    updatedAt: at,
-  };
-}
+import * as documents from '../../knowledge/documents.ts';
+import { completeDocumentUpload, newDocument } from '../../knowledge/documents.ts';
+import { filtersToSql, isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
+import { checkKnowledgeUploadToken, loadKnowledgeSession, partUrl, signKnowledgeUploadToken } from '../../knowledge/uploads.ts';
+import { documentDetail, documentSummary, documentView, loadBase, loadDocument, workspaceOf } from './shared.ts';
 
 function checkedName(name: string, field: string): string {
   try {
@@ -124,15 +90,7 @@ export const updateKnowledgeDocument: Handler<'updateKnowledgeDocument'> = async
     if (filename !== undefined || enabled !== undefined || Object.keys(tagFields).length > 0) {
       throw invalidField(['body', 'retryProcessing'], 'retryProcessing must be sent alone.');
     }
-    const doc = await ctx.mutate(async (tx, audit) => {
-      const current = await loadDocument(ctx, kb, params.documentId, tx);
-      if (current.processingStatus === 'pending' || current.processingStatus === 'processing') {
-        throw conflict(`The document is already ${current.processingStatus}.`, { code: 'ALREADY_QUEUED', processingStatus: current.processingStatus });
-      }
-      await tx.knowledgeDocuments.requeue(current.id, nowIso());
-      audit({ action: 'knowledge_document.retried', resourceType: 'knowledge_document', resourceId: current.id, resourceName: current.filename, metadata: { knowledgeBaseId: kb.id } });
-      return current;
-    });
+    const doc = await ctx.mutate((tx, audit) => documents.retryDocument(tx, audit, kb, params.documentId));
     ctx.services.knowledge.notify();
     return { status: 200, body: { data: { id: doc.id, queued: true as const, processingStatus: 'pending', message: 'The document was queued for processing again.' } } };
   }
@@ -147,29 +105,15 @@ export const updateKnowledgeDocument: Handler<'updateKnowledgeDocument'> = async
     tags[slot] = value as TagValue;
   }
   const name = filename === undefined ? undefined : checkedName(filename, 'filename');
-  const updated = await ctx.mutate(async (tx, audit) => {
-    const current = await loadDocument(ctx, kb, params.documentId, tx);
-    await tx.knowledgeDocuments.update(current.id, { filename: name, enabled, tags, updatedAt: nowIso() });
-    audit({
-      action: 'knowledge_document.updated',
-      resourceType: 'knowledge_document',
-      resourceId: current.id,
-      resourceName: name ?? current.filename,
-      metadata: { knowledgeBaseId: kb.id, fields: Object.keys(body).filter((k) => k !== 'workspaceId') },
-    });
-    return (await tx.knowledgeDocuments.get(current.id))!;
-  });
+  const fields = Object.keys(body).filter((k) => k !== 'workspaceId');
+  const updated = await ctx.mutate((tx, audit) => documents.updateDocument(tx, audit, kb, params.documentId, { filename: name, enabled, tags, fields }));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: documentView(updated, defs) } };
 };
 
 export const deleteKnowledgeDocument: Handler<'deleteKnowledgeDocument'> = async ({ params, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  await ctx.mutate(async (tx, audit) => {
-    const doc = await loadDocument(ctx, kb, params.documentId, tx);
-    await tx.knowledgeDocuments.delete(doc.id);
-    audit({ action: 'knowledge_document.deleted', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id } });
-  });
+  await ctx.mutate((tx, audit) => documents.deleteDocument(tx, audit, kb, params.documentId));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: { id: params.documentId, deleted: true as const } } };
 };
@@ -179,13 +123,8 @@ export const bulkUpdateKnowledgeDocuments: Handler<'bulkUpdateKnowledgeDocuments
   if (!body.selectAll && !body.documentIds) throw badRequest('Send documentIds, or selectAll: true.', [{ code: 'custom', keys: [], path: ['body', 'documentIds'], message: 'documentIds or selectAll is required' }]);
   if (body.selectAll && body.documentIds) throw invalidField(['body', 'selectAll'], 'Send documentIds or selectAll, not both.');
   if (body.enabledFilter && !body.selectAll) throw invalidField(['body', 'enabledFilter'], 'enabledFilter narrows selectAll only.');
-  const enable = body.operation === 'enable';
-  const filter = body.enabledFilter && body.enabledFilter !== 'all' ? body.enabledFilter === 'enabled' : null;
-  const changed = await ctx.mutate(async (tx, audit) => {
-    const ids = await tx.knowledgeDocuments.setEnabled(kb.id, body.documentIds ? [...new Set(body.documentIds)] : null, enable, filter, nowIso());
-    audit({ action: `knowledge_document.bulk_${body.operation}d`, resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { count: ids.length } });
-    return ids;
-  });
+  const enabledFilter = body.enabledFilter && body.enabledFilter !== 'all' ? body.enabledFilter === 'enabled' : null;
+  const changed = await ctx.mutate((tx, audit) => documents.setDocumentsEnabled(tx, audit, kb, { documentIds: body.documentIds ?? null, enabledFilter }, body.operation));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: { operation: body.operation, updatedCount: changed.length, documentIds: changed } } };
 };
@@ -212,11 +151,7 @@ export const addWorkspaceFilesToKnowledgeBase: Handler<'addWorkspaceFilesToKnowl
     docs.push(newDocument(kb, { filename: file.name, fileSize: file.size, mimeType: file.contentType, blobKey: file.blobKey, sourceFileId: file.id }));
   }
   if (docs.length > 0) {
-    await ctx.mutate(async (tx, audit) => {
-      await loadBase(ctx, kb.id, { repos: tx });
-      for (const d of docs) await tx.knowledgeDocuments.insert(d);
-      audit({ action: 'knowledge_document.created', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { fromWorkspaceFiles: docs.length, failed: failed.length } });
-    });
+    await ctx.mutate((tx, audit) => documents.addFileDocuments(tx, audit, kb, docs, failed.length));
     ctx.services.knowledge.notify();
   }
   return {
@@ -258,12 +193,7 @@ export const createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUplo
   const { multipart } = session;
 
   const tags = Object.fromEntries(Object.entries(body).filter(([k, v]) => /^tag[1-7]$/.test(k) && v !== undefined));
-  await ctx.mutate(async (tx, audit) => {
-    await assertStorageFits(tx, workspace, limits, body.size);
-    await tx.fileUploads.insert(session);
-    await tx.knowledgeUploads.insert({ uploadId: session.id, knowledgeBaseId: kb.id, options: JSON.stringify({ tags, processingOptions: body.processingOptions ?? null }), documentId: null });
-    audit({ action: 'knowledge_upload.created', resourceType: 'knowledge_upload', resourceId: session.id, resourceName: name, metadata: { knowledgeBaseId: kb.id, size: body.size, multipart } });
-  });
+  await ctx.mutate((tx, audit) => documents.openDocumentUpload(tx, audit, kb, { workspace, limits, session, tags, processingOptions: body.processingOptions ?? null }));
   const key = ctx.services.signingKey;
   const transfer = multipart
     ? { method: 'multipart' as const, partSize: session.partSize, partCount: session.partCount }
@@ -295,57 +225,17 @@ export const createKnowledgeDocumentUploadPartUrls: Handler<'createKnowledgeDocu
 export const abortKnowledgeDocumentUpload: Handler<'abortKnowledgeDocumentUpload'> = async ({ params, headers, ctx }) => {
   const { session, link } = await tokenChecked(ctx, params.knowledgeBaseId, params.uploadId, headers['upload-token']);
   if (session.status === 'completed') throw conflict('The upload is already completed; delete the document instead.');
-  if (session.status !== 'aborted') {
-    await ctx.mutate(async (tx, audit) => {
-      await tx.fileUploads.setStatus(session.id, 'aborted', nowIso());
-      audit({ action: 'knowledge_upload.aborted', resourceType: 'knowledge_upload', resourceId: session.id, resourceName: session.name });
-    });
-    await ctx.services.blobs.discardUpload(session.id);
-  }
+  await abortUpload({ blobs: ctx.services.blobs, mutate: (fn) => ctx.mutate(fn) }, session, 'knowledge_upload');
   return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, link.knowledgeBaseId, null) };
 };
 
 export const completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocumentUpload'> = async ({ params, headers, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
   const { session, link } = await tokenChecked(ctx, kb.id, params.uploadId, headers['upload-token']);
-  // Claim the session, so two completions cannot both go ahead.
-  await ctx.services.store.transaction(async (tx) => {
-    await assertComplete(tx, (await tx.fileUploads.get(session.id))!);
-    await tx.fileUploads.setStatus(session.id, 'completing', nowIso());
-  });
-  let blob: BlobInfo;
-  try {
-    blob = await ctx.services.blobs.commitUpload(session.id, session.size);
-  } catch (err) {
-    const message = err instanceof BlobSizeError ? err.message : 'The uploaded bytes could not be stored.';
-    await ctx.services.store.transaction((tx) => tx.fileUploads.setStatus(session.id, 'failed', nowIso(), { error: message }));
-    if (err instanceof BlobSizeError) throw conflict(message, { code: 'UPLOAD_INCOMPLETE' });
-    throw err;
-  }
-  const options = JSON.parse(link.options) as { tags: Record<string, string>; processingOptions: unknown };
-  const doc = newDocument(kb, {
-    filename: session.name,
-    fileSize: blob.size,
-    mimeType: session.contentType,
-    blobKey: blob.key,
-    options: options.processingOptions ? JSON.stringify(options.processingOptions) : null,
-    tags: options.tags,
-  });
-  try {
-    await ctx.mutate(async (tx, audit) => {
-      await loadBase(ctx, kb.id, { repos: tx });
-      await tx.knowledgeDocuments.insert(doc);
-      await tx.knowledgeUploads.setDocument(session.id, doc.id);
-      await tx.fileUploads.setStatus(session.id, 'completed', nowIso());
-      audit({ action: 'knowledge_document.created', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, uploadId: session.id, size: doc.fileSize } });
-    });
-  } catch (err) {
-    const message = err instanceof ApiError ? err.message : 'The document could not be registered.';
-    await ctx.services.store.transaction((tx) => tx.fileUploads.setStatus(session.id, 'failed', nowIso(), { error: message }));
-    throw err;
-  }
+  const { store, blobs } = ctx.services;
+  const documentId = await completeDocumentUpload({ store, blobs, mutate: (fn) => ctx.mutate(fn) }, kb, { sessionId: session.id, options: link.options });
   ctx.services.knowledge.notify();
-  return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, kb.id, doc.id) };
+  return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, kb.id, documentId) };
 };
 
 // ───────────── direct multipart upload
@@ -421,11 +311,7 @@ export const uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'> = async
   if (!stored) throw invalidField(['body', 'file'], 'The multipart body has no "file" part.');
   const { blob, filename, mimeType } = stored as { blob: BlobInfo; filename: string; mimeType: string };
   const doc = newDocument(kb, { filename, fileSize: blob.size, mimeType, blobKey: blob.key, tags: fields });
-  await ctx.mutate(async (tx, audit) => {
-    await loadBase(ctx, kb.id, { repos: tx });
-    await tx.knowledgeDocuments.insert(doc);
-    audit({ action: 'knowledge_document.created', resourceType: 'knowledge_document', resourceId: doc.id, resourceName: doc.filename, metadata: { knowledgeBaseId: kb.id, size: doc.fileSize } });
-  });
+  await ctx.mutate((tx, audit) => documents.addUploadedDocument(tx, audit, kb, doc));
   ctx.services.knowledge.notify();
   return { status: 200, body: { data: documentSummary(doc) } };
 };

@@ -6,14 +6,14 @@ import type { Handler, HandlerInput, HandlerResult } from '../../../generated/ha
 import type { RequestContext } from '../../http/context.ts';
 import { ApiError, forbidden, notFound, unauthorized } from '../../http/errors.ts';
 import { principalFromHeaders } from '../../http/pipeline.ts';
-import { recordAudit, type AuditEntry } from '../../audit/recorder.ts';
 import { workspaceAccess, type WorkspaceAccess } from '../../identity/access.ts';
 import { decide } from '../../identity/policy.ts';
 import { API_KEY_SCOPES, hasScope, roleAtLeast, type Principal } from '../../identity/principal.ts';
 import type { WorkflowMcpServerRecord } from '../../store/workflow-mcp-servers.ts';
 import { handleMcpPost, McpServeError, SERVE_INFO_PROTOCOL_VERSION, SERVE_VERSION, type McpServeBackend } from '../../mcp/serve.ts';
 import { inputSchemaFor, toolDescriptionFor, TOOLS_PAGE_SIZE } from '../../mcp/tools.ts';
-import { createRun } from '../run-support.ts';
+import { acceptRun } from '../../runs/lifecycle.ts';
+import { actingAs } from '../../domain/changes.ts';
 import { isServable, mcpServeUrl } from './workflow-servers.ts';
 
 type AnyCtx = RequestContext<Principal | null>;
@@ -76,24 +76,6 @@ async function serverAndCaller(ctx: AnyCtx, serverId: string, options: { require
   return { server, caller: { principal: credential, access, canExecute: roleAtLeast(access.role, 'write') && hasScope(credential, 'api:write') } };
 }
 
-/** The request context a run is accepted under: the acting caller, auditing as them. */
-function runContext(ctx: AnyCtx, caller: Caller): RequestContext {
-  const { store } = ctx.services;
-  const workspaceId = caller.access.workspace.id;
-  return {
-    ...ctx,
-    principal: caller.principal,
-    workspace: caller.access,
-    mutate: (fn) =>
-      store.transaction(async (tx) => {
-        const entries: AuditEntry[] = [];
-        const result = await fn(tx, (entry) => entries.push(entry));
-        for (const entry of entries) await recordAudit(tx, caller.principal, workspaceId, entry);
-        return result;
-      }),
-  } as RequestContext;
-}
-
 function backendFor(ctx: AnyCtx, server: WorkflowMcpServerRecord, caller: Caller): McpServeBackend {
   const { store, runs, config, rateLimits } = ctx.services;
   return {
@@ -130,7 +112,10 @@ function backendFor(ctx: AnyCtx, server: WorkflowMcpServerRecord, caller: Caller
         const seconds = Math.max(1, Math.ceil((taken.retryAtMs - Date.now()) / 1000));
         throw new McpServeError(429, 'RATE_LIMITED', `Rate limit of ${taken.limit} sync executions per minute reached; retry in ${seconds} s.`, { retryable: true });
       }
-      const run = await createRun(runContext(ctx, caller), w, caller.access.workspace, {
+      // Accepted as the acting caller, auditing as them, like any other trigger.
+      const run = await acceptRun(runs, actingAs(store, caller.principal, caller.access.workspace.id), {
+        workflow: w,
+        billingAccountId: caller.access.workspace.billingAccountId,
         mode: 'sync',
         source: 'deployment',
         trigger: 'mcp',
@@ -138,6 +123,7 @@ function backendFor(ctx: AnyCtx, server: WorkflowMcpServerRecord, caller: Caller
         runId: null,
         triggerBlockId: null,
         timeoutMs: null,
+        triggeredBy: caller.principal.userId,
       });
       const result = await runs.execute(run, { timeoutMs: config.runs.syncTimeoutMs });
       if (result.error?.code === 'TIMEOUT') {

@@ -306,7 +306,11 @@ async function cancelRowRuns(ctx: RequestContext, tableId: string, rowId: string
       const current = await tx.tableGroupRuns.get(r.tableId, r.rowId, r.groupId);
       if (!current || current.runId !== r.runId || (current.status !== 'queued' && current.status !== 'running')) return false;
       if (r.runId) {
-        if (!(await moveRun(tx, r.runId, { kind: 'transition', from: 'queued', to: 'cancelled', at: now }))) await moveRun(tx, r.runId, { kind: 'transition', from: 'paused', to: 'cancelled', at: now });
+        const moved =
+          (await moveRun(tx, r.runId, { kind: 'transition', from: 'queued', to: 'cancelled', at: now })) ||
+          (await moveRun(tx, r.runId, { kind: 'transition', from: 'paused', to: 'cancelled', at: now }));
+        // A running run stops wherever it executes: the process holding its lease sees the request at its next renewal.
+        if (!moved) await tx.workflowRuns.requestCancel(r.runId, now);
       }
       await tx.tableGroupRuns.upsert({ ...current, status: 'cancelled', canceledAt: now, runningBlockIds: [], updatedAt: now });
       return true;

@@ -9,7 +9,7 @@ import { StreamBody } from '../../http/stream-body.ts';
 import type { UploadSessionRecord } from '../../store/file-uploads.ts';
 import type { Repositories } from '../../store/index.ts';
 import type { TableExportRecord, TableImportRecord } from '../../store/table-jobs.ts';
-import { BlobSizeError } from '../../files/blob-store.ts';
+import { assertAllPartsArrived, commitStaged } from '../../files/uploads.ts';
 import { checkUploadToken, signUploadToken, transferUrl } from '../../files/tokens.ts';
 import { newUploadSession } from '../../files/service.ts';
 import { validTimeZone } from '../../tables/csv.ts';
@@ -150,42 +150,24 @@ export const completeTableImport: Handler<'completeTableImport'> = async ({ para
   const imp = await loadImport(ctx, params.importId, headers['upload-token'], true);
   const store = ctx.services.store;
   const session = (await store.fileUploads.get(imp.uploadId!))!;
-  const parts = await store.fileUploads.parts(session.id);
   // Claim the import (and the session), so two completions cannot both go ahead.
   await ctx.mutate(async (tx, audit) => {
     const current = (await tx.tableImports.get(imp.id))!;
     const status = importView(current).status;
     if (status !== 'uploading') throw conflict(`The import is ${status}; only an import awaiting its upload can complete.`, { code: 'IMPORT_NOT_UPLOADING', status });
-    const missing: number[] = [];
-    for (let n = 1; n <= session.partCount; n++) {
-      const expected = n < session.partCount ? session.partSize : session.size - (session.partCount - 1) * session.partSize;
-      const got = parts.find((p) => p.partNumber === n);
-      if (expected > 0 && (!got || got.size !== expected)) missing.push(n);
-    }
-    if (missing.length > 0) {
-      throw conflict(`Not every byte has arrived: ${missing.length} of ${session.partCount} parts are missing.`, { code: 'UPLOAD_INCOMPLETE', missingParts: missing.slice(0, 100) });
-    }
+    assertAllPartsArrived(session, await tx.fileUploads.parts(session.id));
     await claimTable(tx, current);
     await tx.fileUploads.setStatus(session.id, 'completing', nowIso());
     await tx.tableImports.update(imp.id, { status: 'processing', updatedAt: nowIso() }, 'uploading');
     audit({ action: 'table_import.completed', resourceType: 'table_import', resourceId: imp.id });
   });
-  let blobKey: string;
-  try {
-    blobKey = (await ctx.services.blobs.commitUpload(session.id, session.size)).key;
-  } catch (err) {
-    const message = err instanceof BlobSizeError ? err.message : 'The uploaded bytes could not be read.';
-    await store.transaction(async (tx) => {
-      await tx.fileUploads.setStatus(session.id, 'failed', nowIso(), { error: message });
-      await tx.tableImports.update(imp.id, { status: 'failed', error: message, updatedAt: nowIso(), completedAt: nowIso() });
-      if (imp.target.type === 'existing') {
-        const t = await tx.userTables.get(imp.target.tableId);
-        if (t?.job?.id === imp.id) await tx.userTables.update(t.id, { job: null });
-      }
-    });
-    if (err instanceof BlobSizeError) throw conflict(message, { code: 'UPLOAD_INCOMPLETE' });
-    throw err;
-  }
+  const { key: blobKey } = await commitStaged(ctx.services, session, 'The uploaded bytes could not be read.', async (tx, message) => {
+    await tx.tableImports.update(imp.id, { status: 'failed', error: message, updatedAt: nowIso(), completedAt: nowIso() });
+    if (imp.target.type === 'existing') {
+      const t = await tx.userTables.get(imp.target.tableId);
+      if (t?.job?.id === imp.id) await tx.userTables.update(t.id, { job: null });
+    }
+  });
   await store.transaction((tx) => tx.fileUploads.setStatus(session.id, 'completed', nowIso()));
   ctx.services.tableJobs.startImport(imp.id, blobKey);
   return { status: 200, body: { data: importView((await store.tableImports.get(imp.id))!) } };

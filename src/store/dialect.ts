@@ -1,0 +1,78 @@
+// What differs in SQL text between engines, asked of one object instead of written inline. Repositories reach
+// it as `db.dialect` on the executor they were given; SQL that every engine reads alike (joins, row values,
+// `ON CONFLICT ... DO UPDATE SET ... excluded.`, `RETURNING`, `LIMIT n` written as a literal, NULLS LAST, substr
+// with a positive start, ||) stays inline. A second engine is one new file implementing this interface (SQLite:
+// ./sqlite-dialect.ts), plus its own migrations folder.
+// This file is the leaf of the store's types (./database.ts builds on it), so it declares the values SQL binds.
+
+/** A value bound to a `?` placeholder or read from a column. */
+export type SqlValue = string | number | bigint | null | Uint8Array;
+
+/** What the dialect's helpers run statements on; every SqlExecutor (./database.ts) is one. */
+export interface StatementRunner {
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
+  run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }>;
+}
+
+export interface SqlDialect {
+  /** The engine's name; also the folder of its migrations (src/store/migrations/<name>/). */
+  readonly name: string;
+
+  // ---- text
+  /** `expr` with Unicode case folding (the same folding as `fold` in src/tables/predicate.ts, String#toLowerCase). */
+  fold(expr: string): string;
+  /** A condition: `needle` occurs in `haystack` (both SQL expressions; case-sensitive, no wildcards). */
+  contains(haystack: string, needle: string): string;
+  /** A condition: `haystack` begins with `needle` (both SQL expressions; no wildcards). */
+  startsWith(haystack: string, needle: string): string;
+  /**
+   * A condition: the last `length` characters (code points) of `haystack` equal `needle`. `length` and `needle`
+   * are SQL expressions (usually two `?`, in that order).
+   */
+  endsWith(haystack: string, length: string, needle: string): string;
+  /**
+   * A condition: `expr` matches a pattern whose only wildcard is `*` (any run of characters), case-sensitive.
+   * The pattern is bound through `likePattern`, so its placeholder here is `pattern` (usually `?`).
+   */
+  matchesPattern(expr: string, pattern: string): string;
+  /** The bound value for matchesPattern: a `*`-wildcard pattern in the engine's own pattern syntax. */
+  likePattern(pattern: string): string;
+
+  // ---- JSON
+  /** A condition: the JSON array in `expr` has an element equal to `value` (an SQL expression). */
+  jsonArrayHas(expr: string, value: string): string;
+
+  // ---- time (ISO 8601 text columns)
+  /** Whole milliseconds from `earlier` to `later` (ISO 8601 text expressions), never below zero. */
+  millisBetween(later: string, earlier: string): string;
+  /** Milliseconds since the Unix epoch of an ISO 8601 text expression (a real number). */
+  epochMillis(expr: string): string;
+
+  // ---- planning and schema
+  /** `expr` written so the planner cannot answer a term on it from an index (the sort's index is walked instead). */
+  withoutIndex(expr: string): string;
+  /** The clause that lets OFFSET stand without a real LIMIT. */
+  readonly noLimit: string;
+  /** What follows `CREATE TABLE name (...)` for a table stored in its primary key's order. */
+  readonly clusteredTableSuffix: string;
+  /** SELECT of one column `name`: the indexes on the table named by the one `?`. */
+  readonly indexNamesSql: string;
+  /** SELECT of a row when the table named by the one `?` exists. */
+  readonly tableExistsSql: string;
+  /** The engine's query plan for `sql`, one line per step. */
+  explain(db: StatementRunner, sql: string, params: readonly SqlValue[]): Promise<string[]>;
+
+  // ---- full-text search
+  /** The full-text index named `name` (its schema comes from the engine's migrations). */
+  fullTextIndex(name: string): FullTextIndex;
+}
+
+/** A full-text index over documents identified by an integer key. */
+export interface FullTextIndex {
+  add(db: StatementRunner, key: number, text: string): Promise<void>;
+  /** Removes the keys that `keysSql` (a SELECT of one integer column, with `params`) yields. */
+  removeSelected(db: StatementRunner, keysSql: string, params: readonly SqlValue[]): Promise<void>;
+  remove(db: StatementRunner, key: number): Promise<void>;
+  /** At most `limit` matches of an engine-syntax query, best first; `score`: lower is better. */
+  search(db: StatementRunner, query: string, limit: number): Promise<{ key: number; score: number }[]>;
+}

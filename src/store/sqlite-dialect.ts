@@ -1,0 +1,52 @@
+// The SQLite dialect (see ./dialect.ts). Case folding is the `owa_fold` function the SQLite connection
+// registers (./sqlite.ts); full-text search is FTS5 ranked by BM25.
+import type { FullTextIndex, SqlDialect, SqlValue, StatementRunner } from './dialect.ts';
+import { limitClause } from './keyset.ts';
+
+/** The SQL function name of Unicode case folding; sqlite.ts registers it on every connection. */
+export const FOLD_FUNCTION = 'owa_fold';
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+function fts5Index(name: string): FullTextIndex {
+  if (!IDENTIFIER.test(name)) throw new Error(`Not an index name: ${name}`);
+  return {
+    async add(db, key, text) {
+      await db.run(`INSERT INTO ${name} (rowid, content) VALUES (?, ?)`, [key, text]);
+    },
+    async removeSelected(db, keysSql, params) {
+      await db.run(`DELETE FROM ${name} WHERE rowid IN (${keysSql})`, params);
+    },
+    async remove(db, key) {
+      await db.run(`DELETE FROM ${name} WHERE rowid = ?`, [key]);
+    },
+    async search(db, query, limit) {
+      const rows = await db.all<{ key: number; score: number }>(`SELECT rowid AS key, rank AS score FROM ${name} WHERE ${name} MATCH ? ORDER BY rank ${limitClause(limit)}`, [query]);
+      return rows.map((r) => ({ key: Number(r.key), score: Number(r.score) }));
+    },
+  };
+}
+
+export const sqliteDialect: SqlDialect = {
+  name: 'sqlite',
+  fold: (expr) => `${FOLD_FUNCTION}(${expr})`,
+  contains: (haystack, needle) => `instr(${haystack}, ${needle}) > 0`,
+  startsWith: (haystack, needle) => `instr(${haystack}, ${needle}) = 1`,
+  endsWith: (haystack, length, needle) => `substr(${haystack}, -(${length})) = ${needle}`,
+  matchesPattern: (expr, pattern) => `${expr} GLOB ${pattern}`,
+  // GLOB's other metacharacters (? and [) are made literal by a one-character class.
+  likePattern: (pattern) => pattern.replace(/[?[]/g, (c) => `[${c}]`),
+  jsonArrayHas: (expr, value) => `EXISTS (SELECT 1 FROM json_each(${expr}) WHERE value = ${value})`,
+  millisBetween: (later, earlier) => `MAX(0, CAST((julianday(${later}) - julianday(${earlier})) * 86400000 AS INTEGER))`,
+  epochMillis: (expr) => `((julianday(${expr}) - 2440587.5) * 86400000.0)`,
+  // A unary plus keeps the value and stops SQLite from using an index for the term.
+  withoutIndex: (expr) => `+${expr}`,
+  noLimit: 'LIMIT -1',
+  clusteredTableSuffix: ' WITHOUT ROWID',
+  indexNamesSql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?",
+  tableExistsSql: "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?",
+  async explain(db: StatementRunner, sql: string, params: readonly SqlValue[]) {
+    return (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail);
+  },
+  fullTextIndex: fts5Index,
+};

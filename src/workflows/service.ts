@@ -1,0 +1,551 @@
+// The workflows domain service: the rules a workflow change must keep (names unique per folder and never blank,
+// locked workflows and locked blocks left alone, archived workflows not deployed) and the changes themselves.
+// Each change works inside the caller's transaction and records its one audit event there; `guard` lets the
+// caller check the row the change read (an If-Match precondition) before anything is written. No HTTP here.
+import { createHash, randomUUID } from 'node:crypto';
+import type { Repositories } from '../store/index.ts';
+import type { WorkflowRecord } from '../store/workflows.ts';
+import type { FolderRecord } from '../store/folders.ts';
+import type { WorkflowVersionRecord } from '../store/workflow-versions.ts';
+import type { Audit } from '../domain/changes.ts';
+import { DomainError, domainNotFound } from '../domain/errors.ts';
+import { folderName } from '../domain/folder-paths.ts';
+import { WorkerOverrun, type ContentWorkers } from '../content/index.ts';
+import { folderPathToWire } from './folder-wire.ts';
+import { assertTreeSize, ensureFolder, parseFolderPath, withWorkflowTree, workflowTree } from './folders.ts';
+import { copyWithFreshIds, executableFingerprint, prepareState, seedState, stableStringify, type Block, type Edge, type Variable, type WorkflowState } from './state.ts';
+import { lintState, lintWarnings } from './lint.ts';
+import { applyOperations, type BlockOperation, type OperationsOutcome } from './operations.ts';
+
+/** Checks the row a change read before it writes (e.g. the request's If-Match); throws to refuse. */
+export type Guard = (current: WorkflowRecord) => void;
+
+const now = () => new Date().toISOString();
+const locked = (message: string, details?: unknown) => new DomainError('locked', message, details);
+
+export const stateOf = (w: { state: string }): WorkflowState => JSON.parse(w.state) as WorkflowState;
+
+// ---- rules
+
+/** The same workflow read again inside a transaction, so the change works on the latest row. */
+export async function reload(tx: Repositories, id: string): Promise<WorkflowRecord> {
+  const w = await tx.workflows.get(id);
+  if (!w) throw domainNotFound('Workflow');
+  return w;
+}
+
+export function assertUnlocked(w: WorkflowRecord): void {
+  if (w.locked) throw locked('The workflow is locked.', { lock: 'workflow' });
+}
+
+export function assertActive(w: WorkflowRecord): void {
+  if (w.archived) throw domainNotFound('Workflow');
+}
+
+export function checkName(name: string, field: string[]): string {
+  if (name.trim() === '') throw new DomainError('invalid', 'A workflow name may not be blank.', [{ code: 'too_small', keys: [], path: field, message: 'Name is blank' }]);
+  return name;
+}
+
+/** `name`, or `name (2)`, `name (3)`… whichever is free among the folder's active workflows. */
+async function freeName(repos: Repositories, workspaceId: string, folderPath: string, name: string, exceptId: string | null = null): Promise<string> {
+  if (!(await repos.workflows.nameTaken(workspaceId, folderPath, name, exceptId))) return name;
+  for (let i = 2; ; i++) {
+    const candidate = `${name} (${i})`;
+    if (!(await repos.workflows.nameTaken(workspaceId, folderPath, candidate, exceptId))) return candidate;
+  }
+}
+
+async function assertNameFree(repos: Repositories, workspaceId: string, folderPath: string, name: string, exceptId: string | null = null) {
+  if (await repos.workflows.nameTaken(workspaceId, folderPath, name, exceptId)) {
+    throw new DomainError('conflict', `A workflow named "${name}" already exists in ${folderPathToWire(folderPath)}.`, { name, folderPath: folderPathToWire(folderPath) });
+  }
+}
+
+function newWorkflowRecord(fields: { workspaceId: string; name: string; description: string | null; folderPath: string; position: number; state: WorkflowState; createdBy: string; at: string }): WorkflowRecord {
+  return {
+    id: randomUUID(),
+    workspaceId: fields.workspaceId,
+    name: fields.name,
+    description: fields.description,
+    folderPath: fields.folderPath,
+    position: fields.position,
+    archived: false,
+    archivedAt: null,
+    locked: false,
+    isDeployed: false,
+    deployedAt: null,
+    activeVersionId: null,
+    isPublicApi: false,
+    runCount: 0,
+    lastRunAt: null,
+    state: JSON.stringify(fields.state),
+    stateSavedAt: fields.at,
+    createdBy: fields.createdBy,
+    createdAt: fields.at,
+    updatedAt: fields.at,
+  };
+}
+
+/** A write may not change or remove a locked block. */
+function assertLockedBlocksKept(before: WorkflowState, after: WorkflowState): void {
+  const changed = Object.values(before.blocks)
+    .filter((b) => b.locked === true)
+    .filter((b) => !after.blocks[b.id] || stableStringify(after.blocks[b.id]) !== stableStringify(b))
+    .map((b) => b.id);
+  if (changed.length > 0) throw locked(`${changed.length} locked block(s) would be changed or removed.`, { lock: 'block', blockIds: changed });
+}
+
+export async function activeVersion(repos: Repositories, w: WorkflowRecord): Promise<WorkflowVersionRecord | undefined> {
+  return w.isDeployed && w.activeVersionId ? repos.workflowVersions.getById(w.activeVersionId) : undefined;
+}
+
+/** True when the draft differs, in what runs, from the live version. */
+export async function needsRedeployment(repos: Repositories, w: WorkflowRecord, draft: WorkflowState): Promise<boolean> {
+  const live = await activeVersion(repos, w);
+  if (!live) return false;
+  return executableFingerprint(draft) !== executableFingerprint(stateOf(live));
+}
+
+export async function loadVersion(repos: Repositories, workflowId: string, version: number): Promise<WorkflowVersionRecord> {
+  const v = await repos.workflowVersions.get(workflowId, version);
+  if (!v) throw domainNotFound('Version');
+  return v;
+}
+
+/** What the deployment reads answer: the live version, its advisory lint warnings and the latest attempt. */
+export async function deploymentState(repos: Repositories, w: WorkflowRecord) {
+  const live = await activeVersion(repos, w);
+  const attempt = live ? await repos.workflowVersions.latestAttempt(w.id) : undefined;
+  return { workflow: w, live, attempt, warnings: live ? lintWarnings(lintState(stateOf(live))) : [] };
+}
+export type DeploymentState = Awaited<ReturnType<typeof deploymentState>>;
+
+/** Makes `version` the live one: one activation attempt, and the workflow points at it. */
+async function activate(tx: Repositories, w: WorkflowRecord, version: WorkflowVersionRecord, action: 'deploy' | 'activate', at: string): Promise<WorkflowRecord> {
+  await tx.workflowVersions.recordActivation({ id: randomUUID(), workflowId: w.id, versionId: version.id, version: version.version, action, requestedAt: at, activatedAt: at });
+  await tx.workflows.update(w.id, { isDeployed: true, deployedAt: at, activeVersionId: version.id, updatedAt: at });
+  return { ...w, isDeployed: true, deployedAt: at, activeVersionId: version.id, updatedAt: at };
+}
+
+// ---- workflows
+
+export async function createWorkflow(tx: Repositories, audit: Audit, actorId: string, input: { workspaceId: string; name: string; description: string | null; folderPath: string }) {
+  const at = now();
+  await ensureFolder(tx, input.workspaceId, input.folderPath, at);
+  await assertNameFree(tx, input.workspaceId, input.folderPath, input.name);
+  const { state } = seedState();
+  const w = newWorkflowRecord({ ...input, position: await tx.workflows.nextPosition(input.workspaceId), state, createdBy: actorId, at });
+  await tx.workflows.insert(w);
+  audit({ action: 'workflow.created', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, metadata: { folderPath: folderPathToWire(input.folderPath) } });
+  return { w, state };
+}
+
+/** Renames, re-describes or moves a workflow; `fields` names what the request sent, for the audit event. */
+export async function updateWorkflow(
+  tx: Repositories,
+  audit: Audit,
+  id: string,
+  change: { name?: string; description?: string | null; folderPath?: string; fields: string[] },
+  guard: Guard,
+): Promise<WorkflowRecord> {
+  const w = await reload(tx, id);
+  guard(w);
+  const at = now();
+  const nextFolder = change.folderPath ?? w.folderPath;
+  const nextName = change.name ?? w.name;
+  if (change.folderPath !== undefined) await ensureFolder(tx, w.workspaceId, change.folderPath, at);
+  if (!w.archived && (nextName !== w.name || nextFolder !== w.folderPath)) await assertNameFree(tx, w.workspaceId, nextFolder, nextName, w.id);
+  const changes = { name: nextName, description: change.description === undefined ? w.description : change.description, folderPath: nextFolder, updatedAt: at };
+  await tx.workflows.update(w.id, changes);
+  audit({ action: 'workflow.updated', resourceType: 'workflow', resourceId: w.id, resourceName: nextName, workspaceId: w.workspaceId, metadata: { fields: change.fields } });
+  return reload(tx, w.id);
+}
+
+/** Archives a workflow (undeploying it); a locked one is refused. */
+export async function archiveWorkflow(tx: Repositories, audit: Audit, id: string, guard: Guard): Promise<void> {
+  const current = await reload(tx, id);
+  assertUnlocked(current);
+  guard(current);
+  const at = now();
+  await tx.workflows.update(id, { archived: true, archivedAt: at, isDeployed: false, deployedAt: null, activeVersionId: null, updatedAt: at });
+  await tx.workflowVersions.deactivate(id);
+  audit({ action: 'workflow.deleted', resourceType: 'workflow', resourceId: id, resourceName: current.name, workspaceId: current.workspaceId, metadata: { archived: true, wasDeployed: current.isDeployed } });
+}
+
+/** Brings an archived workflow back, under a free name; into the root if its folder was archived meanwhile. */
+export async function restoreWorkflow(tx: Repositories, audit: Audit, id: string): Promise<WorkflowRecord> {
+  const current = await reload(tx, id);
+  const at = now();
+  const folderPath = current.folderPath === '/' || (await tx.workflowFolders.getActive(current.workspaceId, current.folderPath)) ? current.folderPath : '/';
+  const name = await freeName(tx, current.workspaceId, folderPath, current.name, id);
+  const changes = { archived: false, archivedAt: null, folderPath, name, updatedAt: at };
+  await tx.workflows.update(id, changes);
+  audit({ action: 'workflow.restored', resourceType: 'workflow', resourceId: id, resourceName: name, workspaceId: current.workspaceId, metadata: { folderPath: folderPathToWire(folderPath) } });
+  return { ...current, ...changes };
+}
+
+/** A copy of the draft with fresh block ids: under `name` (which must be free) or the source's next free name. */
+export async function duplicateWorkflow(
+  tx: Repositories,
+  audit: Audit,
+  actorId: string,
+  source: WorkflowRecord,
+  target: { name?: string; folderPath: string; folderNamed: boolean },
+): Promise<WorkflowRecord> {
+  const at = now();
+  if (target.folderNamed || target.folderPath !== '/') await ensureFolder(tx, source.workspaceId, target.folderPath, at);
+  let name: string;
+  if (target.name !== undefined) {
+    await assertNameFree(tx, source.workspaceId, target.folderPath, target.name);
+    name = target.name;
+  } else name = await freeName(tx, source.workspaceId, target.folderPath, source.name);
+  const state = copyWithFreshIds(stateOf(await reload(tx, source.id)));
+  const w = newWorkflowRecord({ workspaceId: source.workspaceId, name, description: source.description, folderPath: target.folderPath, position: await tx.workflows.nextPosition(source.workspaceId), state, createdBy: actorId, at });
+  await tx.workflows.insert(w);
+  audit({ action: 'workflow.duplicated', resourceType: 'workflow', resourceId: w.id, resourceName: name, workspaceId: w.workspaceId, metadata: { sourceWorkflowId: source.id } });
+  return w;
+}
+
+/** Moves the workspace's active workflows into a folder; one that is missing or whose name is taken there fails alone. */
+export async function moveWorkflows(tx: Repositories, audit: Audit, workspaceId: string, ids: string[], folderPath: string) {
+  const at = now();
+  await ensureFolder(tx, workspaceId, folderPath, at);
+  const moved: string[] = [];
+  const failed: string[] = [];
+  for (const id of ids) {
+    const w = await tx.workflows.get(id);
+    if (!w || w.workspaceId !== workspaceId || w.archived) {
+      failed.push(id);
+      continue;
+    }
+    if (w.folderPath !== folderPath) {
+      if (await tx.workflows.nameTaken(w.workspaceId, folderPath, w.name, w.id)) {
+        failed.push(id);
+        continue;
+      }
+      await tx.workflows.update(id, { folderPath, updatedAt: at });
+    }
+    moved.push(id);
+  }
+  audit({ action: 'workflow.moved', resourceType: 'workflow', resourceId: moved.length === 1 ? moved[0] : null, metadata: { folderPath: folderPathToWire(folderPath), moved: moved.length, failed: failed.length } });
+  return { moved, failed };
+}
+
+// ---- import
+
+export interface ImportRequest {
+  workspaceId: string;
+  workflow: unknown;
+  folderPath?: string;
+  name?: string;
+  description?: string;
+}
+
+/** What an import would create, computed the same way for the preview and the import itself. */
+export async function planImport(content: ContentWorkers, request: ImportRequest) {
+  const folderPath = request.folderPath !== undefined ? parseFolderPath(request.folderPath, ['body', 'folderPath']) : '/';
+  let parsed: Awaited<ReturnType<ContentWorkers['workflowDocument']>>;
+  try {
+    // Read in a content worker: a document of the body's full size never holds the event loop.
+    parsed = await content.workflowDocument(request.workflow as Parameters<ContentWorkers['workflowDocument']>[0]);
+  } catch (err) {
+    // A document its content worker could not read within its time or memory limit is too costly to import.
+    if (err instanceof WorkerOverrun && err.reason !== 'stopped') throw new DomainError('too_large', `The workflow document could not be read: ${err.message}`, { reason: err.reason });
+    throw err;
+  }
+  const name = request.name ?? parsed.name ?? 'Imported workflow';
+  checkName(name, ['body', 'name']);
+  let source: unknown = request.workflow;
+  if (typeof source === 'string') source = JSON.parse(source);
+  const fingerprint = createHash('sha256')
+    .update(stableStringify({ workflow: source, folderPath, name: request.name ?? null, description: request.description ?? null, workspaceId: request.workspaceId }))
+    .digest('base64url');
+  return { workspaceId: request.workspaceId, folderPath, parsed, name, description: request.description ?? parsed.description, fingerprint };
+}
+export type ImportPlan = Awaited<ReturnType<typeof planImport>>;
+
+/** The preview's checks: the fingerprint it answers with is what the import must be sent to apply the same plan. */
+export async function previewImport(repos: Repositories, content: ContentWorkers, request: ImportRequest): Promise<ImportPlan> {
+  const plan = await planImport(content, request);
+  await assertTreeSize(repos, request.workspaceId);
+  return plan;
+}
+
+/** Refuses an import whose document or options differ from the preview the caller reviewed. */
+export function assertPreviewed(plan: ImportPlan, previewFingerprint: string | undefined): void {
+  if (previewFingerprint !== undefined && previewFingerprint !== plan.fingerprint) {
+    throw new DomainError('conflict', 'The document or options differ from the reviewed preview; preview again.', { previewFingerprint: plan.fingerprint });
+  }
+}
+
+export async function importWorkflow(tx: Repositories, audit: Audit, actorId: string, plan: ImportPlan) {
+  const at = now();
+  await ensureFolder(tx, plan.workspaceId, plan.folderPath, at);
+  // Block and edge ids are scoped to their workflow, so the document's ids are kept as they are.
+  const state = plan.parsed.state;
+  const name = await freeName(tx, plan.workspaceId, plan.folderPath, plan.name);
+  const w = newWorkflowRecord({ workspaceId: plan.workspaceId, name, description: plan.description, folderPath: plan.folderPath, position: await tx.workflows.nextPosition(plan.workspaceId), state, createdBy: actorId, at });
+  await tx.workflows.insert(w);
+  audit({ action: 'workflow.imported', resourceType: 'workflow', resourceId: w.id, resourceName: name, metadata: { blockCount: Object.keys(state.blocks).length } });
+  return { w, state, renamed: name !== plan.name };
+}
+
+// ---- folders
+
+export async function createFolder(tx: Repositories, audit: Audit, workspaceId: string, path: string): Promise<FolderRecord> {
+  if (path === '/') throw new DomainError('conflict', 'The root folder always exists.');
+  await assertTreeSize(tx, workspaceId);
+  const { folder, created } = await withWorkflowTree(() => workflowTree(tx).create(workspaceId, path, now()));
+  audit({ action: 'workflow_folder.created', resourceType: 'workflow_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), created: created.length } });
+  return folder;
+}
+
+/** `mv` semantics: an existing folder (or the root) receives the source under its current name; the workflows inside move along. */
+export async function relocateFolder(tx: Repositories, audit: Audit, workspaceId: string, from: string, destination: string): Promise<FolderRecord> {
+  if (from === '/') throw new DomainError('invalid', 'The root folder cannot be moved.', [{ code: 'custom', keys: [], path: ['body', 'path'], message: 'The root cannot be moved' }]);
+  await assertTreeSize(tx, workspaceId);
+  const tree = workflowTree(tx);
+  const { source, to } = await withWorkflowTree(() => tree.planMove(workspaceId, from, destination));
+  if (to === from) return source;
+  const at = now();
+  const moved = await withWorkflowTree(() => tree.move(workspaceId, from, to, at));
+  await tx.workflows.relocateSubtree(workspaceId, from, to, at);
+  audit({ action: 'workflow_folder.moved', resourceType: 'workflow_folder', resourceId: source.id, resourceName: folderName(to), metadata: { from: folderPathToWire(from), to: folderPathToWire(to) } });
+  return moved;
+}
+
+/** Archives a folder; one that is not empty only when `recursive`, and then with every folder and workflow inside. */
+export async function archiveFolder(tx: Repositories, audit: Audit, workspaceId: string, path: string, recursive: boolean) {
+  if (path === '/') throw new DomainError('invalid', 'The root folder cannot be deleted.', [{ code: 'custom', keys: [], path: ['query', 'path'], message: 'The root cannot be deleted' }]);
+  await assertTreeSize(tx, workspaceId);
+  const { folder, below: subfolders } = await withWorkflowTree(() => workflowTree(tx).inspect(workspaceId, path));
+  const workflows = await tx.workflows.countInSubtree(workspaceId, path);
+  if (!recursive && subfolders + workflows > 0) {
+    throw new DomainError('conflict', 'The folder is not empty; send recursive=true to archive it with everything inside.', { folders: subfolders, workflows });
+  }
+  const at = now();
+  const { folders } = await withWorkflowTree(() => workflowTree(tx).archive(workspaceId, path, at));
+  const archived = await tx.workflows.archiveSubtree(workspaceId, path, at);
+  audit({ action: 'workflow_folder.deleted', resourceType: 'workflow_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, workflows: archived } });
+  return { folders, workflows: archived };
+}
+
+// ---- draft state
+
+/** Stores a new draft state of an unlocked workflow; returns the stored JSON (the draft's entity tag is its hash). */
+async function saveState(tx: Repositories, w: WorkflowRecord, next: WorkflowState): Promise<string> {
+  const at = now();
+  const stored = JSON.stringify(next);
+  await tx.workflows.update(w.id, { state: stored, stateSavedAt: at, updatedAt: at });
+  return stored;
+}
+
+export interface StateReplacement {
+  blocks: Record<string, Block>;
+  edges: Edge[];
+  variables?: Record<string, Variable>;
+}
+
+/** Checks a whole new draft against `w` (its shape, the locks); the same for a dry run and inside the write. */
+export async function evaluateReplacement(repos: Repositories, w: WorkflowRecord, input: StateReplacement) {
+  assertUnlocked(w);
+  const before = stateOf(w);
+  const next = prepareState(input, before.variables);
+  assertLockedBlocksKept(before, next);
+  return { next, needsRedeployment: await needsRedeployment(repos, w, next), lint: lintState(next) };
+}
+
+export async function replaceState(tx: Repositories, audit: Audit, id: string, input: StateReplacement, guard: Guard) {
+  const w = await reload(tx, id);
+  guard(w);
+  const evaluated = await evaluateReplacement(tx, w, input);
+  const { next } = evaluated;
+  const stored = await saveState(tx, w, next);
+  audit({ action: 'workflow.state_replaced', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { blocks: Object.keys(next.blocks).length, edges: next.edges.length, variablesReplaced: input.variables !== undefined } });
+  return { w, evaluated, stored };
+}
+
+export interface OperationsRequest {
+  operations: BlockOperation[];
+  setBlockEnabled: Parameters<typeof applyOperations>[1]['setBlockEnabled'];
+  layout: NonNullable<Parameters<typeof applyOperations>[1]['layout']>;
+  atomic: boolean;
+}
+
+/** With `atomic`, any finding refuses the batch: 423 when a locked block is among them, 409 otherwise. */
+function atomicRefusal(outcome: OperationsOutcome): DomainError | undefined {
+  const { skipped, inputValidationErrors } = outcome;
+  if (skipped.length === 0 && inputValidationErrors.length === 0) return undefined;
+  const summary = `${skipped.length} operation(s) declined and ${inputValidationErrors.length} input(s) invalid; nothing was written.`;
+  const lockedIds = skipped.filter((f) => f.type === 'block_locked').map((f) => f.blockId);
+  if (lockedIds.length > 0) return locked(`The batch touches locked blocks: ${summary}`, { lock: 'block', blockIds: lockedIds, skipped, inputValidationErrors });
+  return new DomainError('conflict', `The atomic batch was refused: ${summary}`, { skipped, inputValidationErrors });
+}
+
+/** Applies a batch of block operations to `w`'s draft in memory; the same for a dry run and inside the write. */
+export async function evaluateOperations(repos: Repositories, w: WorkflowRecord, request: OperationsRequest) {
+  assertUnlocked(w);
+  const before = stateOf(w);
+  const outcome = applyOperations(before, { operations: request.operations, setBlockEnabled: request.setBlockEnabled, layout: request.layout });
+  if (request.atomic) {
+    const refusal = atomicRefusal(outcome);
+    if (refusal) throw refusal;
+  }
+  assertLockedBlocksKept(before, outcome.state);
+  return { outcome, needsRedeployment: await needsRedeployment(repos, w, outcome.state), lint: lintState(outcome.state) };
+}
+
+/** Applies the batch and stores the draft if it changed; `stored` is null when nothing changed. */
+export async function applyBlockOperations(tx: Repositories, audit: Audit, id: string, request: OperationsRequest, guard: Guard) {
+  const w = await reload(tx, id);
+  guard(w);
+  const evaluated = await evaluateOperations(tx, w, request);
+  const { outcome } = evaluated;
+  if (!outcome.changed) return { w, evaluated, stored: null };
+  const next = outcome.state;
+  const stored = await saveState(tx, w, next);
+  audit({
+    action: 'workflow.operations_applied',
+    resourceType: 'workflow',
+    resourceId: w.id,
+    resourceName: w.name,
+    workspaceId: w.workspaceId,
+    metadata: {
+      operations: request.operations.length,
+      setBlockEnabled: request.setBlockEnabled?.length ?? 0,
+      applied: outcome.applied,
+      skipped: outcome.skipped.length,
+      inputValidationErrors: outcome.inputValidationErrors.length,
+      ...outcome.counts,
+      blocks: Object.keys(next.blocks).length,
+      edges: next.edges.length,
+    },
+  });
+  return { w, evaluated, stored };
+}
+
+export type VariableOperation =
+  | { operation: 'add'; name: string; type: Variable['type']; value?: Variable['value'] }
+  | { operation: 'edit'; name: string; type?: Variable['type']; value?: Variable['value'] }
+  | { operation: 'delete'; name: string };
+
+/** Adds, edits and deletes draft variables by name; stores the draft only if it changed. */
+export async function applyVariables(tx: Repositories, audit: Audit, id: string, operations: VariableOperation[], guard: Guard) {
+  const w = await reload(tx, id);
+  guard(w);
+  const state = stateOf(w);
+  const byName = new Map(Object.values(state.variables).map((v) => [v.name, v]));
+  let changed = false;
+  operations.forEach((op, i) => {
+    const existing = byName.get(op.name);
+    if (op.operation === 'add') {
+      if (existing) throw new DomainError('conflict', `A variable named "${op.name}" already exists.`, { name: op.name });
+      byName.set(op.name, { id: randomUUID(), name: op.name, type: op.type, value: op.value ?? null });
+      changed = true;
+    } else if (!existing) {
+      throw new DomainError('invalid', `There is no variable named "${op.name}".`, [{ code: 'custom', keys: [], path: ['body', 'operations', i, 'name'], message: 'Unknown variable' }]);
+    } else if (op.operation === 'edit') {
+      const v: Variable = { ...existing, type: op.type ?? existing.type, value: op.value ?? null };
+      if (stableStringify(v) !== stableStringify(existing)) changed = true;
+      byName.set(op.name, v);
+    } else {
+      byName.delete(op.name);
+      changed = true;
+    }
+  });
+  const variables = Object.fromEntries([...byName.values()].map((v) => [v.id, v]));
+  let stored = w.state;
+  if (changed) {
+    stored = await saveState(tx, w, { ...state, variables });
+    audit({ action: 'workflow.variables_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { operations: operations.length } });
+  }
+  return { id: w.id, variableCount: byName.size, changed, stored };
+}
+
+/** Makes a deployed version (or the live one, `'active'`) the draft again; locked blocks must survive it. */
+export async function revertToVersion(tx: Repositories, audit: Audit, id: string, which: number | 'active', guard: Guard) {
+  const w = await reload(tx, id);
+  assertUnlocked(w);
+  guard(w);
+  let version: WorkflowVersionRecord;
+  if (which === 'active') {
+    const live = await activeVersion(tx, w);
+    if (!live) throw new DomainError('conflict', 'The workflow has no active deployment to revert to.');
+    version = live;
+  } else version = await loadVersion(tx, w.id, which);
+  assertLockedBlocksKept(stateOf(w), stateOf(version));
+  const at = now();
+  await tx.workflows.update(w.id, { state: version.state, stateSavedAt: at, updatedAt: at });
+  audit({ action: 'workflow.reverted', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
+  return { savedAt: at, version };
+}
+
+// ---- deployment
+
+/** Snapshots the draft as the next version and makes it live. */
+export async function deploy(tx: Repositories, audit: Audit, actorId: string, id: string, label: { name?: string | null; description?: string | null }) {
+  const w = await reload(tx, id);
+  assertUnlocked(w);
+  const at = now();
+  const version: WorkflowVersionRecord = {
+    id: randomUUID(),
+    workflowId: w.id,
+    version: await tx.workflowVersions.nextVersion(w.id),
+    name: label.name ?? null,
+    description: label.description ?? null,
+    state: w.state,
+    deployedBy: actorId,
+    createdAt: at,
+  };
+  await tx.workflowVersions.insert(version);
+  const live = await activate(tx, w, version, 'deploy', at);
+  audit({ action: 'workflow.deployed', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
+  return { deployment: await deploymentState(tx, live), version: version.version };
+}
+
+/** Takes the workflow offline; returns the MCP tools that stay published but inactive until it is deployed again. */
+export async function undeploy(tx: Repositories, audit: Audit, id: string): Promise<{ serverId: string; toolName: string }[]> {
+  const w = await reload(tx, id);
+  assertUnlocked(w);
+  if (!w.isDeployed) return [];
+  await tx.workflows.update(w.id, { isDeployed: false, deployedAt: null, activeVersionId: null, updatedAt: now() });
+  await tx.workflowVersions.deactivate(w.id);
+  audit({ action: 'workflow.undeployed', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId });
+  return (await tx.workflowMcpServers.toolsOfWorkflow(w.id)).map((t) => ({ serverId: t.serverId, toolName: t.toolName }));
+}
+
+/** Makes an existing version live again; `pick` chooses it from the workflow as the transaction reads it. */
+export async function activateVersion(
+  tx: Repositories,
+  audit: Audit,
+  id: string,
+  pick: (tx: Repositories, w: WorkflowRecord) => Promise<WorkflowVersionRecord>,
+  action: 'workflow.version_activated' | 'workflow.rolled_back',
+) {
+  const w = await reload(tx, id);
+  assertUnlocked(w);
+  const version = await pick(tx, w);
+  const live = await activate(tx, w, version, 'activate', now());
+  audit({ action, resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
+  return { deployment: await deploymentState(tx, live), version: version.version };
+}
+
+/** The version a rollback goes to: the one asked for, or the one live before the current. */
+export async function rollbackTarget(tx: Repositories, w: WorkflowRecord, asked: number | undefined): Promise<WorkflowVersionRecord> {
+  const target = asked ?? (await tx.workflowVersions.previousActiveVersion(w.id, w.isDeployed ? w.activeVersionId : null));
+  if (target === undefined) throw new DomainError('conflict', 'There is no earlier deployment to roll back to.');
+  return loadVersion(tx, w.id, target);
+}
+
+export async function setPublicApi(tx: Repositories, audit: Audit, w: WorkflowRecord, isPublicApi: boolean): Promise<void> {
+  await tx.workflows.update(w.id, { isPublicApi, updatedAt: now() });
+  audit({ action: 'workflow.public_api_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { isPublicApi } });
+}
+
+export async function relabelVersion(tx: Repositories, audit: Audit, w: WorkflowRecord, version: number, label: { name?: string; description?: string | null; fields: string[] }) {
+  const v = await loadVersion(tx, w.id, version);
+  await tx.workflowVersions.updateLabel(v.id, { name: label.name, description: label.description });
+  audit({ action: 'workflow.version_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: v.version, fields: label.fields } });
+  return { version: v.version, name: label.name ?? v.name, description: label.description === undefined ? v.description : label.description };
+}
