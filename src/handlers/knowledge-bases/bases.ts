@@ -1,36 +1,27 @@
-// Knowledge bases: create, list, read, update, archive and restore.
-import { randomUUID } from 'node:crypto';
+// Knowledge bases: create, list, read, update, archive and restore, export. The rules are
+// src/knowledge/bases.ts; here the request is read and the answer shaped.
 import type { Handler } from '../../../generated/handlers.ts';
-import { conflict } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
 import type { KnowledgeBaseRecord } from '../../store/knowledge-bases.ts';
 import { normalizeChunkingConfig, type ChunkingConfig } from '../../knowledge/chunking-config.ts';
-import { inKnowledgeTree, knowledgeTree } from '../../knowledge/folders.ts';
+import * as bases from '../../knowledge/bases.ts';
 import { bundleDisposition, exportBundle } from '../../knowledge/export.ts';
 import { StreamBody } from '../../http/stream-body.ts';
-import { baseView, loadBase, nowIso, parseKbFolder, workspaceOf } from './shared.ts';
+import { baseView, loadBase, parseKbFolder, workspaceOf } from './shared.ts';
 
 export const listKnowledgeBases: Handler<'listKnowledgeBases'> = async ({ query, ctx }) => {
   const workspace = workspaceOf(ctx);
-  let folderPath = query.folderPath === undefined ? null : parseKbFolder(query.folderPath, ['query', 'folderPath']);
-  const asked = folderPath;
+  const asked = query.folderPath === undefined ? null : parseKbFolder(query.folderPath, ['query', 'folderPath']);
   // An unknown (or archived) folder matches nothing.
-  if (folderPath !== null) folderPath = await inKnowledgeTree(() => knowledgeTree(ctx.services.store).resolveExisting(workspace.id, folderPath!));
+  const folderPath = asked === null ? null : await bases.existingFolder(ctx.services.store, workspace.id, asked);
   if (asked !== null && folderPath === null) return { status: 200, body: { data: [], nextCursor: null } };
   const sortBy = query.sortBy ?? 'createdAt';
   const order = query.sortOrder ?? 'asc';
   const limit = query.limit ?? 50;
   const binding = { workspaceId: workspace.id, scope: query.scope ?? 'active', folderPath, search: query.search ?? null, sortBy, order };
   const after = readCursor(ctx, query.cursor, binding);
-  const rows = await ctx.services.store.knowledgeBases.list({
-    workspaceId: workspace.id,
-    archived: binding.scope === 'archived',
-    folderPath,
-    search: binding.search,
-    sortBy,
-    order,
-    after,
-    limit: limit + 1,
+  const rows = await bases.listBases(ctx.services.store, {
+    workspaceId: workspace.id, archived: binding.scope === 'archived', folderPath, search: binding.search, sortBy, order, after, limit: limit + 1,
   });
   const page = rows.slice(0, limit);
   const stats = await ctx.services.store.knowledgeBases.stats(page.map((kb) => kb.id));
@@ -45,30 +36,13 @@ export const listKnowledgeBases: Handler<'listKnowledgeBases'> = async ({ query,
 };
 
 export const createKnowledgeBase: Handler<'createKnowledgeBase'> = async ({ body, ctx }) => {
-  const workspace = workspaceOf(ctx);
   const chunking = normalizeChunkingConfig(body.chunkingConfig, ['body', 'chunkingConfig']);
   const folderPath = body.folderPath === undefined ? '/' : parseKbFolder(body.folderPath, ['body', 'folderPath']);
-  const at = nowIso();
-  const provider = ctx.services.knowledge.provider;
-  const kb: KnowledgeBaseRecord = {
-    id: `kb_${randomUUID().replace(/-/g, '')}`,
-    workspaceId: workspace.id,
-    name: body.name,
-    description: body.description ?? null,
-    folderPath,
-    chunkingConfig: JSON.stringify(chunking),
-    embeddingModel: provider.model,
-    embeddingDimension: provider.dimension,
-    createdBy: ctx.principal.userId,
-    createdAt: at,
-    updatedAt: at,
-    deletedAt: null,
+  const { model, dimension } = ctx.services.knowledge.provider;
+  const input = {
+    workspaceId: workspaceOf(ctx).id, name: body.name, description: body.description ?? null, folderPath, chunking, embedding: { model, dimension }, createdBy: ctx.principal.userId,
   };
-  await ctx.mutate(async (tx, audit) => {
-    await inKnowledgeTree(() => knowledgeTree(tx).ensure(workspace.id, folderPath, at));
-    await tx.knowledgeBases.insert(kb);
-    audit({ action: 'knowledge_base.created', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name, metadata: { folderPath, embeddingModel: kb.embeddingModel } });
-  });
+  const kb = await ctx.mutate((tx, audit) => bases.createBase(tx, audit, input));
   return { status: 200, body: { data: await baseView(ctx, kb) } };
 };
 
@@ -82,48 +56,19 @@ export const updateKnowledgeBase: Handler<'updateKnowledgeBase'> = async ({ para
   const chunking =
     body.chunkingConfig === undefined ? undefined : normalizeChunkingConfig(body.chunkingConfig, ['body', 'chunkingConfig'], JSON.parse(kb.chunkingConfig) as ChunkingConfig);
   const folderPath = body.folderPath === undefined ? undefined : parseKbFolder(body.folderPath, ['body', 'folderPath']);
-  const updated = await ctx.mutate(async (tx, audit) => {
-    const current = await loadBase(ctx, kb.id, { repos: tx });
-    if (folderPath !== undefined) await inKnowledgeTree(() => knowledgeTree(tx).ensure(kb.workspaceId, folderPath, nowIso()));
-    const fields = {
-      name: body.name,
-      description: body.description,
-      folderPath,
-      chunkingConfig: chunking === undefined ? undefined : JSON.stringify(chunking),
-      updatedAt: nowIso(),
-    };
-    await tx.knowledgeBases.update(kb.id, fields);
-    audit({
-      action: 'knowledge_base.updated',
-      resourceType: 'knowledge_base',
-      resourceId: kb.id,
-      resourceName: body.name ?? current.name,
-      metadata: { fields: Object.keys(body).filter((k) => k !== 'workspaceId') },
-    });
-    return (await tx.knowledgeBases.get(kb.id))!;
-  });
+  const change = { name: body.name, description: body.description, folderPath, chunking, fields: Object.keys(body).filter((k) => k !== 'workspaceId') };
+  const updated = await ctx.mutate((tx, audit) => bases.updateBase(tx, audit, kb.workspaceId, kb.id, change));
   return { status: 200, body: { data: await baseView(ctx, updated) } };
 };
 
 export const deleteKnowledgeBase: Handler<'deleteKnowledgeBase'> = async ({ params, ctx }) => {
-  await ctx.mutate(async (tx, audit) => {
-    const kb = await loadBase(ctx, params.knowledgeBaseId, { repos: tx });
-    const at = nowIso();
-    await tx.knowledgeBases.update(kb.id, { deletedAt: at, updatedAt: at });
-    audit({ action: 'knowledge_base.deleted', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name });
-  });
+  await ctx.mutate((tx, audit) => bases.archiveBase(tx, audit, workspaceOf(ctx).id, params.knowledgeBaseId));
   ctx.services.knowledge.invalidate(params.knowledgeBaseId);
   return { status: 200, body: { data: { id: params.knowledgeBaseId, deleted: true as const } } };
 };
 
 export const restoreKnowledgeBase: Handler<'restoreKnowledgeBase'> = async ({ params, ctx }) => {
-  const restored = await ctx.mutate(async (tx, audit) => {
-    const kb = await loadBase(ctx, params.knowledgeBaseId, { repos: tx, archived: 'also' });
-    if (!kb.deletedAt) throw conflict('The knowledge base is not archived.', { code: 'NOT_ARCHIVED' });
-    await tx.knowledgeBases.update(kb.id, { deletedAt: null, updatedAt: nowIso() });
-    audit({ action: 'knowledge_base.restored', resourceType: 'knowledge_base', resourceId: kb.id, resourceName: kb.name });
-    return (await tx.knowledgeBases.get(kb.id))!;
-  });
+  const restored = await ctx.mutate((tx, audit) => bases.restoreBase(tx, audit, workspaceOf(ctx).id, params.knowledgeBaseId));
   ctx.services.knowledge.invalidate(params.knowledgeBaseId);
   return { status: 200, body: { data: await baseView(ctx, restored) } };
 };

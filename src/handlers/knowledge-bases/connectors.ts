@@ -1,14 +1,13 @@
 // Knowledge connectors: sources a base is kept in step with (see src/knowledge/connectors.ts and sync.ts), and
-// the Catalog's list of the connector types this server runs.
-import { randomUUID } from 'node:crypto';
+// the Catalog's list of the connector types this server runs. The rules are src/knowledge/connector-changes.ts;
+// here the request is read, syncs started after the commit and the answer shaped.
 import type { Handler } from '../../../generated/handlers.ts';
-import { conflict, invalidField, notFound } from '../../http/errors.ts';
+import { invalidField } from '../../http/errors.ts';
 import { readCursor, toPage } from '../../http/pagination.ts';
-import type { Repositories } from '../../store/index.ts';
-import type { KnowledgeBaseRecord } from '../../store/knowledge-bases.ts';
 import type { ConnectorRecord, SyncLogRecord } from '../../store/knowledge-connectors.ts';
 import { CONNECTOR_TYPES, connectorType } from '../../knowledge/connectors.ts';
-import { loadBase, nowIso } from './shared.ts';
+import * as connectors from '../../knowledge/connector-changes.ts';
+import { loadBase } from './shared.ts';
 
 function connectorView(c: ConnectorRecord) {
   return {
@@ -34,12 +33,6 @@ const logView = (l: SyncLogRecord) => ({
   id: l.id, connectorId: l.connectorId, status: l.status, startedAt: l.startedAt, completedAt: l.completedAt, docsAdded: l.docsAdded, docsUpdated: l.docsUpdated,
   docsDeleted: l.docsDeleted, docsUnchanged: l.docsUnchanged, docsSkipped: l.docsSkipped, docsFailed: l.docsFailed, errorMessage: l.errorMessage,
 });
-
-async function loadConnector(repos: Repositories, kb: KnowledgeBaseRecord, id: string): Promise<ConnectorRecord> {
-  const c = await repos.knowledgeConnectors.get(id);
-  if (!c || c.knowledgeBaseId !== kb.id) throw notFound('Connector');
-  return c;
-}
 
 export const listConnectorTypes: Handler<'listConnectorTypes'> = async ({ query, ctx }) => {
   const limit = query.limit ?? 25;
@@ -82,32 +75,11 @@ export const createKnowledgeConnector: Handler<'createKnowledgeConnector'> = asy
   if (body.credentialId !== undefined) throw invalidField(['body', 'credentialId'], `The ${type.connectorType} connector does not use an OAuth credential.`);
   if (body.apiKey !== undefined && !type.acceptsApiKey) throw invalidField(['body', 'apiKey'], `The ${type.connectorType} connector needs no API key.`);
   const sourceConfig = type.validate(body.sourceConfig, ['body', 'sourceConfig']);
-  const at = nowIso();
-  const interval = body.syncIntervalMinutes ?? 1440;
-  const id = `kcn_${randomUUID().replace(/-/g, '')}`;
-  const connector: ConnectorRecord = {
-    id,
-    knowledgeBaseId: kb.id,
-    workspaceId: kb.workspaceId,
-    connectorType: type.connectorType,
-    credentialId: null,
-    apiKeySealed: body.apiKey === undefined ? null : ctx.services.knowledge.sealApiKey(id, body.apiKey),
-    sourceConfig: JSON.stringify(sourceConfig),
-    syncIntervalMinutes: interval,
-    status: 'active',
-    lastSyncAt: null,
-    lastSyncError: null,
-    lastSyncDocCount: null,
-    nextSyncAt: at,
-    consecutiveFailures: 0,
-    createdBy: ctx.principal.userId,
-    createdAt: at,
-    updatedAt: at,
+  const input = {
+    connectorType: type.connectorType, typeName: type.name, sourceConfig, syncIntervalMinutes: body.syncIntervalMinutes ?? 1440, apiKey: body.apiKey,
+    seal: (id: string, key: string) => ctx.services.knowledge.sealApiKey(id, key), createdBy: ctx.principal.userId,
   };
-  await ctx.mutate(async (tx, audit) => {
-    await tx.knowledgeConnectors.insert(connector);
-    audit({ action: 'knowledge_connector.created', resourceType: 'knowledge_connector', resourceId: connector.id, resourceName: type.name, metadata: { knowledgeBaseId: kb.id, connectorType: type.connectorType } });
-  });
+  const connector = await ctx.mutate((tx, audit) => connectors.createConnector(tx, audit, kb, input));
   // The first sync starts at once.
   await ctx.services.knowledge.startSync(connector.id, false);
   return { status: 200, body: { data: connectorView((await ctx.services.store.knowledgeConnectors.get(connector.id))!) } };
@@ -115,62 +87,37 @@ export const createKnowledgeConnector: Handler<'createKnowledgeConnector'> = asy
 
 export const getKnowledgeConnector: Handler<'getKnowledgeConnector'> = async ({ params, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  const c = await loadConnector(ctx.services.store, kb, params.connectorId);
+  const c = await connectors.loadConnector(ctx.services.store, kb, params.connectorId);
   return { status: 200, body: { data: { ...connectorView(c), syncLogs: (await ctx.services.store.knowledgeConnectors.logs(c.id, 20)).map(logView) } } };
 };
 
 export const updateKnowledgeConnector: Handler<'updateKnowledgeConnector'> = async ({ params, body, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  const current = await loadConnector(ctx.services.store, kb, params.connectorId);
+  const current = await connectors.loadConnector(ctx.services.store, kb, params.connectorId);
   const type = connectorType(current.connectorType);
   const sourceConfig = body.sourceConfig === undefined ? undefined : type!.validate(body.sourceConfig, ['body', 'sourceConfig']);
-  const updated = await ctx.mutate(async (tx, audit) => {
-    const c = await loadConnector(tx, kb, params.connectorId);
-    const at = nowIso();
-    const interval = body.syncIntervalMinutes ?? c.syncIntervalMinutes;
-    let status = c.status;
-    if (body.status === 'paused') status = 'paused';
-    else if (body.status === 'active' && c.status === 'paused') status = 'active';
-    const fields: Parameters<Repositories['knowledgeConnectors']['update']>[1] = { syncIntervalMinutes: interval, status, updatedAt: at };
-    if (sourceConfig) fields.sourceConfig = JSON.stringify(sourceConfig);
-    // A changed source (or a resumed connector) syncs at once; a new interval counts from the last sync.
-    if (sourceConfig || (body.status === 'active' && c.status === 'paused')) fields.nextSyncAt = at;
-    else if (body.syncIntervalMinutes !== undefined && interval > 0) fields.nextSyncAt = new Date(Date.parse(c.lastSyncAt ?? at) + interval * 60_000).toISOString();
-    await tx.knowledgeConnectors.update(c.id, fields);
-    if (interval === 0) await tx.knowledgeConnectors.clearSchedule(c.id);
-    audit({ action: 'knowledge_connector.updated', resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, fields: Object.keys(body).filter((k) => k !== 'workspaceId') } });
-    return (await tx.knowledgeConnectors.get(c.id))!;
-  });
+  const change = { sourceConfig, syncIntervalMinutes: body.syncIntervalMinutes, status: body.status, fields: Object.keys(body).filter((k) => k !== 'workspaceId') };
+  const updated = await ctx.mutate((tx, audit) => connectors.updateConnector(tx, audit, kb, params.connectorId, change));
   if (sourceConfig && updated.status !== 'paused') await ctx.services.knowledge.startSync(updated.id, false);
   return { status: 200, body: { data: connectorView((await ctx.services.store.knowledgeConnectors.get(updated.id))!) } };
 };
 
 export const deleteKnowledgeConnector: Handler<'deleteKnowledgeConnector'> = async ({ params, query, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  const result = await ctx.mutate(async (tx, audit) => {
-    const c = await loadConnector(tx, kb, params.connectorId);
-    const docs = await tx.knowledgeDocuments.ofConnector(c.id);
-    if (query.deleteDocuments) for (const d of docs) await tx.knowledgeDocuments.delete(d.id);
-    else await tx.knowledgeDocuments.detachConnector(c.id, nowIso());
-    await tx.knowledgeConnectors.delete(c.id);
-    audit({ action: 'knowledge_connector.deleted', resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, documentsDeleted: query.deleteDocuments ? docs.length : 0 } });
-    return { deleted: query.deleteDocuments ? docs.length : 0, kept: query.deleteDocuments ? 0 : docs.length };
-  });
+  const result = await ctx.mutate((tx, audit) => connectors.deleteConnector(tx, audit, kb, params.connectorId, query.deleteDocuments ?? false));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: { id: params.connectorId, deleted: true as const, documentsDeleted: result.deleted, documentsKept: result.kept } } };
 };
 
 export const syncKnowledgeConnector: Handler<'syncKnowledgeConnector'> = async ({ params, body, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  const c = await loadConnector(ctx.services.store, kb, params.connectorId);
-  if (c.status === 'paused' || c.status === 'disabled') throw conflict(`The connector is ${c.status}; resume it first.`, { code: 'CONNECTOR_PAUSED' });
-  if (!(await ctx.services.knowledge.startSync(c.id, body.rehydrate ?? false))) throw conflict('The connector is already syncing.', { code: 'SYNC_IN_PROGRESS' });
+  const c = await connectors.requestSync(ctx.services.store, kb, params.connectorId, (id) => ctx.services.knowledge.startSync(id, body.rehydrate ?? false));
   return { status: 200, body: { data: { id: c.id, syncTriggered: true as const } } };
 };
 
 export const listKnowledgeConnectorDocuments: Handler<'listKnowledgeConnectorDocuments'> = async ({ params, query, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  const c = await loadConnector(ctx.services.store, kb, params.connectorId);
+  const c = await connectors.loadConnector(ctx.services.store, kb, params.connectorId);
   const limit = query.limit ?? 50;
   const binding = { connector: c.id, includeExcluded: query.includeExcluded ?? false };
   const after = readCursor(ctx, query.cursor, binding);
@@ -189,12 +136,7 @@ export const listKnowledgeConnectorDocuments: Handler<'listKnowledgeConnectorDoc
 
 export const updateKnowledgeConnectorDocuments: Handler<'updateKnowledgeConnectorDocuments'> = async ({ params, body, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
-  const changed = await ctx.mutate(async (tx, audit) => {
-    const c = await loadConnector(tx, kb, params.connectorId);
-    const ids = await tx.knowledgeDocuments.setExcluded(c.id, [...new Set(body.documentIds)], body.operation === 'exclude', nowIso());
-    audit({ action: `knowledge_connector.documents_${body.operation}d`, resourceType: 'knowledge_connector', resourceId: c.id, metadata: { knowledgeBaseId: kb.id, count: ids.length } });
-    return ids;
-  });
+  const changed = await ctx.mutate((tx, audit) => connectors.setDocumentsExcluded(tx, audit, kb, params.connectorId, body.documentIds, body.operation));
   ctx.services.knowledge.invalidate(kb.id);
   return { status: 200, body: { data: { operation: body.operation, updatedCount: changed.length, documentIds: changed } } };
 };

@@ -9,21 +9,14 @@ import { folderPathFromWire, folderPathToWire } from '../../workflows/folder-wir
 import { FolderPathError } from '../../domain/folder-paths.ts';
 import type { ChunkingConfig } from '../../knowledge/chunking-config.ts';
 import { tagValuesByName } from '../../knowledge/tags.ts';
+import { findBase } from '../../knowledge/bases.ts';
 
 export const nowIso = () => new Date().toISOString();
 export const workspaceOf = (ctx: RequestContext) => ctx.workspace!.workspace;
 
 /** A base of the request's workspace; archived ones only when asked for. Anything else is a 404. */
-export async function loadBase(
-  ctx: RequestContext,
-  id: string,
-  options: { archived?: 'also' | 'only'; repos?: Repositories } = {},
-): Promise<KnowledgeBaseRecord> {
-  const kb = await (options.repos ?? ctx.services.store).knowledgeBases.get(id);
-  if (!kb || kb.workspaceId !== workspaceOf(ctx).id) throw notFound('Knowledge base');
-  if (kb.deletedAt && !options.archived) throw notFound('Knowledge base');
-  if (!kb.deletedAt && options.archived === 'only') throw notFound('Archived knowledge base');
-  return kb;
+export function loadBase(ctx: RequestContext, id: string, options: { archived?: 'also' | 'only'; repos?: Repositories } = {}): Promise<KnowledgeBaseRecord> {
+  return findBase(options.repos ?? ctx.services.store, workspaceOf(ctx).id, id, options.archived);
 }
 
 export async function loadDocument(ctx: RequestContext, kb: KnowledgeBaseRecord, id: string, repos: Repositories = ctx.services.store): Promise<KnowledgeDocumentRecord> {

@@ -1,14 +1,11 @@
-// Table folders on the shared folder tree: list, create, relocate (tables move along), delete (archiving the
-// tables inside with the same batch) and restore (the batch comes back; an archived parent sends it to the root).
+// Table folders on the shared folder tree: list, create, relocate, delete and restore. The rules (tables move
+// and archive with their folder) are src/tables/folders.ts; here the request is read and the answer shaped.
 import type { Handler } from '../../../generated/handlers.ts';
 import { conflict, invalidField } from '../../http/errors.ts';
 import type { FolderRecord } from '../../store/folders.ts';
-import type { Repositories } from '../../store/index.ts';
-import { MAX_FOLDERS_PER_TREE } from '../../domain/folder-paths.ts';
-import { rebase } from '../../domain/folder-tree.ts';
-import { ApiError } from '../../http/errors.ts';
+import * as folders from '../../tables/folders.ts';
 import { folderPathToWire } from '../../workflows/folder-wire.ts';
-import { nowIso, tableFolderPath, tableTree, withTableTree, workspaceOf } from './shared.ts';
+import { tableFolderPath, workspaceOf } from './shared.ts';
 
 const TRUE_WORDS = new Set(['true', '1', 'yes', 'on', 'y', 'enabled']);
 
@@ -16,20 +13,8 @@ function folderView(f: FolderRecord) {
   return { name: f.name, path: folderPathToWire(f.path), parentPath: folderPathToWire(f.parentPath), createdAt: f.createdAt, updatedAt: f.updatedAt };
 }
 
-/** The first free table name (a restored table whose name was taken meanwhile gets a suffix). */
-async function freeTableName(tx: Repositories, workspaceId: string, name: string): Promise<string> {
-  if (!(await tx.userTables.activeByName(workspaceId, name))) return name;
-  for (let n = 2; ; n++) {
-    const candidate = `${name.slice(0, 128 - String(n).length - 1)}_${n}`;
-    if (!(await tx.userTables.activeByName(workspaceId, candidate))) return candidate;
-  }
-}
-
 export const listTableFolders: Handler<'listTableFolders'> = async ({ query, ctx }) => {
-  const workspaceId = workspaceOf(ctx).id;
-  const store = ctx.services.store;
-  const all = await store.tableFolders.all(workspaceId, false);
-  if (all.length > MAX_FOLDERS_PER_TREE) throw new ApiError('PAYLOAD_TOO_LARGE', `The table folder tree of this workspace has more than ${MAX_FOLDERS_PER_TREE} folders.`);
+  const all = await folders.allFolders(ctx.services.store, workspaceOf(ctx).id);
   const parent = query.parentPath === undefined ? null : tableFolderPath(query.parentPath, ['query', 'parentPath']);
   const search = query.search?.toLowerCase();
   const picked = all.filter((f) => (parent === null || f.parentPath === parent) && (!search || f.name.toLowerCase().includes(search)));
@@ -44,15 +29,7 @@ export const createTableFolder: Handler<'createTableFolder'> = async ({ body, ct
   const workspaceId = workspaceOf(ctx).id;
   const path = tableFolderPath(body.path, ['body', 'path']);
   if (path === '/') throw conflict('The root folder always exists.');
-  const folder = await ctx.mutate(async (tx, audit) => {
-    const tree = tableTree(tx);
-    const { folder: leaf, created } = await withTableTree(async () => {
-      await tree.assertSize(workspaceId);
-      return tree.create(workspaceId, path, nowIso());
-    });
-    audit({ action: 'table_folder.created', resourceType: 'table_folder', resourceId: leaf.id, resourceName: leaf.name, metadata: { path: folderPathToWire(path), created: created.length } });
-    return leaf;
-  });
+  const folder = await ctx.mutate((tx, audit) => folders.createFolder(tx, audit, workspaceId, path));
   return { status: 201, body: { data: folderView(folder) } };
 };
 
@@ -61,19 +38,7 @@ export const relocateTableFolder: Handler<'relocateTableFolder'> = async ({ body
   const from = tableFolderPath(body.path, ['body', 'path']);
   const destination = tableFolderPath(body.destinationPath, ['body', 'destinationPath']);
   if (from === '/') throw invalidField(['body', 'path'], 'The root folder cannot be moved.');
-  const folder = await ctx.mutate(async (tx, audit) => {
-    const tree = tableTree(tx);
-    const { source, to } = await withTableTree(async () => {
-      await tree.assertSize(workspaceId);
-      return tree.planMove(workspaceId, from, destination);
-    });
-    if (to === from) return source;
-    const now = nowIso();
-    const moved = await withTableTree(() => tree.move(workspaceId, from, to, now));
-    const tables = await tx.userTables.relocateSubtree(workspaceId, from, to, now);
-    audit({ action: 'table_folder.moved', resourceType: 'table_folder', resourceId: source.id, resourceName: moved.name, metadata: { from: folderPathToWire(from), to: folderPathToWire(to), tables } });
-    return moved;
-  });
+  const folder = await ctx.mutate((tx, audit) => folders.relocateFolder(tx, audit, workspaceId, from, destination));
   return { status: 200, body: { data: folderView(folder) } };
 };
 
@@ -82,24 +47,7 @@ export const deleteTableFolder: Handler<'deleteTableFolder'> = async ({ query, c
   const path = tableFolderPath(query.path, ['query', 'path']);
   if (path === '/') throw invalidField(['query', 'path'], 'The root folder cannot be deleted.');
   const recursive = TRUE_WORDS.has(query.recursive ?? 'false');
-  const counts = await ctx.mutate(async (tx, audit) => {
-    const tree = tableTree(tx);
-    const { folder, below } = await withTableTree(async () => {
-      await tree.assertSize(workspaceId);
-      return tree.inspect(workspaceId, path);
-    });
-    const tables = await tx.userTables.activeInSubtree(workspaceId, path);
-    if (!recursive && below + tables.length > 0) {
-      throw conflict('The folder is not empty; send recursive=true to archive it with everything inside.', { folders: below, tables: tables.length });
-    }
-    const locked = tables.find((t) => t.locks.deleteLocked);
-    if (locked) throw new ApiError('LOCKED', `The table "${locked.name}" inside the folder is delete-locked.`, { lock: 'delete', tableId: locked.id });
-    const now = nowIso();
-    const { batch, folders } = await withTableTree(() => tree.archive(workspaceId, path, now));
-    for (const t of tables) await tx.userTables.update(t.id, { archivedAt: now, archiveBatch: batch, updatedAt: now });
-    audit({ action: 'table_folder.deleted', resourceType: 'table_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, tables: tables.length } });
-    return { folders, tables: tables.length };
-  });
+  const counts = await ctx.mutate((tx, audit) => folders.archiveFolder(tx, audit, workspaceId, path, recursive));
   return { status: 200, body: { data: { path: folderPathToWire(path), deleted: true as const, deletedItems: counts } } };
 };
 
@@ -107,21 +55,6 @@ export const restoreTableFolder: Handler<'restoreTableFolder'> = async ({ body, 
   const workspaceId = workspaceOf(ctx).id;
   const path = tableFolderPath(body.path, ['body', 'path']);
   if (path === '/') throw invalidField(['body', 'path'], 'The root folder is never archived.');
-  const result = await ctx.mutate(async (tx, audit) => {
-    const now = nowIso();
-    const restored = await withTableTree(() => tableTree(tx).restore(workspaceId, path, now, { archivedParent: 'root', onConflict: 'rename' }));
-    const tables = restored.batch ? await tx.userTables.archivedInBatch(workspaceId, restored.batch) : [];
-    for (const t of tables) {
-      const folderPath = rebase(t.folderPath, restored.from, restored.to);
-      const name = await freeTableName(tx, workspaceId, t.name);
-      await tx.userTables.update(t.id, { name, folderPath, archivedAt: null, archiveBatch: null, updatedAt: now });
-    }
-    audit({
-      action: 'table_folder.restored', resourceType: 'table_folder', resourceId: restored.folder.id, resourceName: restored.folder.name,
-      metadata: { path: folderPathToWire(path), restoredTo: folderPathToWire(restored.to), folders: restored.folders, tables: tables.length },
-    });
-    return { folder: restored.folder, restoredItems: { folders: restored.folders, tables: tables.length } };
-  });
+  const result = await ctx.mutate((tx, audit) => folders.restoreFolder(tx, audit, workspaceId, path));
   return { status: 200, body: { data: { folder: folderView(result.folder), restoredItems: result.restoredItems } } };
 };
-
