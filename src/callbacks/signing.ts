@@ -7,6 +7,9 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import type { Repositories, Store } from '../store/index.ts';
 import type { SigningSecretRecord } from '../store/run-callbacks.ts';
 import type { SecretVault } from '../secrets/vault.ts';
+import type { EgressPolicy } from '../execution/egress.ts';
+import { urlProblem } from '../mcp/client.ts';
+import { DomainError, invalidInput } from '../domain/errors.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 
@@ -68,4 +71,21 @@ export async function signatureFor(store: Store, vault: SecretVault, workspaceId
   if (active.length === 0) return null;
   const parts = active.map((s) => `v1=${createHmac('sha256', vault.open(s.sealed, sealContext(s))).update(`${t}.${body}`).digest('hex')}`);
   return `t=${t},${parts.join(',')}`;
+}
+
+/**
+ * The checks a callback URL passes when it is given (a run's own or a workflow's default): http(s), not on an
+ * address the egress policy refuses (checked again on every attempt), and a workspace able to sign. `field` is
+ * where the URL sits in the request.
+ */
+export async function checkCallbackUrl(store: Store, egress: EgressPolicy, workspaceId: string, url: string, field: string[]): Promise<void> {
+  const problem = await urlProblem(egress, url);
+  if (problem) throw invalidInput(field, problem.message, problem.code === 'EGRESS_BLOCKED' ? 'egress_blocked' : 'invalid_url');
+  if (!(await hasSigningSecret(store, workspaceId))) {
+    throw new DomainError(
+      'conflict',
+      `The workspace has no callback signing secret yet; an admin creates one with POST /api/v2/workspaces/${workspaceId}/callback-signing-secret/rotate.`,
+      { code: 'CALLBACK_SECRET_MISSING' },
+    );
+  }
 }

@@ -2,25 +2,10 @@
 // URL, a run's delivery log and the workspace's signing secret. Delivery itself is src/callbacks/.
 import type { Handler } from '../../generated/handlers.ts';
 import type { RequestContext } from '../http/context.ts';
-import { conflict, invalidField, notFound } from '../http/errors.ts';
-import { urlProblem } from '../mcp/client.ts';
-import { hasSigningSecret, rotateSigningSecret, signingSecretMetadata } from '../callbacks/signing.ts';
+import { notFound } from '../http/errors.ts';
+import { checkCallbackUrl, rotateSigningSecret, signingSecretMetadata } from '../callbacks/signing.ts';
 import type { CallbackDefault } from '../store/run-callbacks.ts';
 import { loadRunnableWorkflow } from './run-support.ts';
-
-/**
- * The checks a callback URL passes when it is given (a run's own or a workflow's default): http(s), not on an
- * address the egress policy refuses (checked again on every attempt), and a workspace able to sign.
- */
-export async function checkCallbackUrl(ctx: RequestContext, workspaceId: string, url: string, field: string[]): Promise<void> {
-  const problem = await urlProblem(ctx.services.engine.options.egress, url);
-  if (problem) throw invalidField(field, problem.message, problem.code === 'EGRESS_BLOCKED' ? 'egress_blocked' : 'invalid_url');
-  if (!(await hasSigningSecret(ctx.services.store, workspaceId))) {
-    throw conflict(`The workspace has no callback signing secret yet; an admin creates one with POST /api/v2/workspaces/${workspaceId}/callback-signing-secret/rotate.`, {
-      code: 'CALLBACK_SECRET_MISSING',
-    });
-  }
-}
 
 /** Reads work on archived workflows too (their runs stay readable). */
 async function workflowForRead(ctx: RequestContext, workflowId: string) {
@@ -56,7 +41,7 @@ export const getWorkflowCallback: Handler<'getWorkflowCallback'> = async ({ para
 export const setWorkflowCallback: Handler<'setWorkflowCallback'> = async ({ params, body, ctx }) => {
   const { workflow: w } = await loadRunnableWorkflow(ctx, params.workflowId);
   const url = body.url;
-  if (url !== null) await checkCallbackUrl(ctx, w.workspaceId, url, ['body', 'url']);
+  if (url !== null) await checkCallbackUrl(ctx.services.store, ctx.services.engine.options.egress, w.workspaceId, url, ['body', 'url']);
   const at = new Date().toISOString();
   const saved = await ctx.mutate(async (tx, audit) => {
     if (url === null) await tx.runCallbacks.clearDefault(w.id);

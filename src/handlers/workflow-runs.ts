@@ -12,7 +12,7 @@ import type { RunRecord, RunStatus } from '../store/workflow-runs.ts';
 import { parseInputFormat, type WorkflowState } from '../execution/index.ts';
 import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runResultView, runSummaryView, runView, runFileView, type Selector } from '../runs/views.ts';
 import { WorkflowNotDeployed, cancelRun, resumeRun } from '../runs/lifecycle.ts';
-import { checkCallbackUrl } from './run-callbacks.ts';
+import { checkCallbackUrl } from '../callbacks/signing.ts';
 import { createRun, loadRunnableWorkflow, runReceipt, statusUrl, streamRun } from './run-support.ts';
 
 
@@ -78,7 +78,7 @@ export const executeWorkflow: Handler<'executeWorkflow'> = async ({ params, head
   // Extension: an async run reports to its own callback URL, else to the workflow's default one.
   let callback: { url: string; source: 'run' | 'workflow' } | null = null;
   if (body.callbackUrl !== undefined) {
-    await checkCallbackUrl(ctx, w.workspaceId, body.callbackUrl, ['body', 'callbackUrl']);
+    await checkCallbackUrl(ctx.services.store, ctx.services.engine.options.egress, w.workspaceId, body.callbackUrl, ['body', 'callbackUrl']);
     callback = { url: body.callbackUrl, source: 'run' };
   } else if (mode === 'async') {
     const fallback = await ctx.services.store.runCallbacks.getDefault(w.id);

@@ -14,7 +14,8 @@ import { handleMcpPost, McpServeError, SERVE_INFO_PROTOCOL_VERSION, SERVE_VERSIO
 import { inputSchemaFor, toolDescriptionFor, TOOLS_PAGE_SIZE } from '../../mcp/tools.ts';
 import { acceptRun } from '../../runs/lifecycle.ts';
 import { actingAs } from '../../domain/changes.ts';
-import { isServable, mcpServeUrl } from './workflow-servers.ts';
+import { isServable } from '../../mcp/workflow-servers.ts';
+import { mcpServeUrl } from './shared.ts';
 
 type AnyCtx = RequestContext<Principal | null>;
 

@@ -11,8 +11,6 @@ import * as servers from '../../mcp/workflow-servers.ts';
 import { mcpServeUrl } from './shared.ts';
 
 /** Until ./serve.ts imports them from their homes (./shared.ts, src/mcp/workflow-servers.ts). */
-export { isServable } from '../../mcp/workflow-servers.ts';
-export { mcpServeUrl };
 
 const apiEndpoint = (ctx: RequestContext, workflowId: string) => `${ctx.services.config.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/execute`;
 
