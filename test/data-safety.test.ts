@@ -1,6 +1,7 @@
 // Data safety of one data directory: the exclusive lock (one server per DATA_DIR, recovery only under it),
 // uploads a killed process left completing (handed back by the purge job once stale, never at start), owner-only
 // files, and a missing handler stopping the start.
+import { leaseUntil } from '../src/workers/lease.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,11 +99,13 @@ describe('the data directory lock', () => {
 });
 
 /** The purge job as it runs once the leftovers are older than FILE_STALE_AFTER_SECONDS (run as if two hours later). */
+const DEAD_OWNER = 'gone-host:1:00000000';
+
 const purgeLater = (s: Server) =>
   purgeFiles(s.services.store, s.services.blobs, { now: Date.now() + 2 * 3600_000, archiveRetentionMs: 1e12, graceMs: s.services.config.files.staleAfterMs });
 
 describe('uploads a killed process left completing', () => {
-  it('go back to the client (bytes kept) or fail (bytes lost) once stale, not at a restart; orphaned temporary files are swept by age', async () => {
+  it('go back to the client (bytes kept) or fail (bytes lost) once their lease ran out, not at a restart; orphaned temporary files are swept by age', async () => {
     const dir = tempDir();
     const first = await startOn(dir);
     const a = Buffer.from('crash after the bytes were moved for committing');
@@ -127,7 +130,8 @@ describe('uploads a killed process left completing', () => {
     fs.writeFileSync(orphan, 'half a blob');
     const store = await openSqliteStore(path.join(dir, 'workspace.sqlite'));
     await store.transaction(async (tx) => {
-      for (const id of [movedUp.id, stagedUp.id, lostUp.id]) await tx.fileUploads.setStatus(id, 'completing', new Date().toISOString());
+      // Claimed by a process that is gone, under a lease that has a minute to run.
+      for (const id of [movedUp.id, stagedUp.id, lostUp.id]) await tx.fileUploads.claimCompletion(id, DEAD_OWNER, leaseUntil(60_000), new Date().toISOString());
     });
     expect((await store.fileUploads.get(movedUp.id))!.status).toBe('completing');
     await store.close();
@@ -141,6 +145,8 @@ describe('uploads a killed process left completing', () => {
         abandonedCompletions: 0,
         temporaryFiles: 0,
       });
+      // A client completing again before the lease runs out is refused: the session is still someone's.
+      expect((await complete(second, movedUp)).status).toBe(409);
       expect((await purgeLater(second))).toMatchObject({ abandonedCompletions: 3, temporaryFiles: 1 });
       expect(fs.existsSync(orphan)).toBe(false);
       expect(fs.readdirSync(path.join(files, 'tmp'))).toEqual([]);
@@ -176,7 +182,7 @@ describe('uploads a killed process left completing', () => {
     const committed = path.join(dir, 'files', 'tmp', `commit-${again.id}`);
     fs.rmSync(path.join(dir, 'files', 'uploads', again.id));
     fs.linkSync(blob, committed);
-    await s.services.store.transaction((tx) => tx.fileUploads.setStatus(again.id, 'completing', new Date().toISOString()));
+    await s.services.store.transaction((tx) => tx.fileUploads.claimCompletion(again.id, DEAD_OWNER, leaseUntil(60_000), new Date().toISOString()));
     await s.close();
     const restarted = await startOn(dir);
     try {

@@ -121,7 +121,7 @@ describe('one server per DATA_DIR', () => {
 describe('an upload killed with SIGKILL during complete', () => {
   it('is completable again after the restart, with its bytes intact', async () => {
     const dataDir = tempDir();
-    const env = baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, UPLOAD_PART_SIZE: '4mb', LOG_LEVEL: 'warn' });
+    const env = baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, UPLOAD_PART_SIZE: '4mb', LOG_LEVEL: 'warn', LEASE_TTL_MS: '1000' });
     const size = 96 * 1024 * 1024;
     const bytes = Buffer.alloc(size);
     for (let i = 0; i < size; i += 4096) bytes.writeUInt32LE((i * 2654435761) >>> 0, i);
@@ -151,10 +151,15 @@ describe('an upload killed with SIGKILL during complete', () => {
       await completing;
 
       server = await startServer(env);
-      expect((await api('GET', sessionPath, undefined, token)).body.data.status).toBe('uploading');
-      expect(fs.readdirSync(path.join(dataDir, 'files', 'tmp'))).toEqual([]);
-      const done = await api('POST', `/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${workspaceId}`, undefined, token);
+      // Still the dead process's until its lease runs out (LEASE_TTL_MS); then completing again hands the session
+      // back (its bytes returned from the commit's temporary name) and completes it.
+      const completeAgain = () => api('POST', `/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${workspaceId}`, undefined, token);
+      const done = await waitUntil('the dead completion to let go', async () => {
+        const r = await completeAgain();
+        return r.status === 409 && r.body.error.details?.status === 'completing' ? null : r;
+      });
       expect(done.status, JSON.stringify(done.body)).toBe(200);
+      expect(fs.readdirSync(path.join(dataDir, 'files', 'tmp'))).toEqual([]);
       const content = Buffer.from(await (await fetch(`${server.url}/api/v2/files/${done.body.data.file.id}?workspaceId=${workspaceId}`, { headers: { 'X-API-Key': KEY } })).arrayBuffer());
       expect(content.equals(bytes)).toBe(true);
     } finally {

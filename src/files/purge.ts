@@ -3,13 +3,13 @@
 // bytes), and blobs no row refers to. A blob or staging file younger than the grace period is left alone,
 // since a write that has stored its bytes may not have committed its row yet.
 //
-// It is also where a dead process's leftovers are swept, by age and never at start (another live process may
-// own them): sessions left `completing` longer than the grace period go back to their client
-// (./recovery.ts), and temporary files untouched that long are removed.
+// It is also where a dead process's leftovers are swept, never at start (another live process may own them):
+// sessions whose completer's lease ran out go back to their client (./recovery.ts), and temporary files
+// untouched for the grace period are removed.
 import type { Store } from '../store/index.ts';
 import type { BlobStore } from './blob-store.ts';
 import type { Logger } from 'pino';
-import { returnStaleCompletions } from './recovery.ts';
+import { returnAbandonedCompletions } from './recovery.ts';
 
 export interface PurgeOptions {
   now?: number;
@@ -44,7 +44,7 @@ export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeO
   const report: PurgeReport = { files: 0, folders: 0, expiredUploads: 0, abandonedCompletions: 0, stagingFiles: 0, temporaryFiles: 0, blobs: 0 };
 
   // First, before the temporary files go: a commit's bytes wait under a temporary name.
-  const abandoned = await returnStaleCompletions(store, blobs, new Date(now - grace).toISOString(), options.logger);
+  const abandoned = await returnAbandonedCompletions(store, blobs, new Date(now).toISOString(), options.logger);
   report.abandonedCompletions = abandoned.restored + abandoned.failed;
 
   for (;;) {

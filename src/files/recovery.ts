@@ -1,9 +1,10 @@
-// Uploads whose completing process died: a process killed while completing an upload leaves its session
-// `completing` (refused by a new complete) and its bytes under the commit's temporary name. Nothing is done
-// at start (another live process may be completing it); the purge job (./purge.ts) hands a session back to
-// its client once it has been `completing` for longer than any completion takes (FILE_STALE_AFTER_SECONDS).
+// Uploads whose completing process died: a completion holds its session under a lease (src/files/uploads.ts);
+// a process killed while completing leaves the session `completing` and its bytes under the commit's temporary
+// name. Once the lease has run out, the session goes back to its client: by the purge job's next pass, or at
+// once when the client completes it again. Nothing is done at start (another live process may be completing it).
 import type { Logger } from 'pino';
 import type { Store } from '../store/index.ts';
+import type { UploadSessionRecord } from '../store/file-uploads.ts';
 import type { BlobStore } from './blob-store.ts';
 
 export interface StaleCompletionReport {
@@ -15,23 +16,22 @@ export interface StaleCompletionReport {
 
 const LOST = 'The server stopped while completing this upload and its bytes were lost; start a new upload.';
 
-/** Returns sessions `completing` since before `staleBefore` to their client (uploading with their bytes, or failed). */
-export async function returnStaleCompletions(store: Store, blobs: BlobStore, staleBefore: string, logger?: Logger): Promise<StaleCompletionReport> {
+/** Hands one abandoned completion back: `uploading` with its bytes (complete it again), or `failed` if they are lost. */
+export async function handBackCompletion(store: Store, blobs: BlobStore, session: UploadSessionRecord, now = new Date().toISOString()): Promise<'restored' | 'failed' | null> {
+  // A live completer (its lease not run out) keeps the session and its bytes.
+  if (session.leaseUntil !== null && session.leaseUntil >= now) return null;
+  const kept = (await blobs.restoreUpload(session.id)) || session.size === 0;
+  // Only if its lease is still expired: an expired lease cannot be renewed, so this holds unless it finished.
+  const moved = await store.transaction((tx) => tx.fileUploads.handBack(session.id, kept ? 'uploading' : 'failed', now, kept ? null : LOST));
+  return moved ? (kept ? 'restored' : 'failed') : null;
+}
+
+/** Hands back every session whose completer's lease ran out by `now`. */
+export async function returnAbandonedCompletions(store: Store, blobs: BlobStore, now: string, logger?: Logger): Promise<StaleCompletionReport> {
   const report: StaleCompletionReport = { restored: 0, failed: 0 };
-  for (const session of await store.fileUploads.completing()) {
-    if (session.updatedAt >= staleBefore) continue;
-    const kept = (await blobs.restoreUpload(session.id)) || session.size === 0;
-    const at = new Date().toISOString();
-    const changed = await store.transaction(async (tx) => {
-      // Only if nobody moved it on meanwhile (a completion that did finish, however late, stands).
-      const current = await tx.fileUploads.get(session.id);
-      if (current?.status !== 'completing' || current.updatedAt !== session.updatedAt) return false;
-      await tx.fileUploads.setStatus(session.id, kept ? 'uploading' : 'failed', at, kept ? {} : { error: LOST });
-      return true;
-    });
-    if (!changed) continue;
-    if (kept) report.restored++;
-    else report.failed++;
+  for (const session of await store.fileUploads.abandonedCompletions(now)) {
+    const outcome = await handBackCompletion(store, blobs, session, now);
+    if (outcome) report[outcome]++;
   }
   if (report.restored + report.failed > 0) logger?.warn({ uploads: report }, 'uploads left completing by a process that died were handed back');
   return report;

@@ -1,6 +1,7 @@
 // The rules of workspace files that several operations share: folders that must exist, names that must be
 // free, the storage quota, and how a file and its versions are recorded. Works on repositories inside the
 // caller's transaction; failures are DomainErrors (src/domain/errors.ts), no HTTP here.
+import type { LeaseSettings } from '../config.ts';
 import { randomBytes } from 'node:crypto';
 import type { Repositories, Store } from '../store/index.ts';
 import type { Audit, Mutate } from '../domain/changes.ts';
@@ -46,6 +47,7 @@ export function newUploadSession(
     expiresAt: new Date(now.getTime() + limits.uploadSessionTtlMs).toISOString(),
     createdAt: now.toISOString(),
     updatedAt: now.toISOString(),
+    leaseUntil: null,
   };
 }
 
@@ -236,7 +238,7 @@ export async function openFileUpload(tx: Repositories, audit: Audit, workspace: 
 }
 
 /** Completes a workspace file upload (./uploads.ts): its bytes become version 1 of a new file in the session's folder. */
-export async function completeFileUploadSession(io: { store: Store; blobs: BlobStore; mutate: Mutate }, sessionId: string): Promise<void> {
+export async function completeFileUploadSession(io: { store: Store; blobs: BlobStore; mutate: Mutate; leases: LeaseSettings }, sessionId: string): Promise<void> {
   await completeUpload(
     io,
     sessionId,

@@ -7,6 +7,9 @@ import type { Audit, Mutate } from '../domain/changes.ts';
 import { DomainError } from '../domain/errors.ts';
 import { BlobSizeError, type BlobInfo, type BlobStore } from './blob-store.ts';
 import { checkUploadToken } from './tokens.ts';
+import { handBackCompletion } from './recovery.ts';
+import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
+import type { LeaseSettings } from '../config.ts';
 
 const nowIso = () => new Date().toISOString();
 
@@ -68,29 +71,50 @@ export async function abortUpload(io: { blobs: BlobStore; mutate: Mutate }, sess
  * The commit's temporary name, kept for crash recovery until the blob is recorded, is dropped either way.
  */
 export async function completeUpload<T>(
-  io: { store: Store; blobs: BlobStore; mutate: Mutate },
+  io: { store: Store; blobs: BlobStore; mutate: Mutate; leases: LeaseSettings },
   sessionId: string,
   register: (tx: Repositories, audit: Audit, blob: BlobInfo, session: UploadSessionRecord) => Promise<T>,
   registrationFailure: string,
 ): Promise<T> {
+  // A completion whose process died holds the session until its lease runs out; after that, completing again
+  // hands the session back first (as the purge job would) and goes ahead.
+  const before = await io.store.fileUploads.get(sessionId);
+  if (before?.status === 'completing') await handBackCompletion(io.store, io.blobs, before);
   const session = await io.store.transaction(async (tx) => {
     const current = (await tx.fileUploads.get(sessionId))!;
     await assertComplete(tx, current);
-    await tx.fileUploads.setStatus(sessionId, 'completing', nowIso());
+    if (!(await tx.fileUploads.claimCompletion(sessionId, PROCESS_OWNER, leaseUntil(io.leases.ttlMs), nowIso()))) {
+      throw new DomainError('conflict', 'The upload session changed while it was being completed; read it again.', { code: 'UPLOAD_NOT_ACTIVE', status: current.status });
+    }
     return current;
   });
-  const blob = await commitStaged(io, session, 'The uploaded bytes could not be stored.', async () => {});
-  let result: T;
+  const keeper = new LeaseKeeper(() => io.store.transaction((tx) => tx.fileUploads.renewCompletion(sessionId, PROCESS_OWNER, leaseUntil(io.leases.ttlMs), nowIso())), io.leases.renewMs);
   try {
-    result = await io.mutate((tx, audit) => register(tx, audit, blob, session));
-  } catch (err) {
-    const message = err instanceof DomainError ? err.message : registrationFailure;
-    await io.store.transaction((tx) => tx.fileUploads.setStatus(sessionId, 'failed', nowIso(), { error: message }));
+    const blob = await commitStaged(io, session, 'The uploaded bytes could not be stored.', async () => {});
+    let result: T;
+    try {
+      result = await io.mutate(async (tx, audit) => {
+        // A completion that lost its lease (it stalled past it and the session went back to its client) records nothing.
+        if (!(await tx.fileUploads.holdsCompletion(sessionId, PROCESS_OWNER, nowIso()))) {
+          throw new DomainError('conflict', 'The upload took too long to complete and was handed back; complete it again.', { code: 'UPLOAD_NOT_ACTIVE', status: 'uploading' });
+        }
+        return register(tx, audit, blob, session);
+      });
+    } catch (err) {
+      const message = err instanceof DomainError ? err.message : registrationFailure;
+      const held = await io.store.transaction(async (tx) => {
+        if (!(await tx.fileUploads.holdsCompletion(sessionId, PROCESS_OWNER, nowIso()))) return false;
+        await tx.fileUploads.setStatus(sessionId, 'failed', nowIso(), { error: message });
+        return true;
+      });
+      if (held) await io.blobs.discardUpload(sessionId);
+      throw err;
+    }
     await io.blobs.discardUpload(sessionId);
-    throw err;
+    return result;
+  } finally {
+    keeper.stop();
   }
-  await io.blobs.discardUpload(sessionId);
-  return result;
 }
 
 /**

@@ -1,5 +1,6 @@
 // Changes to knowledge documents: new documents (queued for the processing in ./service.ts) from an upload
 // session, a multipart upload or workspace files; retry, update, delete, enable/disable. Works inside the caller's change (transaction and audit).
+import type { LeaseSettings } from '../config.ts';
 import type { Repositories, Store } from '../store/index.ts';
 import type { KnowledgeBaseRecord } from '../store/knowledge-bases.ts';
 import type { KnowledgeDocumentRecord, TagValue } from '../store/knowledge-documents.ts';
@@ -64,7 +65,7 @@ export async function assertBaseActive(repos: Repositories, kb: KnowledgeBaseRec
  * with the tags and processing options the upload was created with. Returns the document's id.
  */
 export async function completeDocumentUpload(
-  io: { store: Store; blobs: BlobStore; mutate: Mutate },
+  io: { store: Store; blobs: BlobStore; mutate: Mutate; leases: LeaseSettings },
   kb: KnowledgeBaseRecord,
   upload: { sessionId: string; options: string },
 ): Promise<string> {

@@ -22,6 +22,8 @@ export interface UploadSessionRecord {
   expiresAt: string;
   createdAt: string;
   updatedAt: string;
+  /** While `completing`: until when its completer's lease runs (src/workers/lease.ts); null otherwise. */
+  leaseUntil: string | null;
 }
 
 interface Row {
@@ -41,6 +43,7 @@ interface Row {
   expires_at: string;
   created_at: string;
   updated_at: string;
+  lease_until?: string | null;
 }
 
 const toSession = (r: Row): UploadSessionRecord => ({
@@ -60,6 +63,7 @@ const toSession = (r: Row): UploadSessionRecord => ({
   expiresAt: r.expires_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+  leaseUntil: r.lease_until ?? null,
 });
 
 export class FileUploadRepository {
@@ -122,10 +126,47 @@ export class FileUploadRepository {
     return rows.map(toSession);
   }
 
-  /** Sessions a process left mid-completion (only meaningful at start, before this process completes any). */
-  async completing(): Promise<UploadSessionRecord[]> {
-    const rows = await this.db.all<Row>("SELECT * FROM file_upload_sessions WHERE status = 'completing' ORDER BY id");
+  /**
+   * uploading → completing, leased to `owner` until `until` (src/workers/lease.ts): only one completion goes
+   * ahead, and a completer that dies lets go of the session when the lease runs out. False when not `uploading`.
+   */
+  async claimCompletion(id: string, owner: string, until: string, now: string): Promise<boolean> {
+    const r = await this.db.run(
+      "UPDATE file_upload_sessions SET status = 'completing', lease_owner = ?, lease_until = ?, updated_at = ? WHERE id = ? AND status = 'uploading'",
+      [owner, until, now, id],
+    );
+    return r.changes === 1;
+  }
+
+  /** Extends a held completion lease; false when the lease was lost (it ran out and the session was handed back). */
+  async renewCompletion(id: string, owner: string, until: string, now: string): Promise<boolean> {
+    const r = await this.db.run(
+      "UPDATE file_upload_sessions SET lease_until = ? WHERE id = ? AND status = 'completing' AND lease_owner = ? AND lease_until >= ?",
+      [until, id, owner, now],
+    );
+    return r.changes === 1;
+  }
+
+  /** True while `owner` still holds the session's completion, unexpired (checked where the file is recorded). */
+  async holdsCompletion(id: string, owner: string, now: string): Promise<boolean> {
+    const held = await this.db.get("SELECT 1 AS held FROM file_upload_sessions WHERE id = ? AND status = 'completing' AND lease_owner = ? AND lease_until >= ?", [id, owner, now]);
+    return held !== undefined;
+  }
+
+  /** Sessions `completing` whose completer's lease ran out by `now` (a session of an older version has no lease). */
+  async abandonedCompletions(now: string): Promise<UploadSessionRecord[]> {
+    const rows = await this.db.all<Row>("SELECT * FROM file_upload_sessions WHERE status = 'completing' AND (lease_until IS NULL OR lease_until < ?) ORDER BY id", [now]);
     return rows.map(toSession);
+  }
+
+  /** An abandoned completion → `status` (uploading or failed), only if its lease is still expired at `now`. */
+  async handBack(id: string, status: 'uploading' | 'failed', now: string, error: string | null): Promise<boolean> {
+    const r = await this.db.run(
+      `UPDATE file_upload_sessions SET status = ?, error = COALESCE(?, error), lease_owner = NULL, lease_until = NULL, updated_at = ?
+        WHERE id = ? AND status = 'completing' AND (lease_until IS NULL OR lease_until < ?)`,
+      [status, error, now, id, now],
+    );
+    return r.changes === 1;
   }
 
   /** Finished sessions older than `cutoff` (their rows are no longer needed). */

@@ -13,6 +13,7 @@ import { abortUpload, isExpired, loadUploadSession, partLength } from '../../fil
 import type { Store } from '../../store/index.ts';
 import type { BlobStore } from '../../files/blob-store.ts';
 import type { Mutate } from '../../domain/changes.ts';
+import type { LeaseSettings } from '../../config.ts';
 import { baseUrl, checked, workspaceOf } from './shared.ts';
 
 // ───────────────────────────── upload sessions ─────────────────────────────
@@ -28,7 +29,12 @@ const sessionFor = (ctx: RequestContext, uploadId: string, token: string) =>
   loadUploadSession(ctx.services.store, ctx.services.signingKey, uploadId, token, workspaceOf(ctx).id);
 
 /** What completion and abort need: the store, the blobs, and the request's change (transaction with audit). */
-const uploadIo = (ctx: RequestContext): { store: Store; blobs: BlobStore; mutate: Mutate } => ({ store: ctx.services.store, blobs: ctx.services.blobs, mutate: (fn) => ctx.mutate(fn) });
+const uploadIo = (ctx: RequestContext): { store: Store; blobs: BlobStore; mutate: Mutate; leases: LeaseSettings } => ({
+  store: ctx.services.store,
+  blobs: ctx.services.blobs,
+  mutate: (fn) => ctx.mutate(fn),
+  leases: ctx.services.config.leases,
+});
 
 async function sessionBody(ctx: RequestContext, session: UploadSessionRecord) {
   const file = session.fileId ? ((await ctx.services.store.files.get(session.fileId)) ?? null) : null;

@@ -233,7 +233,7 @@ export const completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocument
   const kb = await loadBase(ctx, params.knowledgeBaseId);
   const { session, link } = await tokenChecked(ctx, kb.id, params.uploadId, headers['upload-token']);
   const { store, blobs } = ctx.services;
-  const documentId = await completeDocumentUpload({ store, blobs, mutate: (fn) => ctx.mutate(fn) }, kb, { sessionId: session.id, options: link.options });
+  const documentId = await completeDocumentUpload({ store, blobs, mutate: (fn) => ctx.mutate(fn), leases: ctx.services.config.leases }, kb, { sessionId: session.id, options: link.options });
   ctx.services.knowledge.notify();
   return { status: 200, body: await sessionBody(ctx, (await ctx.services.store.fileUploads.get(session.id))!, kb.id, documentId) };
 };
