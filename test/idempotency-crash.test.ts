@@ -3,54 +3,22 @@
 // second run: the retry after the restart is answered from the run. The kill comes from the test-only fault hook
 // IDEMPOTENCY_TEST_CRASH_BEFORE_STORE=<operationId> (honoured only with NODE_ENV=test).
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PATIENCE_MS } from './support/wait.ts';
-import { endsWithFile } from './support/children.ts';
+import { exited, spawnServer, type SpawnedServer } from './support/children.ts';
 
-const root = path.resolve(import.meta.dirname, '..');
-const start = path.join(root, 'bin', 'start.js');
 const KEY = 'sk-owa-idempotency-test-key-0123456789';
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-interface Proc {
-  child: ChildProcess;
-  url: string;
-}
+type Proc = SpawnedServer;
 
 function startServer(dataDir: string, extra: Record<string, string> = {}): Promise<Proc> {
-  const env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'test', BOOTSTRAP_API_KEY: KEY, ...extra };
-  const child = endsWithFile(spawn(process.execPath, [start], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
-    const onData = (c: Buffer) => {
-      out += c;
-      const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        child.removeAllListeners('exit');
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve({ child, url: m[1]! });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (c) => (out += c));
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
-  });
-}
-
-function exited(child: ChildProcess): Promise<NodeJS.Signals | number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.signalCode ?? child.exitCode);
-    child.once('exit', (code, signal) => resolve(signal ?? code));
-  });
+  return spawnServer({ PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'test', BOOTSTRAP_API_KEY: KEY, ...extra });
 }
 
 async function stop(p: Proc): Promise<void> {

@@ -6,7 +6,6 @@
 // run that process executes (through the cancel request its lease renewal sees), and an outcome written after
 // the lease was lost is dropped.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,13 +14,11 @@ import { openSqliteStore } from '../src/store/index.ts';
 import { RunService } from '../src/runs/service.ts';
 import { createLogger } from '../src/http/logging.ts';
 import { PATIENCE_MS, waitUntil } from './support/wait.ts';
-import { endsWithFile } from './support/children.ts';
+import { exited, spawnServer, type SpawnedServer } from './support/children.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { GateServer } from './support/gate-server.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
-const root = path.resolve(import.meta.dirname, '..');
-const start = path.join(root, 'bin', 'start.js');
 const KEY = 'sk-owa-run-leases-test-key-0123456789';
 const LEASE_TTL_MS = 1500;
 const POLL_MS = 100;
@@ -47,39 +44,10 @@ afterAll(async () => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-interface Proc {
-  child: ChildProcess;
-  url: string;
-}
+type Proc = SpawnedServer;
 
 function startServer(dataDir: string, extra: Record<string, string> = {}): Promise<Proc> {
-  const env = { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'test', BOOTSTRAP_API_KEY: KEY, ...ENV, ...extra };
-  const child = endsWithFile(spawn(process.execPath, [start], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), PATIENCE_MS);
-    const onData = (c: Buffer) => {
-      out += c;
-      const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        child.removeAllListeners('exit');
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve({ child, url: m[1]! });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (c) => (out += c));
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
-  });
-}
-
-function exited(child: ChildProcess): Promise<NodeJS.Signals | number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.signalCode ?? child.exitCode);
-    child.once('exit', (code, signal) => resolve(signal ?? code));
-  });
+  return spawnServer({ PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'test', BOOTSTRAP_API_KEY: KEY, ...ENV, ...extra });
 }
 
 /** The TestServer surface buildWorkflow needs, for a server in another process. */
