@@ -2,18 +2,9 @@
 // their writes and `If-None-Match` on their reads. The operations involved say so in the spec (`x-etag`); the
 // pipeline parses the headers once, and a handler gives the document's current tag (computed from what is
 // stored) to ctx.precondition inside the transaction that writes, so the comparison and the write are atomic.
-import { createHash } from 'node:crypto';
 import { ApiError, badRequest } from './errors.ts';
-
-/** A strong entity tag for a stored text: the first 128 bits of its SHA-256, quoted. */
-export function tagOfText(text: string): string {
-  return `"${createHash('sha256').update(text).digest('base64url').slice(0, 22)}"`;
-}
-
-/** The tag of a document's representation (a JSON value built the same way on every read and write). */
-export function tagOf(value: unknown): string {
-  return tagOfText(JSON.stringify(value));
-}
+// How a document's tag is computed is the domain's (src/domain/entity-tags.ts); re-exported for handlers.
+export { tagOf, tagOfText } from '../domain/entity-tags.ts';
 
 /** A parsed `If-Match` / `If-None-Match`: `*`, or the listed tags. */
 export type TagCondition = { any: true } | { any: false; tags: { weak: boolean; opaque: string }[] };

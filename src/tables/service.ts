@@ -9,7 +9,7 @@ import type { TableLocks, UserTableRecord } from '../store/user-tables.ts';
 import type { Workspace } from '../store/workspaces.ts';
 import type { TableSettings } from '../config.ts';
 import { DomainError, domainNotFound } from '../domain/errors.ts';
-import { tagOf } from '../http/conditional.ts';
+import { tagOf } from '../domain/entity-tags.ts';
 import { type Column, ColumnError, type StoredValue, fromStored, toStored } from './columns.ts';
 import { PredicateError } from './predicate.ts';
 import { folderPathToWire } from '../workflows/folder-wire.ts';
