@@ -1,7 +1,8 @@
 // The workflows domain service: the rules a workflow change must keep (names unique per folder and never blank,
 // locked workflows and locked blocks left alone, archived workflows not deployed) and the changes themselves.
 // Each change works inside the caller's transaction and records its one audit event there; `guard` lets the
-// caller check the row the change read (an If-Match precondition) before anything is written. No HTTP here.
+// caller check the row the change read (an If-Match precondition) before anything is written. Draft changes
+// live in ./draft-changes.ts, deployments and versions in ./deployment-changes.ts. No HTTP here.
 import { createHash, randomUUID } from 'node:crypto';
 import type { Repositories } from '../store/index.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
@@ -13,15 +14,14 @@ import { folderName } from '../domain/folder-paths.ts';
 import { WorkerOverrun, type ContentWorkers } from '../content/index.ts';
 import { folderPathToWire } from './folder-wire.ts';
 import { assertTreeSize, ensureFolder, parseFolderPath, withWorkflowTree, workflowTree } from './folders.ts';
-import { copyWithFreshIds, executableFingerprint, prepareState, seedState, stableStringify, type Block, type Edge, type Variable, type WorkflowState } from './state.ts';
+import { copyWithFreshIds, executableFingerprint, seedState, stableStringify, type WorkflowState } from './state.ts';
 import { lintState, lintWarnings } from './lint.ts';
-import { applyOperations, type BlockOperation, type OperationsOutcome } from './operations.ts';
 
 /** Checks the row a change read before it writes (e.g. the request's If-Match); throws to refuse. */
 export type Guard = (current: WorkflowRecord) => void;
 
-const now = () => new Date().toISOString();
-const locked = (message: string, details?: unknown) => new DomainError('locked', message, details);
+export const now = () => new Date().toISOString();
+export const locked = (message: string, details?: unknown) => new DomainError('locked', message, details);
 
 export const stateOf = (w: { state: string }): WorkflowState => JSON.parse(w.state) as WorkflowState;
 
@@ -88,7 +88,7 @@ function newWorkflowRecord(fields: { workspaceId: string; name: string; descript
 }
 
 /** A write may not change or remove a locked block. */
-function assertLockedBlocksKept(before: WorkflowState, after: WorkflowState): void {
+export function assertLockedBlocksKept(before: WorkflowState, after: WorkflowState): void {
   const changed = Object.values(before.blocks)
     .filter((b) => b.locked === true)
     .filter((b) => !after.blocks[b.id] || stableStringify(after.blocks[b.id]) !== stableStringify(b))
@@ -122,7 +122,7 @@ export async function deploymentState(repos: Repositories, w: WorkflowRecord) {
 export type DeploymentState = Awaited<ReturnType<typeof deploymentState>>;
 
 /** Makes `version` the live one: one activation attempt, and the workflow points at it. */
-async function activate(tx: Repositories, w: WorkflowRecord, version: WorkflowVersionRecord, action: 'deploy' | 'activate', at: string): Promise<WorkflowRecord> {
+export async function activate(tx: Repositories, w: WorkflowRecord, version: WorkflowVersionRecord, action: 'deploy' | 'activate', at: string): Promise<WorkflowRecord> {
   await tx.workflowVersions.recordActivation({ id: randomUUID(), workflowId: w.id, versionId: version.id, version: version.version, action, requestedAt: at, activatedAt: at });
   await tx.workflows.update(w.id, { isDeployed: true, deployedAt: at, activeVersionId: version.id, updatedAt: at });
   return { ...w, isDeployed: true, deployedAt: at, activeVersionId: version.id, updatedAt: at };
@@ -329,223 +329,4 @@ export async function archiveFolder(tx: Repositories, audit: Audit, workspaceId:
   const archived = await tx.workflows.archiveSubtree(workspaceId, path, at);
   audit({ action: 'workflow_folder.deleted', resourceType: 'workflow_folder', resourceId: folder.id, resourceName: folder.name, metadata: { path: folderPathToWire(path), folders, workflows: archived } });
   return { folders, workflows: archived };
-}
-
-// ---- draft state
-
-/** Stores a new draft state of an unlocked workflow; returns the stored JSON (the draft's entity tag is its hash). */
-async function saveState(tx: Repositories, w: WorkflowRecord, next: WorkflowState): Promise<string> {
-  const at = now();
-  const stored = JSON.stringify(next);
-  await tx.workflows.update(w.id, { state: stored, stateSavedAt: at, updatedAt: at });
-  return stored;
-}
-
-export interface StateReplacement {
-  blocks: Record<string, Block>;
-  edges: Edge[];
-  variables?: Record<string, Variable>;
-}
-
-/** Checks a whole new draft against `w` (its shape, the locks); the same for a dry run and inside the write. */
-export async function evaluateReplacement(repos: Repositories, w: WorkflowRecord, input: StateReplacement) {
-  assertUnlocked(w);
-  const before = stateOf(w);
-  const next = prepareState(input, before.variables);
-  assertLockedBlocksKept(before, next);
-  return { next, needsRedeployment: await needsRedeployment(repos, w, next), lint: lintState(next) };
-}
-
-export async function replaceState(tx: Repositories, audit: Audit, id: string, input: StateReplacement, guard: Guard) {
-  const w = await reload(tx, id);
-  guard(w);
-  const evaluated = await evaluateReplacement(tx, w, input);
-  const { next } = evaluated;
-  const stored = await saveState(tx, w, next);
-  audit({ action: 'workflow.state_replaced', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { blocks: Object.keys(next.blocks).length, edges: next.edges.length, variablesReplaced: input.variables !== undefined } });
-  return { w, evaluated, stored };
-}
-
-export interface OperationsRequest {
-  operations: BlockOperation[];
-  setBlockEnabled: Parameters<typeof applyOperations>[1]['setBlockEnabled'];
-  layout: NonNullable<Parameters<typeof applyOperations>[1]['layout']>;
-  atomic: boolean;
-}
-
-/** With `atomic`, any finding refuses the batch: 423 when a locked block is among them, 409 otherwise. */
-function atomicRefusal(outcome: OperationsOutcome): DomainError | undefined {
-  const { skipped, inputValidationErrors } = outcome;
-  if (skipped.length === 0 && inputValidationErrors.length === 0) return undefined;
-  const summary = `${skipped.length} operation(s) declined and ${inputValidationErrors.length} input(s) invalid; nothing was written.`;
-  const lockedIds = skipped.filter((f) => f.type === 'block_locked').map((f) => f.blockId);
-  if (lockedIds.length > 0) return locked(`The batch touches locked blocks: ${summary}`, { lock: 'block', blockIds: lockedIds, skipped, inputValidationErrors });
-  return new DomainError('conflict', `The atomic batch was refused: ${summary}`, { skipped, inputValidationErrors });
-}
-
-/** Applies a batch of block operations to `w`'s draft in memory; the same for a dry run and inside the write. */
-export async function evaluateOperations(repos: Repositories, w: WorkflowRecord, request: OperationsRequest) {
-  assertUnlocked(w);
-  const before = stateOf(w);
-  const outcome = applyOperations(before, { operations: request.operations, setBlockEnabled: request.setBlockEnabled, layout: request.layout });
-  if (request.atomic) {
-    const refusal = atomicRefusal(outcome);
-    if (refusal) throw refusal;
-  }
-  assertLockedBlocksKept(before, outcome.state);
-  return { outcome, needsRedeployment: await needsRedeployment(repos, w, outcome.state), lint: lintState(outcome.state) };
-}
-
-/** Applies the batch and stores the draft if it changed; `stored` is null when nothing changed. */
-export async function applyBlockOperations(tx: Repositories, audit: Audit, id: string, request: OperationsRequest, guard: Guard) {
-  const w = await reload(tx, id);
-  guard(w);
-  const evaluated = await evaluateOperations(tx, w, request);
-  const { outcome } = evaluated;
-  if (!outcome.changed) return { w, evaluated, stored: null };
-  const next = outcome.state;
-  const stored = await saveState(tx, w, next);
-  audit({
-    action: 'workflow.operations_applied',
-    resourceType: 'workflow',
-    resourceId: w.id,
-    resourceName: w.name,
-    workspaceId: w.workspaceId,
-    metadata: {
-      operations: request.operations.length,
-      setBlockEnabled: request.setBlockEnabled?.length ?? 0,
-      applied: outcome.applied,
-      skipped: outcome.skipped.length,
-      inputValidationErrors: outcome.inputValidationErrors.length,
-      ...outcome.counts,
-      blocks: Object.keys(next.blocks).length,
-      edges: next.edges.length,
-    },
-  });
-  return { w, evaluated, stored };
-}
-
-export type VariableOperation =
-  | { operation: 'add'; name: string; type: Variable['type']; value?: Variable['value'] }
-  | { operation: 'edit'; name: string; type?: Variable['type']; value?: Variable['value'] }
-  | { operation: 'delete'; name: string };
-
-/** Adds, edits and deletes draft variables by name; stores the draft only if it changed. */
-export async function applyVariables(tx: Repositories, audit: Audit, id: string, operations: VariableOperation[], guard: Guard) {
-  const w = await reload(tx, id);
-  guard(w);
-  const state = stateOf(w);
-  const byName = new Map(Object.values(state.variables).map((v) => [v.name, v]));
-  let changed = false;
-  operations.forEach((op, i) => {
-    const existing = byName.get(op.name);
-    if (op.operation === 'add') {
-      if (existing) throw new DomainError('conflict', `A variable named "${op.name}" already exists.`, { name: op.name });
-      byName.set(op.name, { id: randomUUID(), name: op.name, type: op.type, value: op.value ?? null });
-      changed = true;
-    } else if (!existing) {
-      throw new DomainError('invalid', `There is no variable named "${op.name}".`, [{ code: 'custom', keys: [], path: ['body', 'operations', i, 'name'], message: 'Unknown variable' }]);
-    } else if (op.operation === 'edit') {
-      const v: Variable = { ...existing, type: op.type ?? existing.type, value: op.value ?? null };
-      if (stableStringify(v) !== stableStringify(existing)) changed = true;
-      byName.set(op.name, v);
-    } else {
-      byName.delete(op.name);
-      changed = true;
-    }
-  });
-  const variables = Object.fromEntries([...byName.values()].map((v) => [v.id, v]));
-  let stored = w.state;
-  if (changed) {
-    stored = await saveState(tx, w, { ...state, variables });
-    audit({ action: 'workflow.variables_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { operations: operations.length } });
-  }
-  return { id: w.id, variableCount: byName.size, changed, stored };
-}
-
-/** Makes a deployed version (or the live one, `'active'`) the draft again; locked blocks must survive it. */
-export async function revertToVersion(tx: Repositories, audit: Audit, id: string, which: number | 'active', guard: Guard) {
-  const w = await reload(tx, id);
-  assertUnlocked(w);
-  guard(w);
-  let version: WorkflowVersionRecord;
-  if (which === 'active') {
-    const live = await activeVersion(tx, w);
-    if (!live) throw new DomainError('conflict', 'The workflow has no active deployment to revert to.');
-    version = live;
-  } else version = await loadVersion(tx, w.id, which);
-  assertLockedBlocksKept(stateOf(w), stateOf(version));
-  const at = now();
-  await tx.workflows.update(w.id, { state: version.state, stateSavedAt: at, updatedAt: at });
-  audit({ action: 'workflow.reverted', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
-  return { savedAt: at, version };
-}
-
-// ---- deployment
-
-/** Snapshots the draft as the next version and makes it live. */
-export async function deploy(tx: Repositories, audit: Audit, actorId: string, id: string, label: { name?: string | null; description?: string | null }) {
-  const w = await reload(tx, id);
-  assertUnlocked(w);
-  const at = now();
-  const version: WorkflowVersionRecord = {
-    id: randomUUID(),
-    workflowId: w.id,
-    version: await tx.workflowVersions.nextVersion(w.id),
-    name: label.name ?? null,
-    description: label.description ?? null,
-    state: w.state,
-    deployedBy: actorId,
-    createdAt: at,
-  };
-  await tx.workflowVersions.insert(version);
-  const live = await activate(tx, w, version, 'deploy', at);
-  audit({ action: 'workflow.deployed', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
-  return { deployment: await deploymentState(tx, live), version: version.version };
-}
-
-/** Takes the workflow offline; returns the MCP tools that stay published but inactive until it is deployed again. */
-export async function undeploy(tx: Repositories, audit: Audit, id: string): Promise<{ serverId: string; toolName: string }[]> {
-  const w = await reload(tx, id);
-  assertUnlocked(w);
-  if (!w.isDeployed) return [];
-  await tx.workflows.update(w.id, { isDeployed: false, deployedAt: null, activeVersionId: null, updatedAt: now() });
-  await tx.workflowVersions.deactivate(w.id);
-  audit({ action: 'workflow.undeployed', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId });
-  return (await tx.workflowMcpServers.toolsOfWorkflow(w.id)).map((t) => ({ serverId: t.serverId, toolName: t.toolName }));
-}
-
-/** Makes an existing version live again; `pick` chooses it from the workflow as the transaction reads it. */
-export async function activateVersion(
-  tx: Repositories,
-  audit: Audit,
-  id: string,
-  pick: (tx: Repositories, w: WorkflowRecord) => Promise<WorkflowVersionRecord>,
-  action: 'workflow.version_activated' | 'workflow.rolled_back',
-) {
-  const w = await reload(tx, id);
-  assertUnlocked(w);
-  const version = await pick(tx, w);
-  const live = await activate(tx, w, version, 'activate', now());
-  audit({ action, resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
-  return { deployment: await deploymentState(tx, live), version: version.version };
-}
-
-/** The version a rollback goes to: the one asked for, or the one live before the current. */
-export async function rollbackTarget(tx: Repositories, w: WorkflowRecord, asked: number | undefined): Promise<WorkflowVersionRecord> {
-  const target = asked ?? (await tx.workflowVersions.previousActiveVersion(w.id, w.isDeployed ? w.activeVersionId : null));
-  if (target === undefined) throw new DomainError('conflict', 'There is no earlier deployment to roll back to.');
-  return loadVersion(tx, w.id, target);
-}
-
-export async function setPublicApi(tx: Repositories, audit: Audit, w: WorkflowRecord, isPublicApi: boolean): Promise<void> {
-  await tx.workflows.update(w.id, { isPublicApi, updatedAt: now() });
-  audit({ action: 'workflow.public_api_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { isPublicApi } });
-}
-
-export async function relabelVersion(tx: Repositories, audit: Audit, w: WorkflowRecord, version: number, label: { name?: string; description?: string | null; fields: string[] }) {
-  const v = await loadVersion(tx, w.id, version);
-  await tx.workflowVersions.updateLabel(v.id, { name: label.name, description: label.description });
-  audit({ action: 'workflow.version_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: v.version, fields: label.fields } });
-  return { version: v.version, name: label.name ?? v.name, description: label.description === undefined ? v.description : label.description };
 }

@@ -7,20 +7,22 @@ import type { Repositories } from '../../store/index.ts';
 import type { WorkflowRecord } from '../../store/workflows.ts';
 import type { WorkflowVersionRecord } from '../../store/workflow-versions.ts';
 import * as workflows from '../../workflows/service.ts';
+import * as drafts from '../../workflows/draft-changes.ts';
+import * as deployments from '../../workflows/deployment-changes.ts';
 import { deploymentView, loadWorkflow, stateTag } from './shared.ts';
 
 export const deployWorkflow: Handler<'deployWorkflow'> = async ({ params, body, ctx }) => {
   const first = await loadWorkflow(ctx, params.workflowId);
   workflows.assertActive(first);
   workflows.assertUnlocked(first);
-  const { deployment, version } = await ctx.mutate((tx, audit) => workflows.deploy(tx, audit, ctx.principal.userId, first.id, { name: body?.name, description: body?.description }));
+  const { deployment, version } = await ctx.mutate((tx, audit) => deployments.deploy(tx, audit, ctx.principal.userId, first.id, { name: body?.name, description: body?.description }));
   return { status: 200, body: { data: { ...deploymentView(deployment), version } } };
 };
 
 export const undeployWorkflow: Handler<'undeployWorkflow'> = async ({ params, ctx }) => {
   const first = await loadWorkflow(ctx, params.workflowId);
   workflows.assertUnlocked(first);
-  const archivedMcpTools = await ctx.mutate((tx, audit) => workflows.undeploy(tx, audit, first.id));
+  const archivedMcpTools = await ctx.mutate((tx, audit) => deployments.undeploy(tx, audit, first.id));
   return {
     status: 200,
     body: { data: { id: first.id, isDeployed: false, deployedAt: null, warnings: [], activeDeployment: null, latestDeploymentAttempt: null, archivedMcpTools } },
@@ -39,7 +41,7 @@ export const getWorkflowDeployment: Handler<'getWorkflowDeployment'> = async ({ 
 
 export const updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'> = async ({ params, body, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
-  await ctx.mutate((tx, audit) => workflows.setPublicApi(tx, audit, w, body.isPublicApi));
+  await ctx.mutate((tx, audit) => deployments.setPublicApi(tx, audit, w, body.isPublicApi));
   return { status: 200, body: { data: { id: w.id, isPublicApi: body.isPublicApi } } };
 };
 
@@ -74,7 +76,7 @@ export const getWorkflowVersion: Handler<'getWorkflowVersion'> = async ({ params
 
 export const updateWorkflowVersion: Handler<'updateWorkflowVersion'> = async ({ params, body, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
-  const data = await ctx.mutate((tx, audit) => workflows.relabelVersion(tx, audit, w, params.version, { name: body.name, description: body.description, fields: Object.keys(body) }));
+  const data = await ctx.mutate((tx, audit) => deployments.relabelVersion(tx, audit, w, params.version, { name: body.name, description: body.description, fields: Object.keys(body) }));
   return { status: 200, body: { data } };
 };
 
@@ -87,7 +89,7 @@ async function activateVersion(
   const first = await loadWorkflow(ctx, workflowId);
   workflows.assertActive(first);
   workflows.assertUnlocked(first);
-  const { deployment, version } = await ctx.mutate((tx, audit) => workflows.activateVersion(tx, audit, first.id, pick, action));
+  const { deployment, version } = await ctx.mutate((tx, audit) => deployments.activateVersion(tx, audit, first.id, pick, action));
   return { ...deploymentView(deployment), version };
 }
 
@@ -97,7 +99,7 @@ export const activateWorkflowVersion: Handler<'activateWorkflowVersion'> = async
 };
 
 export const rollbackWorkflow: Handler<'rollbackWorkflow'> = async ({ params, body, ctx }) => {
-  const data = await activateVersion(ctx, params.workflowId, (tx, w) => workflows.rollbackTarget(tx, w, body?.version), 'workflow.rolled_back');
+  const data = await activateVersion(ctx, params.workflowId, (tx, w) => deployments.rollbackTarget(tx, w, body?.version), 'workflow.rolled_back');
   return { status: 200, body: { data } };
 };
 
@@ -105,6 +107,6 @@ export const revertWorkflowVersion: Handler<'revertWorkflowVersion'> = async ({ 
   const first = await loadWorkflow(ctx, params.workflowId);
   workflows.assertUnlocked(first);
   const which = params.version === 'active' ? ('active' as const) : Number(params.version);
-  const { savedAt, version } = await ctx.mutate((tx, audit) => workflows.revertToVersion(tx, audit, first.id, which, (w) => ctx.precondition(() => stateTag(w))));
+  const { savedAt, version } = await ctx.mutate((tx, audit) => drafts.revertToVersion(tx, audit, first.id, which, (w) => ctx.precondition(() => stateTag(w))));
   return { status: 200, body: { data: { id: first.id, version: which, lastSaved: Date.parse(savedAt) } }, headers: { ETag: stateTag(version) } };
 };

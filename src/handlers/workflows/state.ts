@@ -5,6 +5,7 @@ import { tagOfText } from '../../http/conditional.ts';
 import type { Block, Edge, Variable } from '../../workflows/state.ts';
 import type { BlockOperation } from '../../workflows/operations.ts';
 import * as workflows from '../../workflows/service.ts';
+import * as drafts from '../../workflows/draft-changes.ts';
 import { loadWorkflow, stateTag } from './shared.ts';
 
 const PROVISIONAL_IDS_WARNING = 'Dry run: previewBlockIds are provisional; committing the same batch mints different block ids.';
@@ -31,14 +32,14 @@ export const replaceWorkflowState: Handler<'replaceWorkflowState'> = async ({ pa
   if (body.loops !== undefined || body.parallels !== undefined) warnings.push('loops and parallels in the body were ignored: containers are recomputed from the blocks.');
   const input = { blocks: body.blocks as Record<string, Block>, edges: body.edges as Edge[], variables: body.variables as Record<string, Variable> | undefined };
   const dryRun = query.dryRun === true;
-  const answer = (id: string, e: Awaited<ReturnType<typeof workflows.evaluateReplacement>>) => ({ id, warnings, needsRedeployment: e.needsRedeployment, lint: e.lint, dryRun });
+  const answer = (id: string, e: Awaited<ReturnType<typeof drafts.evaluateReplacement>>) => ({ id, warnings, needsRedeployment: e.needsRedeployment, lint: e.lint, dryRun });
 
   if (dryRun) {
     ctx.precondition(() => stateTag(first));
-    const evaluated = await workflows.evaluateReplacement(ctx.services.store, first, input);
+    const evaluated = await drafts.evaluateReplacement(ctx.services.store, first, input);
     return { status: 200, body: { data: answer(first.id, evaluated) }, headers: { ETag: stateTag(first) } };
   }
-  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => workflows.replaceState(tx, audit, first.id, input, (current) => ctx.precondition(() => stateTag(current))));
+  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => drafts.replaceState(tx, audit, first.id, input, (current) => ctx.precondition(() => stateTag(current))));
   return { status: 200, body: { data: answer(w.id, evaluated) }, headers: { ETag: tagOfText(stored) } };
 };
 
@@ -47,7 +48,7 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = async
   workflows.assertUnlocked(first);
   const dryRun = query.dryRun === true;
   const request = { operations: body.operations as BlockOperation[], setBlockEnabled: body.setBlockEnabled, layout: body.layout ?? ('targeted' as const), atomic: body.atomic === true };
-  const answer = (id: string, { outcome, needsRedeployment, lint }: Awaited<ReturnType<typeof workflows.evaluateOperations>>) => ({
+  const answer = (id: string, { outcome, needsRedeployment, lint }: Awaited<ReturnType<typeof drafts.evaluateOperations>>) => ({
     id,
     warnings: dryRun ? [...outcome.warnings, PROVISIONAL_IDS_WARNING] : outcome.warnings,
     needsRedeployment,
@@ -63,17 +64,17 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = async
 
   if (dryRun) {
     ctx.precondition(() => stateTag(first));
-    const evaluated = await workflows.evaluateOperations(ctx.services.store, first, request);
+    const evaluated = await drafts.evaluateOperations(ctx.services.store, first, request);
     return { status: 200, body: { data: answer(first.id, evaluated) }, headers: { ETag: stateTag(first) } };
   }
-  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => workflows.applyBlockOperations(tx, audit, first.id, request, (current) => ctx.precondition(() => stateTag(current))));
+  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => drafts.applyBlockOperations(tx, audit, first.id, request, (current) => ctx.precondition(() => stateTag(current))));
   return { status: 200, body: { data: answer(w.id, evaluated) }, headers: { ETag: stored === null ? stateTag(w) : tagOfText(stored) } };
 };
 
 export const applyWorkflowVariables: Handler<'applyWorkflowVariables'> = async ({ params, body, ctx }) => {
   await loadWorkflow(ctx, params.workflowId);
   const result = await ctx.mutate((tx, audit) =>
-    workflows.applyVariables(tx, audit, params.workflowId, body.operations as workflows.VariableOperation[], (w) => ctx.precondition(() => stateTag(w))),
+    drafts.applyVariables(tx, audit, params.workflowId, body.operations as drafts.VariableOperation[], (w) => ctx.precondition(() => stateTag(w))),
   );
   return { status: 200, body: { data: { id: result.id, variableCount: result.variableCount, changed: result.changed } }, headers: { ETag: tagOfText(result.stored) } };
 };
