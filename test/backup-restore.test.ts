@@ -186,6 +186,10 @@ describe('backup and restore', () => {
     expect(fs.existsSync(target)).toBe(false);
     fs.writeFileSync(manifestFile, JSON.stringify(manifest));
 
+    // Another key would leave every secret unreadable: the restore checks it opens them, and leaves nothing behind.
+    expectRefusal(await admin(['restore', '--from', backupDir], baseEnv(target, { SECRETS_KEY: randomBytes(32).toString('base64') })), /SECRETS_KEY\) does not open the secrets of this database; nothing was restored/);
+    expect(fs.readdirSync(target)).toEqual([]);
+
     const restored = await admin(['restore', '--from', backupDir], baseEnv(target, { SECRETS_KEY: secretsKey }));
     expect(restored.code, restored.stderr).toBe(0);
     expect(JSON.parse(restored.stdout).blobs.count).toBe(1);

@@ -21,6 +21,9 @@ import { DatabaseSync, backup } from 'node:sqlite';
 import { BlobIntegrityError, blobStoreSettings, openBlobStore, type BlobStore } from '../files/blob-store.ts';
 import { blobKeysInUse } from '../files/purge.ts';
 import { openWorkerStore } from '../store/index.ts';
+import { SecretCipher, loadSecretsKey } from '../secrets/cipher.ts';
+import { signingKeyOpens } from '../secrets/signing-key.ts';
+import { SecretVault } from '../secrets/vault.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 const DATABASE_COPY = 'workspace.sqlite';
@@ -104,15 +107,17 @@ function describeDatabase(file: string): { schemaVersion: number; counts: Record
   }
 }
 
-/** The blobs a database's rows refer to. */
-async function blobKeysOf(file: string): Promise<Set<string>> {
+/** The blobs a database's rows refer to, and whether `key` opens its secrets (null: none sealed yet). */
+async function inspect(file: string, key: Buffer): Promise<{ blobKeys: Set<string>; keyOpens: boolean | null }> {
   const store = openWorkerStore({ engine: 'sqlite', file });
   try {
-    return await blobKeysInUse(store);
+    return { blobKeys: await blobKeysInUse(store), keyOpens: await signingKeyOpens(store, new SecretVault(store, new SecretCipher(key))) };
   } finally {
     await store.close();
   }
 }
+
+const WRONG_KEY = 'does not open the secrets of this database';
 
 /** Makes a consistent backup of the data at `source` (possibly in use by a running server) in the empty directory `target`. */
 export async function createBackup(source: DataLocation, target: string): Promise<BackupManifest & { directory: string }> {
@@ -134,7 +139,8 @@ export async function createBackup(source: DataLocation, target: string): Promis
   } finally {
     live.close();
   }
-  const needed = await blobKeysOf(dbCopy);
+  const { blobKeys: needed, keyOpens } = await inspect(dbCopy, loadSecretsKey(source.secretsKey, source.dataDir));
+  if (keyOpens === false) throw new BackupError(`The secrets key (${source.secretsKey !== null ? 'SECRETS_KEY' : keyFile}) ${WRONG_KEY}; run the backup with the server's environment`);
   // The copy keeps the source's WAL mode in its header; make it one self-contained file.
   const settle = new DatabaseSync(dbCopy);
   settle.exec('PRAGMA journal_mode = DELETE');
@@ -241,10 +247,12 @@ export async function restoreBackup(from: string, target: DataLocation): Promise
     fs.chmodSync(temp, 0o600);
     if ((await sha256OfFile(temp)) !== manifest.database.sha256) throw new BackupError(`The database copied to ${temp} does not match the manifest; the disk may be failing`);
     await fsp.rename(temp, target.databaseFile);
+    const { keyOpens } = await inspect(target.databaseFile, loadSecretsKey(target.secretsKey, target.dataDir));
+    if (keyOpens === false) throw new BackupError(`The secrets key (${manifest.secretsKey === 'external' ? 'SECRETS_KEY' : 'secrets.key of the backup'}) ${WRONG_KEY}; nothing was restored`);
   } catch (err) {
     // Leave the directory as empty as it was found, so the restore can simply be run again.
     for (const name of fs.readdirSync(target.dataDir)) fs.rmSync(path.join(target.dataDir, name), { recursive: true, force: true });
-    fs.rmSync(`${target.databaseFile}.restoring`, { force: true });
+    for (const suffix of ['.restoring', '', '-wal', '-shm']) fs.rmSync(`${target.databaseFile}${suffix}`, { force: true });
     throw err;
   }
   return { dataDir: target.dataDir, databaseFile: target.databaseFile, blobs: manifest.blobs, schemaVersion: manifest.schemaVersion, createdAt: manifest.createdAt };
