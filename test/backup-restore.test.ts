@@ -177,6 +177,12 @@ describe('backup and restore', () => {
     expectRefusal(await admin(['restore', '--from', backupDir], baseEnv(target)), /set the same SECRETS_KEY/);
     expect(fs.existsSync(target)).toBe(false);
 
+    // A backup that fails part-way (here: run with a key that is not the server's) leaves its directory empty for a rerun.
+    const keyless = path.join(tempDir(), 'k');
+    const failed = await admin(['backup', '--to', keyless], baseEnv(dataDir, { SECRETS_KEY: randomBytes(32).toString('base64') }));
+    expectRefusal(failed, /SECRETS_KEY\) does not open the secrets of this database; run the backup with the server's environment/);
+    expect(fs.readdirSync(keyless)).toEqual([]);
+
     expectRefusal(await admin(['restore', '--from', backupDir], baseEnv(occupied, { SECRETS_KEY: secretsKey })), /is not empty; restore into a new or empty DATA_DIR/);
 
     const manifestFile = path.join(backupDir, 'manifest.json');

@@ -129,7 +129,16 @@ export async function createBackup(source: DataLocation, target: string): Promis
     throw new BackupError(`Neither SECRETS_KEY nor ${keyFile} is there; run the backup with the server's environment`);
   }
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    return await backupInto(dir, source, keyFile);
+  } catch (err) {
+    // An unfinished backup is of no use; leave the directory empty so the same command can simply run again.
+    for (const name of fs.readdirSync(dir)) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+    throw err;
+  }
+}
 
+async function backupInto(dir: string, source: DataLocation, keyFile: string): Promise<BackupManifest & { directory: string }> {
   // 1. The database snapshot, first: everything it refers to exists from this moment on.
   const dbCopy = path.join(dir, DATABASE_COPY);
   const live = new DatabaseSync(source.databaseFile);
