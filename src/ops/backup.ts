@@ -38,6 +38,7 @@ export class BackupError extends Error {}
 
 export interface BackupManifest {
   format: typeof FORMAT;
+  /** When the database snapshot was taken. */
   createdAt: string;
   /** The highest migration applied to the copied database. */
   schemaVersion: number;
@@ -140,6 +141,7 @@ export async function createBackup(source: DataLocation, target: string): Promis
 
 async function backupInto(dir: string, source: DataLocation, keyFile: string): Promise<BackupManifest & { directory: string }> {
   // 1. The database snapshot, first: everything it refers to exists from this moment on.
+  const createdAt = new Date().toISOString();
   const dbCopy = path.join(dir, DATABASE_COPY);
   const live = new DatabaseSync(source.databaseFile);
   try {
@@ -184,7 +186,7 @@ async function backupInto(dir: string, source: DataLocation, keyFile: string): P
   const { schemaVersion, counts } = describeDatabase(dbCopy);
   const manifest: BackupManifest = {
     format: FORMAT,
-    createdAt: new Date().toISOString(),
+    createdAt,
     schemaVersion,
     database: { file: DATABASE_COPY, bytes: fs.statSync(dbCopy).size, sha256: await sha256OfFile(dbCopy) },
     blobs: copied,
@@ -255,6 +257,8 @@ export async function restoreBackup(from: string, target: DataLocation): Promise
     fs.copyFileSync(dbCopy, temp, fs.constants.COPYFILE_EXCL);
     fs.chmodSync(temp, 0o600);
     if ((await sha256OfFile(temp)) !== manifest.database.sha256) throw new BackupError(`The database copied to ${temp} does not match the manifest; the disk may be failing`);
+    const handle = await fsp.open(temp, 'r+');
+    await handle.sync().finally(() => handle.close());
     await fsp.rename(temp, target.databaseFile);
     const { keyOpens } = await inspect(target.databaseFile, loadSecretsKey(target.secretsKey, target.dataDir));
     if (keyOpens === false) throw new BackupError(`The secrets key (${manifest.secretsKey === 'external' ? 'SECRETS_KEY' : 'secrets.key of the backup'}) ${WRONG_KEY}; nothing was restored`);
