@@ -26,6 +26,7 @@ import { setTableLocks, TableLockError } from '../tables/locks.ts';
 import type { TableLocks } from '../store/user-tables.ts';
 import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
 import { syncTableRowLimits } from '../tables/service.ts';
+import { BackupError, createBackup, restoreBackup } from '../ops/backup.ts';
 
 const USAGE = `Usage: npm run -s admin -- <command> [options]
 
@@ -53,6 +54,9 @@ const USAGE = `Usage: npm run -s admin -- <command> [options]
   secret delete --workspace <id> --name <NAME> [--user <userId>]
   table lock --table <tableId> [--preset none|append-only|read-only] [--schema true|false] [--insert true|false]
              [--update true|false] [--delete true|false]   (423 LOCKED for the verbs a lock guards; reads never)
+  backup --to <dir>        a consistent copy of the data (database, file bytes, secrets key, manifest) into a
+                           new or empty directory, also while a server is running and writing
+  restore --from <dir>     a backup into an empty DATA_DIR (checked against its manifest first); then start the server
 
 The database is the one the server uses: DATA_DIR (default ./data) or DATABASE_FILE.`;
 
@@ -81,6 +85,8 @@ const OPTIONS = {
   insert: { type: 'string' },
   update: { type: 'string' },
   delete: { type: 'string' },
+  to: { type: 'string' },
+  from: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -248,17 +254,23 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(USAGE + '\n');
     return;
   }
-  let databaseFile: string;
+  let config: ReturnType<typeof loadConfig>;
   try {
-    databaseFile = loadConfig().databaseFile;
+    config = loadConfig();
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(JSON.stringify({ error: `Configuration error: ${err.message}` }) + '\n');
     process.exit(2);
   }
+  const command = parsed.positionals.join(' ');
+  if (command === 'backup' || command === 'restore') {
+    await backupCommand(command, parsed.values as Flags, config);
+    return;
+  }
+  const databaseFile = config.databaseFile;
   const store = await openSqliteStore(databaseFile);
   try {
-    const result = await run(store, parsed.positionals.join(' '), parsed.values as Flags);
+    const result = await run(store, command, parsed.values as Flags);
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } catch (err) {
     const message = err instanceof IdentityError || err instanceof SecretError || err instanceof TableLockError ? err.message : `Unexpected failure: ${(err as Error).message}`;
@@ -266,5 +278,20 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = 1;
   } finally {
     await store.close();
+  }
+}
+
+/** Backup and restore work on the files, not through a store: restore must not create a database first. */
+async function backupCommand(command: 'backup' | 'restore', flags: Flags, config: ReturnType<typeof loadConfig>): Promise<void> {
+  try {
+    const result =
+      command === 'backup'
+        ? await createBackup(config, required(flags, 'to'))
+        : await restoreBackup(required(flags, 'from'), config);
+    process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+  } catch (err) {
+    const message = err instanceof BackupError || err instanceof IdentityError ? err.message : `Unexpected failure: ${(err as Error).message}`;
+    process.stderr.write(JSON.stringify({ error: message }) + '\n');
+    process.exitCode = 1;
   }
 }

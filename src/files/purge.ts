@@ -37,6 +37,15 @@ export interface PurgeReport {
 
 const HOUR = 3600_000;
 
+/** Every blob some row still needs: file versions and unfinished uploads, run outputs, knowledge sources. */
+export async function blobKeysInUse(store: Store): Promise<Set<string>> {
+  const referenced = await store.files.referencedBlobKeys();
+  for (const key of await store.runFiles.blobKeys()) referenced.add(key); // files produced by runs
+  // Knowledge documents keep their source bytes (for re-processing) in the same blob store.
+  for (const key of await store.knowledgeDocuments.blobKeys()) referenced.add(key);
+  return referenced;
+}
+
 export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeOptions): Promise<PurgeReport> {
   const now = options.now ?? Date.now();
   const grace = options.graceMs ?? HOUR;
@@ -88,10 +97,7 @@ export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeO
     report.temporaryFiles++;
   }
 
-  const referenced = await store.files.referencedBlobKeys();
-  for (const key of await store.runFiles.blobKeys()) referenced.add(key); // files produced by runs
-  // Knowledge documents keep their source bytes (for re-processing) in the same blob store.
-  for (const key of await store.knowledgeDocuments.blobKeys()) referenced.add(key);
+  const referenced = await blobKeysInUse(store);
   for await (const blob of blobs.list()) {
     if (referenced.has(blob.key) || now - blob.modifiedAt < grace) continue;
     await blobs.delete(blob.key);

@@ -28,3 +28,18 @@ export async function loadSigningKey(store: Store, vault: SecretVault, logger?: 
     }
   });
 }
+
+/**
+ * Whether `vault`'s key opens the stored signing key, i.e. is the key this database's secrets were sealed
+ * under (backups check it); null when there is nothing sealed to try it on.
+ */
+export async function signingKeyOpens(store: Store, vault: SecretVault): Promise<boolean | null> {
+  const stored = await store.settings.get(SETTING);
+  if (stored === undefined || !stored.includes('.')) return null;
+  try {
+    vault.open(stored, CONTEXT);
+    return true;
+  } catch {
+    return false;
+  }
+}
