@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { waitUntil } from './support/wait.ts';
+import { GateServer } from './support/gate-server.ts';
 
 /** A loopback port nothing listens on right now (METRICS_PORT=0 means "off", so the test picks one). */
 async function freePort(): Promise<number> {
@@ -92,6 +93,43 @@ describe('metrics on their own port', () => {
     const onApi = await s.request('/metrics');
     expect(onApi.status).toBe(404);
     expect(await onApi.text()).not.toContain('owa_http_requests_total');
+  });
+});
+
+describe('queue metrics', () => {
+  it('show the runs executing, the queued ones and how long the oldest has waited', async () => {
+    const gate = await new GateServer().start();
+    // One worker: the first async run holds it at the gate, the second waits in the queue.
+    const s = await startTestServer({ METRICS_PORT: String(await freePort()), RUN_WORKERS: '1', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
+    try {
+      const start = apiBlock('start_trigger', 'Start');
+      const held = gate.block('Held', 'queue');
+      const { id } = await buildWorkflow(s, 'Held at the gate', [start, held], [link(start, held)]);
+      expect((await s.call('POST', `/api/v2/workflows/${id}/execute`, { async: true })).status).toBe(202);
+      await waitUntil('the first run to reach the gate', () => gate.holding('queue'));
+      expect((await s.call('POST', `/api/v2/workflows/${id}/execute`, { async: true })).status).toBe(202);
+      const busy = (await scrape(s)).text;
+      expect(valueOf(busy, 'owa_runs_executing')).toBe(1);
+      expect(valueOf(busy, 'owa_run_queue_depth')).toBe(1);
+      expect(valueOf(busy, 'owa_run_queue_oldest_age_seconds')).toBeGreaterThanOrEqual(0);
+      // A queued run cancelled through the API is counted as settled, without a duration (it never executed).
+      const third = await s.call('POST', `/api/v2/workflows/${id}/execute`, { async: true });
+      expect((await s.call('POST', `/api/v2/workflows/${id}/runs/${third.body.data.runId}/cancel`)).status).toBe(200);
+      const cancelled = (await scrape(s)).text;
+      expect(valueOf(cancelled, 'owa_runs_settled_total', { trigger: 'api', status: 'cancelled' })).toBe(1);
+      expect(valueOf(cancelled, 'owa_run_duration_seconds_count', { status: 'cancelled' })).toBeUndefined();
+      expect(valueOf(cancelled, 'owa_run_queue_depth')).toBe(1);
+      gate.release('queue');
+      const done = await waitUntil('both runs to be counted', async () => {
+        const text = (await scrape(s)).text;
+        return valueOf(text, 'owa_runs_settled_total', { trigger: 'api', status: 'completed' }) === 2 ? text : null;
+      });
+      expect(valueOf(done, 'owa_run_queue_depth')).toBe(0);
+      expect(valueOf(done, 'owa_run_duration_seconds_count', { trigger: 'api', status: 'completed' })).toBe(2);
+    } finally {
+      await s.stop();
+      await gate.stop();
+    }
   });
 });
 
