@@ -1,5 +1,6 @@
 // Prometheus metrics, scraped as Prometheus would: on their own listener (METRICS_PORT), never on the API port,
 // with bounded labels (operation ids, not paths or ids).
+import http from 'node:http';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,9 +53,10 @@ describe('metrics on their own port', () => {
     // The sync bucket holds one execution a minute: the next is refused by the rate limit.
     expect((await s.call('POST', `/api/v2/workflows/${workflowId}/execute`, {})).status).toBe(429);
 
-    const m = await waitUntil('the run outcome to be counted', async () => {
+    // A request is counted when its response closes, which may come just after the client has read it.
+    const m = await waitUntil('the run outcome and the rejection to be counted', async () => {
       const r = await scrape(s);
-      return (valueOf(r.text, 'owa_runs_settled_total', { trigger: 'api', status: 'completed' }) ?? 0) >= 1 ? r : null;
+      return valueOf(r.text, 'owa_runs_settled_total', { trigger: 'api', status: 'completed' }) === 1 && valueOf(r.text, 'owa_rate_limit_rejections_total', { bucket: 'sync' }) === 1 ? r : null;
     });
     expect(m.status).toBe(200);
     expect(m.type).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -78,7 +80,10 @@ describe('metrics on their own port', () => {
     const ids = Array.from({ length: 50 }, () => `wf_${randomUUID()}`);
     for (const id of ids) expect((await s.call('GET', `/api/v2/workflows/${id}/state`)).status).toBe(404);
     for (const id of ids.slice(0, 5)) expect((await s.call('GET', `/no/such/route/${id}`)).status).toBe(404);
-    const m = await scrape(s);
+    const m = await waitUntil('every request to be counted', async () => {
+      const r = await scrape(s);
+      return valueOf(r.text, 'owa_http_requests_total', { operation: 'getWorkflowState', status: '404' }) === 50 && valueOf(r.text, 'owa_http_requests_total', { operation: 'unmatched', status: '404' }) === 5 ? r : null;
+    });
     const stateSeries = samples(m.text, 'owa_http_requests_total').filter((l) => l.includes('operation="getWorkflowState"'));
     expect(stateSeries).toHaveLength(1);
     expect(valueOf(m.text, 'owa_http_requests_total', { operation: 'getWorkflowState', status: '404' })).toBe(50);
@@ -129,6 +134,37 @@ describe('queue metrics', () => {
     } finally {
       await s.stop();
       await gate.stop();
+    }
+  });
+});
+
+describe('callback metrics', () => {
+  it('count delivery attempts by outcome', async () => {
+    // The receiver refuses the first delivery and takes the second: one retry, then delivered.
+    let received = 0;
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(++received === 1 ? 500 : 204).end();
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+    const receiverUrl = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hook`;
+    const s = await startTestServer({ METRICS_PORT: String(await freePort()), EGRESS_ALLOW_CIDRS: '127.0.0.1/32', CALLBACK_POLL_MS: '20', CALLBACK_RETRY_BASE_MS: '40', CALLBACK_RETRY_MAX_MS: '150' });
+    try {
+      expect((await s.call('POST', `/api/v2/workspaces/${s.workspaceId}/callback-signing-secret/rotate`, {})).status).toBe(200);
+      const start = apiBlock('start_trigger', 'Start');
+      const out = apiBlock('response', 'Out', { data: '{"ok": true}' });
+      const { id } = await buildWorkflow(s, 'Calls back', [start, out], [link(start, out)]);
+      expect((await s.call('POST', `/api/v2/workflows/${id}/execute`, { async: true, callbackUrl: receiverUrl })).status).toBe(202);
+      const text = await waitUntil('the delivery to be counted', async () => {
+        const t = (await scrape(s)).text;
+        return valueOf(t, 'owa_callback_attempts_total', { outcome: 'delivered' }) === 1 ? t : null;
+      });
+      expect(valueOf(text, 'owa_callback_attempts_total', { outcome: 'retry' })).toBe(1);
+      expect(valueOf(text, 'owa_callback_deliveries_pending')).toBe(0);
+    } finally {
+      await s.stop();
+      receiver.closeAllConnections();
+      await new Promise<void>((r) => receiver.close(() => r()));
     }
   });
 });

@@ -39,7 +39,7 @@ export function createServerMetrics(services: Services): ServerMetrics {
   // Event-loop lag, heap, resident memory, CPU, handles: prom-client's standard process and Node.js metrics.
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  // A failing store read leaves that gauge out of the scrape rather than failing the whole scrape.
+  // A failing store read is logged and leaves that gauge at its previous value rather than failing the whole scrape.
   const atScrape = <T>(name: string, read: (this: T) => Promise<void>) =>
     async function (this: T) {
       try {
