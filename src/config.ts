@@ -63,6 +63,11 @@ export interface Config {
    * whichever process polls next.
    */
   leases: LeaseSettings;
+  /**
+   * Prometheus metrics, served on a listener of their own (never on the API port): off (null port) unless
+   * METRICS_PORT is set; bound to METRICS_HOST, loopback by default.
+   */
+  metrics: { port: number | null; host: string };
 }
 
 export interface LeaseSettings {
@@ -368,6 +373,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     http: httpLimits(env),
     idempotency: { ttlMs: integer(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000 },
     leases: leaseSettings(env),
+    metrics: { port: integer(env, 'METRICS_PORT', 0, 0, 65535) || null, host: env.METRICS_HOST || '127.0.0.1' },
     callbacks: {
       retryBaseMs: integer(env, 'CALLBACK_RETRY_BASE_MS', 5000, 1, 3_600_000),
       retryMaxMs: integer(env, 'CALLBACK_RETRY_MAX_MS', 3_600_000, 1, 86_400_000),

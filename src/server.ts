@@ -33,11 +33,15 @@ import { workspaceDataToolProvider } from './tools/workspace-data.ts';
 import { KnowledgeService } from './knowledge/service.ts';
 import { ContentWorkers } from './content/index.ts';
 import { CallbackWorker } from './callbacks/worker.ts';
+import { createServerMetrics, listenForMetrics } from './ops/metrics.ts';
+import { observeRequests } from './http/metrics.ts';
 
 export interface RunningServer {
   url: string;
   port: number;
   services: Services;
+  /** Where Prometheus scrapes (`http://METRICS_HOST:port/metrics`); null when METRICS_PORT is unset. */
+  metricsUrl: string | null;
   /** Stops accepting, lets in-flight requests finish (up to the shutdown timeout), then closes the store. */
   close(): Promise<void>;
 }
@@ -156,8 +160,12 @@ export async function startServer(services: Services, options: StartOptions = {}
   const { listener, ...binderOptions } = options;
   const app = createApp(services, binderOptions);
   const server = listener ?? createHttpServer(config.http);
+  // Metrics are off unless METRICS_PORT is set; their own listener is bound first, so a port in use fails the start.
+  const metrics = config.metrics.port !== null ? createServerMetrics(services) : null;
+  const metricsListener = metrics && config.metrics.port !== null ? await listenForMetrics(metrics, config.metrics.host, config.metrics.port) : null;
   server.removeAllListeners('request'); // the "starting" answer of bindListener
   server.on('request', app);
+  if (metrics) observeRequests(server, metrics);
   server.keepAliveTimeout = 65_000;
   let shuttingDown = false;
   // A keep-alive connection whose last request finishes during shutdown is closed right away.
@@ -197,6 +205,7 @@ export async function startServer(services: Services, options: StartOptions = {}
     url: `http://${config.host}:${port}`,
     port,
     services,
+    metricsUrl: metricsListener?.url ?? null,
     close() {
       closing ??= (async () => {
         shuttingDown = true;
@@ -214,6 +223,8 @@ export async function startServer(services: Services, options: StartOptions = {}
           server.closeIdleConnections();
         });
         await runsClosed;
+        await metricsListener?.close();
+        metrics?.detach();
         await services.callbacks.close();
         await services.tableJobs.close();
         await services.tableGroups.close();

@@ -29,6 +29,7 @@ export class CallbackWorker {
   private readonly egress: EgressPolicy;
   private readonly settings: CallbackSettings;
   private readonly logger: Logger;
+  private readonly attemptObservers = new Set<(outcome: 'delivered' | 'retry' | 'failed') => void>();
   private readonly sending = new Map<string, { done: Promise<void>; controller: AbortController }>();
   private loop: Promise<void> | null = null;
   private stopping = false;
@@ -170,5 +171,12 @@ export class CallbackWorker {
       return;
     }
     if (status === 'failed') this.logger.warn({ deliveryId: d.id, runId: d.runId, attempts: d.attempts }, 'a callback delivery failed for good');
+    for (const observer of this.attemptObservers) observer(status === 'pending' ? 'retry' : status);
+  }
+
+  /** Observes the outcome of each recorded delivery attempt (metrics); returns the function that stops observing. */
+  observeAttempts(observer: (outcome: 'delivered' | 'retry' | 'failed') => void): () => void {
+    this.attemptObservers.add(observer);
+    return () => this.attemptObservers.delete(observer);
   }
 }

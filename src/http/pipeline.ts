@@ -27,6 +27,11 @@ interface Locals {
 
 const principalOf = (res: Response): Principal | null => (res.locals as Locals).principal ?? null;
 
+/** The operation a request matched, once routing got that far (metrics label requests by its id). */
+export function matchedOperation(res: { locals?: Record<string, unknown> }): OperationSpec | undefined {
+  return (res.locals as Locals | undefined)?.operation;
+}
+
 /** Sets the request's principal; for authenticate replacements. */
 export function setPrincipal(res: Response, principal: Principal): void {
   (res.locals as Locals).principal = principal;

@@ -84,6 +84,15 @@ export interface RateLimitServices {
   rateLimits: RateLimitStore;
 }
 
+interface RateLimitLocals {
+  rateLimited?: RateBucket;
+}
+
+/** The bucket whose limit refused this request, when this middleware answered it 429 (metrics count these). */
+export function rateLimitedBucket(res: { locals?: Record<string, unknown> }): RateBucket | undefined {
+  return (res.locals as RateLimitLocals | undefined)?.rateLimited;
+}
+
 export function rateLimit(services: RateLimitServices, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal | null): RequestHandler {
   return async (req, res, next) => {
     try {
@@ -97,6 +106,7 @@ export function rateLimit(services: RateLimitServices, operation: OperationSpec,
       res.setHeader('X-RateLimit-Remaining', String(r.remaining));
       res.setHeader('X-RateLimit-Reset', String(Math.ceil(r.resetAtMs / 1000)));
       if (!r.allowed) {
+        (res.locals as RateLimitLocals).rateLimited = bucket;
         const seconds = Math.max(1, Math.ceil((r.retryAtMs - now) / 1000));
         throw new ApiError(
           'RATE_LIMITED',

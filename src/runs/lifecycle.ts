@@ -176,7 +176,7 @@ export async function cancelRun(runs: RunService, mutate: Mutate, run: RunRecord
     return { ...base, reason: `already_${current.status}` as CancelOutcome['reason'] };
   });
   if (asked !== 'requested') {
-    if (asked.success) runs.settled();
+    if (asked.success) runs.settled({ trigger: run.trigger, status: 'cancelled', durationMs: null });
     return asked;
   }
   // Executing here: the engine stops at the next block boundary (or kills a sandbox call) and records the run as cancelled.
@@ -197,7 +197,7 @@ export async function cancelRun(runs: RunService, mutate: Mutate, run: RunRecord
     await delay(Math.min(100, renewMs));
   }
   const forced = await runs.store.transaction((tx) => stopAsCancelled(tx, run.id, 'running', new Date().toISOString()));
-  if (forced) runs.settled();
+  if (forced) runs.settled({ trigger: run.trigger, status: 'cancelled', durationMs: null });
   const ended = forced ? 'cancelled' : ((await runs.store.workflowRuns.get(run.id))?.status ?? 'cancelled');
   return ended === 'cancelled' ? { ...base, success: true, durablyRecorded: true, reason: 'recorded' } : { ...base, reason: `already_${ended}` as CancelOutcome['reason'] };
 }

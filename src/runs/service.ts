@@ -104,6 +104,14 @@ function failedResult(run: RunRecord, error: RunError, startedAt: string): RunRe
   };
 }
 
+/** A run outcome as observers see it: bounded fields only (no ids). */
+export interface SettledRun {
+  trigger: string;
+  status: string;
+  /** How long this execution took (ms); null when the run was settled without executing here (a cancel). */
+  durationMs: number | null;
+}
+
 export class RunService {
   readonly store: Store;
   private readonly engine: Engine;
@@ -126,6 +134,7 @@ export class RunService {
   private readonly sandboxes: SandboxBuilder | null;
   private readonly workspaceCredentials: WorkspaceCredentials | null;
   private readonly onSettled: () => void;
+  private readonly settledObservers = new Set<(run: SettledRun) => void>();
   private readonly owner: string;
   constructor(deps: {
     store: Store;
@@ -195,8 +204,25 @@ export class RunService {
   }
 
   /** A run was settled outside an execution here (cancelled, or reclaimed and settled): its callback may be due. */
-  settled(): void {
+  settled(run?: SettledRun): void {
     this.onSettled();
+    if (run) this.announce(run);
+  }
+
+  /** Observes each run outcome this process records (metrics); returns the function that stops observing. */
+  observeSettled(observer: (run: SettledRun) => void): () => void {
+    this.settledObservers.add(observer);
+    return () => this.settledObservers.delete(observer);
+  }
+
+  private announce(run: SettledRun): void {
+    for (const observer of this.settledObservers) {
+      try {
+        observer(run);
+      } catch (err) {
+        this.logger.error({ err }, 'a run outcome observer failed');
+      }
+    }
   }
 
   /** Blocks of a run executing here that have started and not yet ended; empty for any other run. */
@@ -362,6 +388,7 @@ export class RunService {
       } else {
         await this.finish(run, result, options.resume !== undefined, holder);
         this.onSettled();
+        this.announce({ trigger: run.trigger, status: result.status, durationMs: result.durationMs });
       }
     } catch (err) {
       this.logger.error({ err, runId: run.id }, 'recording a run outcome failed');

@@ -148,6 +148,16 @@ export class KnowledgeDocumentRepository {
     this.db = db;
   }
 
+  /** Documents waiting or being processed, by state (metrics); counted on the partial queue index only. */
+  async backlogCounts(): Promise<{ pending: number; processing: number }> {
+    const rows = await this.db.all<{ state: string; n: number }>(
+      "SELECT processing_status AS state, COUNT(*) AS n FROM knowledge_documents WHERE processing_status IN ('pending', 'processing') GROUP BY processing_status",
+    );
+    const out = { pending: 0, processing: 0 };
+    for (const r of rows) out[r.state as keyof typeof out] = Number(r.n);
+    return out;
+  }
+
   async insert(d: KnowledgeDocumentRecord): Promise<void> {
     const cols = [
       'id', 'knowledge_base_id', 'workspace_id', 'filename', 'file_size', 'mime_type', 'blob_key', 'source_file_id', 'processing_status', 'processing_error',

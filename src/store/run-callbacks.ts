@@ -127,6 +127,12 @@ export class RunCallbackRepository {
     this.db = db;
   }
 
+  /** Deliveries still to be sent or retried (metrics); counted on the partial due index. */
+  async pendingCount(): Promise<number> {
+    const r = await this.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM run_callback_deliveries WHERE status = 'pending'");
+    return Number(r?.n ?? 0);
+  }
+
   // --- workflow defaults
 
   async getDefault(workflowId: string): Promise<CallbackDefault | undefined> {

@@ -96,6 +96,12 @@ export class TableImportRepository {
     this.db = db;
   }
 
+  /** Jobs by status (metrics); read from the status index alone. */
+  async countsByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db.all<{ status: string; n: number }>('SELECT status, COUNT(*) AS n FROM table_imports GROUP BY status');
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  }
+
   async insert(i: TableImportRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO table_imports (id, workspace_id, user_id, upload_id, source, target, options, status, table_id, staging_id, rows_processed,
@@ -207,6 +213,12 @@ export class TableExportRepository {
   private readonly db: SqlExecutor;
   constructor(db: SqlExecutor) {
     this.db = db;
+  }
+
+  /** Jobs by status (metrics); read from the status index alone. */
+  async countsByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db.all<{ status: string; n: number }>('SELECT status, COUNT(*) AS n FROM table_exports GROUP BY status');
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 
   async insert(e: TableExportRecord): Promise<void> {

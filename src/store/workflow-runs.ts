@@ -178,6 +178,12 @@ export class WorkflowRunRepository {
     this.db = db;
   }
 
+  /** Queued runs and when the oldest was queued (metrics); one lookup on the partial queue index. */
+  async queueStats(): Promise<{ depth: number; oldestQueuedAt: string | null }> {
+    const r = await this.db.get<{ depth: number; oldest: string | null }>("SELECT COUNT(*) AS depth, MIN(queued_at) AS oldest FROM workflow_runs WHERE status = 'queued'");
+    return { depth: Number(r?.depth ?? 0), oldestQueuedAt: r?.oldest ?? null };
+  }
+
   async insert(r: NewRun): Promise<void> {
     await this.db.run(
       `INSERT INTO workflow_runs (id, run_key, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source,
