@@ -12,6 +12,9 @@ import { apiBlock, link } from './support/api-workflow.ts';
 import { GateServer } from './support/gate-server.ts';
 import { PATIENCE_MS, waitUntil } from './support/wait.ts';
 import { endsWithFile } from './support/children.ts';
+import { DatabaseSync } from 'node:sqlite';
+import { openSqliteStore } from '../src/store/index.ts';
+import { loadMigrations } from '../src/store/migrations.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const start = path.join(root, 'bin', 'start.js');
@@ -263,6 +266,29 @@ describe('the bootstrap key on a terminal', () => {
       process.kill(holder.pid, 'SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
     }
+  });
+});
+
+describe('a database written by a newer version', () => {
+  it('is refused at start in one line naming both schema versions, exit 1, and left as it was', async () => {
+    const dataDir = tempDir();
+    const file = path.join(dataDir, 'workspace.sqlite');
+    await (await openSqliteStore(file)).close();
+    const latest = loadMigrations('sqlite').at(-1)!.version;
+    const newer = latest + 1000;
+    const db = new DatabaseSync(file);
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(newer, 'from the future', new Date().toISOString());
+    db.close();
+
+    const r = failedStart(baseEnv(dataDir));
+    expect(r.code).toBe(1);
+    expectOneLine(r.stderr, 'Cannot start');
+    expect(r.stderr).toContain(`schema version ${newer}`);
+    expect(r.stderr).toContain(`up to ${latest}`);
+    const after = new DatabaseSync(file, { readOnly: true });
+    expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: newer });
+    expect(after.prepare('SELECT COUNT(*) AS n FROM users').get()).toEqual({ n: 0 }); // no first start on it
+    after.close();
   });
 });
 
