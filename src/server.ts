@@ -224,7 +224,7 @@ export async function startServer(services: Services, options: StartOptions = {}
           });
           server.closeIdleConnections();
         });
-        await runsClosed;
+        const runs = await runsClosed;
         await services.callbacks.close();
         await services.tableJobs.close();
         await services.tableGroups.close();
@@ -236,6 +236,8 @@ export async function startServer(services: Services, options: StartOptions = {}
         await services.closeEngine();
         await services.store.close();
         services.dataDirLock?.release();
+        // The last line a server logs: what became of the runs it had in hand.
+        services.logger.info({ runsFinished: runs.finished, runsReturnedToQueue: runs.returnedToQueue, runsInterrupted: runs.interrupted }, 'stopped');
       })();
       return closing;
     },
