@@ -6,16 +6,26 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type http from 'node:http';
+import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { bindListener, createServices, startServer } from './server.ts';
 import { bootstrapIfEmpty } from './identity/admin.ts';
 import { newApiKey } from './identity/keys.ts';
 import { DataDirLockedError } from './store/data-dir-lock.ts';
+import { NewerDatabaseError } from './store/migrations.ts';
 import { missingHandlers } from './app.ts';
 import { handlers } from '../generated/handler-registry.ts';
 
 /** Where a first start keeps the generated key when stdout is not a terminal. */
 export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key.txt';
+
+/**
+ * The services' logger, but writing info lines whatever LOG_LEVEL says: where the server listens and what a
+ * first start created are always on stdout (as JSON lines like the rest), as they were when they were plain text.
+ */
+function announcer(logger: Logger): Logger {
+  return logger.isLevelEnabled('info') ? logger : logger.child({}, { level: 'info' });
+}
 
 function fail(prefix: string, message: string, code: number): never {
   process.stderr.write(`${prefix}: ${message}\n`);
@@ -54,7 +64,7 @@ export async function main(): Promise<void> {
   try {
     services = await createServices(config);
   } catch (err) {
-    if (err instanceof DataDirLockedError) fail('Cannot start', err.message, 1);
+    if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError) fail('Cannot start', err.message, 1);
     throw err;
   }
   await bootstrap(services, config);
@@ -76,8 +86,8 @@ export async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  services.logger.info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, 'listening');
-  process.stdout.write(`Listening on ${server.url}\n`);
+  // Every stdout line is a JSON log line; this message's text is what scripts and tests wait for.
+  announcer(services.logger).info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, `Listening on ${server.url}`);
 }
 
 /**
@@ -98,20 +108,19 @@ async function bootstrap(services: Awaited<ReturnType<typeof createServices>>, c
   }
   const boot = await bootstrapIfEmpty(services.store, { apiKey: key });
   if (!boot) return;
-  const shown = chosen ? 'the key set in BOOTSTRAP_API_KEY' : toTerminal ? key : `written to ${keyFile} (mode 0600); move it somewhere safe and delete the file`;
-  process.stdout.write(
-    [
-      'First start: created an admin user, a workspace and a personal API key.',
-      `  user:      ${boot.user.email} (${boot.user.id})`,
-      `  workspace: ${boot.workspace.name} (${boot.workspace.id})`,
-      `  api key:   ${shown}`,
-      // Signing in on /login (and so `sim login`) needs a password, which a first start cannot choose for the admin.
-      '  password:  none yet; signing in on /login (and `sim login`) needs one. Set it (12 to 1024 characters) with',
-      `             npm run -s admin -- user password --email ${boot.user.email} --password-stdin`,
-      '             and type it, then Ctrl-D (or pipe it in).',
-      ...(toTerminal && !chosen ? ['Keep the key now: it is not shown again.'] : []),
-      '',
-    ].join('\n'),
+  const apiKey = chosen ? 'the key set in BOOTSTRAP_API_KEY' : toTerminal ? key : `written to ${keyFile} (mode 0600); move it somewhere safe and delete the file`;
+  // One JSON log line like every other on stdout. Signing in on /login (and so `sim login`) needs a password,
+  // which a first start cannot choose for the admin: the line says how to set one.
+  announcer(services.logger).info(
+    {
+      user: { email: boot.user.email, id: boot.user.id },
+      workspace: { name: boot.workspace.name, id: boot.workspace.id },
+      apiKey,
+      password: 'none yet; signing in on /login (and `sim login`) needs one (12 to 1024 characters): run setPassword, type it, then Ctrl-D (or pipe it in)',
+      setPassword: `npm run -s admin -- user password --email ${boot.user.email} --password-stdin`,
+    },
+    toTerminal && !chosen
+      ? 'First start: created an admin user, a workspace and a personal API key. Keep the key now: it is not shown again.'
+      : 'First start: created an admin user, a workspace and a personal API key',
   );
-  services.logger.info({ userId: boot.user.id, workspaceId: boot.workspace.id, keyFile: !chosen && !toTerminal ? keyFile : undefined }, 'first start: bootstrap user, workspace and key created');
 }

@@ -15,6 +15,7 @@ import { GroupRunner } from './tables/group-runs.ts';
 import type { AppOptions } from './app.ts';
 import { applyServerTimeouts } from './http/request-limits.ts';
 import { createLogger } from './http/logging.ts';
+import { probeAnswerer } from './http/health.ts';
 import type { Services } from './services.ts';
 import { MemoryRateLimitStore } from './http/rate-limit.ts';
 import path from 'node:path';
@@ -61,7 +62,7 @@ export async function createServices(config: Config, logger: Logger = createLogg
 }
 
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
-  const opened = store ?? (await openSqliteStore(config.databaseFile));
+  const opened = store ?? (await openSqliteStore(config.databaseFile, (m) => logger.info({ version: m.version, name: m.name }, 'migration applied')));
   const engine = createEngine(config);
   const blobs = openBlobStore(blobStoreSettings(config));
   const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
@@ -137,11 +138,14 @@ export interface StartOptions extends AppOptions {
 
 /**
  * Binds HOST:PORT (a port in use rejects with EADDRINUSE, which `npm start` reports in one line). Until
- * startServer takes it over, requests get a 503 saying the server is starting.
+ * startServer takes it over, requests get a 503 saying the server is starting; /healthz already answers 200
+ * (the process is alive) and /readyz 503.
  */
 export async function bindListener(config: Pick<Config, 'port' | 'host' | 'http'>): Promise<http.Server> {
   const server = createHttpServer(config.http);
-  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+  const probes = probeAnswerer(async () => false);
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (probes(req, res)) return;
     res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
     res.end(JSON.stringify({ error: { code: 'SERVICE_UNAVAILABLE', message: 'The server is starting; retry shortly.' } }));
   });
@@ -164,10 +168,17 @@ export async function startServer(services: Services, options: StartOptions = {}
   const metrics = config.metrics.port !== null ? createServerMetrics(services) : null;
   const metricsListener = metrics && config.metrics.port !== null ? await listenForMetrics(metrics, config.metrics.host, config.metrics.port) : null;
   server.removeAllListeners('request'); // the "starting" answer of bindListener
-  server.on('request', app);
+  let shuttingDown = false;
+  // Ready while not shutting down and the database answers with this build's schema; probes skip the app.
+  const probes = probeAnswerer(
+    async () => !shuttingDown && (await services.store.schemaIsCurrent()),
+    (path, status) => services.logger.debug({ path, status }, 'probe'),
+  );
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!probes(req, res)) app(req, res);
+  });
   if (metrics) observeRequests(server, metrics);
   server.keepAliveTimeout = 65_000;
-  let shuttingDown = false;
   // A keep-alive connection whose last request finishes during shutdown is closed right away.
   server.on('request', (_req, res: http.ServerResponse) => {
     res.on('finish', () => {
@@ -222,7 +233,7 @@ export async function startServer(services: Services, options: StartOptions = {}
           });
           server.closeIdleConnections();
         });
-        await runsClosed;
+        const runs = await runsClosed;
         await metricsListener?.close();
         metrics?.detach();
         await services.callbacks.close();
@@ -236,6 +247,8 @@ export async function startServer(services: Services, options: StartOptions = {}
         await services.closeEngine();
         await services.store.close();
         services.dataDirLock?.release();
+        // The last line a server logs: what became of the runs it had in hand.
+        services.logger.info({ runsFinished: runs.finished, runsReturnedToQueue: runs.returnedToQueue, runsInterrupted: runs.interrupted }, 'stopped');
       })();
       return closing;
     },

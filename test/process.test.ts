@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PATIENCE_MS } from './support/wait.ts';
-import { endsWithFile } from './support/children.ts';
+import { endsWithFile, firstStartLine } from './support/children.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 let dataDir: string;
@@ -54,7 +54,7 @@ afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 describe('server process', () => {
   it('bootstraps once with BOOTSTRAP_API_KEY, keeps data across restarts, and stops cleanly on SIGTERM', async () => {
     const first = await startServer({ BOOTSTRAP_API_KEY: BOOT_KEY });
-    expect(first.stdout()).toContain('api key:   the key set in BOOTSTRAP_API_KEY');
+    expect(firstStartLine(first.stdout())?.apiKey).toBe('the key set in BOOTSTRAP_API_KEY');
     expect(first.stdout()).not.toContain(BOOT_KEY);
     const meta = await fetch(`${first.url}/api/v2/meta`, { headers: { 'X-API-Key': BOOT_KEY } });
     expect(meta.status).toBe(200);

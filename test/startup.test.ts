@@ -11,7 +11,10 @@ import { FakeBrowser } from './support/browser-session.ts';
 import { apiBlock, link } from './support/api-workflow.ts';
 import { GateServer } from './support/gate-server.ts';
 import { PATIENCE_MS, waitUntil } from './support/wait.ts';
-import { endsWithFile } from './support/children.ts';
+import { endsWithFile, firstStartLine, logLines } from './support/children.ts';
+import { DatabaseSync } from 'node:sqlite';
+import { openSqliteStore } from '../src/store/index.ts';
+import { loadMigrations } from '../src/store/migrations.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const start = path.join(root, 'bin', 'start.js');
@@ -208,7 +211,7 @@ describe('the bootstrap key', () => {
     const server = await startServer(baseEnv(dataDir));
     try {
       const file = path.join(dataDir, 'bootstrap-api-key.txt');
-      expect(server.out()).toContain(`api key:   written to ${file}`);
+      expect(firstStartLine(server.out())?.apiKey).toContain(`written to ${file} (mode 0600)`);
       expect(server.out()).not.toMatch(/sk-owa-/);
       expect(fs.statSync(file).mode & 0o777).toBe(0o600);
       const key = fs.readFileSync(file, 'utf8').trim();
@@ -224,9 +227,9 @@ describe('the bootstrap admin\'s password', () => {
     const dataDir = tempDir();
     const server = await startServer(baseEnv(dataDir));
     try {
-      const out = server.out();
-      expect(out).toContain('password:  none yet; signing in on /login (and `sim login`) needs one');
-      const command = /^ {13}(npm run -s admin -- user password .*)$/m.exec(out)?.[1];
+      const line = firstStartLine(server.out())!;
+      expect(line.password).toContain('none yet; signing in on /login (and `sim login`) needs one');
+      const command = line.setPassword as string | undefined;
       expect(command).toBe('npm run -s admin -- user password --email admin@localhost.localdomain --password-stdin');
       const browser = new FakeBrowser(server.url);
       expect((await browser.signIn('admin@localhost.localdomain', 'a long enough password')).status).toBe(401); // no password yet
@@ -254,8 +257,9 @@ describe('the bootstrap key on a terminal', () => {
     child.stdout!.on('data', (c) => (out += c));
     try {
       await waitUntil('the server to listen', () => /Listening on/.test(out));
-      expect(out).toMatch(/api key: {3}sk-owa-\S+/);
-      expect(out).toContain('Keep the key now');
+      const line = firstStartLine(out)!;
+      expect(line.apiKey).toMatch(/^sk-owa-\S+$/);
+      expect(line.msg).toContain('Keep the key now');
       expect(fs.existsSync(path.join(dataDir, 'bootstrap-api-key.txt'))).toBe(false);
     } finally {
       // Stop the server itself (its pid is in the lock), then the terminal wrapper ends with it.
@@ -263,6 +267,66 @@ describe('the bootstrap key on a terminal', () => {
       process.kill(holder.pid, 'SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
     }
+  });
+});
+
+describe('stdout', () => {
+  it('is JSON lines only: each migration applied, the first start, where it listens, and a final summary of the runs it had', async () => {
+    const dataDir = tempDir();
+    const gate = await new GateServer().start();
+    // A short grace: the async run held at the gate goes back to the queue when it runs out.
+    const server = await startServer(baseEnv(dataDir, { EGRESS_ALLOW_CIDRS: '127.0.0.1/32', SHUTDOWN_TIMEOUT_MS: '500' }));
+    const closed = new Promise((r) => server.child.once('close', r));
+    try {
+      const key = fs.readFileSync(path.join(dataDir, 'bootstrap-api-key.txt'), 'utf8').trim();
+      const call = async (method: string, p: string, body?: unknown) => {
+        const r = await fetch(server.url + p, { method, headers: { 'X-API-Key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+        const parsed: any = await r.json();
+        if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(parsed)}`);
+        return parsed.data;
+      };
+      const workspaceId = (await call('GET', '/api/v2/workspaces'))[0].id;
+      const wf = await call('POST', '/api/v2/workflows', { workspaceId, name: 'Held' });
+      const startBlock = apiBlock('start_trigger', 'Start');
+      const held = gate.block('Held', 'summary');
+      await call('PUT', `/api/v2/workflows/${wf.id}/state`, { blocks: { [startBlock.id]: startBlock, [held.id]: held }, edges: [link(startBlock, held)] });
+      await call('POST', `/api/v2/workflows/${wf.id}/deploy`, {});
+      await call('POST', `/api/v2/workflows/${wf.id}/execute`, { async: true });
+      await waitUntil('the run to reach the gate', () => gate.holding('summary'));
+      expect(await stop(server.child)).toBe(0);
+      await closed;
+    } finally {
+      await gate.stop();
+    }
+    const lines = logLines(server.out());
+    const migrations = loadMigrations('sqlite');
+    expect(lines.filter((l) => l.msg === 'migration applied').map((l) => [l.version, l.name])).toEqual(migrations.map((m) => [m.version, m.name]));
+    expect(lines.find((l) => l.msg.startsWith('First start'))).toMatchObject({ level: 30, user: { email: 'admin@localhost.localdomain' }, workspace: { id: expect.any(String) } });
+    expect(lines.find((l) => l.msg === `Listening on ${server.url}`)).toMatchObject({ level: 30, url: server.url });
+    expect(lines.at(-1)).toMatchObject({ level: 30, msg: 'stopped', runsFinished: 0, runsReturnedToQueue: 1, runsInterrupted: 0 });
+  });
+});
+
+describe('a database written by a newer version', () => {
+  it('is refused at start in one line naming both schema versions, exit 1, and left as it was', async () => {
+    const dataDir = tempDir();
+    const file = path.join(dataDir, 'workspace.sqlite');
+    await (await openSqliteStore(file)).close();
+    const latest = loadMigrations('sqlite').at(-1)!.version;
+    const newer = latest + 1000;
+    const db = new DatabaseSync(file);
+    db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(newer, 'from the future', new Date().toISOString());
+    db.close();
+
+    const r = failedStart(baseEnv(dataDir));
+    expect(r.code).toBe(1);
+    expectOneLine(r.stderr, 'Cannot start');
+    expect(r.stderr).toContain(`schema version ${newer}`);
+    expect(r.stderr).toContain(`up to ${latest}`);
+    const after = new DatabaseSync(file, { readOnly: true });
+    expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: newer });
+    expect(after.prepare('SELECT COUNT(*) AS n FROM users').get()).toEqual({ n: 0 }); // no first start on it
+    after.close();
   });
 });
 

@@ -112,6 +112,13 @@ export interface SettledRun {
   durationMs: number | null;
 }
 
+/** Runs that ended while the service shut down: settled on their own, handed back to the queue, or cut off with their requests. */
+export interface ShutdownTally {
+  finished: number;
+  returnedToQueue: number;
+  interrupted: number;
+}
+
 export class RunService {
   readonly store: Store;
   private readonly engine: Engine;
@@ -122,6 +129,8 @@ export class RunService {
   private readonly waiters = new Set<() => void>();
   private loops: Promise<void>[] = [];
   private stopping = false;
+  /** How the runs that ended while shutting down ended, for the server's final log line. */
+  private shutdownTally: ShutdownTally = { finished: 0, returnedToQueue: 0, interrupted: 0 };
 
   private readonly startEngine: () => Promise<void>;
   private engineStarted: Promise<void> | null = null;
@@ -182,10 +191,12 @@ export class RunService {
   /**
    * Stops taking queue work, lets executing runs finish for up to `graceMs`, then stops the rest: async runs go
    * back to the queue (never failed by a graceful stop), sync and streamed runs, whose requests are being cut
-   * off, fail with an interruption error. Queued runs stay queued for the next claim.
+   * off, fail with an interruption error. Queued runs stay queued for the next claim. Resolves with how the runs
+   * that ended meanwhile ended.
    */
-  async close(graceMs: number): Promise<void> {
+  async close(graceMs: number): Promise<ShutdownTally> {
     this.stopping = true;
+    this.shutdownTally = { finished: 0, returnedToQueue: 0, interrupted: 0 };
     this.wakeAll();
     const settled = () => Promise.all([...this.loops, ...[...this.active.values()].map((a) => a.done)]);
     await Promise.race([settled(), new Promise((r) => setTimeout(r, graceMs).unref())]);
@@ -196,6 +207,7 @@ export class RunService {
     }
     await Promise.race([settled(), new Promise((r) => setTimeout(r, 5000).unref())]);
     this.loops = [];
+    return { ...this.shutdownTally };
   }
 
   /** Wakes idle workers: a run was queued. */
@@ -385,10 +397,12 @@ export class RunService {
         await this.store.transaction(async (tx) => {
           if (await tx.workflowRuns.release(run.id, holder, now())) await tx.executionLogs.setStatus(run.id, 'pending');
         });
+        if (this.stopping) this.shutdownTally.returnedToQueue++;
       } else {
         await this.finish(run, result, options.resume !== undefined, holder);
         this.onSettled();
         this.announce({ trigger: run.trigger, status: result.status, durationMs: result.durationMs });
+        if (this.stopping) this.shutdownTally[result.error === SHUTDOWN_ERROR ? 'interrupted' : 'finished']++;
       }
     } catch (err) {
       this.logger.error({ err, runId: run.id }, 'recording a run outcome failed');

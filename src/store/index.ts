@@ -1,7 +1,7 @@
 // The store: repositories bound to the read connection, and the same repositories inside a transaction.
 import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
-import { migrate } from './migrations.ts';
+import { loadMigrations, migrate, schemaIsCurrent, type MigrationListener } from './migrations.ts';
 import { UserRepository } from './users.ts';
 import { WorkspaceRepository } from './workspaces.ts';
 import { MemberRepository } from './members.ts';
@@ -143,23 +143,30 @@ export interface Store extends Repositories {
   transaction<T>(fn: (tx: Repositories) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** How a worker thread opens this same database (openWorkerStore), or null when it cannot (in memory). */
   readonly connection: StoreConnection | null;
+  /** True when the database answers and every migration of this build is applied (the readiness probe asks). */
+  schemaIsCurrent(): Promise<boolean>;
   close(): Promise<void>;
 }
 
 export function createStore(db: Database): Store {
+  let migrations: ReturnType<typeof loadMigrations> | undefined;
   return {
     ...repositories(db.read),
     transaction: (fn, options) => db.transaction((tx) => fn(repositories(tx)), options),
     connection: db.connection,
+    schemaIsCurrent: () => schemaIsCurrent(db, (migrations ??= loadMigrations(db.dialect.name))),
     close: () => db.close(),
   };
 }
 
-/** Opens (creating if needed) the SQLite database and brings its schema up to date. */
-export async function openSqliteStore(file: string): Promise<Store> {
+/**
+ * Opens (creating if needed) the SQLite database and brings its schema up to date, telling `onMigration` of each
+ * migration applied. A database written by a newer version is refused (NewerDatabaseError).
+ */
+export async function openSqliteStore(file: string, onMigration?: MigrationListener): Promise<Store> {
   const db = new SqliteDatabase(file);
   try {
-    await migrate(db);
+    await migrate(db, loadMigrations(db.dialect.name), onMigration);
   } catch (err) {
     await db.close();
     throw err;

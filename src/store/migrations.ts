@@ -38,11 +38,35 @@ export function statementsOf(sql: string): string[] {
   return sql.split(/;\s*(?:\n|$)/).map((s) => s.trim()).filter(Boolean);
 }
 
-export async function migrate(db: Database, migrations: Migration[] = loadMigrations('sqlite')): Promise<number[]> {
+/**
+ * The database holds migrations this build does not have: a newer version wrote it. Starting on it could
+ * misread or damage what that version stored, so the start stops, naming both versions.
+ */
+export class NewerDatabaseError extends Error {
+  readonly databaseVersion: number;
+  readonly knownVersion: number;
+  constructor(databaseVersion: number, knownVersion: number) {
+    super(
+      `the database has schema version ${databaseVersion}, newer than this build knows (up to ${knownVersion}); ` +
+        'it was written by a newer version: run that version, or restore the backup taken before the upgrade',
+    );
+    this.name = 'NewerDatabaseError';
+    this.databaseVersion = databaseVersion;
+    this.knownVersion = knownVersion;
+  }
+}
+
+/** Told of each migration as it is applied (start-up logs them). */
+export type MigrationListener = (migration: Migration) => void;
+
+export async function migrate(db: Database, migrations: Migration[] = loadMigrations('sqlite'), onApplied?: MigrationListener): Promise<number[]> {
   await db.transaction((tx) =>
     tx.run('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)'),
   );
   const applied = new Set((await db.read.all<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => r.version));
+  const known = new Set(migrations.map((m) => m.version));
+  const unknown = [...applied].filter((v) => !known.has(v));
+  if (unknown.length > 0) throw new NewerDatabaseError(Math.max(...unknown), latestVersion(migrations));
   const done: number[] = [];
   for (const m of migrations) {
     if (applied.has(m.version)) continue;
@@ -51,6 +75,18 @@ export async function migrate(db: Database, migrations: Migration[] = loadMigrat
       await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [m.version, m.name, new Date().toISOString()]);
     });
     done.push(m.version);
+    onApplied?.(m);
   }
   return done;
+}
+
+/** The highest version among `migrations` (0 when there are none). */
+export function latestVersion(migrations: Migration[]): number {
+  return migrations.reduce((max, m) => Math.max(max, m.version), 0);
+}
+
+/** True when every migration of `migrations` is recorded as applied: one indexed read, cheap enough for a readiness probe. */
+export async function schemaIsCurrent(db: Pick<Database, 'read'>, migrations: Migration[]): Promise<boolean> {
+  const row = await db.read.get<{ applied: number }>('SELECT COUNT(*) AS applied FROM schema_migrations WHERE version <= ?', [latestVersion(migrations)]);
+  return Number(row?.applied ?? 0) === migrations.length;
 }

@@ -59,3 +59,23 @@ export function exited(child: ChildProcess): Promise<NodeJS.Signals | number | n
     child.once('exit', (code, signal) => resolve(signal ?? code));
   });
 }
+
+/** The lines a server wrote to stdout, each parsed as the JSON log line it must be (a line that is not fails the test). */
+export function logLines(stdout: string): Array<Record<string, any>> {
+  return stdout
+    .split('\n')
+    .map((line) => line.replace(/\r$/, ''))
+    .filter((line) => line !== '')
+    .map((line) => {
+      try {
+        return JSON.parse(line) as Record<string, any>;
+      } catch {
+        throw new Error(`stdout line is not JSON: ${line}`);
+      }
+    });
+}
+
+/** The first start's log line (user, workspace, where the key is, how to set a password), or undefined. */
+export function firstStartLine(stdout: string): Record<string, any> | undefined {
+  return logLines(stdout).find((l) => typeof l.msg === 'string' && l.msg.startsWith('First start'));
+}
