@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { bindListener } from '../src/server.ts';
-import { apiBlock, link } from './support/api-workflow.ts';
+import { apiCaller, deployHeldWorkflow } from './support/api-workflow.ts';
 import { GateServer } from './support/gate-server.ts';
 import { exited, spawnServer } from './support/children.ts';
 import { waitUntil } from './support/wait.ts';
@@ -62,19 +62,8 @@ describe('a running server', () => {
       for (let i = 0; i < 50; i++) expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
 
       // A sync run held at the gate keeps its request, and so the server, in shutdown for as long as the test needs.
-      const headers = { 'X-API-Key': KEY, 'content-type': 'application/json' };
-      const call = async (method: string, p: string, body?: unknown) => {
-        const r = await fetch(server.url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-        const parsed: any = await r.json();
-        if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(parsed)}`);
-        return parsed.data;
-      };
-      const workspaceId = (await call('GET', '/api/v2/workspaces'))[0].id;
-      const wf = await call('POST', '/api/v2/workflows', { workspaceId, name: 'Held' });
-      const startBlock = apiBlock('start_trigger', 'Start');
-      const held = gate.block('Held', 'shutdown');
-      await call('PUT', `/api/v2/workflows/${wf.id}/state`, { blocks: { [startBlock.id]: startBlock, [held.id]: held }, edges: [link(startBlock, held)] });
-      await call('POST', `/api/v2/workflows/${wf.id}/deploy`, {});
+      const call = apiCaller(server.url, KEY);
+      const wf = { id: (await deployHeldWorkflow(call, gate, 'Held', 'shutdown')).workflowId };
 
       // One connection: the sync run's request, then (once shutdown has begun) a /readyz on the same connection,
       // which a shutting-down server still reads while the first request is in flight.

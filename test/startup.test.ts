@@ -8,7 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { FakeBrowser } from './support/browser-session.ts';
-import { apiBlock, link } from './support/api-workflow.ts';
+import { apiBlock, apiCaller, deployHeldWorkflow, link } from './support/api-workflow.ts';
 import { GateServer } from './support/gate-server.ts';
 import { PATIENCE_MS, waitUntil } from './support/wait.ts';
 import { endsWithFile, firstStartLine, logLines } from './support/children.ts';
@@ -78,19 +78,8 @@ describe('one server per DATA_DIR', () => {
     const gate = await new GateServer().start();
     const first = await startServer(baseEnv(dataDir, { BOOTSTRAP_API_KEY: KEY, RATE_LIMIT_FREE_ASYNC: '1000', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' }));
     try {
-      const headers = { 'X-API-Key': KEY, 'content-type': 'application/json' };
-      const call = async (method: string, p: string, body?: unknown) => {
-        const r = await fetch(first.url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-        const parsed: any = await r.json();
-        if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(parsed)}`);
-        return parsed.data;
-      };
-      const workspaceId = (await call('GET', '/api/v2/workspaces'))[0].id;
-      const wf = await call('POST', '/api/v2/workflows', { workspaceId, name: 'Long' });
-      const startBlock = apiBlock('start_trigger', 'Start');
-      const held = gate.block('Held', 'long-run');
-      await call('PUT', `/api/v2/workflows/${wf.id}/state`, { blocks: { [startBlock.id]: startBlock, [held.id]: held }, edges: [link(startBlock, held)] });
-      await call('POST', `/api/v2/workflows/${wf.id}/deploy`, {});
+      const call = apiCaller(first.url, KEY);
+      const wf = { id: (await deployHeldWorkflow(call, gate, 'Long', 'long-run')).workflowId };
       const { runId } = await call('POST', `/api/v2/workflows/${wf.id}/execute`, { async: true });
       const status = async () => (await call('GET', `/api/v2/workflows/${wf.id}/runs/${runId}`)).status as string;
       await waitUntil('the run to reach the gate', () => gate.holding('long-run'));
