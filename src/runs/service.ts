@@ -399,10 +399,11 @@ export class RunService {
         });
         if (this.stopping) this.shutdownTally.returnedToQueue++;
       } else {
-        await this.finish(run, result, options.resume !== undefined, holder);
-        this.onSettled();
-        this.announce({ trigger: run.trigger, status: result.status, durationMs: result.durationMs });
-        if (this.stopping) this.shutdownTally[result.error === SHUTDOWN_ERROR ? 'interrupted' : 'finished']++;
+        // An outcome that lost its lease was dropped: nothing settled here, so nothing is announced or counted.
+        if (await this.finish(run, result, options.resume !== undefined, holder)) {
+          this.settled({ trigger: run.trigger, status: result.status, durationMs: result.durationMs });
+          if (this.stopping) this.shutdownTally[result.error === SHUTDOWN_ERROR ? 'interrupted' : 'finished']++;
+        }
       }
     } catch (err) {
       this.logger.error({ err, runId: run.id }, 'recording a run outcome failed');
@@ -413,11 +414,11 @@ export class RunService {
     return result;
   }
 
-  /** running → the result's status, with the log and the usage of this segment, in one transaction. */
-  private async finish(run: RunRecord, result: RunResult, resumed: boolean, holder: RunHolder): Promise<void> {
+  /** running → the result's status, with the log and the usage of this segment, in one transaction; false when the lease was lost and nothing was written. */
+  private async finish(run: RunRecord, result: RunResult, resumed: boolean, holder: RunHolder): Promise<boolean> {
     const status = result.status;
     const modelNames = [...new Set(result.cost.items.map((i) => i.description))];
-    await this.store.transaction(async (tx) => {
+    return this.store.transaction(async (tx) => {
       const moved = await moveRun(tx, run.id, { kind: 'finish', outcome: {
         status,
         output: json(result.output),
@@ -431,7 +432,7 @@ export class RunService {
         endedAt: result.endedAt,
         durationMs: result.durationMs,
       }, holder });
-      if (!moved) return;
+      if (!moved) return false;
       await tx.executionLogs.complete(run.id, {
         status: logStatusOf(status),
         level: status === 'failed' ? 'error' : 'info',
@@ -458,6 +459,7 @@ export class RunService {
         durationMs: result.durationMs,
         recordedAt: result.endedAt,
       });
+      return true;
     });
   }
 
