@@ -34,6 +34,11 @@ export async function compareWithBaseline(options: Options): Promise<void> {
   const figuresDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-figures-'));
   git(['worktree', 'add', '--detach', '--force', tree, sha]);
   try {
+    if (!fs.readFileSync(path.join(tree, 'bench', 'run.ts'), 'utf8').includes('figures:')) {
+      console.error(`--baseline ${options.ref}: its bench predates \`--figures\`, so its figures cannot be compared. Choose a commit at or after the one that added bench/baseline.ts.`);
+      process.exitCode = 2;
+      return;
+    }
     prepareDependencies(tree);
     const sides = [
       { label: `baseline ${short}`, dir: tree, runs: [] as Figure[][] },
@@ -45,11 +50,11 @@ export async function compareWithBaseline(options: Options): Promise<void> {
       for (const side of order) {
         console.log(`\n── round ${round + 1} of ${options.rounds}: ${side.label}`);
         const file = path.join(figuresDir, `${round}-${side === sides[0] ? 'baseline' : 'working'}.json`);
-        await runBench(side.dir, [...options.suites, '--rounds', '1', '--seconds', String(options.seconds), '--figures', file]);
-        if (!fs.existsSync(file)) {
-          throw new Error(
-            `${side.label} wrote no figures: its bench predates \`--figures\`. Choose a baseline at or after the commit that added bench/baseline.ts.`,
-          );
+        const ok = await runBench(side.dir, [...options.suites, '--rounds', '1', '--seconds', String(options.seconds), '--figures', file]);
+        if (!ok || !fs.existsSync(file)) {
+          console.error(`The bench of the ${side.label} failed (its output is above); no comparison.`);
+          process.exitCode = 1;
+          return;
         }
         side.runs.push(JSON.parse(fs.readFileSync(file, 'utf8')) as Figure[]);
       }
@@ -75,12 +80,13 @@ function prepareDependencies(tree: string): void {
   execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: tree, stdio: 'inherit' });
 }
 
-function runBench(dir: string, args: string[]): Promise<void> {
+/** Whether the bench in `dir` finished; its output goes straight to this process's. */
+function runBench(dir: string, args: string[]): Promise<boolean> {
   return new Promise((resolve, reject) => {
     // This process runs on the pinned Node; the child uses the same binary, whatever `node` is on PATH.
     const child = spawn(process.execPath, [path.join(dir, 'bin', 'bench.js'), ...args], { cwd: dir, stdio: 'inherit' });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bench in ${dir} exited with ${code}`))));
+    child.once('exit', (code) => resolve(code === 0));
   });
 }
 
