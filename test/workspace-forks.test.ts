@@ -8,7 +8,7 @@ import { createApiKey, setWorkspacePlan } from '../src/identity/admin.ts';
 
 let s: TestServer;
 let parent: string;
-const ids: Record<string, string> = {};
+const ids = {} as { table: string; file: string; kb: string; workflow: string; draft: string; child: string; childWorkflow: string; pushedVersion: string };
 
 const agentState = (p: { tableId: string; fileId: string; knowledgeBaseId: string; prompt: string }) => {
   const start = apiBlock('start_trigger', 'Start');
@@ -270,7 +270,7 @@ describe('refusals', () => {
     expect((await s.call('GET', '/api/v2/workspaces/nope/fork/availability')).status).toBe(404);
     expect((await s.call('GET', `/api/v2/workspaces/${parent}/operations/nope`)).status).toBe(404);
     // A push needs admin on the other side too.
-    const adminHere = await s.newUser('half@example.com', { [ids.child]: 'admin', [parent]: 'write' });
+    const adminHere = await s.newUser('half@example.com', { [ids.child]: 'admin' as const, [parent]: 'write' as const });
     expect((await s.call('POST', `/api/v2/workspaces/${ids.child}/fork/push/preview`, { otherWorkspaceId: parent }, adminHere.key)).status).toBe(403);
   });
 
