@@ -7553,7 +7553,7 @@ export interface operations {
           dependentValues?: {
             [key: string]: unknown;
           }[];
-          /** @description Client request id, echoed back. */
+          /** @description Client request id. An import sent with one leaves a durable receipt (operationId); an identical retry answers the same workflow and receipt, other inputs with the same id a 409. */
           requestId?: string;
           /** @description Fingerprint of a reviewed preview; a different document or options give 409. */
           previewFingerprint?: string;
