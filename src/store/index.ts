@@ -41,6 +41,8 @@ import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
 import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 import { RunCallbackRepository } from './run-callbacks.ts';
+import { WorkspaceForkRepository } from './workspace-forks.ts';
+import { WorkspaceOperationRepository } from './workspace-operations.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -87,6 +89,8 @@ export interface Repositories {
   knowledgeConnectors: KnowledgeConnectorRepository;
   idempotencyKeys: IdempotencyKeyRepository;
   runCallbacks: RunCallbackRepository;
+  workspaceForks: WorkspaceForkRepository;
+  workspaceOperations: WorkspaceOperationRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -135,6 +139,8 @@ function repositories(db: SqlExecutor): Repositories {
     knowledgeConnectors: new KnowledgeConnectorRepository(db),
     idempotencyKeys: new IdempotencyKeyRepository(db),
     runCallbacks: new RunCallbackRepository(db),
+    workspaceForks: new WorkspaceForkRepository(db),
+    workspaceOperations: new WorkspaceOperationRepository(db),
   };
 }
 
