@@ -142,7 +142,6 @@ export class RunService {
   private readonly blobs: BlobStore | null;
   private readonly sandboxes: SandboxBuilder | null;
   private readonly workspaceCredentials: WorkspaceCredentials | null;
-  private readonly onSettled: () => void;
   private readonly settledObservers = new Set<(run: SettledRun) => void>();
   private readonly owner: string;
   constructor(deps: {
@@ -157,13 +156,10 @@ export class RunService {
     sandboxes?: SandboxBuilder;
     workspaceCredentials?: WorkspaceCredentials;
     mcp?: McpRegistry;
-    /** Called after a run's outcome is recorded (the completion-callback worker looks for due deliveries). */
-    onSettled?: () => void;
     /** Who holds the runs executed here (tests stand in for a second process with another owner). */
     leaseOwner?: string;
   }) {
     this.owner = deps.leaseOwner ?? PROCESS_OWNER;
-    this.onSettled = deps.onSettled ?? (() => undefined);
     this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
     this.tools = deps.tools ?? null;
@@ -215,13 +211,15 @@ export class RunService {
     this.wakeAll();
   }
 
-  /** A run was settled outside an execution here (cancelled, or reclaimed and settled): its callback may be due. */
-  settled(run?: SettledRun): void {
-    this.onSettled();
-    if (run) this.announce(run);
+  /**
+   * Announces a run outcome this process recorded: executed here, cancelled here, or reclaimed from an expired
+   * lease and settled here. Observers (metrics, the completion-callback worker) hear each outcome once.
+   */
+  settled(run: SettledRun): void {
+    this.announce(run);
   }
 
-  /** Observes each run outcome this process records (metrics); returns the function that stops observing. */
+  /** Observes each run outcome this process records (metrics, callbacks); returns the function that stops observing. */
   observeSettled(observer: (run: SettledRun) => void): () => void {
     this.settledObservers.add(observer);
     return () => this.settledObservers.delete(observer);
@@ -490,7 +488,10 @@ export class RunService {
    */
   private async claim(): Promise<RunRecord | 'settled' | undefined> {
     const { ttlMs } = this.config.leases;
+    // A run this claim settled (its process died); announced once the transaction committed.
+    let ended = null as SettledRun | null;
     const result = await this.store.transaction(async (tx): Promise<RunRecord | 'settled' | undefined> => {
+      ended = null;
       const at = now();
       const found = await tx.workflowRuns.nextClaimable(at, [...this.active.keys()]);
       if (!found) return undefined;
@@ -504,9 +505,11 @@ export class RunService {
               ? { to: 'failed', error: attemptsExhaustedError(found.attempts) }
               : null;
         if (end) {
-          if (!(await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at, { countAttempt: false }))) return 'settled';
+          const taken = await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at, { countAttempt: false });
+          if (!taken) return 'settled';
           if (await moveRun(tx, found.id, { kind: 'stop', from: 'running', to: end.to, error: JSON.stringify(end.error), at })) {
             await tx.executionLogs.stop(found.id, end.to, at, end.error.message);
+            ended = { trigger: taken.trigger, status: end.to, durationMs: null };
           }
           this.logger.warn({ runId: found.id, attempts: found.attempts, status: end.to }, 'a run whose process stopped was settled');
           return 'settled';
@@ -520,7 +523,7 @@ export class RunService {
       if (!run.resumeInput && run.startedAt === at) await tx.workflows.recordRun(run.workflowId, at);
       return run;
     });
-    if (result === 'settled') this.onSettled();
+    if (ended) this.settled(ended);
     return result;
   }
 
