@@ -30,6 +30,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
 import { sortableId } from '../domain/ids.ts';
+import { failSpan, hasActiveSpan, inSpan, storedTraceContext, tracingEnabled } from '../ops/spans.ts';
 import { moveRun } from './transitions.ts';
 import { logStatusOf } from './records.ts';
 import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
@@ -326,6 +327,20 @@ export class RunService {
    * one) and records its outcome. Never throws for run failures: they are in the result.
    */
   async execute(run: RunRecord, options: ExecuteOptions = {}): Promise<RunResult> {
+    if (!tracingEnabled()) return this.executeHere(run, options);
+    // A run executed inside its request (sync, stream) is a child of the request's span; one the queue executes
+    // later continues the trace of the request that queued it, as a child of that request's span too.
+    const parent = hasActiveSpan() ? undefined : storedTraceContext(run.traceContext);
+    const attributes = { 'owa.run.id': run.key, 'owa.workspace.id': run.workspaceId, 'owa.workflow.id': run.workflowId, 'owa.run.trigger': run.trigger, 'owa.run.mode': run.mode, 'owa.run.attempt': run.attempts, 'owa.run.resumed': options.resume !== undefined };
+    return inSpan('workflow.run', { attributes, parent }, async (span) => {
+      const result = await this.executeHere(run, options);
+      span?.setAttributes({ 'owa.run.status': result.status, 'owa.run.block_executions': result.blockExecutions });
+      if (result.status === 'failed' && span) failSpan(span, new Error(result.error?.message ?? 'The run failed.'));
+      return result;
+    });
+  }
+
+  private async executeHere(run: RunRecord, options: ExecuteOptions): Promise<RunResult> {
     const controller = new AbortController();
     let settle!: () => void;
     const entry: ActiveRun = { mode: run.mode, controller, done: new Promise<void>((r) => (settle = r)), shutdown: false, release: false, runningBlocks: new Set() };
