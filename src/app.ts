@@ -43,7 +43,8 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   if (missing.length > 0) throw new MissingHandlerError(missing);
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', false);
+  // TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host count for req.ip, req.protocol and req.host (off: nobody's).
+  app.set('trust proxy', services.config.trustProxy);
   app.use(requestLogging(services.logger));
   // Only when the SDK is running (an OTLP endpoint is configured); otherwise requests pass no tracing code at all.
   if (tracingEnabled()) app.use(traceRequests());

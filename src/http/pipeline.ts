@@ -19,6 +19,7 @@ import { assertJsonDepth } from '../domain/json-depth.ts';
 import { assertPrecondition, ifNoneMatchHits, parseTagCondition } from './conditional.ts';
 import { Idempotency, StoredJson } from './idempotency.ts';
 import { withContext, type Context } from '../ops/spans.ts';
+import { publicBaseUrl } from './public-url.ts';
 
 interface Locals {
   principal?: Principal;
@@ -187,6 +188,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           services,
           log: req.log,
           workspace,
+          baseUrl: publicBaseUrl(req, services.config),
           header: (name) => req.get(name),
           authorizeWorkspace: (workspaceId, options: { minRole?: WorkspaceRole; resource?: string } = {}) => {
             if (!principal) throw new Error(`${operation.operationId} is public: it has no caller to authorize`);
