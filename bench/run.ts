@@ -19,6 +19,7 @@ import { tables } from './suites/tables.ts';
 import { knowledge } from './suites/knowledge.ts';
 import { idempotency } from './suites/idempotency.ts';
 import { hostile } from './suites/hostile.ts';
+import { tracing } from './suites/tracing.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -34,6 +35,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   knowledge,
   idempotency,
   hostile,
+  tracing,
 };
 
 export async function main(argv: string[]): Promise<void> {

@@ -68,6 +68,19 @@ export interface Config {
    * METRICS_PORT is set; bound to METRICS_HOST, loopback by default.
    */
   metrics: { port: number | null; host: string };
+  /**
+   * OpenTelemetry traces, off (null URL) unless OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT
+   * is set: where spans are sent (OTLP over HTTP, JSON) and the service name they carry.
+   */
+  tracing: { tracesUrl: string | null; serviceName: string };
+  /**
+   * Which peers may set the client address and the public scheme and host through X-Forwarded-For,
+   * X-Forwarded-Proto and X-Forwarded-Host (TRUST_PROXY): false (nobody), true (any), a hop count, or addresses
+   * and CIDR ranges; passed to Express's `trust proxy`.
+   */
+  trustProxy: boolean | number | string[];
+  /** Whether BASE_URL was set: then it is the public URL, whatever a proxy forwards. */
+  baseUrlConfigured: boolean;
 }
 
 export interface LeaseSettings {
@@ -374,6 +387,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotency: { ttlMs: integer(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000 },
     leases: leaseSettings(env),
     metrics: { port: integer(env, 'METRICS_PORT', 0, 0, 65535) || null, host: env.METRICS_HOST || '127.0.0.1' },
+    tracing: tracingConfig(env),
+    trustProxy: trustProxy(env),
+    baseUrlConfigured: Boolean(env.BASE_URL),
     callbacks: {
       retryBaseMs: integer(env, 'CALLBACK_RETRY_BASE_MS', 5000, 1, 3_600_000),
       retryMaxMs: integer(env, 'CALLBACK_RETRY_MAX_MS', 3_600_000, 1, 86_400_000),
@@ -441,6 +457,45 @@ function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {
     bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_MS', 30_000, 0, 3_600_000),
     bodyMaxDepth: integer(env, 'BODY_MAX_DEPTH', 100, 8, 10_000),
   };
+}
+
+function tracingConfig(env: NodeJS.ProcessEnv): Config['tracing'] {
+  const serviceName = env.OTEL_SERVICE_NAME?.trim() || 'open-workspace-automation';
+  if (bool(env, 'OTEL_SDK_DISABLED', false)) return { tracesUrl: null, serviceName };
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim();
+  if (exporter === 'none') return { tracesUrl: null, serviceName };
+  if (exporter && exporter !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim();
+  if (protocol && protocol !== 'http/json' && protocol !== 'http/protobuf') {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/json or http/protobuf (spans are sent over HTTP), got "${protocol}"`);
+  }
+  const direct = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  // The signal-specific endpoint is used as it is; the general one gets the traces path appended (OTLP spec).
+  const tracesUrl = direct || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : null);
+  if (tracesUrl) {
+    try {
+      const u = new URL(tracesUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`${direct ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'} must be an http(s) URL, got "${direct || base}"`);
+    }
+  }
+  return { tracesUrl, serviceName };
+}
+
+/** TRUST_PROXY: off by default; `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */
+function trustProxy(env: NodeJS.ProcessEnv): Config['trustProxy'] {
+  const raw = env.TRUST_PROXY?.trim();
+  if (!raw || ['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  if (['true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (/^\d+$/.test(raw)) return integer(env, 'TRUST_PROXY', 0, 0, 100);
+  // Express also knows the names loopback, linklocal and uniquelocal for their address ranges.
+  const named = new Set(['loopback', 'linklocal', 'uniquelocal']);
+  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const addresses = entries.filter((e) => !named.has(e));
+  cidrList({ TRUST_PROXY: addresses.join(',') }, 'TRUST_PROXY');
+  return entries;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

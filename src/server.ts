@@ -88,8 +88,9 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
   tools.registerTool(mcpToolProvider(mcp));
   const callbacks = new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger });
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
   // A settled run's callback is sent at once rather than at the worker's next poll.
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials, onSettled: () => callbacks.notify() });
+  runs.observeSettled(() => callbacks.notify());
   const content = new ContentWorkers(config.content);
   const knowledge = new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets, content });
   // Table, file and knowledge tools over this workspace's own data.

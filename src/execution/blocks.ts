@@ -12,6 +12,7 @@ import { sleep } from './sleep.ts';
 import { mcpOutput } from '../mcp/result.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
 import type { CodeKind } from './references.ts';
+import { SpanKind, inSpan, withTraceHeaders } from '../ops/spans.ts';
 
 export const TRIGGER_TYPES = new Set(['start_trigger', 'api_trigger', 'starter']);
 export const CONTAINER_TYPES = new Set(['loop', 'parallel']);
@@ -462,33 +463,44 @@ const childWorkflow: BlockHandler = async (ctx) => {
 /** Most model round trips one agent block makes while the model keeps calling tools. */
 const MAX_AGENT_TOOL_ROUNDS = 10;
 
-async function chatCompletion(ctx: BlockContext, provider: AgentProvider, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const timeout = AbortSignal.timeout(provider.timeoutMs);
-  let res: Response;
-  try {
-    res = await fetch(`${provider.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) },
-      body: JSON.stringify(body),
-      signal: AbortSignal.any([ctx.signal, timeout]),
-    });
-  } catch (e) {
-    if (ctx.signal.aborted) throw ctx.signal.reason;
-    if (timeout.aborted) throw fail(ctx, `The agent provider did not answer within ${provider.timeoutMs} ms`, 'TIMEOUT');
-    throw fail(ctx, `The agent provider could not be reached: ${(e as Error).message}`);
-  }
-  const raw = await res.text();
-  let json: Record<string, unknown> = {};
-  try {
-    json = JSON.parse(raw);
-  } catch {
-    /* reported below */
-  }
-  if (!res.ok) {
-    const message = isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : raw.slice(0, 200);
-    throw fail(ctx, `The agent provider answered ${res.status}: ${message}`);
-  }
-  return json;
+function chatCompletion(ctx: BlockContext, provider: AgentProvider, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const endpoint = new URL(`${provider.baseUrl.replace(/\/+$/, '')}/chat/completions`);
+  // A client span per model round trip (GenAI semantic conventions), whose traceparent the provider receives.
+  const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': String(body.model), 'server.address': endpoint.hostname, 'http.request.method': 'POST' };
+  return inSpan(`chat ${String(body.model)}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    const timeout = AbortSignal.timeout(provider.timeoutMs);
+    let res: Response;
+    try {
+      res = await fetch(endpoint, {
+        method: 'POST',
+        headers: withTraceHeaders({ 'content-type': 'application/json', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) }),
+        body: JSON.stringify(body),
+        signal: AbortSignal.any([ctx.signal, timeout]),
+      });
+    } catch (e) {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (timeout.aborted) throw fail(ctx, `The agent provider did not answer within ${provider.timeoutMs} ms`, 'TIMEOUT');
+      throw fail(ctx, `The agent provider could not be reached: ${(e as Error).message}`);
+    }
+    span?.setAttribute('http.response.status_code', res.status);
+    const raw = await res.text();
+    let json: Record<string, unknown> = {};
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      /* reported below */
+    }
+    if (!res.ok) {
+      const message = isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : raw.slice(0, 200);
+      throw fail(ctx, `The agent provider answered ${res.status}: ${message}`);
+    }
+    const usage = isRecord(json.usage) ? json.usage : null;
+    if (span && usage) {
+      if (typeof usage.prompt_tokens === 'number') span.setAttribute('gen_ai.usage.input_tokens', usage.prompt_tokens);
+      if (typeof usage.completion_tokens === 'number') span.setAttribute('gen_ai.usage.output_tokens', usage.completion_tokens);
+    }
+    return json;
+  });
 }
 
 const agent: BlockHandler = async (ctx) => {
