@@ -157,8 +157,8 @@ export class DiskBlobStore extends StagedBlobStore {
 
   async tidyShared(olderThan: number): Promise<number> {
     let count = 0;
-    // Candidates of a purge that died before deciding: back to their place (a live purge's own candidate put
-    // back too early is harmless: it deletes the name it moved, the blob survives until the next purge).
+    // Candidates of a purge that died before deciding go back to their place. A live purge's candidate is as
+    // young as its rename (ctime), so it is left to that purge.
     for (const name of await fsp.readdir(this.purgingDir).catch(() => [] as string[])) {
       const key = name.split('.')[0]!;
       const held = path.join(this.purgingDir, name);

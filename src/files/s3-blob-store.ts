@@ -201,7 +201,10 @@ export class S3BlobStore extends StagedBlobStore {
     } while (token);
   }
 
-  /** Nothing is left half-done in the bucket: a failed PUT stores nothing, a failed multipart upload is aborted. */
+  /**
+   * Nothing to repair: a failed PUT stores nothing and a failed multipart upload is aborted. Only the parts of a
+   * process killed mid-upload stay, until the bucket's lifecycle rule for incomplete uploads removes them (README).
+   */
   async tidyShared(): Promise<number> {
     return 0;
   }
