@@ -40,8 +40,16 @@ async function blobStoreForTests(env: Record<string, string>): Promise<{ env: Re
 export async function startTestServer(wanted: Record<string, string> = {}): Promise<TestServer> {
   const { env, stop: stopBlobStore } = await blobStoreForTests(wanted);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-test-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env });
-  const services = await createServices(config, createLogger('silent'));
+  let services: Awaited<ReturnType<typeof createServices>>;
+  try {
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env });
+    services = await createServices(config, createLogger('silent'));
+  } catch (err) {
+    // A start that is meant to fail (a bad setting, a missing bucket) leaves nothing behind.
+    await stopBlobStore();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   const boot = (await bootstrapIfEmpty(services.store, { apiKey: null }))!;
   const server = await startServer(services);
   const store = services.store;
