@@ -13,6 +13,7 @@ import { bootstrapIfEmpty } from './identity/admin.ts';
 import { newApiKey } from './identity/keys.ts';
 import { DataDirLockedError } from './store/data-dir-lock.ts';
 import { NewerDatabaseError } from './store/migrations.ts';
+import { BlobStoreUnavailableError } from './files/blob-store.ts';
 import { missingHandlers } from './app.ts';
 import { handlers } from '../generated/handler-registry.ts';
 import { startTracing } from './ops/tracing.ts';
@@ -68,7 +69,7 @@ export async function main(): Promise<void> {
   try {
     services = await createServices(config);
   } catch (err) {
-    if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError) fail('Cannot start', err.message, 1);
+    if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError || err instanceof BlobStoreUnavailableError) fail('Cannot start', err.message, 1);
     throw err;
   }
   await bootstrap(services, config);

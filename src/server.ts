@@ -62,9 +62,17 @@ export async function createServices(config: Config, logger: Logger = createLogg
 }
 
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
+  const blobs = openBlobStore(blobStoreSettings(config));
+  // A missing bucket or an unwritable BLOB_DIR stops the start with one line (before the database is opened),
+  // not the first upload.
+  try {
+    await blobs.check();
+  } catch (err) {
+    blobs.close();
+    throw err;
+  }
   const opened = store ?? (await openSqliteStore(config.databaseFile, (m) => logger.info({ version: m.version, name: m.name }, 'migration applied')));
   const engine = createEngine(config);
-  const blobs = openBlobStore(blobStoreSettings(config));
   const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
   const secrets = new SecretVault(opened, cipher);
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
@@ -247,6 +255,7 @@ export async function startServer(services: Services, options: StartOptions = {}
         await knowledgeClosed;
         await services.closeEngine();
         await services.store.close();
+        services.blobs.close();
         services.dataDirLock?.release();
         // The last line a server logs: what became of the runs it had in hand.
         services.logger.info({ runsFinished: runs.finished, runsReturnedToQueue: runs.returnedToQueue, runsInterrupted: runs.interrupted }, 'stopped');

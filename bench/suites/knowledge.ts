@@ -13,7 +13,7 @@ import { openSqliteStore } from '../../src/store/index.ts';
 import { bootstrapIfEmpty } from '../../src/identity/admin.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/http/logging.ts';
-import { LocalDiskBlobStore } from '../../src/files/blob-store.ts';
+import { blobStoreSettings, openBlobStore } from '../../src/files/blob-store.ts';
 import { KnowledgeService } from '../../src/knowledge/service.ts';
 import { runSearch } from '../../src/knowledge/search.ts';
 import { WordVectorProvider, vectorToBlob } from '../../src/knowledge/embeddings.ts';
@@ -223,7 +223,7 @@ async function search(rounds: number, chunks: number): Promise<void> {
     const store = await openSqliteStore(config.databaseFile);
     // Search only: the content workers are never asked to parse anything here.
     const content = new ContentWorkers(config.content);
-    const knowledge = new KnowledgeService({ store, blobs: new LocalDiskBlobStore(path.join(dataDir, 'files')), config, logger: createLogger('silent'), content });
+    const knowledge = new KnowledgeService({ store, blobs: openBlobStore(blobStoreSettings({ dataDir })), config, logger: createLogger('silent'), content });
     const bases = [(await store.knowledgeBases.get(kbId))!];
     const inProc: Record<'vector' | 'fulltext' | 'hybrid', number[]> = { vector: [], fulltext: [], hybrid: [] };
     try {
