@@ -42,6 +42,7 @@ import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 import { RunCallbackRepository } from './run-callbacks.ts';
 import { OrganizationRepository } from './organizations.ts';
+import { InvitationRepository } from './invitations.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -89,6 +90,7 @@ export interface Repositories {
   idempotencyKeys: IdempotencyKeyRepository;
   runCallbacks: RunCallbackRepository;
   organizations: OrganizationRepository;
+  invitations: InvitationRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -138,6 +140,7 @@ function repositories(db: SqlExecutor): Repositories {
     idempotencyKeys: new IdempotencyKeyRepository(db),
     runCallbacks: new RunCallbackRepository(db),
     organizations: new OrganizationRepository(db),
+    invitations: new InvitationRepository(db),
   };
 }
 
