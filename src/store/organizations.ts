@@ -100,6 +100,14 @@ export class OrganizationRepository {
     return r && toOrganization(r);
   }
 
+  /** Every organization with its owner (the admin command's list). */
+  async listAll(): Promise<(Organization & { ownerId: string | null })[]> {
+    const rows = await this.db.all<OrganizationRow & { owner_id: string | null }>(
+      "SELECT o.*, m.user_id AS owner_id FROM organizations o LEFT JOIN organization_members m ON m.organization_id = o.id AND m.role = 'owner' ORDER BY o.name, o.id",
+    );
+    return rows.map((r) => ({ ...toOrganization(r), ownerId: r.owner_id }));
+  }
+
   async slugTaken(slug: string): Promise<boolean> {
     return (await this.db.get('SELECT 1 AS x FROM organizations WHERE slug = ?', [slug])) !== undefined;
   }
@@ -251,4 +259,50 @@ export class OrganizationRepository {
     );
     return r !== undefined;
   }
+
+  // ---- usage charged to the organization (usage_records of its billing account)
+
+  /** Usage records charged to `billingAccountId` in [from, to), with the names reports label them by. */
+  async usageIn(billingAccountId: string, from: string, to: string, workspaceId: string | null): Promise<OrganizationUsageRow[]> {
+    const rows = await this.db.all<Record<string, unknown>>(
+      `SELECT u.recorded_at, u.cost, u.category, u.user_id, u.workspace_id, u.workflow_id,
+              us.name AS user_name, us.email AS user_email, ws.name AS workspace_name, wf.name AS workflow_name
+       FROM usage_records u
+       LEFT JOIN users us ON us.id = u.user_id LEFT JOIN workspaces ws ON ws.id = u.workspace_id LEFT JOIN workflows wf ON wf.id = u.workflow_id
+       WHERE u.billing_account_id = ? AND u.recorded_at >= ? AND u.recorded_at < ? AND (? IS NULL OR u.workspace_id = ?)`,
+      [billingAccountId, from, to, workspaceId, workspaceId],
+    );
+    return rows.map((r) => ({
+      recordedAt: String(r.recorded_at),
+      cost: Number(r.cost),
+      category: String(r.category),
+      userId: (r.user_id as string | null) ?? null,
+      userLabel: (r.user_name as string | null) ?? (r.user_email as string | null) ?? null,
+      workspaceId: String(r.workspace_id),
+      workspaceName: (r.workspace_name as string | null) ?? null,
+      workflowId: (r.workflow_id as string | null) ?? null,
+      workflowName: (r.workflow_name as string | null) ?? null,
+    }));
+  }
+
+  /** What one person's use cost the account in [from, to). */
+  async usageCostOf(billingAccountId: string, userId: string, from: string, to: string): Promise<number> {
+    const r = await this.db.get<{ cost: number | null }>(
+      'SELECT SUM(cost) AS cost FROM usage_records WHERE billing_account_id = ? AND user_id = ? AND recorded_at >= ? AND recorded_at < ?',
+      [billingAccountId, userId, from, to],
+    );
+    return Number(r?.cost ?? 0);
+  }
+}
+
+export interface OrganizationUsageRow {
+  recordedAt: string;
+  cost: number;
+  category: string;
+  userId: string | null;
+  userLabel: string | null;
+  workspaceId: string;
+  workspaceName: string | null;
+  workflowId: string | null;
+  workflowName: string | null;
 }
