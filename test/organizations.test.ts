@@ -491,3 +491,28 @@ describe('when the e-mail cannot be sent', () => {
     expect(await store.invitations.pendingForWorkspace(broken.workspaceId, 'nobody@example.com', new Date().toISOString())).toBeUndefined();
   });
 });
+
+describe('member credit limits are enforced', () => {
+  it('a person at their cap in the organization cannot start a run in its workspaces; clearing the cap lets them', async () => {
+    const { apiBlock, buildWorkflow, link } = await import('./support/api-workflow.ts');
+    const start = apiBlock('start_trigger', 'Start');
+    const fn = apiBlock('function', 'Fn', { code: 'return 1' });
+    const wf = (await buildWorkflow(s, 'Capped', [start, fn], [link(start, fn)])).id;
+    const runner = await person('runner@example.com');
+    await s.services.store.transaction(async (tx) => {
+      await addOrganizationMember(tx, orgId, runner.userId, 'member', new Date().toISOString());
+      await tx.members.upsert(s.workspaceId, runner.userId, 'write', new Date().toISOString());
+    });
+    const limitUrl = `${ORG()}/members/${runner.userId}/usage-limit`;
+    expect((await as(s.key, 'PATCH', limitUrl, { creditLimit: 0 })).status).toBe(200);
+    const blocked = await as(runner, 'POST', `/api/v2/workflows/${wf}/execute`, {});
+    expect(JSON.stringify(blocked.body)).toMatch(/USAGE_LIMIT_EXCEEDED/);
+    expect(JSON.stringify(blocked.body)).toMatch(/credit limit in the organization Acme/);
+    // Someone else in the organization is not held by that cap.
+    const other = await as(s.key, 'POST', `/api/v2/workflows/${wf}/execute`, {});
+    expect(JSON.stringify(other.body)).not.toMatch(/USAGE_LIMIT_EXCEEDED/);
+    expect((await as(s.key, 'PATCH', limitUrl, { creditLimit: null })).status).toBe(200);
+    const allowed = await as(runner, 'POST', `/api/v2/workflows/${wf}/execute`, {});
+    expect(JSON.stringify(allowed.body)).not.toMatch(/USAGE_LIMIT_EXCEEDED/);
+  });
+});
