@@ -9,11 +9,13 @@ import * as credentialsHandlers from '../src/handlers/credentials.ts';
 import * as customToolsHandlers from '../src/handlers/custom-tools.ts';
 import * as filesHandlers from '../src/handlers/files.ts';
 import * as hostedChatHandlers from '../src/handlers/hosted-chat.ts';
+import * as invitationsHandlers from '../src/handlers/invitations.ts';
 import * as knowledgeBasesHandlers from '../src/handlers/knowledge-bases.ts';
 import * as legacyHandlers from '../src/handlers/legacy.ts';
 import * as logsHandlers from '../src/handlers/logs.ts';
 import * as mcpServersHandlers from '../src/handlers/mcp-servers.ts';
 import * as metaHandlers from '../src/handlers/meta.ts';
+import * as organizationsHandlers from '../src/handlers/organizations.ts';
 import * as runCallbacksHandlers from '../src/handlers/run-callbacks.ts';
 import * as sandboxesHandlers from '../src/handlers/sandboxes.ts';
 import * as secretsHandlers from '../src/handlers/secrets.ts';
@@ -64,6 +66,7 @@ export const handlers = {
   createKnowledgeFolder: knowledgeBasesHandlers.createKnowledgeFolder,
   createKnowledgeTag: knowledgeBasesHandlers.createKnowledgeTag,
   createMcpServer: mcpServersHandlers.createMcpServer,
+  createOrganizationInvitation: invitationsHandlers.createOrganizationInvitation,
   createSandbox: sandboxesHandlers.createSandbox,
   createServiceAccountCredential: credentialsHandlers.createServiceAccountCredential,
   createSkill: skillsHandlers.createSkill,
@@ -78,6 +81,7 @@ export const handlers = {
   createWorkflow: workflowsHandlers.createWorkflow,
   createWorkflowFolder: workflowsHandlers.createWorkflowFolder,
   createWorkflowMcpServer: mcpServersHandlers.createWorkflowMcpServer,
+  createWorkspaceInvitations: invitationsHandlers.createWorkspaceInvitations,
   deleteCredential: credentialsHandlers.deleteCredential,
   deleteCustomTool: customToolsHandlers.deleteCustomTool,
   deleteFile: filesHandlers.deleteFile,
@@ -140,6 +144,11 @@ export const handlers = {
   getMcpServer: mcpServersHandlers.getMcpServer,
   getMeta: metaHandlers.getMeta,
   getNextKnowledgeTagSlot: knowledgeBasesHandlers.getNextKnowledgeTagSlot,
+  getOrganization: organizationsHandlers.getOrganization,
+  getOrganizationInvitation: invitationsHandlers.getOrganizationInvitation,
+  getOrganizationMemberUsageLimit: organizationsHandlers.getOrganizationMemberUsageLimit,
+  getOrganizationUsageBreakdown: organizationsHandlers.getOrganizationUsageBreakdown,
+  getOrganizationUsageSummary: organizationsHandlers.getOrganizationUsageSummary,
   getRowEnrichment: tablesHandlers.getRowEnrichment,
   getSandbox: sandboxesHandlers.getSandbox,
   getSharedFile: filesHandlers.getSharedFile,
@@ -193,6 +202,12 @@ export const handlers = {
   listLogs: logsHandlers.listLogs,
   listMcpServerTools: mcpServersHandlers.listMcpServerTools,
   listMcpServers: mcpServersHandlers.listMcpServers,
+  listOrganizationInvitationWorkspaces: invitationsHandlers.listOrganizationInvitationWorkspaces,
+  listOrganizationInvitations: invitationsHandlers.listOrganizationInvitations,
+  listOrganizationMembers: organizationsHandlers.listOrganizationMembers,
+  listOrganizationUsageEvents: organizationsHandlers.listOrganizationUsageEvents,
+  listOrganizationWorkspaces: organizationsHandlers.listOrganizationWorkspaces,
+  listOrganizations: organizationsHandlers.listOrganizations,
   listRunCallbacks: runCallbacksHandlers.listRunCallbacks,
   listSandboxes: sandboxesHandlers.listSandboxes,
   listSecrets: secretsHandlers.listSecrets,
@@ -237,9 +252,11 @@ export const handlers = {
   relocateKnowledgeFolder: knowledgeBasesHandlers.relocateKnowledgeFolder,
   relocateTableFolder: tablesHandlers.relocateTableFolder,
   relocateWorkflowFolder: workflowsHandlers.relocateWorkflowFolder,
+  removeOrganizationMember: organizationsHandlers.removeOrganizationMember,
   renameFile: filesHandlers.renameFile,
   replaceWorkflowChatDeployment: hostedChatHandlers.replaceWorkflowChatDeployment,
   replaceWorkflowState: workflowsHandlers.replaceWorkflowState,
+  resendOrganizationInvitation: invitationsHandlers.resendOrganizationInvitation,
   restoreFile: filesHandlers.restoreFile,
   restoreFileFolder: filesHandlers.restoreFileFolder,
   restoreKnowledgeBase: knowledgeBasesHandlers.restoreKnowledgeBase,
@@ -250,6 +267,7 @@ export const handlers = {
   resumeWorkflow: workflowRunsHandlers.resumeWorkflow,
   revertFileVersion: filesHandlers.revertFileVersion,
   revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
+  revokeOrganizationInvitation: invitationsHandlers.revokeOrganizationInvitation,
   revokeSkillEditor: skillsHandlers.revokeSkillEditor,
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
   rollbackWorkspaceFork: workspaceForksHandlers.rollbackWorkspaceFork,
@@ -276,6 +294,8 @@ export const handlers = {
   updateKnowledgeDocument: knowledgeBasesHandlers.updateKnowledgeDocument,
   updateKnowledgeTag: knowledgeBasesHandlers.updateKnowledgeTag,
   updateMcpServer: mcpServersHandlers.updateMcpServer,
+  updateOrganizationMember: organizationsHandlers.updateOrganizationMember,
+  updateOrganizationMemberUsageLimit: organizationsHandlers.updateOrganizationMemberUsageLimit,
   updateRowsByFilter: tablesHandlers.updateRowsByFilter,
   updateSandbox: sandboxesHandlers.updateSandbox,
   updateSkill: skillsHandlers.updateSkill,

@@ -371,6 +371,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createOrganizationInvitation: {
+    params: Params<operations['createOrganizationInvitation'], 'path'>;
+    query: Params<operations['createOrganizationInvitation'], 'query'>;
+    headers: Params<operations['createOrganizationInvitation'], 'header'>;
+    body: Body<operations['createOrganizationInvitation']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createSandbox: {
     params: Params<operations['createSandbox'], 'path'>;
     query: Params<operations['createSandbox'], 'query'>;
@@ -493,6 +502,15 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowMcpServer'], 'query'>;
     headers: Params<operations['createWorkflowMcpServer'], 'header'>;
     body: Body<operations['createWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createWorkspaceInvitations: {
+    params: Params<operations['createWorkspaceInvitations'], 'path'>;
+    query: Params<operations['createWorkspaceInvitations'], 'query'>;
+    headers: Params<operations['createWorkspaceInvitations'], 'header'>;
+    body: Body<operations['createWorkspaceInvitations']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1055,6 +1073,51 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getOrganization: {
+    params: Params<operations['getOrganization'], 'path'>;
+    query: Params<operations['getOrganization'], 'query'>;
+    headers: Params<operations['getOrganization'], 'header'>;
+    body: Body<operations['getOrganization']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getOrganizationInvitation: {
+    params: Params<operations['getOrganizationInvitation'], 'path'>;
+    query: Params<operations['getOrganizationInvitation'], 'query'>;
+    headers: Params<operations['getOrganizationInvitation'], 'header'>;
+    body: Body<operations['getOrganizationInvitation']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getOrganizationMemberUsageLimit: {
+    params: Params<operations['getOrganizationMemberUsageLimit'], 'path'>;
+    query: Params<operations['getOrganizationMemberUsageLimit'], 'query'>;
+    headers: Params<operations['getOrganizationMemberUsageLimit'], 'header'>;
+    body: Body<operations['getOrganizationMemberUsageLimit']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getOrganizationUsageBreakdown: {
+    params: Params<operations['getOrganizationUsageBreakdown'], 'path'>;
+    query: Params<operations['getOrganizationUsageBreakdown'], 'query'>;
+    headers: Params<operations['getOrganizationUsageBreakdown'], 'header'>;
+    body: Body<operations['getOrganizationUsageBreakdown']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getOrganizationUsageSummary: {
+    params: Params<operations['getOrganizationUsageSummary'], 'path'>;
+    query: Params<operations['getOrganizationUsageSummary'], 'query'>;
+    headers: Params<operations['getOrganizationUsageSummary'], 'header'>;
+    body: Body<operations['getOrganizationUsageSummary']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getRowEnrichment: {
     params: Params<operations['getRowEnrichment'], 'path'>;
     query: Params<operations['getRowEnrichment'], 'query'>;
@@ -1532,6 +1595,60 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listOrganizationInvitationWorkspaces: {
+    params: Params<operations['listOrganizationInvitationWorkspaces'], 'path'>;
+    query: Params<operations['listOrganizationInvitationWorkspaces'], 'query'>;
+    headers: Params<operations['listOrganizationInvitationWorkspaces'], 'header'>;
+    body: Body<operations['listOrganizationInvitationWorkspaces']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listOrganizationInvitations: {
+    params: Params<operations['listOrganizationInvitations'], 'path'>;
+    query: Params<operations['listOrganizationInvitations'], 'query'>;
+    headers: Params<operations['listOrganizationInvitations'], 'header'>;
+    body: Body<operations['listOrganizationInvitations']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listOrganizationMembers: {
+    params: Params<operations['listOrganizationMembers'], 'path'>;
+    query: Params<operations['listOrganizationMembers'], 'query'>;
+    headers: Params<operations['listOrganizationMembers'], 'header'>;
+    body: Body<operations['listOrganizationMembers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listOrganizationUsageEvents: {
+    params: Params<operations['listOrganizationUsageEvents'], 'path'>;
+    query: Params<operations['listOrganizationUsageEvents'], 'query'>;
+    headers: Params<operations['listOrganizationUsageEvents'], 'header'>;
+    body: Body<operations['listOrganizationUsageEvents']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listOrganizationWorkspaces: {
+    params: Params<operations['listOrganizationWorkspaces'], 'path'>;
+    query: Params<operations['listOrganizationWorkspaces'], 'query'>;
+    headers: Params<operations['listOrganizationWorkspaces'], 'header'>;
+    body: Body<operations['listOrganizationWorkspaces']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listOrganizations: {
+    params: Params<operations['listOrganizations'], 'path'>;
+    query: Params<operations['listOrganizations'], 'query'>;
+    headers: Params<operations['listOrganizations'], 'header'>;
+    body: Body<operations['listOrganizations']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listRunCallbacks: {
     params: Params<operations['listRunCallbacks'], 'path'>;
     query: Params<operations['listRunCallbacks'], 'query'>;
@@ -1928,6 +2045,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  removeOrganizationMember: {
+    params: Params<operations['removeOrganizationMember'], 'path'>;
+    query: Params<operations['removeOrganizationMember'], 'query'>;
+    headers: Params<operations['removeOrganizationMember'], 'header'>;
+    body: Body<operations['removeOrganizationMember']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   renameFile: {
     params: Params<operations['renameFile'], 'path'>;
     query: Params<operations['renameFile'], 'query'>;
@@ -1951,6 +2077,15 @@ export interface OperationInputs {
     query: Params<operations['replaceWorkflowState'], 'query'>;
     headers: Params<operations['replaceWorkflowState'], 'header'>;
     body: Body<operations['replaceWorkflowState']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  resendOrganizationInvitation: {
+    params: Params<operations['resendOrganizationInvitation'], 'path'>;
+    query: Params<operations['resendOrganizationInvitation'], 'query'>;
+    headers: Params<operations['resendOrganizationInvitation'], 'header'>;
+    body: Body<operations['resendOrganizationInvitation']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2041,6 +2176,15 @@ export interface OperationInputs {
     query: Params<operations['revertWorkflowVersion'], 'query'>;
     headers: Params<operations['revertWorkflowVersion'], 'header'>;
     body: Body<operations['revertWorkflowVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  revokeOrganizationInvitation: {
+    params: Params<operations['revokeOrganizationInvitation'], 'path'>;
+    query: Params<operations['revokeOrganizationInvitation'], 'query'>;
+    headers: Params<operations['revokeOrganizationInvitation'], 'header'>;
+    body: Body<operations['revokeOrganizationInvitation']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2275,6 +2419,24 @@ export interface OperationInputs {
     query: Params<operations['updateMcpServer'], 'query'>;
     headers: Params<operations['updateMcpServer'], 'header'>;
     body: Body<operations['updateMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateOrganizationMember: {
+    params: Params<operations['updateOrganizationMember'], 'path'>;
+    query: Params<operations['updateOrganizationMember'], 'query'>;
+    headers: Params<operations['updateOrganizationMember'], 'header'>;
+    body: Body<operations['updateOrganizationMember']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateOrganizationMemberUsageLimit: {
+    params: Params<operations['updateOrganizationMemberUsageLimit'], 'path'>;
+    query: Params<operations['updateOrganizationMemberUsageLimit'], 'query'>;
+    headers: Params<operations['updateOrganizationMemberUsageLimit'], 'header'>;
+    body: Body<operations['updateOrganizationMemberUsageLimit']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2626,6 +2788,11 @@ export interface OperationResults {
     body: Json<operations['createMcpServer']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createOrganizationInvitation: {
+    status: 200;
+    body: Json<operations['createOrganizationInvitation']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createSandbox: {
     status: 200;
     body: Json<operations['createSandbox']['responses'][200]>;
@@ -2694,6 +2861,11 @@ export interface OperationResults {
   createWorkflowMcpServer: {
     status: 201;
     body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createWorkspaceInvitations: {
+    status: 200;
+    body: Json<operations['createWorkspaceInvitations']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteCredential: {
@@ -3030,6 +3202,31 @@ export interface OperationResults {
     body: Json<operations['getNextKnowledgeTagSlot']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getOrganization: {
+    status: 200;
+    body: Json<operations['getOrganization']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getOrganizationInvitation: {
+    status: 200;
+    body: Json<operations['getOrganizationInvitation']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getOrganizationMemberUsageLimit: {
+    status: 200;
+    body: Json<operations['getOrganizationMemberUsageLimit']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getOrganizationUsageBreakdown: {
+    status: 200;
+    body: Json<operations['getOrganizationUsageBreakdown']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getOrganizationUsageSummary: {
+    status: 200;
+    body: Json<operations['getOrganizationUsageSummary']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getRowEnrichment: {
     status: 200;
     body: Json<operations['getRowEnrichment']['responses'][200]>;
@@ -3307,6 +3504,36 @@ export interface OperationResults {
     body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listOrganizationInvitationWorkspaces: {
+    status: 200;
+    body: Json<operations['listOrganizationInvitationWorkspaces']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listOrganizationInvitations: {
+    status: 200;
+    body: Json<operations['listOrganizationInvitations']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listOrganizationMembers: {
+    status: 200;
+    body: Json<operations['listOrganizationMembers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listOrganizationUsageEvents: {
+    status: 200;
+    body: Json<operations['listOrganizationUsageEvents']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listOrganizationWorkspaces: {
+    status: 200;
+    body: Json<operations['listOrganizationWorkspaces']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listOrganizations: {
+    status: 200;
+    body: Json<operations['listOrganizations']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listRunCallbacks: {
     status: 200;
     body: Json<operations['listRunCallbacks']['responses'][200]>;
@@ -3539,6 +3766,11 @@ export interface OperationResults {
     body: Json<operations['relocateWorkflowFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  removeOrganizationMember: {
+    status: 200;
+    body: Json<operations['removeOrganizationMember']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   renameFile: {
     status: 200;
     body: Json<operations['renameFile']['responses'][200]>;
@@ -3552,6 +3784,11 @@ export interface OperationResults {
   replaceWorkflowState: {
     status: 200;
     body: Json<operations['replaceWorkflowState']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  resendOrganizationInvitation: {
+    status: 200;
+    body: Json<operations['resendOrganizationInvitation']['responses'][200]>;
     headers?: Record<string, string>;
   };
   restoreFile: {
@@ -3608,6 +3845,11 @@ export interface OperationResults {
   revertWorkflowVersion: {
     status: 200;
     body: Json<operations['revertWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  revokeOrganizationInvitation: {
+    status: 200;
+    body: Json<operations['revokeOrganizationInvitation']['responses'][200]>;
     headers?: Record<string, string>;
   };
   revokeSkillEditor: {
@@ -3738,6 +3980,16 @@ export interface OperationResults {
   updateMcpServer: {
     status: 200;
     body: Json<operations['updateMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateOrganizationMember: {
+    status: 200;
+    body: Json<operations['updateOrganizationMember']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateOrganizationMemberUsageLimit: {
+    status: 200;
+    body: Json<operations['updateOrganizationMemberUsageLimit']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateRowsByFilter: {
@@ -3912,6 +4164,8 @@ export interface Handlers {
   createKnowledgeTag: Handler<'createKnowledgeTag'>;
   /** POST /api/v2/mcp-servers — Register an MCP server */
   createMcpServer: Handler<'createMcpServer'>;
+  /** POST /api/v2/organizations/{organizationId}/invitations — Create an organization invitation */
+  createOrganizationInvitation: Handler<'createOrganizationInvitation'>;
   /** POST /api/v2/sandboxes — Create a sandbox */
   createSandbox: Handler<'createSandbox'>;
   /** POST /api/v2/credentials — Create a service-account credential */
@@ -3940,6 +4194,8 @@ export interface Handlers {
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
   /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
   createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
+  /** POST /api/v2/workspaces/{workspaceId}/invitations — Invite people to a workspace */
+  createWorkspaceInvitations: Handler<'createWorkspaceInvitations'>;
   /** DELETE /api/v2/credentials/{credentialId} — Delete a credential */
   deleteCredential: Handler<'deleteCredential'>;
   /** DELETE /api/v2/custom-tools/{customToolId} — Delete a custom tool */
@@ -4064,6 +4320,16 @@ export interface Handlers {
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/tags/next-slot — Next free tag slot */
   getNextKnowledgeTagSlot: Handler<'getNextKnowledgeTagSlot'>;
+  /** GET /api/v2/organizations/{organizationId} — Get an organization */
+  getOrganization: Handler<'getOrganization'>;
+  /** GET /api/v2/organizations/{organizationId}/invitations/{invitationId} — Get an organization invitation */
+  getOrganizationInvitation: Handler<'getOrganizationInvitation'>;
+  /** GET /api/v2/organizations/{organizationId}/members/{userId}/usage-limit — Get a member credit limit */
+  getOrganizationMemberUsageLimit: Handler<'getOrganizationMemberUsageLimit'>;
+  /** GET /api/v2/organizations/{organizationId}/usage/breakdown — Get organization usage breakdown */
+  getOrganizationUsageBreakdown: Handler<'getOrganizationUsageBreakdown'>;
+  /** GET /api/v2/organizations/{organizationId}/usage/summary — Get organization usage summary */
+  getOrganizationUsageSummary: Handler<'getOrganizationUsageSummary'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
   getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
@@ -4170,6 +4436,18 @@ export interface Handlers {
   listMcpServerTools: Handler<'listMcpServerTools'>;
   /** GET /api/v2/mcp-servers — List MCP servers */
   listMcpServers: Handler<'listMcpServers'>;
+  /** GET /api/v2/organizations/{organizationId}/invitations/{invitationId}/workspaces — List invitation workspaces */
+  listOrganizationInvitationWorkspaces: Handler<'listOrganizationInvitationWorkspaces'>;
+  /** GET /api/v2/organizations/{organizationId}/invitations — List organization invitations */
+  listOrganizationInvitations: Handler<'listOrganizationInvitations'>;
+  /** GET /api/v2/organizations/{organizationId}/members — List organization members */
+  listOrganizationMembers: Handler<'listOrganizationMembers'>;
+  /** GET /api/v2/organizations/{organizationId}/usage/events — List organization usage events */
+  listOrganizationUsageEvents: Handler<'listOrganizationUsageEvents'>;
+  /** GET /api/v2/organizations/{organizationId}/workspaces — List organization workspaces */
+  listOrganizationWorkspaces: Handler<'listOrganizationWorkspaces'>;
+  /** GET /api/v2/organizations — List organizations */
+  listOrganizations: Handler<'listOrganizations'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId}/callbacks — List a run's callback deliveries */
   listRunCallbacks: Handler<'listRunCallbacks'>;
   /** GET /api/v2/sandboxes — List sandboxes */
@@ -4258,12 +4536,16 @@ export interface Handlers {
   relocateTableFolder: Handler<'relocateTableFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
+  /** DELETE /api/v2/organizations/{organizationId}/members/{userId} — Remove an organization member */
+  removeOrganizationMember: Handler<'removeOrganizationMember'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
   renameFile: Handler<'renameFile'>;
   /** PUT /api/v2/workflows/{workflowId}/deployments/chat — Create or replace the workflow's hosted chat */
   replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'>;
   /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
+  /** POST /api/v2/organizations/{organizationId}/invitations/{invitationId}/resend — Resend an organization invitation */
+  resendOrganizationInvitation: Handler<'resendOrganizationInvitation'>;
   /** POST /api/v2/files/{fileId}/restore — Restore a file */
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
@@ -4284,6 +4566,8 @@ export interface Handlers {
   revertFileVersion: Handler<'revertFileVersion'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/revert — Revert the draft to a version */
   revertWorkflowVersion: Handler<'revertWorkflowVersion'>;
+  /** DELETE /api/v2/organizations/{organizationId}/invitations/{invitationId} — Revoke an organization invitation */
+  revokeOrganizationInvitation: Handler<'revokeOrganizationInvitation'>;
   /** DELETE /api/v2/skills/{skillId}/editors — Revoke a skill editor */
   revokeSkillEditor: Handler<'revokeSkillEditor'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
@@ -4336,6 +4620,10 @@ export interface Handlers {
   updateKnowledgeTag: Handler<'updateKnowledgeTag'>;
   /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
   updateMcpServer: Handler<'updateMcpServer'>;
+  /** PATCH /api/v2/organizations/{organizationId}/members/{userId} — Update an organization member */
+  updateOrganizationMember: Handler<'updateOrganizationMember'>;
+  /** PATCH /api/v2/organizations/{organizationId}/members/{userId}/usage-limit — Update a member credit limit */
+  updateOrganizationMemberUsageLimit: Handler<'updateOrganizationMemberUsageLimit'>;
   /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
   updateRowsByFilter: Handler<'updateRowsByFilter'>;
   /** PATCH /api/v2/sandboxes/{sandboxId} — Update a sandbox */

@@ -351,6 +351,71 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.listMcpServerTools, handlers.listMcpServerTools),
   );
   router.get('/api/v2/meta', ...bind(OPERATIONS.getMeta, handlers.getMeta));
+  router.get('/api/v2/organizations', ...bind(OPERATIONS.listOrganizations, handlers.listOrganizations));
+  router.get(
+    '/api/v2/organizations/:organizationId',
+    ...bind(OPERATIONS.getOrganization, handlers.getOrganization),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/invitations',
+    ...bind(OPERATIONS.listOrganizationInvitations, handlers.listOrganizationInvitations),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/invitations',
+    ...bind(OPERATIONS.createOrganizationInvitation, handlers.createOrganizationInvitation),
+  );
+  router.delete(
+    '/api/v2/organizations/:organizationId/invitations/:invitationId',
+    ...bind(OPERATIONS.revokeOrganizationInvitation, handlers.revokeOrganizationInvitation),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/invitations/:invitationId',
+    ...bind(OPERATIONS.getOrganizationInvitation, handlers.getOrganizationInvitation),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/invitations/:invitationId/resend',
+    ...bind(OPERATIONS.resendOrganizationInvitation, handlers.resendOrganizationInvitation),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/invitations/:invitationId/workspaces',
+    ...bind(OPERATIONS.listOrganizationInvitationWorkspaces, handlers.listOrganizationInvitationWorkspaces),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/members',
+    ...bind(OPERATIONS.listOrganizationMembers, handlers.listOrganizationMembers),
+  );
+  router.delete(
+    '/api/v2/organizations/:organizationId/members/:userId',
+    ...bind(OPERATIONS.removeOrganizationMember, handlers.removeOrganizationMember),
+  );
+  router.patch(
+    '/api/v2/organizations/:organizationId/members/:userId',
+    ...bind(OPERATIONS.updateOrganizationMember, handlers.updateOrganizationMember),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/members/:userId/usage-limit',
+    ...bind(OPERATIONS.getOrganizationMemberUsageLimit, handlers.getOrganizationMemberUsageLimit),
+  );
+  router.patch(
+    '/api/v2/organizations/:organizationId/members/:userId/usage-limit',
+    ...bind(OPERATIONS.updateOrganizationMemberUsageLimit, handlers.updateOrganizationMemberUsageLimit),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/usage/breakdown',
+    ...bind(OPERATIONS.getOrganizationUsageBreakdown, handlers.getOrganizationUsageBreakdown),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/usage/events',
+    ...bind(OPERATIONS.listOrganizationUsageEvents, handlers.listOrganizationUsageEvents),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/usage/summary',
+    ...bind(OPERATIONS.getOrganizationUsageSummary, handlers.getOrganizationUsageSummary),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/workspaces',
+    ...bind(OPERATIONS.listOrganizationWorkspaces, handlers.listOrganizationWorkspaces),
+  );
   router.get('/api/v2/sandboxes', ...bind(OPERATIONS.listSandboxes, handlers.listSandboxes));
   router.post('/api/v2/sandboxes', ...bind(OPERATIONS.createSandbox, handlers.createSandbox));
   router.delete('/api/v2/sandboxes/:sandboxId', ...bind(OPERATIONS.deleteSandbox, handlers.deleteSandbox));
@@ -779,6 +844,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.post(
     '/api/v2/workspaces/:workspaceId/fork/unlink',
     ...bind(OPERATIONS.unlinkWorkspaceFork, handlers.unlinkWorkspaceFork),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/invitations',
+    ...bind(OPERATIONS.createWorkspaceInvitations, handlers.createWorkspaceInvitations),
   );
   router.get(
     '/api/v2/workspaces/:workspaceId/members',

@@ -80,6 +80,302 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workspaces/{workspaceId}/invitations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Invite people to a workspace
+     * @description Invites each address to the workspace with a permission (workspace admins only). Every address is handled on its own: failures are listed in `failed` and the call still answers 200 (`success` is false then). Someone already in the workspace's organization is given access at once (`added`, `instantAdd`); a user of another organization is invited as external.
+     */
+    post: operations['createWorkspaceInvitations'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List organizations
+     * @description The organizations the caller belongs to, with the caller's role. A user belongs to at most one organization, so this is one row or none.
+     */
+    get: operations['listOrganizations'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an organization
+     * @description One organization with the caller's role. 404 when it does not exist, 403 when the caller is not a member.
+     */
+    get: operations['getOrganization'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/workspaces': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List organization workspaces
+     * @description The workspaces the organization owns (they bill to it). Owners and admins only.
+     */
+    get: operations['listOrganizationWorkspaces'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/members': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List organization members
+     * @description The organization's members and their roles. Any member may list them.
+     */
+    get: operations['listOrganizationMembers'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/members/{userId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Remove an organization member
+     * @description Removes a member (owners and admins, or a member leaving) and their access to the organization's workspaces. The owner cannot be removed, nor a member who owns one of its workspaces (400).
+     */
+    delete: operations['removeOrganizationMember'];
+    options?: never;
+    head?: never;
+    /**
+     * Update an organization member
+     * @description Changes a member's role to member or admin (owners and admins only). The owner's role cannot be changed here (400).
+     */
+    patch: operations['updateOrganizationMember'];
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/members/{userId}/usage-limit': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a member credit limit
+     * @description A person's credits used in the organization's workspaces this billing period and their cap. Owners and admins only.
+     */
+    get: operations['getOrganizationMemberUsageLimit'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Update a member credit limit
+     * @description Sets a person's credit cap (a whole number, 0 stops further credit-consuming use) or clears it with null. Owners and admins only.
+     */
+    patch: operations['updateOrganizationMemberUsageLimit'];
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/usage/summary': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get organization usage summary
+     * @description Credits used across the organization's workspaces in a window, bucketed over time, with the previous window's total. Owners and admins only.
+     */
+    get: operations['getOrganizationUsageSummary'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/usage/breakdown': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get organization usage breakdown
+     * @description Credits in a window grouped by a dimension and ranked; rows past `limit` are folded into `other`. Owners and admins only.
+     */
+    get: operations['getOrganizationUsageBreakdown'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/usage/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List organization usage events
+     * @description The individual usage events (the same records as the billing logs) of the organization's workspaces in a window. Owners and admins only.
+     */
+    get: operations['listOrganizationUsageEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/invitations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List organization invitations
+     * @description The organization's invitations, including workspace invitations that carry it. Owners and admins only.
+     */
+    get: operations['listOrganizationInvitations'];
+    put?: never;
+    /**
+     * Create an organization invitation
+     * @description Invites an e-mail address to join the organization with a role (no workspace permissions); the invitee gets an e-mail with a link to accept, valid for 7 days. Owners and admins only. A pending invitation for the same address, an existing member, or a user who belongs to another organization is a 409.
+     */
+    post: operations['createOrganizationInvitation'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/invitations/{invitationId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get an organization invitation
+     * @description One invitation of the organization. Owners and admins only.
+     */
+    get: operations['getOrganizationInvitation'];
+    put?: never;
+    post?: never;
+    /**
+     * Revoke an organization invitation
+     * @description Cancels a pending invitation and all its workspace grants, so it can no longer be accepted (400 when it is not pending).
+     */
+    delete: operations['revokeOrganizationInvitation'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/invitations/{invitationId}/resend': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Resend an organization invitation
+     * @description Sends a pending invitation's e-mail again with a new link (the old one stops working) and restarts its 7 days. Only pending invitations (400). If the e-mail cannot be sent nothing changes (503).
+     */
+    post: operations['resendOrganizationInvitation'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/invitations/{invitationId}/workspaces': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List invitation workspaces
+     * @description The workspaces an invitation grants access to, with the permission each grant gives. Owners and admins only.
+     */
+    get: operations['listOrganizationInvitationWorkspaces'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/audit-logs': {
     parameters: {
       query?: never;
@@ -3942,6 +4238,166 @@ export interface components {
       isExternal: boolean;
       joinedAt: components['schemas']['Timestamp'];
     };
+    /**
+     * @description An organization role. Each organization has exactly one owner.
+     * @enum {string}
+     */
+    OrganizationRole: 'owner' | 'admin' | 'member';
+    Organization: {
+      id: string;
+      name: string;
+      /** @description URL-safe handle, unique on this server. */
+      slug: string;
+      logo: string | null;
+      /** @description The caller's role in the organization. */
+      role: components['schemas']['OrganizationRole'];
+      createdAt: components['schemas']['Timestamp'];
+    };
+    OrganizationMember: {
+      userId: string;
+      name: string;
+      email: string;
+      role: components['schemas']['OrganizationRole'];
+      joinedAt: components['schemas']['Timestamp'];
+    };
+    OrganizationWorkspace: {
+      id: string;
+      name: string;
+    };
+    MemberUsageLimit: {
+      /** @description Credits this person used in the organization's workspaces in the current billing period. */
+      creditsUsed: number;
+      /** @description The person's cap in credits; null means no per-person cap (the organization's limit still applies). */
+      creditLimit: number | null;
+      /** @enum {string} */
+      billingInterval: 'month' | 'year';
+    };
+    UsageWindow: {
+      start: components['schemas']['Timestamp'];
+      end: components['schemas']['Timestamp'];
+      /**
+       * @description How the window was chosen: `reporting` a rolling preset (7d, 30d), `default` the calendar billing period (this server has no payment provider, so periods are calendar months), `range` a custom range; `stripe` is never produced here.
+       * @enum {string}
+       */
+      source: 'reporting' | 'stripe' | 'default' | 'range';
+    };
+    UsageSummary: {
+      window: components['schemas']['UsageWindow'];
+      /** @enum {string} */
+      bucket: 'day' | 'week' | 'month';
+      totals: {
+        credits: number;
+      };
+      /** @description The window of equal length just before this one. */
+      previousTotals: {
+        credits: number;
+      } | null;
+      series: {
+        timestamp: components['schemas']['Timestamp'];
+        credits: number;
+        events: number;
+      }[];
+    };
+    /** @enum {string} */
+    UsageDimension: 'member' | 'workspace' | 'workflow' | 'model' | 'byok' | 'source';
+    UsageBreakdown: {
+      dimension: components['schemas']['UsageDimension'];
+      rows: {
+        id: string;
+        label: string;
+        credits: number;
+        events: number;
+        /** @description This row's fraction of totalCredits (0 to 1). */
+        share: number;
+        providerId?: string;
+        tokens?: number;
+      }[];
+      /** @description Everything ranked past `limit`, folded together. */
+      other: {
+        credits: number;
+        events: number;
+        rowCount: number;
+        tokens: number;
+      };
+      totalCredits: number;
+    };
+    /** @enum {string} */
+    UsageSource:
+      | 'workflow'
+      | 'wand'
+      | 'sim-chat'
+      | 'mcp_copilot'
+      | 'mothership_block'
+      | 'knowledge-base'
+      | 'voice-input'
+      | 'enrichment'
+      | 'voice-output'
+      | 'api-tool';
+    UsageEvent: {
+      id: string;
+      createdAt: components['schemas']['Timestamp'];
+      source: components['schemas']['UsageSource'];
+      description: string;
+      workflowName: string | null;
+      credits: number;
+      /** @description True when the event cost anything (credits above zero). */
+      hasCost: boolean;
+    };
+    /** @enum {string} */
+    InvitationStatus: 'pending' | 'accepted' | 'rejected' | 'cancelled' | 'expired';
+    Invitation: {
+      id: string;
+      organizationId: string;
+      email: string;
+      /**
+       * @description The organization role the invitee gets on accepting.
+       * @enum {string}
+       */
+      role: 'member' | 'admin';
+      /**
+       * @description `organization`: joins the organization only; `workspace`: carries per-workspace grants.
+       * @enum {string}
+       */
+      kind: 'organization' | 'workspace';
+      /**
+       * @description `internal` joins the organization; `external` gives workspace access only.
+       * @enum {string}
+       */
+      membershipIntent: 'internal' | 'external';
+      status: components['schemas']['InvitationStatus'];
+      createdAt: components['schemas']['Timestamp'];
+      expiresAt: components['schemas']['Timestamp'];
+    };
+    InvitationWorkspace: {
+      id: string;
+      name: string;
+      permission: components['schemas']['WorkspaceRole'];
+      /** @description Workspaces are not archived on this server, so this is always null. */
+      archivedAt: string | null;
+    };
+    WorkspaceInvitationResult: {
+      /** @description False exactly when `failed` is not empty. */
+      success: boolean;
+      /** @description Addresses invited or added. */
+      successful: string[];
+      /** @description Addresses given access at once (already members of the workspace's organization). */
+      added: string[];
+      failed: {
+        email: string;
+        error: string;
+      }[];
+      invitations: {
+        id: string;
+        email: string;
+        workspaceIds: string[];
+        permission: components['schemas']['WorkspaceRole'];
+        /** @enum {string} */
+        membershipIntent: 'internal' | 'external';
+        instantAdd?: boolean;
+        /** @enum {string} */
+        outcome?: 'added' | 'updated' | 'unchanged';
+      }[];
+    };
     AuditLog: {
       id: string;
       workspaceId: string | null;
@@ -7257,6 +7713,824 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['WorkspaceMember'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWorkspaceInvitations: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Addresses to invite; each is trimmed, lower-cased and handled separately. */
+          emails: string[];
+          /**
+           * @description Workspace permission to grant; existing access is never lowered.
+           * @default read
+           * @enum {string}
+           */
+          permission?: 'admin' | 'write' | 'read';
+          /**
+           * @description Organization membership to offer with the access: member or admin joins the organization; external gives workspace access only (an organization-owned workspace only).
+           * @default member
+           * @enum {string}
+           */
+          membership?: 'member' | 'admin' | 'external';
+        };
+      };
+    };
+    responses: {
+      /** @description What happened to each address. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspaceInvitationResult'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listOrganizations: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring match against the organization name. */
+        search?: string;
+        /** @description Field used to sort the result. Sorting by `name` is case-sensitive and follows the storage collation. */
+        sortBy?: 'name' | 'createdAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of organizations. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Organization'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getOrganization: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The organization. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Organization'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listOrganizationWorkspaces: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring match against the workspace name. */
+        search?: string;
+        /** @description Field used to sort the result. Sorting by `name` is case-sensitive and follows the storage collation. */
+        sortBy?: 'name' | 'id';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of workspaces. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['OrganizationWorkspace'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listOrganizationMembers: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring match against the member name or e-mail. */
+        search?: string;
+        /** @description Field used to sort the result. Sorting by `name` is case-sensitive and follows the storage collation. */
+        sortBy?: 'name' | 'email' | 'joinedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of members. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['OrganizationMember'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  removeOrganizationMember: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description User identifier of an organization member (or, for credit limits, an external collaborator with access to one of its workspaces). */
+        userId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The member was removed. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              userId: string;
+              /** @enum {boolean} */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateOrganizationMember: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description User identifier of an organization member (or, for credit limits, an external collaborator with access to one of its workspaces). */
+        userId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * @description New organization role. Ownership is not transferred through this operation.
+           * @enum {string}
+           */
+          role: 'member' | 'admin';
+        };
+      };
+    };
+    responses: {
+      /** @description The updated member. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['OrganizationMember'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getOrganizationMemberUsageLimit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description User identifier of an organization member (or, for credit limits, an external collaborator with access to one of its workspaces). */
+        userId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The person's usage and cap. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['MemberUsageLimit'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateOrganizationMemberUsageLimit: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description User identifier of an organization member (or, for credit limits, an external collaborator with access to one of its workspaces). */
+        userId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Credit cap for this person; null clears it. The organization's own limit still applies. */
+          creditLimit: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description The cap now in force. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              creditLimit: number | null;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getOrganizationUsageSummary: {
+    parameters: {
+      query?: {
+        /** @description Reporting window. `custom` needs startDate and endDate and spans at most 92 days; other presets refuse those bounds. `current-period` and `previous-period` are calendar months (capped at 366 days). */
+        preset?: 'current-period' | 'previous-period' | '7d' | '30d' | 'custom';
+        /** @description First calendar date included (YYYY-MM-DD) in the timezone. Only with preset=custom. */
+        startDate?: string;
+        /** @description Last calendar date included (YYYY-MM-DD) in the timezone. Only with preset=custom. */
+        endDate?: string;
+        /** @description IANA time zone for calendar boundaries. */
+        timezone?: string;
+        /** @description Only usage in this workspace, which must be owned by the organization. */
+        workspaceId?: string;
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The usage summary. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['UsageSummary'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getOrganizationUsageBreakdown: {
+    parameters: {
+      query: {
+        /** @description Reporting window. `custom` needs startDate and endDate and spans at most 92 days; other presets refuse those bounds. `current-period` and `previous-period` are calendar months (capped at 366 days). */
+        preset?: 'current-period' | 'previous-period' | '7d' | '30d' | 'custom';
+        /** @description First calendar date included (YYYY-MM-DD) in the timezone. Only with preset=custom. */
+        startDate?: string;
+        /** @description Last calendar date included (YYYY-MM-DD) in the timezone. Only with preset=custom. */
+        endDate?: string;
+        /** @description IANA time zone for calendar boundaries. */
+        timezone?: string;
+        /** @description Only usage in this workspace, which must be owned by the organization. */
+        workspaceId?: string;
+        /** @description Usage grouping dimension. */
+        dimension: 'member' | 'workspace' | 'workflow' | 'model' | 'byok' | 'source';
+        /** @description Most ranked groups to return (1 to 100); the rest is summarized in `other`. */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The usage breakdown. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['UsageBreakdown'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listOrganizationUsageEvents: {
+    parameters: {
+      query?: {
+        /** @description Reporting window. `custom` needs startDate and endDate and spans at most 92 days; other presets refuse those bounds. `current-period` and `previous-period` are calendar months (capped at 366 days). */
+        preset?: 'current-period' | 'previous-period' | '7d' | '30d' | 'custom';
+        /** @description First calendar date included (YYYY-MM-DD) in the timezone. Only with preset=custom. */
+        startDate?: string;
+        /** @description Last calendar date included (YYYY-MM-DD) in the timezone. Only with preset=custom. */
+        endDate?: string;
+        /** @description IANA time zone for calendar boundaries. */
+        timezone?: string;
+        /** @description Only events of this product surface. */
+        source?: components['schemas']['UsageSource'];
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Field used to sort the result. */
+        sortBy?: 'createdAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of usage events. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['UsageEvent'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listOrganizationInvitations: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring match against the invitee e-mail. */
+        search?: string;
+        /** @description Only invitations with this status; omit for all. */
+        status?: components['schemas']['InvitationStatus'];
+        /** @description Field used to sort the result. */
+        sortBy?: 'email' | 'createdAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of invitations. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Invitation'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createOrganizationInvitation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * Format: email
+           * @description E-mail address of the person to invite.
+           */
+          email: string;
+          /**
+           * @description Organization role to offer.
+           * @default member
+           * @enum {string}
+           */
+          role?: 'member' | 'admin';
+        };
+      };
+    };
+    responses: {
+      /** @description The invitation. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Invitation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getOrganizationInvitation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Invitation identifier. */
+        invitationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invitation. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Invitation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  revokeOrganizationInvitation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Invitation identifier. */
+        invitationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The invitation was cancelled. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {string} */
+              status: 'cancelled';
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  resendOrganizationInvitation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Invitation identifier. */
+        invitationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description The invitation, with its new expiry. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Invitation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listOrganizationInvitationWorkspaces: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring match against the workspace name. */
+        search?: string;
+        /** @description Field used to sort the result. Sorting by `name` is case-sensitive and follows the storage collation. */
+        sortBy?: 'name' | 'id';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Invitation identifier. */
+        invitationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description One page of granted workspaces. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['InvitationWorkspace'][];
             nextCursor: components['schemas']['NextCursor'];
           };
         };

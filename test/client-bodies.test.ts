@@ -234,6 +234,13 @@ const samples = {
   rollbackWorkspaceFork: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/rollback', { ...wsp, body: { otherWorkspaceId: WS2 } }),
   unlinkWorkspaceFork: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/unlink', { ...wsp, body: { otherWorkspaceId: WS2 } }),
   updateWorkspaceForkExclusions: (api) => api.PUT('/api/v2/workspaces/{workspaceId}/fork/exclusions', { ...wsp, body: { workflowIds: [WF], forkSyncExcluded: true } }),
+  createOrganizationInvitation: (api) => api.POST('/api/v2/organizations/{organizationId}/invitations', { params: { path: { organizationId: 'org_1' } }, body: { email: 'ada@example.com', role: 'admin' } }),
+  resendOrganizationInvitation: (api) => api.POST('/api/v2/organizations/{organizationId}/invitations/{invitationId}/resend', { params: { path: { organizationId: 'org_1', invitationId: 'inv_1' } }, body: {} }),
+  updateOrganizationMember: (api) => api.PATCH('/api/v2/organizations/{organizationId}/members/{userId}', { params: { path: { organizationId: 'org_1', userId: 'u_1' } }, body: { role: 'admin' } }),
+  updateOrganizationMemberUsageLimit: (api) =>
+    api.PATCH('/api/v2/organizations/{organizationId}/members/{userId}/usage-limit', { params: { path: { organizationId: 'org_1', userId: 'u_1' } }, body: { creditLimit: 500 } }),
+  createWorkspaceInvitations: (api) =>
+    api.POST('/api/v2/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId: WS } }, body: { emails: ['ada@example.com', 'bob@example.com'], permission: 'write', membership: 'member' } }),
 } satisfies Record<string, Sample>;
 
 /** Requests this server sends (the spec's `webhooks`, e.g. a run's completion callback), not operations it serves. */

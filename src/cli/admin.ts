@@ -6,7 +6,7 @@
 // claimed work (runs, documents and jobs are leased by the server executing them).
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
-import { openSqliteStore, type Store } from '../store/index.ts';
+import { openSqliteStore, type Repositories, type Store } from '../store/index.ts';
 import {
   IdentityError,
   createApiKey,
@@ -27,6 +27,23 @@ import type { TableLocks } from '../store/user-tables.ts';
 import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
 import { syncTableRowLimits } from '../tables/service.ts';
 import { BackupError, createBackup, restoreBackup } from '../ops/backup.ts';
+import { addOrganizationMember, attachWorkspace, createOrganization, detachWorkspace } from '../organizations/organizations.ts';
+import { DomainError } from '../domain/errors.ts';
+import { recordAudit } from '../audit/recorder.ts';
+
+/** The organization rules speak in domain errors; the admin command reports every refusal the same way. */
+async function asIdentityError<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof DomainError) throw new IdentityError(err.message);
+    throw err;
+  }
+}
+
+/** Operator changes to organizations are audited like every other, with the admin command as the actor. */
+const auditOrg = (tx: Repositories, action: string, organizationId: string, metadata: Record<string, unknown>) =>
+  recordAudit(tx, null, null, { action, resourceType: 'organization', resourceId: organizationId, metadata });
 
 const USAGE = `Usage: npm run -s admin -- <command> [options]
 
@@ -39,6 +56,13 @@ const USAGE = `Usage: npm run -s admin -- <command> [options]
   workspace plan --workspace <id> --plan <free|pro|team|max|enterprise>   (the plan of its billing account)
   member set --workspace <id> --user <userId> --role <admin|write|read>
   member remove --workspace <id> --user <userId>
+  organization create --name <name> --owner <userId> [--slug <slug>] [--plan <plan>]
+             (the owner may belong to no other organization; the plan defaults to the owner's own)
+  organization list                                    (ids, names, slugs, owners)
+  organization member add --organization <id> --user <userId> [--role member|admin]
+  organization workspace add --organization <id> --workspace <id>
+             (the workspace then bills to the organization; its owner must be a member)
+  organization workspace remove --workspace <id>       (back to a personal workspace of its owner)
   key create --user <userId> [--workspace <id>] [--name <name>] [--expires <ISO date>]
              (with --workspace: a workspace key, which only that workspace's admins may create)
   key revoke --id <keyId>
@@ -65,6 +89,8 @@ const OPTIONS = {
   name: { type: 'string' },
   owner: { type: 'string' },
   workspace: { type: 'string' },
+  organization: { type: 'string' },
+  slug: { type: 'string' },
   user: { type: 'string' },
   role: { type: 'string' },
   id: { type: 'string' },
@@ -208,6 +234,54 @@ async function run(store: Store, command: string, flags: Flags): Promise<unknown
       const input = { workspaceId: required(flags, 'workspace'), userId: required(flags, 'user') };
       await removeMember(store, input);
       return { ...input, removed: true };
+    }
+    case 'organization create': {
+      const plan = flags.plan as string | undefined;
+      if (plan !== undefined && !PLANS.includes(plan as Plan)) throw new IdentityError(`--plan must be one of ${PLANS.join(', ')}`);
+      return asIdentityError(
+        store.transaction(async (tx) => {
+          const org = await createOrganization(tx, { name: required(flags, 'name'), ownerId: required(flags, 'owner'), slug: flags.slug as string | undefined, plan: plan as Plan | undefined });
+          await auditOrg(tx, 'organization.created', org.id, { name: org.name, ownerId: required(flags, 'owner') });
+          return org;
+        }),
+      );
+    }
+    case 'organization list':
+      return store.organizations.listAll();
+    case 'organization member add': {
+      const role = (flags.role as string | undefined) ?? 'member';
+      if (role !== 'member' && role !== 'admin') throw new IdentityError('--role must be member or admin');
+      const input = { organizationId: required(flags, 'organization'), userId: required(flags, 'user'), role };
+      await asIdentityError(
+        store.transaction(async (tx) => {
+          if (!(await tx.organizations.get(input.organizationId))) throw new IdentityError(`No organization ${input.organizationId}`);
+          await addOrganizationMember(tx, input.organizationId, input.userId, role, new Date().toISOString());
+          await auditOrg(tx, 'organization.member_added', input.organizationId, { userId: input.userId, role });
+        }),
+      );
+      return input;
+    }
+    case 'organization workspace add': {
+      const input = { organizationId: required(flags, 'organization'), workspaceId: required(flags, 'workspace') };
+      await asIdentityError(
+        store.transaction(async (tx) => {
+          await attachWorkspace(tx, input.organizationId, input.workspaceId);
+          await auditOrg(tx, 'organization.workspace_added', input.organizationId, { workspaceId: input.workspaceId });
+        }),
+      );
+      return { ...input, billingAccountId: (await store.workspaces.get(input.workspaceId))!.billingAccountId };
+    }
+    case 'organization workspace remove': {
+      const workspaceId = required(flags, 'workspace');
+      const organizationId = await store.organizations.organizationOfWorkspace(workspaceId);
+      if (!organizationId) throw new IdentityError(`Workspace ${workspaceId} belongs to no organization`);
+      await asIdentityError(
+        store.transaction(async (tx) => {
+          await detachWorkspace(tx, workspaceId);
+          await auditOrg(tx, 'organization.workspace_removed', organizationId, { workspaceId });
+        }),
+      );
+      return { workspaceId, organizationId: null };
     }
     case 'key create': {
       const workspaceId = flags.workspace as string | undefined;

@@ -8,6 +8,7 @@ import { planLimits } from '../billing/plans.ts';
 import { personalAccountId, type Plan } from '../store/billing-accounts.ts';
 import { usagePeriod } from '../store/usage.ts';
 import type { BillingLogRow } from '../store/billing-logs.ts';
+import { KNOWN_CATEGORIES, categoriesOf, sourceOf } from '../billing/usage-sources.ts';
 
 const round = (n: number, digits = 6) => Math.round(n * 10 ** digits) / 10 ** digits;
 
@@ -65,14 +66,6 @@ export const getBillingStatus: Handler<'getBillingStatus'> = async ({ query, ctx
   };
 };
 
-type Source = 'workflow' | 'wand' | 'sim-chat' | 'mcp_copilot' | 'mothership_block' | 'knowledge-base' | 'voice-input' | 'enrichment' | 'voice-output' | 'api-tool';
-const SOURCES: readonly Source[] = ['workflow', 'wand', 'sim-chat', 'mcp_copilot', 'mothership_block', 'knowledge-base', 'voice-input', 'enrichment', 'voice-output', 'api-tool'];
-/** Usage categories as stored, by the source the API names them with; a category equal to a source name maps to itself. */
-const CATEGORIES_OF: Partial<Record<Source, string[]>> = { workflow: ['workflow_run', 'workflow'] };
-const categoriesOf = (source: Source) => CATEGORIES_OF[source] ?? [source];
-const sourceOf = (category: string): Source | null =>
-  (SOURCES.find((s) => categoriesOf(s).includes(category)) ?? null);
-
 const PERIOD_MS = { '1d': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 } as const;
 
 function utcInstant(value: string, field: string): string {
@@ -101,11 +94,10 @@ export const listBillingLogs: Handler<'listBillingLogs'> = async ({ query, ctx }
     from = new Date(Date.now() - PERIOD_MS[period]).toISOString();
   }
   const binding = { source: query.source, workspaceId, period, startDate: query.startDate, endDate: query.endDate, scope };
-  const known = SOURCES.flatMap(categoriesOf);
   const rows = await ctx.services.store.billingLogs.list({
     userId: scope === 'user' ? ctx.principal.userId : null,
     workspaceId,
-    categories: query.source ? categoriesOf(query.source) : known,
+    categories: query.source ? categoriesOf(query.source) : KNOWN_CATEGORIES,
     from,
     to,
     after: readCursor(ctx, query.cursor, binding),

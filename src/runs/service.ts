@@ -13,6 +13,7 @@
 // - a run whose cancel was asked for is cancelled.
 // A graceful stop (close) never fails an async run: the queue stops claiming, runs in flight get the shutdown
 // grace, and async runs still going are handed back to the queue with their attempt given back.
+import { memberCreditProblem } from '../organizations/usage.ts';
 import type { SecretVault } from '../secrets/vault.ts';
 import { resolveSkills } from '../resources/skills.ts';
 import type { ToolRegistry } from '../tools/registry.ts';
@@ -314,7 +315,10 @@ export class RunService {
     };
   }
 
-  private async usageProblem(billingAccountId: string): Promise<string | null> {
+  private async usageProblem(billingAccountId: string, workspaceId: string, userId: string | null): Promise<string | null> {
+    // A per-person cap in the workspace's organization applies before the plan's pooled limit.
+    const capped = await memberCreditProblem(this.store, workspaceId, userId);
+    if (capped) return capped;
     const account = await this.store.billingAccounts.get(billingAccountId);
     const policy = this.config.runs.policies[account?.plan ?? 'free'];
     const used = await this.store.usage.periodTotal(billingAccountId, now().slice(0, 7));
@@ -380,7 +384,7 @@ export class RunService {
         resolveWorkflow: (id) => this.resolveChild(run.workspaceId, id),
         // {{NAME}}: the triggering user's personal secret, else the workspace's.
         secrets: (name) => this.secrets?.resolveEntry(run.workspaceId, run.triggeredBy, name),
-        checkUsage: () => this.usageProblem(run.billingAccountId),
+        checkUsage: () => this.usageProblem(run.billingAccountId, run.workspaceId, run.triggeredBy),
         resources: this.resourcesFor(run),
         // MCP tool blocks call the servers registered in the run's workspace.
         mcp: this.mcp ? (serverId, toolName, args, signal) => this.mcp!.callTool(run.workspaceId, serverId, toolName, args, signal) : undefined,

@@ -18,11 +18,15 @@ export interface BillingLogQuery {
   /** Only this user's events (personal keys and tokens); null for a workspace's view. */
   userId: string | null;
   workspaceId: string | null;
+  /** Only usage charged to this billing account (an organization's reports); omitted: any. */
+  billingAccountId?: string | null;
   categories: string[] | null;
   from: string | null;
   to: string | null;
   after: readonly [SqlValue, string] | null;
   limit: number;
+  /** Newest first unless asked otherwise. */
+  order?: 'asc' | 'desc';
 }
 
 export class BillingLogRepository {
@@ -36,10 +40,11 @@ export class BillingLogRepository {
     const args: SqlValue[] = [];
     if (q.userId !== null) (where.push('u.user_id = ?'), args.push(q.userId));
     if (q.workspaceId !== null) (where.push('u.workspace_id = ?'), args.push(q.workspaceId));
+    if (q.billingAccountId) (where.push('u.billing_account_id = ?'), args.push(q.billingAccountId));
     if (q.categories) (where.push(`u.category IN (${q.categories.map(() => '?').join(', ')})`), args.push(...q.categories));
     if (q.from) (where.push('u.recorded_at >= ?'), args.push(q.from));
     if (q.to) (where.push('u.recorded_at <= ?'), args.push(q.to));
-    const page = keyset({ column: 'u.recorded_at', idColumn: 'u.id', order: 'desc', after: q.after, limit: q.limit });
+    const page = keyset({ column: 'u.recorded_at', idColumn: 'u.id', order: q.order ?? 'desc', after: q.after, limit: q.limit });
     where.push(page.where);
     const rows = await this.db.all<{ id: string; recorded_at: string; category: string; workspace_id: string; workflow_id: string | null; workflow_name: string | null; run_id: string | null; cost: number }>(
       `SELECT u.id, u.recorded_at, u.category, u.workspace_id, u.workflow_id, w.name AS workflow_name, COALESCE(r.run_key, u.run_id) AS run_id, u.cost

@@ -43,6 +43,8 @@ import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 import { RunCallbackRepository } from './run-callbacks.ts';
 import { WorkspaceForkRepository } from './workspace-forks.ts';
 import { WorkspaceOperationRepository } from './workspace-operations.ts';
+import { OrganizationRepository } from './organizations.ts';
+import { InvitationRepository } from './invitations.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -91,6 +93,8 @@ export interface Repositories {
   runCallbacks: RunCallbackRepository;
   workspaceForks: WorkspaceForkRepository;
   workspaceOperations: WorkspaceOperationRepository;
+  organizations: OrganizationRepository;
+  invitations: InvitationRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -141,6 +145,8 @@ function repositories(db: SqlExecutor): Repositories {
     runCallbacks: new RunCallbackRepository(db),
     workspaceForks: new WorkspaceForkRepository(db),
     workspaceOperations: new WorkspaceOperationRepository(db),
+    organizations: new OrganizationRepository(db),
+    invitations: new InvitationRepository(db),
   };
 }
 
