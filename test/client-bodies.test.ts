@@ -222,6 +222,9 @@ const samples = {
     api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents', { ...conp, body: { workspaceId: WS, operation: 'exclude', documentIds: ['kd_1'] } }),
   setWorkflowCallback: (api) => api.PUT('/api/v2/workflows/{workflowId}/callback', { ...wf, body: { url: 'https://hooks.example.com/runs' } }),
   rotateCallbackSigningSecret: (api) => api.POST('/api/v2/workspaces/{workspaceId}/callback-signing-secret/rotate', { params: { path: { workspaceId: WS } }, body: { previousSecretGraceSeconds: 3600 } }),
+  listSelector: (api) => api.POST('/api/v2/selectors/list', { body: { workspaceId: WS, selectorKey: 'table.columns', context: { tableId: 'tbl_1' }, search: 'em', limit: 100 } }),
+  getSelector: (api) => api.POST('/api/v2/selectors/get', { body: { workspaceId: WS, selectorKey: 'slack.channels', context: { oauthCredential: 'cred_1' }, id: 'C123' } }),
+  chat: (api) => api.POST('/api/v2/chat', { body: { workspaceId: WS, message: 'What tables do I have?', conversationId: 'conv_1', effort: 'low' } }),
 } satisfies Record<string, Sample>;
 
 /** Requests this server sends (the spec's `webhooks`, e.g. a run's completion callback), not operations it serves. */
