@@ -41,6 +41,7 @@ import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
 import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 import { RunCallbackRepository } from './run-callbacks.ts';
+import { AgentConversationRepository } from './agent-conversations.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -87,6 +88,7 @@ export interface Repositories {
   knowledgeConnectors: KnowledgeConnectorRepository;
   idempotencyKeys: IdempotencyKeyRepository;
   runCallbacks: RunCallbackRepository;
+  agentConversations: AgentConversationRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -135,6 +137,7 @@ function repositories(db: SqlExecutor): Repositories {
     knowledgeConnectors: new KnowledgeConnectorRepository(db),
     idempotencyKeys: new IdempotencyKeyRepository(db),
     runCallbacks: new RunCallbackRepository(db),
+    agentConversations: new AgentConversationRepository(db),
   };
 }
 
