@@ -1,6 +1,7 @@
 // Conversations of the workspace agent chat: who holds each one, and the messages exchanged (the person's messages
 // and the agent's replies, in order; tool round trips stay within their turn and are not kept).
 import type { SqlExecutor } from './database.ts';
+import { limitClause } from './keyset.ts';
 
 export interface AgentConversationRecord {
   id: string;
@@ -35,8 +36,8 @@ export class AgentConversationRepository {
   /** The newest `limit` messages, oldest first. */
   async recentMessages(conversationId: string, limit: number): Promise<AgentMessageRecord[]> {
     const rows = await this.db.all<{ seq: number; role: 'user' | 'assistant'; content: string; created_at: string }>(
-      'SELECT seq, role, content, created_at FROM agent_conversation_messages WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?',
-      [conversationId, limit],
+      `SELECT seq, role, content, created_at FROM agent_conversation_messages WHERE conversation_id = ? ORDER BY seq DESC ${limitClause(limit)}`,
+      [conversationId],
     );
     return rows.reverse().map((r) => ({ seq: Number(r.seq), role: r.role, content: r.content, createdAt: r.created_at }));
   }
