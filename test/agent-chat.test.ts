@@ -229,16 +229,16 @@ describe('agent chat', () => {
 });
 
 describe('agent chat without a working model', () => {
-  it('no model configured: a 503 naming AGENT_API_BASE_URL, through HTTP and the CLI', async () => {
+  it('no model configured: a 400 MODEL_NOT_CONFIGURED naming AGENT_API_BASE_URL, through HTTP and the CLI', async () => {
     const bare = await startTestServer();
     try {
       const r = await callWithHeaders(bare, 'POST', '/api/v2/chat', { workspaceId: bare.workspaceId, message: 'hi' });
-      expect(r.status).toBe(503);
-      expect(r.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: { setting: 'AGENT_API_BASE_URL' } });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'BAD_REQUEST', details: [{ code: 'MODEL_NOT_CONFIGURED', path: [] }] });
       expect(r.body.error.message).toContain('set AGENT_API_BASE_URL');
       // Refused before any stream starts, so a streaming client gets the same JSON error.
       const streamed = await callWithHeaders(bare, 'POST', '/api/v2/chat', { workspaceId: bare.workspaceId, message: 'hi' }, { accept: 'application/x-ndjson' });
-      expect(streamed.status).toBe(503);
+      expect(streamed.status).toBe(400);
       const viaCli = await runCli(['chat', 'hi'], { endpoint: bare.url, apiKey: bare.key, workspace: bare.workspaceId });
       expect(viaCli.code).not.toBe(0);
       expect(viaCli.stderr).toContain('AGENT_API_BASE_URL');

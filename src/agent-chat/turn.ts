@@ -73,11 +73,9 @@ export class AgentChat {
   provider() {
     const provider = this.config.agent;
     if (!provider) {
-      throw new DomainError(
-        'unavailable',
-        `The workspace agent has no model: set ${MODEL_SETTING} (and AGENT_API_KEY, AGENT_MODEL) to an OpenAI-compatible endpoint and restart the server.`,
-        { setting: MODEL_SETTING },
-      );
+      // Like an OAuth provider that is not configured (PROVIDER_NOT_CONFIGURED): a 400 whose message names the setting.
+      const message = `The workspace agent has no model: set ${MODEL_SETTING} (and AGENT_API_KEY, AGENT_MODEL) to an OpenAI-compatible endpoint and restart the server.`;
+      throw new DomainError('invalid', message, [{ code: 'MODEL_NOT_CONFIGURED', keys: [], path: [], message }]);
     }
     return provider;
   }
