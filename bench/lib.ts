@@ -117,3 +117,24 @@ export async function apiCall(server: Proc, key: string, method: string, pathnam
   if (r.status >= 300) throw new Error(`${method} ${pathname}: ${r.status} ${text}`);
   return JSON.parse(text);
 }
+
+/** One measured figure of a suite, kept for `--figures <file>` (and so for `--baseline`, which compares them). */
+export interface Figure {
+  suite: string;
+  name: string;
+  value: number;
+  unit: string;
+  /** Which direction is an improvement. */
+  better: 'higher' | 'lower';
+}
+
+const recorded: Figure[] = [];
+
+/** Records a figure a suite printed; a figure that could not be measured (NaN) is left out. */
+export function figure(suite: string, name: string, value: number, unit: string, better: Figure['better']): void {
+  if (Number.isFinite(value)) recorded.push({ suite, name, value, unit, better });
+}
+
+export function recordedFigures(): readonly Figure[] {
+  return recorded;
+}

@@ -1,6 +1,11 @@
-// `npm run bench [-- suite ...] [--seconds N] [--rounds N]`: runs the named suites (default: all).
-// Each suite measures its baseline in the same run and prints medians and ratios. Not a test: no pass/fail.
+// `npm run bench [-- suite ...] [--seconds N] [--rounds N] [--figures <file>] [--baseline <git ref>]`: runs the
+// named suites (default: all). Each suite measures its own baseline in the same run and prints medians and ratios;
+// `--figures` also writes the figures as JSON, and `--baseline` compares them with another commit's
+// (./baseline.ts). Not a test: no pass/fail.
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
+import { compareWithBaseline } from './baseline.ts';
+import { recordedFigures } from './lib.ts';
 import { foundation } from './suites/foundation.ts';
 import { auth } from './suites/auth.ts';
 import { workflows } from './suites/workflows.ts';
@@ -14,6 +19,7 @@ import { tables } from './suites/tables.ts';
 import { knowledge } from './suites/knowledge.ts';
 import { idempotency } from './suites/idempotency.ts';
 import { hostile } from './suites/hostile.ts';
+import { tracing } from './suites/tracing.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -29,21 +35,36 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   knowledge,
   idempotency,
   hostile,
+  tracing,
 };
 
 export async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { seconds: { type: 'string', default: '5' }, rounds: { type: 'string', default: '3' } },
+    options: {
+      seconds: { type: 'string', default: '5' },
+      rounds: { type: 'string', default: '3' },
+      figures: { type: 'string' },
+      baseline: { type: 'string' },
+    },
     allowPositionals: true,
   });
   const names = positionals.length ? positionals : Object.keys(SUITES);
-  for (const name of names) {
-    const suite = SUITES[name];
-    if (!suite) {
-      console.error(`Unknown suite ${name}; choose from ${Object.keys(SUITES).join(', ')}`);
-      process.exit(2);
-    }
-    await suite({ seconds: Number(values.seconds), rounds: Number(values.rounds) });
+  const unknown = names.filter((name) => !SUITES[name]);
+  if (unknown.length) {
+    console.error(`Unknown suite ${unknown.join(', ')}; choose from ${Object.keys(SUITES).join(', ')}`);
+    process.exit(2);
   }
+  const seconds = Number(values.seconds);
+  const rounds = Number(values.rounds);
+  if (!(seconds > 0) || !Number.isInteger(rounds) || rounds < 1) {
+    console.error('--seconds takes a positive number and --rounds a positive whole number.');
+    process.exit(2);
+  }
+  if (values.baseline !== undefined) {
+    await compareWithBaseline({ ref: values.baseline, suites: names, seconds, rounds });
+    return;
+  }
+  for (const name of names) await SUITES[name]!({ seconds, rounds });
+  if (values.figures !== undefined) fs.writeFileSync(values.figures, JSON.stringify(recordedFigures(), null, 2));
 }

@@ -27,6 +27,7 @@ export interface ApiClientOptions {
 
 /** Paths of the cursor-paginated list operations. */
 export const LIST_PATHS = [
+  '/api/v2/workspaces/{workspaceId}/fork/mappings',
   '/api/v2/audit-logs',
   '/api/v2/billing/logs',
   '/api/v2/blocks',
@@ -66,7 +67,10 @@ export const LIST_PATHS = [
   '/api/v2/workflows/{workflowId}/runs',
   '/api/v2/workflows/{workflowId}/versions',
   '/api/v2/workflows',
+  '/api/v2/workspaces/{workspaceId}/fork/children',
+  '/api/v2/workspaces/{workspaceId}/fork/resources',
   '/api/v2/workspaces/{workspaceId}/members',
+  '/api/v2/workspaces/{workspaceId}/operations',
   '/api/v2/workspaces',
 ] as const;
 export type ListPath = (typeof LIST_PATHS)[number];

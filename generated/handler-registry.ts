@@ -23,6 +23,8 @@ import * as skillsHandlers from '../src/handlers/skills.ts';
 import * as tablesHandlers from '../src/handlers/tables.ts';
 import * as workflowRunsHandlers from '../src/handlers/workflow-runs.ts';
 import * as workflowsHandlers from '../src/handlers/workflows.ts';
+import * as workspaceForksHandlers from '../src/handlers/workspace-forks.ts';
+import * as workspaceOperationsHandlers from '../src/handlers/workspace-operations.ts';
 import * as workspacesHandlers from '../src/handlers/workspaces.ts';
 
 export const handlers = {
@@ -120,6 +122,7 @@ export const handlers = {
   executeWorkflow: workflowRunsHandlers.executeWorkflow,
   exportKnowledgeBase: knowledgeBasesHandlers.exportKnowledgeBase,
   exportWorkflow: workflowsHandlers.exportWorkflow,
+  forkWorkspace: workspaceForksHandlers.forkWorkspace,
   getAuditLog: auditLogsHandlers.getAuditLog,
   getBillingStatus: billingHandlers.getBillingStatus,
   getBlock: catalogHandlers.getBlock,
@@ -161,6 +164,10 @@ export const handlers = {
   getWorkflowState: workflowsHandlers.getWorkflowState,
   getWorkflowVersion: workflowsHandlers.getWorkflowVersion,
   getWorkspace: workspacesHandlers.getWorkspace,
+  getWorkspaceForkAvailability: workspaceForksHandlers.getWorkspaceForkAvailability,
+  getWorkspaceForkLineage: workspaceForksHandlers.getWorkspaceForkLineage,
+  getWorkspaceForkMappings: workspaceForksHandlers.getWorkspaceForkMappings,
+  getWorkspaceOperation: workspaceOperationsHandlers.getWorkspaceOperation,
   grantSkillEditor: skillsHandlers.grantSkillEditor,
   headWorkflowState: workflowsHandlers.headWorkflowState,
   importWorkflow: workflowsHandlers.importWorkflow,
@@ -209,7 +216,10 @@ export const handlers = {
   listWorkflowRuns: workflowRunsHandlers.listWorkflowRuns,
   listWorkflowVersions: workflowsHandlers.listWorkflowVersions,
   listWorkflows: workflowsHandlers.listWorkflows,
+  listWorkspaceForkChildren: workspaceForksHandlers.listWorkspaceForkChildren,
+  listWorkspaceForkResources: workspaceForksHandlers.listWorkspaceForkResources,
   listWorkspaceMembers: workspacesHandlers.listWorkspaceMembers,
+  listWorkspaceOperations: workspaceOperationsHandlers.listWorkspaceOperations,
   listWorkspaces: workspacesHandlers.listWorkspaces,
   moveFileItems: filesHandlers.moveFileItems,
   moveTables: tablesHandlers.moveTables,
@@ -218,6 +228,11 @@ export const handlers = {
   postMcpServeMessage: mcpServersHandlers.postMcpServeMessage,
   postMcpServeMessageAtMcpPath: mcpServersHandlers.postMcpServeMessageAtMcpPath,
   previewWorkflowImport: workflowsHandlers.previewWorkflowImport,
+  previewWorkspaceFork: workspaceForksHandlers.previewWorkspaceFork,
+  previewWorkspacePull: workspaceForksHandlers.previewWorkspacePull,
+  previewWorkspacePush: workspaceForksHandlers.previewWorkspacePush,
+  pullWorkspace: workspaceForksHandlers.pullWorkspace,
+  pushWorkspace: workspaceForksHandlers.pushWorkspace,
   putFileUploadPart: filesHandlers.putFileUploadPart,
   queryRows: tablesHandlers.queryRows,
   queryRowsCount: tablesHandlers.queryRowsCount,
@@ -242,6 +257,7 @@ export const handlers = {
   revertWorkflowVersion: workflowsHandlers.revertWorkflowVersion,
   revokeSkillEditor: skillsHandlers.revokeSkillEditor,
   rollbackWorkflow: workflowsHandlers.rollbackWorkflow,
+  rollbackWorkspaceFork: workspaceForksHandlers.rollbackWorkspaceFork,
   rotateCallbackSigningSecret: runCallbacksHandlers.rotateCallbackSigningSecret,
   runRowEnrichment: tablesHandlers.runRowEnrichment,
   searchFileContent: filesHandlers.searchFileContent,
@@ -253,6 +269,7 @@ export const handlers = {
   tableExportDownload: tablesHandlers.tableExportDownload,
   undeployWorkflow: workflowsHandlers.undeployWorkflow,
   undeployWorkflowMcpTool: mcpServersHandlers.undeployWorkflowMcpTool,
+  unlinkWorkspaceFork: workspaceForksHandlers.unlinkWorkspaceFork,
   unzipFile: filesHandlers.unzipFile,
   updateCredential: credentialsHandlers.updateCredential,
   updateCustomTool: customToolsHandlers.updateCustomTool,
@@ -276,6 +293,8 @@ export const handlers = {
   updateWorkflowMcpServer: mcpServersHandlers.updateWorkflowMcpServer,
   updateWorkflowPublicApi: workflowsHandlers.updateWorkflowPublicApi,
   updateWorkflowVersion: workflowsHandlers.updateWorkflowVersion,
+  updateWorkspaceForkExclusions: workspaceForksHandlers.updateWorkspaceForkExclusions,
+  updateWorkspaceForkMappings: workspaceForksHandlers.updateWorkspaceForkMappings,
   uploadKnowledgeDocument: knowledgeBasesHandlers.uploadKnowledgeDocument,
   upsertFileShare: filesHandlers.upsertFileShare,
   upsertTableRow: tablesHandlers.upsertTableRow,

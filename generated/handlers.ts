@@ -875,6 +875,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  forkWorkspace: {
+    params: Params<operations['forkWorkspace'], 'path'>;
+    query: Params<operations['forkWorkspace'], 'query'>;
+    headers: Params<operations['forkWorkspace'], 'header'>;
+    body: Body<operations['forkWorkspace']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getAuditLog: {
     params: Params<operations['getAuditLog'], 'path'>;
     query: Params<operations['getAuditLog'], 'query'>;
@@ -1240,6 +1249,42 @@ export interface OperationInputs {
     query: Params<operations['getWorkspace'], 'query'>;
     headers: Params<operations['getWorkspace'], 'header'>;
     body: Body<operations['getWorkspace']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkspaceForkAvailability: {
+    params: Params<operations['getWorkspaceForkAvailability'], 'path'>;
+    query: Params<operations['getWorkspaceForkAvailability'], 'query'>;
+    headers: Params<operations['getWorkspaceForkAvailability'], 'header'>;
+    body: Body<operations['getWorkspaceForkAvailability']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkspaceForkLineage: {
+    params: Params<operations['getWorkspaceForkLineage'], 'path'>;
+    query: Params<operations['getWorkspaceForkLineage'], 'query'>;
+    headers: Params<operations['getWorkspaceForkLineage'], 'header'>;
+    body: Body<operations['getWorkspaceForkLineage']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkspaceForkMappings: {
+    params: Params<operations['getWorkspaceForkMappings'], 'path'>;
+    query: Params<operations['getWorkspaceForkMappings'], 'query'>;
+    headers: Params<operations['getWorkspaceForkMappings'], 'header'>;
+    body: Body<operations['getWorkspaceForkMappings']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkspaceOperation: {
+    params: Params<operations['getWorkspaceOperation'], 'path'>;
+    query: Params<operations['getWorkspaceOperation'], 'query'>;
+    headers: Params<operations['getWorkspaceOperation'], 'header'>;
+    body: Body<operations['getWorkspaceOperation']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1676,11 +1721,38 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listWorkspaceForkChildren: {
+    params: Params<operations['listWorkspaceForkChildren'], 'path'>;
+    query: Params<operations['listWorkspaceForkChildren'], 'query'>;
+    headers: Params<operations['listWorkspaceForkChildren'], 'header'>;
+    body: Body<operations['listWorkspaceForkChildren']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkspaceForkResources: {
+    params: Params<operations['listWorkspaceForkResources'], 'path'>;
+    query: Params<operations['listWorkspaceForkResources'], 'query'>;
+    headers: Params<operations['listWorkspaceForkResources'], 'header'>;
+    body: Body<operations['listWorkspaceForkResources']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listWorkspaceMembers: {
     params: Params<operations['listWorkspaceMembers'], 'path'>;
     query: Params<operations['listWorkspaceMembers'], 'query'>;
     headers: Params<operations['listWorkspaceMembers'], 'header'>;
     body: Body<operations['listWorkspaceMembers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listWorkspaceOperations: {
+    params: Params<operations['listWorkspaceOperations'], 'path'>;
+    query: Params<operations['listWorkspaceOperations'], 'query'>;
+    headers: Params<operations['listWorkspaceOperations'], 'header'>;
+    body: Body<operations['listWorkspaceOperations']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1753,6 +1825,51 @@ export interface OperationInputs {
     query: Params<operations['previewWorkflowImport'], 'query'>;
     headers: Params<operations['previewWorkflowImport'], 'header'>;
     body: Body<operations['previewWorkflowImport']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  previewWorkspaceFork: {
+    params: Params<operations['previewWorkspaceFork'], 'path'>;
+    query: Params<operations['previewWorkspaceFork'], 'query'>;
+    headers: Params<operations['previewWorkspaceFork'], 'header'>;
+    body: Body<operations['previewWorkspaceFork']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  previewWorkspacePull: {
+    params: Params<operations['previewWorkspacePull'], 'path'>;
+    query: Params<operations['previewWorkspacePull'], 'query'>;
+    headers: Params<operations['previewWorkspacePull'], 'header'>;
+    body: Body<operations['previewWorkspacePull']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  previewWorkspacePush: {
+    params: Params<operations['previewWorkspacePush'], 'path'>;
+    query: Params<operations['previewWorkspacePush'], 'query'>;
+    headers: Params<operations['previewWorkspacePush'], 'header'>;
+    body: Body<operations['previewWorkspacePush']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  pullWorkspace: {
+    params: Params<operations['pullWorkspace'], 'path'>;
+    query: Params<operations['pullWorkspace'], 'query'>;
+    headers: Params<operations['pullWorkspace'], 'header'>;
+    body: Body<operations['pullWorkspace']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  pushWorkspace: {
+    params: Params<operations['pushWorkspace'], 'path'>;
+    query: Params<operations['pushWorkspace'], 'query'>;
+    headers: Params<operations['pushWorkspace'], 'header'>;
+    body: Body<operations['pushWorkspace']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1973,6 +2090,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  rollbackWorkspaceFork: {
+    params: Params<operations['rollbackWorkspaceFork'], 'path'>;
+    query: Params<operations['rollbackWorkspaceFork'], 'query'>;
+    headers: Params<operations['rollbackWorkspaceFork'], 'header'>;
+    body: Body<operations['rollbackWorkspaceFork']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   rotateCallbackSigningSecret: {
     params: Params<operations['rotateCallbackSigningSecret'], 'path'>;
     query: Params<operations['rotateCallbackSigningSecret'], 'query'>;
@@ -2068,6 +2194,15 @@ export interface OperationInputs {
     query: Params<operations['undeployWorkflowMcpTool'], 'query'>;
     headers: Params<operations['undeployWorkflowMcpTool'], 'header'>;
     body: Body<operations['undeployWorkflowMcpTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  unlinkWorkspaceFork: {
+    params: Params<operations['unlinkWorkspaceFork'], 'path'>;
+    query: Params<operations['unlinkWorkspaceFork'], 'query'>;
+    headers: Params<operations['unlinkWorkspaceFork'], 'header'>;
+    body: Body<operations['unlinkWorkspaceFork']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2275,6 +2410,24 @@ export interface OperationInputs {
     query: Params<operations['updateWorkflowVersion'], 'query'>;
     headers: Params<operations['updateWorkflowVersion'], 'header'>;
     body: Body<operations['updateWorkflowVersion']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkspaceForkExclusions: {
+    params: Params<operations['updateWorkspaceForkExclusions'], 'path'>;
+    query: Params<operations['updateWorkspaceForkExclusions'], 'query'>;
+    headers: Params<operations['updateWorkspaceForkExclusions'], 'header'>;
+    body: Body<operations['updateWorkspaceForkExclusions']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updateWorkspaceForkMappings: {
+    params: Params<operations['updateWorkspaceForkMappings'], 'path'>;
+    query: Params<operations['updateWorkspaceForkMappings'], 'query'>;
+    headers: Params<operations['updateWorkspaceForkMappings'], 'header'>;
+    body: Body<operations['updateWorkspaceForkMappings']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2804,6 +2957,11 @@ export interface OperationResults {
     body: Json<operations['exportWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  forkWorkspace: {
+    status: 200;
+    body: Json<operations['forkWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getAuditLog: {
     status: 200;
     body: Json<operations['getAuditLog']['responses'][200]>;
@@ -3013,6 +3171,26 @@ export interface OperationResults {
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkspaceForkAvailability: {
+    status: 200;
+    body: Json<operations['getWorkspaceForkAvailability']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkspaceForkLineage: {
+    status: 200;
+    body: Json<operations['getWorkspaceForkLineage']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkspaceForkMappings: {
+    status: 200;
+    body: Json<operations['getWorkspaceForkMappings']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkspaceOperation: {
+    status: 200;
+    body: Json<operations['getWorkspaceOperation']['responses'][200]>;
     headers?: Record<string, string>;
   };
   grantSkillEditor: {
@@ -3261,9 +3439,24 @@ export interface OperationResults {
     body: Json<operations['listWorkflows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listWorkspaceForkChildren: {
+    status: 200;
+    body: Json<operations['listWorkspaceForkChildren']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkspaceForkResources: {
+    status: 200;
+    body: Json<operations['listWorkspaceForkResources']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listWorkspaceMembers: {
     status: 200;
     body: Json<operations['listWorkspaceMembers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listWorkspaceOperations: {
+    status: 200;
+    body: Json<operations['listWorkspaceOperations']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listWorkspaces: {
@@ -3316,6 +3509,31 @@ export interface OperationResults {
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  previewWorkspaceFork: {
+    status: 200;
+    body: Json<operations['previewWorkspaceFork']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  previewWorkspacePull: {
+    status: 200;
+    body: Json<operations['previewWorkspacePull']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  previewWorkspacePush: {
+    status: 200;
+    body: Json<operations['previewWorkspacePush']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  pullWorkspace: {
+    status: 200;
+    body: Json<operations['pullWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  pushWorkspace: {
+    status: 200;
+    body: Json<operations['pushWorkspace']['responses'][200]>;
     headers?: Record<string, string>;
   };
   putFileUploadPart: {
@@ -3444,6 +3662,11 @@ export interface OperationResults {
     body: Json<operations['rollbackWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  rollbackWorkspaceFork: {
+    status: 200;
+    body: Json<operations['rollbackWorkspaceFork']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   rotateCallbackSigningSecret: {
     status: 200;
     body: Json<operations['rotateCallbackSigningSecret']['responses'][200]>;
@@ -3497,6 +3720,11 @@ export interface OperationResults {
   undeployWorkflowMcpTool: {
     status: 200;
     body: Json<operations['undeployWorkflowMcpTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  unlinkWorkspaceFork: {
+    status: 200;
+    body: Json<operations['unlinkWorkspaceFork']['responses'][200]>;
     headers?: Record<string, string>;
   };
   unzipFile: {
@@ -3612,6 +3840,16 @@ export interface OperationResults {
   updateWorkflowVersion: {
     status: 200;
     body: Json<operations['updateWorkflowVersion']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkspaceForkExclusions: {
+    status: 200;
+    body: Json<operations['updateWorkspaceForkExclusions']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updateWorkspaceForkMappings: {
+    status: 200;
+    body: Json<operations['updateWorkspaceForkMappings']['responses'][200]>;
     headers?: Record<string, string>;
   };
   uploadKnowledgeDocument: {
@@ -3828,6 +4066,8 @@ export interface Handlers {
   exportKnowledgeBase: Handler<'exportKnowledgeBase'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
   exportWorkflow: Handler<'exportWorkflow'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork — Fork a workspace */
+  forkWorkspace: Handler<'forkWorkspace'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */
   getAuditLog: Handler<'getAuditLog'>;
   /** GET /api/v2/billing/status — Get billing status */
@@ -3910,6 +4150,14 @@ export interface Handlers {
   getWorkflowVersion: Handler<'getWorkflowVersion'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** GET /api/v2/workspaces/{workspaceId}/fork/availability — Whether the workspace can be forked */
+  getWorkspaceForkAvailability: Handler<'getWorkspaceForkAvailability'>;
+  /** GET /api/v2/workspaces/{workspaceId}/fork/lineage — The workspace's fork parent */
+  getWorkspaceForkLineage: Handler<'getWorkspaceForkLineage'>;
+  /** GET /api/v2/workspaces/{workspaceId}/fork/mappings — Saved fork mappings */
+  getWorkspaceForkMappings: Handler<'getWorkspaceForkMappings'>;
+  /** GET /api/v2/workspaces/{workspaceId}/operations/{operationId} — Get a workspace operation */
+  getWorkspaceOperation: Handler<'getWorkspaceOperation'>;
   /** POST /api/v2/skills/{skillId}/editors — Grant a skill editor */
   grantSkillEditor: Handler<'grantSkillEditor'>;
   /** HEAD /api/v2/workflows/{workflowId}/state — Check the draft state */
@@ -4006,8 +4254,14 @@ export interface Handlers {
   listWorkflowVersions: Handler<'listWorkflowVersions'>;
   /** GET /api/v2/workflows — List workflows */
   listWorkflows: Handler<'listWorkflows'>;
+  /** GET /api/v2/workspaces/{workspaceId}/fork/children — The workspace's forks */
+  listWorkspaceForkChildren: Handler<'listWorkspaceForkChildren'>;
+  /** GET /api/v2/workspaces/{workspaceId}/fork/resources — Resources a fork can copy */
+  listWorkspaceForkResources: Handler<'listWorkspaceForkResources'>;
   /** GET /api/v2/workspaces/{workspaceId}/members — List workspace members */
   listWorkspaceMembers: Handler<'listWorkspaceMembers'>;
+  /** GET /api/v2/workspaces/{workspaceId}/operations — List workspace operations */
+  listWorkspaceOperations: Handler<'listWorkspaceOperations'>;
   /** GET /api/v2/workspaces — List workspaces */
   listWorkspaces: Handler<'listWorkspaces'>;
   /** POST /api/v2/files/move — Move files */
@@ -4024,6 +4278,16 @@ export interface Handlers {
   postMcpServeMessageAtMcpPath: Handler<'postMcpServeMessageAtMcpPath'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork/preview — Preview a fork */
+  previewWorkspaceFork: Handler<'previewWorkspaceFork'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork/pull/preview — Preview a pull */
+  previewWorkspacePull: Handler<'previewWorkspacePull'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork/push/preview — Preview a push */
+  previewWorkspacePush: Handler<'previewWorkspacePush'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork/pull — Pull from the other side of a fork edge */
+  pullWorkspace: Handler<'pullWorkspace'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork/push — Push to the other side of a fork edge */
+  pushWorkspace: Handler<'pushWorkspace'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
   putFileUploadPart: Handler<'putFileUploadPart'>;
   /** POST /api/v2/tables/{tableId}/query — Query rows */
@@ -4072,6 +4336,8 @@ export interface Handlers {
   revokeSkillEditor: Handler<'revokeSkillEditor'>;
   /** POST /api/v2/workflows/{workflowId}/rollback — Roll back the deployment */
   rollbackWorkflow: Handler<'rollbackWorkflow'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork/rollback — Roll back the latest sync */
+  rollbackWorkspaceFork: Handler<'rollbackWorkspaceFork'>;
   /** POST /api/v2/workspaces/{workspaceId}/callback-signing-secret/rotate — Rotate the workspace's callback signing secret */
   rotateCallbackSigningSecret: Handler<'rotateCallbackSigningSecret'>;
   /** POST /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Run one row's group */
@@ -4094,6 +4360,8 @@ export interface Handlers {
   undeployWorkflow: Handler<'undeployWorkflow'>;
   /** DELETE /api/v2/workflow-mcp-servers/{serverId}/tools/{workflowId} — Unpublish a workflow MCP tool */
   undeployWorkflowMcpTool: Handler<'undeployWorkflowMcpTool'>;
+  /** POST /api/v2/workspaces/{workspaceId}/fork/unlink — Unlink a fork */
+  unlinkWorkspaceFork: Handler<'unlinkWorkspaceFork'>;
   /** POST /api/v2/files/{fileId}/unzip — Unzip a file */
   unzipFile: Handler<'unzipFile'>;
   /** PATCH /api/v2/credentials/{credentialId} — Update a credential */
@@ -4140,6 +4408,10 @@ export interface Handlers {
   updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'>;
   /** PATCH /api/v2/workflows/{workflowId}/versions/{version} — Update a deployment version */
   updateWorkflowVersion: Handler<'updateWorkflowVersion'>;
+  /** PUT /api/v2/workspaces/{workspaceId}/fork/exclusions — Exclude workflows from fork syncs */
+  updateWorkspaceForkExclusions: Handler<'updateWorkspaceForkExclusions'>;
+  /** PUT /api/v2/workspaces/{workspaceId}/fork/mappings — Save fork mappings */
+  updateWorkspaceForkMappings: Handler<'updateWorkspaceForkMappings'>;
   /** POST /api/v2/knowledge/{knowledgeBaseId}/documents — Upload a document */
   uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'>;
   /** PATCH /api/v2/files/{fileId}/share — Enable or disable file share */

@@ -723,9 +723,77 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/workspaces/:workspaceId/callback-signing-secret/rotate',
     ...bind(OPERATIONS.rotateCallbackSigningSecret, handlers.rotateCallbackSigningSecret),
   );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork',
+    ...bind(OPERATIONS.forkWorkspace, handlers.forkWorkspace),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/fork/availability',
+    ...bind(OPERATIONS.getWorkspaceForkAvailability, handlers.getWorkspaceForkAvailability),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/fork/children',
+    ...bind(OPERATIONS.listWorkspaceForkChildren, handlers.listWorkspaceForkChildren),
+  );
+  router.put(
+    '/api/v2/workspaces/:workspaceId/fork/exclusions',
+    ...bind(OPERATIONS.updateWorkspaceForkExclusions, handlers.updateWorkspaceForkExclusions),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/fork/lineage',
+    ...bind(OPERATIONS.getWorkspaceForkLineage, handlers.getWorkspaceForkLineage),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/fork/mappings',
+    ...bind(OPERATIONS.getWorkspaceForkMappings, handlers.getWorkspaceForkMappings),
+  );
+  router.put(
+    '/api/v2/workspaces/:workspaceId/fork/mappings',
+    ...bind(OPERATIONS.updateWorkspaceForkMappings, handlers.updateWorkspaceForkMappings),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork/preview',
+    ...bind(OPERATIONS.previewWorkspaceFork, handlers.previewWorkspaceFork),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork/pull',
+    ...bind(OPERATIONS.pullWorkspace, handlers.pullWorkspace),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork/pull/preview',
+    ...bind(OPERATIONS.previewWorkspacePull, handlers.previewWorkspacePull),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork/push',
+    ...bind(OPERATIONS.pushWorkspace, handlers.pushWorkspace),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork/push/preview',
+    ...bind(OPERATIONS.previewWorkspacePush, handlers.previewWorkspacePush),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/fork/resources',
+    ...bind(OPERATIONS.listWorkspaceForkResources, handlers.listWorkspaceForkResources),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork/rollback',
+    ...bind(OPERATIONS.rollbackWorkspaceFork, handlers.rollbackWorkspaceFork),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/fork/unlink',
+    ...bind(OPERATIONS.unlinkWorkspaceFork, handlers.unlinkWorkspaceFork),
+  );
   router.get(
     '/api/v2/workspaces/:workspaceId/members',
     ...bind(OPERATIONS.listWorkspaceMembers, handlers.listWorkspaceMembers),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/operations',
+    ...bind(OPERATIONS.listWorkspaceOperations, handlers.listWorkspaceOperations),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/operations/:operationId',
+    ...bind(OPERATIONS.getWorkspaceOperation, handlers.getWorkspaceOperation),
   );
   router.post(
     '/api/workflows/:workflowId/execute',

@@ -3480,6 +3480,330 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workspaces/{workspaceId}/fork/availability': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Whether the workspace can be forked
+     * @description Answers whether forking is available for this workspace (its plan is Enterprise), without refusing. Needs only read access; workspace API keys are refused.
+     */
+    get: operations['getWorkspaceForkAvailability'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/lineage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The workspace's fork parent
+     * @description The workspace and the workspace it was forked from (null when it is not a fork, or after unlink). Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    get: operations['getWorkspaceForkLineage'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/children': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The workspace's forks
+     * @description The workspaces forked from this one that are still linked, newest first. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    get: operations['listWorkspaceForkChildren'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/resources': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Resources a fork can copy
+     * @description The source workspace's resources of one kind that a fork can copy, by id; put the ids in `copy`. File rows name their folder (null at the root). Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    get: operations['listWorkspaceForkResources'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Preview a fork
+     * @description What a fork with these choices would copy, and the fingerprint the fork must be sent with. Writes nothing. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['previewWorkspaceFork'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Fork a workspace
+     * @description Creates a linked child workspace: the deployed, not sync-excluded workflows (as undeployed drafts, references remapped to the copies), the selected resources (tables with their rows, files, knowledge bases with their uploaded documents and tags, custom tools, skills), the member list and the billing account. Secrets and credentials are never copied: `{{KEY}}` names are kept, credential fields are cleared. Answers the operation receipt; the child's id is the first of `resourceIds` and `idMap[sourceWorkspaceId]`. A fingerprint that no longer matches the inputs or the source is a 409; the same `requestId` with identical inputs answers the same receipt, with other inputs a 409. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['forkWorkspace'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/push/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Preview a push
+     * @description What a push along the direct fork edge would do: each workflow created, replaced or archived in the target, and every reference that would be left empty (`unresolvedBindings`; `ready` is false while there are any). Push is from this workspace to the other, pull from the other into this one, whichever side is the parent. Needs admin in both workspaces. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['previewWorkspacePush'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/pull/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Preview a pull
+     * @description What a pull along the direct fork edge would do (see the push preview). Push is from this workspace to the other, pull from the other into this one, whichever side is the parent. Needs admin in both workspaces. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['previewWorkspacePull'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/push': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Push to the other side of a fork edge
+     * @description Force-replaces the target's workflows with the source's deployed ones, references remapped through the mappings (or to copies of `copyResources`), and redeploys them; targets whose source is no longer deployed are archived; sync-excluded workflows are neither sent nor touched. A sync that would leave any reference empty is refused with a 409 naming the references, and writes nothing. One undo point per edge and target is kept for rollback. Push is from this workspace to the other, pull from the other into this one, whichever side is the parent. Needs admin in both workspaces. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['pushWorkspace'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/pull': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Pull from the other side of a fork edge
+     * @description Force-replaces the target's workflows with the source's deployed ones, references remapped through the mappings (or to copies of `copyResources`), and redeploys them; targets whose source is no longer deployed are archived; sync-excluded workflows are neither sent nor touched. A sync that would leave any reference empty is refused with a 409 naming the references, and writes nothing. One undo point per edge and target is kept for rollback. Push is from this workspace to the other, pull from the other into this one, whichever side is the parent. Needs admin in both workspaces. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['pullWorkspace'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/mappings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Saved fork mappings
+     * @description The saved resource mappings of the edge, oriented by `direction` (`sourceId` is in the direction's source workspace). A fork records a mapping for every resource it copied; secrets are mapped by key name. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    get: operations['getWorkspaceForkMappings'];
+    /**
+     * Save fork mappings
+     * @description Saves mappings for one direction of the edge; `targetId: null` removes one. Each target must exist in the target workspace (a secret key there for `env_var`); a credential target must be of the same provider; two sources may not map to one target. A mapping pairs a source with one target, so saving it replaces the source's previous pairing. Needs admin in both workspaces. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    put: operations['updateWorkspaceForkMappings'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/rollback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Roll back the latest sync
+     * @description Undoes the newest sync into this workspace from that edge, all or nothing: replaced workflows get their previous deployed version back (or are undeployed if they had none), created ones are archived, archived ones are restored and redeployed. Copied resources stay. 404 when there is nothing to undo; 409 when a newer sync into this workspace came from another edge. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['rollbackWorkspaceFork'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/unlink': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Unlink a fork
+     * @description Removes the fork edge for good: the child no longer has a parent and the edge's mappings and undo points are deleted; both workspaces stay. Needs admin of this side only. An edge already removed answers `unlinked: false`. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    post: operations['unlinkWorkspaceFork'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/fork/exclusions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /**
+     * Exclude workflows from fork syncs
+     * @description Marks workflows of this workspace as never sent by a push, pull or fork from here and never touched by a sync into here (or clears the mark). Ids outside the workspace are skipped; `updated` counts the workflows that changed. Forks are an Enterprise feature: the workspace's plan must be Enterprise, the caller an admin of it, and workspace API keys are refused.
+     */
+    put: operations['updateWorkspaceForkExclusions'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/operations': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List workspace operations
+     * @description The workspace's operation receipts (workflow import, fork, push, pull), newest first. Filter by `requestId` to reconcile a request whose outcome is unknown. Workspace API keys are accepted.
+     */
+    get: operations['listWorkspaceOperations'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/operations/{operationId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a workspace operation
+     * @description One operation receipt; poll it while `status` is `processing`. An id of another workspace is a 404. Workspace API keys are accepted.
+     */
+    get: operations['getWorkspaceOperation'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/selectors/list': {
     parameters: {
       query?: never;
@@ -4288,7 +4612,13 @@ export interface components {
       updatedAt: components['schemas']['Timestamp'];
       blocks: components['schemas']['BlockRef'][];
       warnings: string[];
+      /** @description The import's durable receipt (`GET /api/v2/workspaces/{workspaceId}/operations/{operationId}`); present when the import was sent with a `requestId`. */
+      operationId?: string;
       requestId?: string;
+      /** @description The imported workflow's id (with a `requestId`). */
+      resourceIds?: string[];
+      /** @description The receipt's issues (with a `requestId`); always empty for an import. */
+      issues?: components['schemas']['WorkspaceOperationIssue'][];
       /** @enum {string} */
       kind: 'workflow_import';
       /** @enum {boolean} */
@@ -6390,6 +6720,281 @@ export interface components {
     };
     /** @enum {string} */
     CallbackEvent: 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.paused';
+    /** @description The durable receipt of a committed workspace mutation. It exists only once the mutation committed, so `applied` is always true; a refused mutation is an HTTP error and leaves no receipt. `workspaceId` is the workspace the request was made in (for a fork, the source workspace); `resourceIds` names what the mutation created or changed (for a fork, the new child workspace first, then the copied workflows). */
+    WorkspaceOperation: {
+      /** @description Durable identifier; read it again with `GET /api/v2/workspaces/{workspaceId}/operations/{operationId}`. */
+      operationId: string;
+      /** @description The client's request id (trimmed), by which a client reconciles an unknown outcome. */
+      requestId: string;
+      workspaceId: string;
+      kind: components['schemas']['WorkspaceOperationKind'];
+      /** @enum {boolean} */
+      applied: true;
+      status: components['schemas']['WorkspaceOperationStatus'];
+      resourceIds: string[];
+      issues: components['schemas']['WorkspaceOperationIssue'][];
+      /** @description Source ids mapped to the ids they were given (a fork's workspace, workflows and copied resources). */
+      idMap?: {
+        [key: string]: string;
+      };
+      deploymentOperationIds?: string[];
+      deployments?: components['schemas']['WorkspaceOperationDeployment'][];
+      triggerUrlChanges?: components['schemas']['ForkTriggerUrlChange'][];
+      backgroundWorkId?: string;
+      copyProgress?: {
+        /** @enum {string} */
+        status: 'pending' | 'completed' | 'failed';
+        copied: number;
+        failed: number;
+      };
+    };
+    /** @enum {string} */
+    WorkspaceOperationKind: 'workflow_import' | 'workspace_fork' | 'workspace_push' | 'workspace_pull';
+    /**
+     * @description `processing` while follow-up work runs; `requires_configuration` when the sync committed but required fields were cleared (those workflows keep their previous deployment); `failed` when follow-up work failed.
+     * @enum {string}
+     */
+    WorkspaceOperationStatus:
+      'processing' | 'completed' | 'completed_with_warnings' | 'requires_configuration' | 'failed';
+    WorkspaceOperationIssue: {
+      code: string;
+      message: string;
+      workflowId?: string;
+      blockId?: string;
+      subBlockKey?: string;
+    };
+    WorkspaceOperationDeployment: {
+      operationId: string;
+      workflowId: string;
+      version: number;
+      /** @enum {string} */
+      status: 'preparing' | 'activating' | 'active' | 'failed' | 'superseded';
+      ready: boolean;
+      pendingComponents: string[];
+    };
+    ForkTriggerUrlChange: {
+      workflowName: string;
+      path: string;
+    };
+    /**
+     * @description The kind of resource a fork mapping pairs. Secrets (`env_var`) are identified by their key names.
+     * @enum {string}
+     */
+    ForkResourceType:
+      | 'oauth_credential'
+      | 'service_account_credential'
+      | 'env_var'
+      | 'table'
+      | 'knowledge_base'
+      | 'file'
+      | 'file_folder'
+      | 'mcp_server'
+      | 'custom_block'
+      | 'custom_tool'
+      | 'skill'
+      | 'sandbox';
+    /** @enum {string} */
+    ForkReferenceKind:
+      | 'credential'
+      | 'env-var'
+      | 'knowledge-base'
+      | 'knowledge-document'
+      | 'table'
+      | 'file'
+      | 'file-folder'
+      | 'mcp-server'
+      | 'custom-tool'
+      | 'custom-block'
+      | 'skill'
+      | 'sandbox';
+    ForkMappingInput: {
+      resourceType: components['schemas']['ForkResourceType'];
+      /** @description The resource in the direction's source workspace. */
+      sourceId: string;
+      /** @description The resource in the direction's target workspace; null clears the mapping. */
+      targetId: string | null;
+    };
+    ForkMapping: {
+      resourceType: components['schemas']['ForkResourceType'];
+      sourceId: string;
+      targetId: string | null;
+      id: string;
+    };
+    /** @description Ids of the source workspace's resources to copy into the new fork; an omitted kind is not copied. */
+    ForkCopySelection: {
+      files?: components['schemas']['ForkIdList'];
+      tables?: components['schemas']['ForkIdList'];
+      knowledgeBases?: components['schemas']['ForkIdList'];
+      customTools?: components['schemas']['ForkIdList'];
+      skills?: components['schemas']['ForkIdList'];
+      mcpServers?: components['schemas']['ForkIdList'];
+      workflowMcpServers?: components['schemas']['ForkIdList'];
+    };
+    /** @description Source resources to copy into the target during a sync; references to them are remapped to the copies, and the copies are remembered as their mappings. */
+    ForkCopyResources: {
+      knowledgeBases?: components['schemas']['ForkIdList'];
+      tables?: components['schemas']['ForkIdList'];
+      customTools?: components['schemas']['ForkIdList'];
+      skills?: components['schemas']['ForkIdList'];
+      files?: components['schemas']['ForkIdList'];
+      mcpServers?: components['schemas']['ForkIdList'];
+    };
+    ForkIdList: string[];
+    ForkDependentValue: {
+      sourceWorkflowId: string;
+      sourceBlockId: string;
+      subBlockKey: string;
+      value: string;
+    };
+    ForkDropReference: {
+      kind: components['schemas']['ForkReferenceKind'];
+      sourceId: string;
+    };
+    ForkTriggerMapping: {
+      sourceWorkflowId: string;
+      sourceBlockId: string;
+      adoptPath: string | null;
+    };
+    ForkSyncPreviewRequest: {
+      /** @description The workspace on the other side of the direct fork edge (the parent or a child). */
+      otherWorkspaceId: string;
+      /** @description Mappings to use (and, on push or pull, to save) for this direction. */
+      mappings?: components['schemas']['ForkMappingInput'][];
+      dependentValues?: components['schemas']['ForkDependentValue'][];
+      copyResources?: components['schemas']['ForkCopyResources'];
+      /** @description References to resources deleted in the source, acknowledged to be cleared; a live reference cannot be dropped. */
+      dropReferences?: components['schemas']['ForkDropReference'][];
+      triggerMappings?: components['schemas']['ForkTriggerMapping'][];
+    };
+    ForkSyncRequest: {
+      /** @description The workspace on the other side of the direct fork edge (the parent or a child). */
+      otherWorkspaceId: string;
+      /** @description Mappings to use for this direction; they are saved with the sync. */
+      mappings?: components['schemas']['ForkMappingInput'][];
+      dependentValues?: components['schemas']['ForkDependentValue'][];
+      copyResources?: components['schemas']['ForkCopyResources'];
+      dropReferences?: components['schemas']['ForkDropReference'][];
+      triggerMappings?: components['schemas']['ForkTriggerMapping'][];
+      requestId: components['schemas']['ForkRequestId'];
+      previewFingerprint: components['schemas']['ForkPreviewFingerprint'];
+      /**
+       * @description Must be true; a sync replaces target workflows and may archive targets whose sources are gone.
+       * @enum {boolean}
+       */
+      confirm: true;
+    };
+    /** @description Stable client request id. Retrying with the same id and identical inputs answers the same receipt; the same id with different inputs is a 409. */
+    ForkRequestId: string;
+    /** @description The fingerprint of the reviewed preview; a 409 when the inputs or the source changed since. */
+    ForkPreviewFingerprint: string;
+    ForkSyncPreview: {
+      previewFingerprint: string;
+      sourceWorkspaceId: string;
+      targetWorkspaceId: string;
+      /** @description False while `unresolvedBindings` is not empty; such a sync is refused. */
+      ready: boolean;
+      workflows: {
+        /** @enum {string} */
+        action: 'create' | 'replace' | 'archive';
+        sourceWorkflowId?: string;
+        targetWorkflowId?: string;
+        name: string;
+      }[];
+      unresolvedBindings: {
+        kind: string;
+        sourceId: string;
+        blockName?: string;
+        reason?: string;
+      }[];
+      configuration: {
+        sourceWorkflowId: string;
+        sourceBlockId: string;
+        subBlockKey: string;
+        title: string;
+        required: boolean;
+        currentValue: string;
+        multiSelect?: boolean;
+        selectorKey?: string;
+        discoveryWorkspaceId: string;
+        context: {
+          [key: string]: string;
+        };
+        parentKind: components['schemas']['ForkReferenceKind'];
+        parentSourceId: string;
+        parentContextKey?: string;
+      }[];
+      excludedTargets: {
+        id: string;
+        name: string;
+      }[];
+      triggerSlots: {
+        sourceWorkflowId: string;
+        sourceBlockId: string;
+        blockName: string;
+        workflowName: string;
+        ownPath: string | null;
+        adoptablePaths: string[];
+        defaultAdoptPath: string | null;
+      }[];
+      triggerUrlChanges: components['schemas']['ForkTriggerUrlChange'][];
+    };
+    ForkPreview: {
+      previewFingerprint: string;
+      sourceWorkspaceId: string;
+      /** @description The deployed, not sync-excluded workflows the fork copies. */
+      workflows: {
+        sourceWorkflowId: string;
+        name: string;
+      }[];
+      selectedResourceCount: number;
+      /**
+       * @description The copied workflows arrive in the fork undeployed, as drafts.
+       * @enum {boolean}
+       */
+      draftOnly: true;
+    };
+    ForkWorkspaceRef: {
+      id: string;
+      name: string;
+      organizationId: string | null;
+    };
+    ForkLineage: {
+      current: components['schemas']['ForkWorkspaceRef'];
+      parent: components['schemas']['ForkWorkspaceRef'] | null;
+    };
+    ForkChild: {
+      id: string;
+      name: string;
+      organizationId: string | null;
+      createdAt: components['schemas']['Timestamp'];
+    };
+    ForkResourceCandidate: {
+      id: string;
+      label: string;
+      folderId?: string | null;
+      folderName?: string | null;
+    };
+    ForkRollback: {
+      /** @description Workflows the sync replaced, back on the version they had before it (or undeployed if they had none). */
+      restored: number;
+      /** @description Workflows the sync created, archived again. */
+      archived: number;
+      /** @description Workflows the sync archived, restored and redeployed. */
+      unarchived: number;
+      /** @description Workflows that have since disappeared. */
+      skipped: number;
+      pendingActivations: string[];
+    };
+    ForkAvailability: {
+      available: boolean;
+    };
+    ForkUpdated: {
+      updated: number;
+    };
+    ForkUnlinked: {
+      /** @description False when the edge was already gone (a concurrent unlink). */
+      unlinked: boolean;
+    };
     /**
      * @description A registered selector. Internal ones are answered from the workspace's own data (`sim.workflows`, `table.columns`, `table.outputColumns`, `knowledge.documents`, `workspace.secretNames`, `workspace.sandboxes`, `mcp.tools`); `slack.channels` and `slack.users` ask Slack with the OAuth credential named by `context.oauthCredential`. Any other key is a 400 naming the selectors this server answers.
      * @enum {string}
@@ -7165,7 +7770,7 @@ export interface operations {
           dependentValues?: {
             [key: string]: unknown;
           }[];
-          /** @description Client request id, echoed back. */
+          /** @description Client request id. An import sent with one leaves a durable receipt (operationId); an identical retry answers the same workflow and receipt, other inputs with the same id a 409. */
           requestId?: string;
           /** @description Fingerprint of a reviewed preview; a different document or options give 409. */
           previewFingerprint?: string;
@@ -18824,6 +19429,722 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['CallbackSigningSecretRotation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkspaceForkAvailability: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkAvailability'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkspaceForkLineage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkLineage'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkspaceForkChildren: {
+    parameters: {
+      query?: {
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Sort key; the only one this list supports. */
+        sortBy?: 'createdAt';
+        /** @description Sort direction; the only one this list supports. */
+        sortOrder?: 'desc';
+      };
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkChild'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkspaceForkResources: {
+    parameters: {
+      query: {
+        /** @description Which kind of resource to list. */
+        kind:
+          | 'files'
+          | 'tables'
+          | 'knowledgeBases'
+          | 'customTools'
+          | 'skills'
+          | 'mcpServers'
+          | 'workflowMcpServers';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Sort key; the only one this list supports. */
+        sortBy?: 'id';
+        /** @description Sort direction; the only one this list supports. */
+        sortOrder?: 'asc';
+      };
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkResourceCandidate'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  previewWorkspaceFork: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Name of the new workspace; defaults to the source's name followed by " (fork)". */
+          name?: string;
+          copy?: components['schemas']['ForkCopySelection'];
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkPreview'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  forkWorkspace: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Name of the new workspace; defaults to the source's name followed by " (fork)". */
+          name?: string;
+          copy?: components['schemas']['ForkCopySelection'];
+          requestId: components['schemas']['ForkRequestId'];
+          previewFingerprint: components['schemas']['ForkPreviewFingerprint'];
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspaceOperation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  previewWorkspacePush: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ForkSyncPreviewRequest'];
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkSyncPreview'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  previewWorkspacePull: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ForkSyncPreviewRequest'];
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkSyncPreview'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  pushWorkspace: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ForkSyncRequest'];
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspaceOperation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  pullWorkspace: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ForkSyncRequest'];
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspaceOperation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkspaceForkMappings: {
+    parameters: {
+      query: {
+        /** @description The workspace on the other side of the direct fork edge. */
+        otherWorkspaceId: string;
+        /** @description push: this workspace is the source; pull: the other one is. */
+        direction: 'push' | 'pull';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Sort key; the only one this list supports. */
+        sortBy?: 'id';
+        /** @description Sort direction; the only one this list supports. */
+        sortOrder?: 'asc';
+      };
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkMapping'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkspaceForkMappings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          otherWorkspaceId: string;
+          /** @enum {string} */
+          direction: 'push' | 'pull';
+          mappings: components['schemas']['ForkMappingInput'][];
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkUpdated'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  rollbackWorkspaceFork: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The workspace on the other side of the direct fork edge. */
+          otherWorkspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkRollback'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  unlinkWorkspaceFork: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The workspace on the other side of the direct fork edge. */
+          otherWorkspaceId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkUnlinked'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateWorkspaceForkExclusions: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          workflowIds: string[];
+          forkSyncExcluded: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ForkUpdated'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listWorkspaceOperations: {
+    parameters: {
+      query?: {
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Only the receipt of this client request id. */
+        requestId?: string;
+      };
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspaceOperation'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkspaceOperation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+        /** @description Operation identifier from a receipt. */
+        operationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspaceOperation'];
           };
         };
       };

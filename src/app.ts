@@ -12,6 +12,8 @@ import { clientGoneHandler, requestLogging } from './http/logging.ts';
 import { errorHandler } from './http/errors.ts';
 import { bodyTimeout, noRoute, privateNoStore } from './http/request-limits.ts';
 import { webRoutes } from './http/web/index.ts';
+import { traceRequests } from './http/tracing.ts';
+import { tracingEnabled } from './ops/spans.ts';
 
 export interface AppOptions extends BinderOptions {
   /** The handlers to mount (tests replace some); the generated registry by default. */
@@ -41,8 +43,11 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   if (missing.length > 0) throw new MissingHandlerError(missing);
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', false);
+  // TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host count for req.ip, req.protocol and req.host (off: nobody's).
+  app.set('trust proxy', services.config.trustProxy);
   app.use(requestLogging(services.logger));
+  // Only when the SDK is running (an OTLP endpoint is configured); otherwise requests pass no tracing code at all.
+  if (tracingEnabled()) app.use(traceRequests());
   app.use(privateNoStore, bodyTimeout(services.config.http.bodyTimeoutMs));
 
   // Chat pages, sign-in, the CLI's OAuth server and pairing: browser protocols outside the OpenAPI document.

@@ -35,6 +35,8 @@ export interface Config {
     outputCostPerMTok: number;
   } | null;
   files: FileLimits;
+  /** Where committed file bytes live: a directory (shared by every server, BLOB_DIR) or an S3-compatible bucket. */
+  blobStore: BlobStoreConfig;
   runs: RunSettings;
   /** Key for secret values at rest (32 bytes, hex or base64); null keeps a generated one in $DATA_DIR/secrets.key. */
   secretsKey: string | null;
@@ -69,6 +71,19 @@ export interface Config {
    * METRICS_PORT is set; bound to METRICS_HOST, loopback by default.
    */
   metrics: { port: number | null; host: string };
+  /**
+   * OpenTelemetry traces, off (null URL) unless OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT
+   * is set: where spans are sent (OTLP over HTTP, JSON) and the service name they carry.
+   */
+  tracing: { tracesUrl: string | null; serviceName: string };
+  /**
+   * Which peers may set the client address and the public scheme and host through X-Forwarded-For,
+   * X-Forwarded-Proto and X-Forwarded-Host (TRUST_PROXY): false (nobody), true (any), a hop count, or addresses
+   * and CIDR ranges; passed to Express's `trust proxy`.
+   */
+  trustProxy: boolean | number | string[];
+  /** Whether BASE_URL was set: then it is the public URL, whatever a proxy forwards. */
+  baseUrlConfigured: boolean;
 }
 
 export interface LeaseSettings {
@@ -202,6 +217,26 @@ export interface FileLimits {
   unzipTimeoutMs: number;
   /** Most source bytes text extraction and search read from one file. */
   textMaxBytes: number;
+}
+
+/**
+ * Where committed file bytes live. Staging and temporary files always stay in $DATA_DIR/files (local to one
+ * server); only finished, content-addressed blobs go here.
+ */
+export type BlobStoreConfig = { kind: 'local-disk'; dir: string } | ({ kind: 's3' } & S3Settings);
+
+export interface S3Settings {
+  /** Null: AWS's own endpoint for the region. */
+  endpoint: string | null;
+  bucket: string;
+  region: string;
+  /** Both null: the AWS SDK's default credential chain (AWS_* variables, profiles, instance roles). */
+  accessKeyId: string | null;
+  secretAccessKey: string | null;
+  /** Path-style addressing (`endpoint/bucket/key`), which most self-hosted S3-compatible servers need. */
+  forcePathStyle: boolean;
+  /** Blobs larger than this go up as a multipart upload in parts of this size (at least 5 MiB, S3's minimum). */
+  partSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -375,6 +410,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idempotency: { ttlMs: integer(env, 'IDEMPOTENCY_TTL_SECONDS', 24 * 3600, 1, 30 * 24 * 3600) * 1000 },
     leases: leaseSettings(env),
     metrics: { port: integer(env, 'METRICS_PORT', 0, 0, 65535) || null, host: env.METRICS_HOST || '127.0.0.1' },
+    tracing: tracingConfig(env),
+    trustProxy: trustProxy(env),
+    baseUrlConfigured: Boolean(env.BASE_URL),
+    blobStore: blobStoreConfig(env, dataDir),
     callbacks: {
       retryBaseMs: integer(env, 'CALLBACK_RETRY_BASE_MS', 5000, 1, 3_600_000),
       retryMaxMs: integer(env, 'CALLBACK_RETRY_MAX_MS', 3_600_000, 1, 86_400_000),
@@ -384,6 +423,49 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: integer(env, 'CALLBACK_CONCURRENCY', 4, 1, 256),
       secretGraceMs: integer(env, 'CALLBACK_SECRET_GRACE_SECONDS', 86_400, 0, 30 * 86_400) * 1000,
     },
+  };
+}
+
+const S3_SETTINGS = ['S3_ENDPOINT', 'S3_BUCKET', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE', 'S3_PART_SIZE'];
+
+function blobStoreConfig(env: NodeJS.ProcessEnv, dataDir: string): BlobStoreConfig {
+  const kind = (env.BLOB_STORE ?? '').trim().toLowerCase() || 'disk';
+  const blobDir = env.BLOB_DIR?.trim();
+  if (kind === 'disk') {
+    const stray = S3_SETTINGS.find((name) => env[name]?.trim());
+    if (stray) throw new ConfigError(`${stray} is set but BLOB_STORE is not s3; set BLOB_STORE=s3 to keep file bytes in the bucket, or unset ${stray}`);
+    // The default is where earlier versions kept blobs, so existing data directories need no move.
+    return { kind: 'local-disk', dir: path.resolve(blobDir || path.join(dataDir, 'files', 'blobs')) };
+  }
+  if (kind !== 's3') throw new ConfigError(`BLOB_STORE must be disk or s3, got "${env.BLOB_STORE}"`);
+  if (blobDir) throw new ConfigError('BLOB_DIR is set but BLOB_STORE=s3 keeps file bytes in the bucket; unset one of them');
+  const bucket = env.S3_BUCKET?.trim();
+  if (!bucket) throw new ConfigError('BLOB_STORE=s3 needs S3_BUCKET, the name of the bucket that holds the file bytes');
+  const endpoint = env.S3_ENDPOINT?.trim() || null;
+  if (endpoint !== null) {
+    let ok = false;
+    try {
+      ok = /^https?:$/.test(new URL(endpoint).protocol);
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw new ConfigError(`S3_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
+  }
+  const accessKeyId = env.S3_ACCESS_KEY_ID?.trim() || null;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY?.trim() || null;
+  if (accessKeyId && !secretAccessKey) throw new ConfigError('S3_ACCESS_KEY_ID is set but S3_SECRET_ACCESS_KEY is not');
+  if (secretAccessKey && !accessKeyId) throw new ConfigError('S3_SECRET_ACCESS_KEY is set but S3_ACCESS_KEY_ID is not');
+  const partSize = byteSize(env, 'S3_PART_SIZE', 16 * 1024 * 1024);
+  if (partSize < 5 * 1024 * 1024 || partSize > 5 * 1024 ** 3) throw new ConfigError(`S3_PART_SIZE must be from 5mb to 5gb (S3's part limits), got "${env.S3_PART_SIZE}"`);
+  return {
+    kind: 's3',
+    endpoint,
+    bucket,
+    region: env.S3_REGION?.trim() || 'us-east-1',
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', false),
+    partSize,
   };
 }
 
@@ -443,6 +525,45 @@ function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {
     bodyTimeoutMs: integer(env, 'BODY_TIMEOUT_MS', 30_000, 0, 3_600_000),
     bodyMaxDepth: integer(env, 'BODY_MAX_DEPTH', 100, 8, 10_000),
   };
+}
+
+function tracingConfig(env: NodeJS.ProcessEnv): Config['tracing'] {
+  const serviceName = env.OTEL_SERVICE_NAME?.trim() || 'open-workspace-automation';
+  if (bool(env, 'OTEL_SDK_DISABLED', false)) return { tracesUrl: null, serviceName };
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim();
+  if (exporter === 'none') return { tracesUrl: null, serviceName };
+  if (exporter && exporter !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL)?.trim();
+  if (protocol && protocol !== 'http/json' && protocol !== 'http/protobuf') {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/json or http/protobuf (spans are sent over HTTP), got "${protocol}"`);
+  }
+  const direct = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  // The signal-specific endpoint is used as it is; the general one gets the traces path appended (OTLP spec).
+  const tracesUrl = direct || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : null);
+  if (tracesUrl) {
+    try {
+      const u = new URL(tracesUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new ConfigError(`${direct ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'} must be an http(s) URL, got "${direct || base}"`);
+    }
+  }
+  return { tracesUrl, serviceName };
+}
+
+/** TRUST_PROXY: off by default; `true`, a hop count, or a comma-separated list of addresses and CIDR ranges. */
+function trustProxy(env: NodeJS.ProcessEnv): Config['trustProxy'] {
+  const raw = env.TRUST_PROXY?.trim();
+  if (!raw || ['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  if (['true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (/^\d+$/.test(raw)) return integer(env, 'TRUST_PROXY', 0, 0, 100);
+  // Express also knows the names loopback, linklocal and uniquelocal for their address ranges.
+  const named = new Set(['loopback', 'linklocal', 'uniquelocal']);
+  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const addresses = entries.filter((e) => !named.has(e));
+  cidrList({ TRUST_PROXY: addresses.join(',') }, 'TRUST_PROXY');
+  return entries;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

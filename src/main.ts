@@ -13,8 +13,11 @@ import { bootstrapIfEmpty } from './identity/admin.ts';
 import { newApiKey } from './identity/keys.ts';
 import { DataDirLockedError } from './store/data-dir-lock.ts';
 import { NewerDatabaseError } from './store/migrations.ts';
+import { BlobStoreUnavailableError } from './files/blob-store.ts';
 import { missingHandlers } from './app.ts';
 import { handlers } from '../generated/handler-registry.ts';
+import { startTracing } from './ops/tracing.ts';
+import packageJson from '../package.json' with { type: 'json' };
 
 /** Where a first start keeps the generated key when stdout is not a terminal. */
 export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key.txt';
@@ -55,6 +58,8 @@ export async function main(): Promise<void> {
     if (err instanceof ConfigError) fail('Configuration error', err.message, 2);
     throw err;
   }
+  // Tracing starts before anything else is built, so the app mounts its request spans (off: nothing is loaded).
+  const tracing = await startTracing(config.tracing, { serviceVersion: packageJson.version });
   const missing = missingHandlers(handlers);
   if (missing.length > 0) {
     fail('Cannot start', `no handler for operation ${missing.join(', ')}; export it from its src/handlers/<tag>.ts module (npm run generate -- --scaffold writes a stub)`, 1);
@@ -64,7 +69,7 @@ export async function main(): Promise<void> {
   try {
     services = await createServices(config);
   } catch (err) {
-    if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError) fail('Cannot start', err.message, 1);
+    if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError || err instanceof BlobStoreUnavailableError) fail('Cannot start', err.message, 1);
     throw err;
   }
   await bootstrap(services, config);
@@ -77,7 +82,11 @@ export async function main(): Promise<void> {
     stopping = true;
     services.logger.info({ signal }, 'shutting down');
     server.close().then(
-      () => process.exit(0),
+      // The spans still buffered are exported before the process ends.
+      async () => {
+        await tracing?.shutdown().catch((err: unknown) => services!.logger.warn({ err }, 'exporting the last spans failed'));
+        process.exit(0);
+      },
       (err) => {
         services.logger.error({ err }, 'shutdown failed');
         process.exit(1);
@@ -87,7 +96,7 @@ export async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   // Every stdout line is a JSON log line; this message's text is what scripts and tests wait for.
-  announcer(services.logger).info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, `Listening on ${server.url}`);
+  announcer(services.logger).info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile, tracesUrl: config.tracing.tracesUrl }, `Listening on ${server.url}`);
 }
 
 /**

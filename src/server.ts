@@ -62,9 +62,17 @@ export async function createServices(config: Config, logger: Logger = createLogg
 }
 
 async function assemble(config: Config, logger: Logger, dataDirLock: Services['dataDirLock'], store?: Store): Promise<Services> {
+  const blobs = openBlobStore(blobStoreSettings(config));
+  // A missing bucket or an unwritable BLOB_DIR stops the start with one line (before the database is opened),
+  // not the first upload.
+  try {
+    await blobs.check();
+  } catch (err) {
+    blobs.close();
+    throw err;
+  }
   const opened = store ?? (await openSqliteStore(config.databaseFile, (m) => logger.info({ version: m.version, name: m.name }, 'migration applied')));
   const engine = createEngine(config);
-  const blobs = openBlobStore(blobStoreSettings(config));
   const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
   const secrets = new SecretVault(opened, cipher);
   const tools = createToolRegistry({ config, store: opened, engine: engine.engine, logger });
@@ -88,8 +96,9 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
   tools.registerTool(mcpToolProvider(mcp));
   const callbacks = new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger });
+  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
   // A settled run's callback is sent at once rather than at the worker's next poll.
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials, onSettled: () => callbacks.notify() });
+  runs.observeSettled(() => callbacks.notify());
   const content = new ContentWorkers(config.content);
   const knowledge = new KnowledgeService({ store: opened, blobs, config, logger, cipher, secrets, content });
   // Table, file and knowledge tools over this workspace's own data.
@@ -246,6 +255,7 @@ export async function startServer(services: Services, options: StartOptions = {}
         await knowledgeClosed;
         await services.closeEngine();
         await services.store.close();
+        services.blobs.close();
         services.dataDirLock?.release();
         // The last line a server logs: what became of the runs it had in hand.
         services.logger.info({ runsFinished: runs.finished, runsReturnedToQueue: runs.returnedToQueue, runsInterrupted: runs.interrupted }, 'stopped');

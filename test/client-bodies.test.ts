@@ -16,6 +16,8 @@ const tbl = { params: { path: { tableId: TBL } } };
 const KB = 'kb_01';
 const kbp = { params: { path: { knowledgeBaseId: KB } } };
 const docp = { params: { path: { knowledgeBaseId: KB, documentId: 'kd_1' } } };
+const wsp = { params: { path: { workspaceId: WS } } };
+const WS2 = '0d9e8f7a-6b5c-4d3e-2f1a-0b9c8d7e6f5a';
 const conp = { params: { path: { knowledgeBaseId: KB, connectorId: 'kcn_1' } } };
 
 const block = {
@@ -222,6 +224,16 @@ const samples = {
     api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents', { ...conp, body: { workspaceId: WS, operation: 'exclude', documentIds: ['kd_1'] } }),
   setWorkflowCallback: (api) => api.PUT('/api/v2/workflows/{workflowId}/callback', { ...wf, body: { url: 'https://hooks.example.com/runs' } }),
   rotateCallbackSigningSecret: (api) => api.POST('/api/v2/workspaces/{workspaceId}/callback-signing-secret/rotate', { params: { path: { workspaceId: WS } }, body: { previousSecretGraceSeconds: 3600 } }),
+  previewWorkspaceFork: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/preview', { ...wsp, body: { name: 'Staging', copy: { tables: [TBL], files: [FILE] } } }),
+  forkWorkspace: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork', { ...wsp, body: { name: 'Staging', copy: { knowledgeBases: [KB] }, requestId: 'req-1', previewFingerprint: 'fp' } }),
+  previewWorkspacePush: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/push/preview', { ...wsp, body: { otherWorkspaceId: WS2, mappings: [{ resourceType: 'env_var', sourceId: 'A', targetId: 'B' }], dropReferences: [{ kind: 'table', sourceId: TBL }] } }),
+  previewWorkspacePull: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/pull/preview', { ...wsp, body: { otherWorkspaceId: WS2, copyResources: { tables: [TBL] } } }),
+  pushWorkspace: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/push', { ...wsp, body: { otherWorkspaceId: WS2, requestId: 'req-2', previewFingerprint: 'fp', confirm: true } }),
+  pullWorkspace: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/pull', { ...wsp, body: { otherWorkspaceId: WS2, triggerMappings: [{ sourceWorkflowId: WF, sourceBlockId: 'b', adoptPath: null }], requestId: 'req-3', previewFingerprint: 'fp', confirm: true } }),
+  updateWorkspaceForkMappings: (api) => api.PUT('/api/v2/workspaces/{workspaceId}/fork/mappings', { ...wsp, body: { otherWorkspaceId: WS2, direction: 'push', mappings: [{ resourceType: 'table', sourceId: TBL, targetId: null }] } }),
+  rollbackWorkspaceFork: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/rollback', { ...wsp, body: { otherWorkspaceId: WS2 } }),
+  unlinkWorkspaceFork: (api) => api.POST('/api/v2/workspaces/{workspaceId}/fork/unlink', { ...wsp, body: { otherWorkspaceId: WS2 } }),
+  updateWorkspaceForkExclusions: (api) => api.PUT('/api/v2/workspaces/{workspaceId}/fork/exclusions', { ...wsp, body: { workflowIds: [WF], forkSyncExcluded: true } }),
   listSelector: (api) => api.POST('/api/v2/selectors/list', { body: { workspaceId: WS, selectorKey: 'table.columns', context: { tableId: 'tbl_1' }, search: 'em', limit: 100 } }),
   getSelector: (api) => api.POST('/api/v2/selectors/get', { body: { workspaceId: WS, selectorKey: 'slack.channels', context: { oauthCredential: 'cred_1' }, id: 'C123' } }),
   chat: (api) => api.POST('/api/v2/chat', { body: { workspaceId: WS, message: 'What tables do I have?', conversationId: 'conv_1', effort: 'low' } }),

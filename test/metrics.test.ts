@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { waitUntil } from './support/wait.ts';
 import { GateServer } from './support/gate-server.ts';
+import { createBase, uploadDocument } from './support/knowledge.ts';
 
 /** A loopback port nothing listens on right now (METRICS_PORT=0 means "off", so the test picks one). */
 async function freePort(): Promise<number> {
@@ -177,6 +178,93 @@ describe('metrics without METRICS_PORT', () => {
       const r = await s.request('/metrics', { key: null });
       expect(r.status).toBe(404);
       expect(await r.text()).not.toContain('# TYPE');
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe('sandbox pool metrics', () => {
+  it('show the function-block processes busy, idle and in all, and calls waiting for one', async () => {
+    const gate = await new GateServer().start();
+    const s = await startTestServer({ METRICS_PORT: String(await freePort()), SANDBOX_POOL_SIZE: '1', EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
+    try {
+      // Before the first run no sandbox process exists (the pool starts with the first run).
+      expect(valueOf((await scrape(s)).text, 'owa_sandbox_workers', { pool: 'default', state: 'total' })).toBe(0);
+      const start = apiBlock('start_trigger', 'Start');
+      // The function block waits at the gate inside its sandbox process (its fetch goes out through the egress policy).
+      const fn = apiBlock('function', 'Fn', { code: `const r = await fetch(${JSON.stringify(`${gate.url}/sandbox`)}); return r.status` });
+      const { id } = await buildWorkflow(s, 'Holds a sandbox process', [start, fn], [link(start, fn)]);
+      expect((await s.call('POST', `/api/v2/workflows/${id}/execute`, { async: true })).status).toBe(202);
+      await waitUntil('the function block to reach the gate', () => gate.holding('sandbox'));
+      // A second run's function call has no free process: it waits.
+      expect((await s.call('POST', `/api/v2/workflows/${id}/execute`, { async: true })).status).toBe(202);
+      const busy = await waitUntil('one busy process and one call waiting', async () => {
+        const t = (await scrape(s)).text;
+        return valueOf(t, 'owa_sandbox_calls_waiting', { pool: 'default' }) === 1 ? t : null;
+      });
+      expect(valueOf(busy, 'owa_sandbox_workers', { pool: 'default', state: 'busy' })).toBe(1);
+      expect(valueOf(busy, 'owa_sandbox_workers', { pool: 'default', state: 'idle' })).toBe(0);
+      expect(valueOf(busy, 'owa_sandbox_workers', { pool: 'default', state: 'total' })).toBe(1);
+      expect(valueOf(busy, 'owa_sandbox_workers', { pool: 'sandbox', state: 'total' })).toBe(0);
+      gate.release('sandbox');
+      const idle = await waitUntil('both runs done and the process idle again', async () => {
+        const t = (await scrape(s)).text;
+        return valueOf(t, 'owa_runs_settled_total', { trigger: 'api', status: 'completed' }) === 2 && valueOf(t, 'owa_sandbox_workers', { pool: 'default', state: 'idle' }) === 1 ? t : null;
+      });
+      expect(valueOf(idle, 'owa_sandbox_workers', { pool: 'default', state: 'busy' })).toBe(0);
+      expect(valueOf(idle, 'owa_sandbox_calls_waiting', { pool: 'default' })).toBe(0);
+    } finally {
+      await s.stop();
+      await gate.stop();
+    }
+  });
+});
+
+describe('knowledge document metrics', () => {
+  it('count documents in every processing state', async () => {
+    const s = await startTestServer({ METRICS_PORT: String(await freePort()) });
+    try {
+      const kb = await createBase(s, { name: 'Counted' });
+      const before = (await scrape(s)).text;
+      for (const state of ['pending', 'processing', 'completed', 'failed']) expect(valueOf(before, 'owa_knowledge_documents', { state })).toBe(0);
+      await uploadDocument(s, kb.id, 'note.txt', 'Metrics count this document once it is processed.', 'text/plain');
+      const done = await waitUntil('the document to be counted as completed', async () => {
+        const t = (await scrape(s)).text;
+        return valueOf(t, 'owa_knowledge_documents', { state: 'completed' }) === 1 ? t : null;
+      });
+      expect(valueOf(done, 'owa_knowledge_documents', { state: 'pending' })).toBe(0);
+      expect(valueOf(done, 'owa_knowledge_documents', { state: 'failed' })).toBe(0);
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe('runs reclaimed from an expired lease', () => {
+  it('are counted by trigger and status when this process settles them', async () => {
+    const s = await startTestServer({ METRICS_PORT: String(await freePort()), RUN_QUEUE_POLL_MS: '20' });
+    try {
+      const start = apiBlock('start_trigger', 'Start');
+      const { id } = await buildWorkflow(s, 'Left behind', [start], []);
+      const runId = (await s.ok('POST', `/api/v2/workflows/${id}/execute`, {})).runId as string;
+      // A sync run another process was executing when it died: running, its lease long expired.
+      const store = s.services.store;
+      const base = (await store.workflowRuns.getByKey(id, runId))!;
+      const baseLog = (await store.executionLogs.get(base.id))!;
+      const at = new Date(Date.now() - 60_000).toISOString();
+      const orphan = `orphan-${randomUUID()}`;
+      await store.transaction(async (tx) => {
+        await tx.workflowRuns.insert({ ...base, id: orphan, key: orphan, status: 'running', output: null, blockOutputs: null, error: null, costTotal: null, endedAt: null, durationMs: null, queuedAt: at, startedAt: at, updatedAt: at, leaseOwner: 'a-process-that-died', leaseUntil: at, attempts: 1 });
+        await tx.executionLogs.insert({ ...baseLog, runId: orphan, runKey: orphan, status: 'running', startedAt: at, endedAt: null, createdAt: at });
+      });
+      const text = await waitUntil('the reclaimed run to be counted', async () => {
+        const t = (await scrape(s)).text;
+        return valueOf(t, 'owa_runs_settled_total', { trigger: 'api', status: 'failed' }) === 1 ? t : null;
+      });
+      expect((await store.workflowRuns.get(orphan))?.status).toBe('failed');
+      // Settled without executing here: no duration observed.
+      expect(valueOf(text, 'owa_run_duration_seconds_count', { trigger: 'api', status: 'failed' })).toBeUndefined();
     } finally {
       await s.stop();
     }

@@ -3,7 +3,7 @@
 // Warm keys come from the credential cache, so the difference is hashing, the cache and the policy check.
 import path from 'node:path';
 import fs from 'node:fs';
-import { fmt, load, median, root, startProcess, tempDir, type LoadResult } from '../lib.ts';
+import { figure, fmt, load, type LoadResult, median, root, startProcess, tempDir } from '../lib.ts';
 
 const KEY = 'sk-owa-bench-auth-key-000000000000';
 const UNLIMITED = { RATE_LIMIT_FREE_API: '100000000', NODE_ENV: 'production' };
@@ -31,6 +31,8 @@ export async function auth(options: { seconds: number; rounds: number }): Promis
     console.log(`  pre-resolved principal   ${fmt(rps(b), 0).padStart(7)} req/s   p50 ${fmt(p50(b))} ms`);
     console.log(`  full authentication      ${fmt(rps(a), 0).padStart(7)} req/s   p50 ${fmt(p50(a))} ms   errors ${a.reduce((n, x) => n + x.errors, 0)}`);
     console.log(`  ratio full/pre-resolved  ${fmt((rps(a) / rps(b)) * 100)}%   ≈ ${fmt(perReqUs(rps(a)) - perReqUs(rps(b)))} µs per request for authentication`);
+    figure('auth', 'full authentication', rps(a), 'req/s', 'higher');
+    figure('auth', 'full/pre-resolved', rps(a) / rps(b), 'ratio', 'higher');
   } finally {
     await full.stop();
     await pre.stop();

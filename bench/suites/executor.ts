@@ -10,7 +10,7 @@
 // peak RSS from /proc/<pid>/status VmHWM).
 import { Engine, EgressPolicy, type Block, type Edge, type WorkflowDefinition } from '../../src/execution/index.ts';
 import { SandboxPool } from '../../src/sandbox/pool.ts';
-import { fmt, median, percentile, tenBlockDirect, time } from '../lib.ts';
+import { figure, fmt, median, percentile, tenBlockDirect, time } from '../lib.ts';
 
 const sub = (values: Record<string, unknown>) => Object.fromEntries(Object.entries(values).map(([id, value]) => [id, { id, type: 'short-input', value }]));
 const block = (id: string, type: string, name: string, values: Record<string, unknown> = {}, extra: Partial<Block> = {}): Block => ({ id, type, name, enabled: true, subBlocks: sub(values), outputs: {}, ...extra });
@@ -84,6 +84,9 @@ export async function executor(options: { seconds: number; rounds: number }): Pr
     console.log(`  engine (sync)            p50 ${fmt(e50, 3).padStart(8)} ms   p99 ${fmt(p('engine', 99), 3).padStart(8)} ms   (${executions} block executions, 14 sandbox calls)`);
     console.log(`  sandbox round trip       p50 ${fmt(p('rtt', 50), 3).padStart(8)} ms   p99 ${fmt(p('rtt', 99), 3).padStart(8)} ms`);
     console.log(`  overhead per block       ${fmt(overhead / 10, 3)} ms (10 blocks)   ${fmt(overhead / executions, 3)} ms per block execution   (target < 1 ms per block)`);
+    figure('executor', 'engine p50 (10 blocks)', e50, 'ms', 'lower');
+    figure('executor', 'sandbox round trip p50', p('rtt', 50), 'ms', 'lower');
+    figure('executor', 'overhead per block execution', overhead / executions, 'ms', 'lower');
   } finally {
     await sandbox.close();
   }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { fmt, median, root, startProcess, tempDir } from '../lib.ts';
+import { figure, fmt, median, root, startProcess, tempDir } from '../lib.ts';
 
 const KEY = 'sk-owa-bench-key-0000000000000000';
 const MB = 1024 * 1024;
@@ -127,6 +127,11 @@ export async function files(options: { rounds: number; sizeMb?: number }): Promi
     const overall = Math.max(peak, warmupPeak);
     console.log(`  server RSS fresh ${fmt(baseline / MB)} MB, peak ${fmt(overall / MB)} MB: growth from the fresh server ${fmt((overall - baseline) / MB)} MB (target < 64 MB)`);
     console.log(`    of which the first transfer (warm-up) ${fmt((warmupPeak - baseline) / MB)} MB; measured rounds after it ${fmt((peak - warm) / MB)} MB`);
+    figure('files', 'upload', up, 'MB/s', 'higher');
+    figure('files', 'download', down, 'MB/s', 'higher');
+    figure('files', 'upload/copy', up / copy, 'ratio', 'higher');
+    figure('files', 'download/copy', down / copy, 'ratio', 'higher');
+    figure('files', 'server RSS growth', (overall - baseline) / MB, 'MB', 'lower');
   } finally {
     await server.stop();
     fs.rmSync(work, { recursive: true, force: true });

@@ -2,7 +2,7 @@
 // JSON, measured in the same run. Target: the full stack keeps at least 60% of the bare route's throughput.
 import path from 'node:path';
 import fs from 'node:fs';
-import { fmt, load, median, root, startProcess, tempDir, type LoadResult } from '../lib.ts';
+import { figure, fmt, load, type LoadResult, median, root, startProcess, tempDir } from '../lib.ts';
 
 const KEY = 'sk-owa-bench-key-0000000000000000';
 
@@ -34,6 +34,9 @@ export async function foundation(options: { seconds: number; rounds: number }): 
     console.log(`  bare express route      ${fmt(b.rps, 0).padStart(8)} req/s   p50 ${fmt(b.p50)} ms   p99 ${fmt(b.p99)} ms`);
     console.log(`  full stack (auth+valid.) ${fmt(f.rps, 0).padStart(7)} req/s   p50 ${fmt(f.p50)} ms   p99 ${fmt(f.p99)} ms   errors ${f.errors}`);
     console.log(`  ratio full/bare          ${fmt((f.rps / b.rps) * 100)}%   (target ≥ 60%)`);
+    figure('foundation', 'full stack', f.rps, 'req/s', 'higher');
+    figure('foundation', 'full/bare', f.rps / b.rps, 'ratio', 'higher');
+    figure('foundation', 'full stack p99', f.p99, 'ms', 'lower');
   } finally {
     await full.stop();
     await bare.stop();

@@ -11,7 +11,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createDeflate } from 'node:zlib';
 import yazl from 'yazl';
-import { apiCall, fmt, median, percentile, root, startProcess, tempDir, type Proc } from '../lib.ts';
+import { apiCall, figure, fmt, median, percentile, type Proc, root, startProcess, tempDir } from '../lib.ts';
 
 const KEY = 'sk-owa-bench-hostile-key-0000000000';
 const MB = 1024 * 1024;
@@ -158,10 +158,12 @@ export async function hostile(options: { seconds: number; rounds: number }): Pro
     console.log(`  idle (baseline)      p50 ${fmt(median(idle), 2)} ms   p99 ${fmt(percentile(idle, 99), 2)} ms   (${idle.length} calls)`);
     console.log(`  during processing    p50 ${fmt(median(busy), 2)} ms   p99 ${fmt(percentile(busy, 99), 2)} ms   (${busy.length} calls)`);
     console.log(`  ratio p99 busy/idle  ${fmt(percentile(busy, 99) / percentile(idle, 99), 2)}×`);
+    figure('hostile', 'meta p99 busy/idle', percentile(busy, 99) / percentile(idle, 99), 'ratio', 'lower');
     for (const d of docs) {
       console.log(`  ${d.name.padEnd(12)} ${fmt(d.bytes.length / MB, 2).padStart(6)} MB   ended after ${fmt(median(settleSeconds[d.name] ?? [NaN]), 1)} s (median)   ${outcomes[d.name]}`);
     }
     console.log(`  resident memory      idle ${fmt(idleRss, 0)} MB   peak ${fmt(peakRss, 0)} MB   (+${fmt(peakRss - idleRss, 0)} MB; worker heap caps ${WORKERS} × ${WORKER_MEMORY_MB} MB)`);
+    figure('hostile', 'peak RSS growth', peakRss - idleRss, 'MB', 'lower');
   } finally {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

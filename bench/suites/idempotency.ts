@@ -4,7 +4,7 @@
 // stored answer, no run). Sequential calls, median of the rounds' p50s, printed as ratios to the baseline.
 // Targets: replay cheaper than the work (ratio < 1), first no more than 10 % slower (ratio ≤ 1.10).
 import path from 'node:path';
-import { apiCall, fmt, median, percentile, root, startProcess, tempDir, time, type Proc } from '../lib.ts';
+import { apiCall, figure, fmt, median, percentile, type Proc, root, startProcess, tempDir, time } from '../lib.ts';
 import { threeBlocks } from './runs.ts';
 
 const KEY = 'sk-owa-bench-idempotency-000000000000000';
@@ -60,6 +60,9 @@ export async function idempotency(options: { seconds: number; rounds: number }):
     const firstRatio = p('first', 50) / base;
     const replayRatio = p('replay', 50) / base;
     console.log(`  targets: first ≤ 1.10 × baseline: ${firstRatio <= 1.1 ? 'met' : 'MISSED'} (${fmt(firstRatio, 2)}); replay < baseline: ${replayRatio < 1 ? 'met' : 'MISSED'} (${fmt(replayRatio, 2)})`);
+    figure('idempotency', 'execute p50, no key', base, 'ms', 'lower');
+    figure('idempotency', 'first/no key', firstRatio, 'ratio', 'lower');
+    figure('idempotency', 'replay/no key', replayRatio, 'ratio', 'lower');
   } finally {
     await server.stop();
   }

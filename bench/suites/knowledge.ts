@@ -8,12 +8,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { fmt, median, percentile, root, startProcess, tempDir } from '../lib.ts';
+import { figure, fmt, median, percentile, root, startProcess, tempDir } from '../lib.ts';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { bootstrapIfEmpty } from '../../src/identity/admin.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/http/logging.ts';
-import { LocalDiskBlobStore } from '../../src/files/blob-store.ts';
+import { blobStoreSettings, openBlobStore } from '../../src/files/blob-store.ts';
 import { KnowledgeService } from '../../src/knowledge/service.ts';
 import { runSearch } from '../../src/knowledge/search.ts';
 import { WordVectorProvider, vectorToBlob } from '../../src/knowledge/embeddings.ts';
@@ -133,6 +133,8 @@ async function ingestion(rounds: number): Promise<void> {
   }
   console.log(`knowledge ingestion (embedded model, 2 workers, upload included): ${fmt(median(docsPerSecond))} documents/s, ${fmt(median(chunksPerSecond))} chunks/s`);
   console.log(`knowledge processing alone (retryProcessing of every document): ${fmt(median(processingOnly))} documents/s`);
+  figure('knowledge', 'ingestion', median(docsPerSecond), 'documents/s', 'higher');
+  figure('knowledge', 'processing alone', median(processingOnly), 'documents/s', 'higher');
 }
 
 /** Seeds one base with `docs` × `perDoc` chunks straight into the store; returns the workspace and base ids. */
@@ -221,7 +223,7 @@ async function search(rounds: number, chunks: number): Promise<void> {
     const store = await openSqliteStore(config.databaseFile);
     // Search only: the content workers are never asked to parse anything here.
     const content = new ContentWorkers(config.content);
-    const knowledge = new KnowledgeService({ store, blobs: new LocalDiskBlobStore(path.join(dataDir, 'files')), config, logger: createLogger('silent'), content });
+    const knowledge = new KnowledgeService({ store, blobs: openBlobStore(blobStoreSettings({ dataDir })), config, logger: createLogger('silent'), content });
     const bases = [(await store.knowledgeBases.get(kbId))!];
     const inProc: Record<'vector' | 'fulltext' | 'hybrid', number[]> = { vector: [], fulltext: [], hybrid: [] };
     try {
@@ -246,6 +248,10 @@ async function search(rounds: number, chunks: number): Promise<void> {
     console.log(`  in-process vector leg    ${line(inProc.vector)}`);
     console.log(`  in-process full-text leg ${line(inProc.fulltext)}`);
     console.log(`  in-process hybrid        ${line(inProc.hybrid)}`);
+    figure('knowledge', 'HTTP hybrid p50', percentile(http.hybrid, 50), 'ms', 'lower');
+    figure('knowledge', 'HTTP vector p50', percentile(http.vector, 50), 'ms', 'lower');
+    figure('knowledge', 'full-text leg p50', percentile(inProc.fulltext, 50), 'ms', 'lower');
+    figure('knowledge', 'server RSS with chunks loaded', rss / 1024 / 1024, 'MB', 'lower');
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });
   }

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { apiCall, fmt, median, percentile, root, startProcess, tempDir, time, type Proc } from '../lib.ts';
+import { apiCall, figure, fmt, median, percentile, type Proc, root, startProcess, tempDir, time } from '../lib.ts';
 import { threeBlocks } from './runs.ts';
 
 const KEY = 'sk-owa-bench-mcp-00000000000000000000000';
@@ -67,6 +67,8 @@ export async function mcp(options: { seconds: number; rounds: number }): Promise
     console.log(`  POST /execute (sync)         p50 ${fmt(directP50, 2)} ms  p99 ${fmt(median(rounds.map((r) => p99(r.direct))), 2)} ms`);
     console.log(`  MCP overhead at p50: ${fmt(mcpP50 - directP50, 2)} ms (${fmt((mcpP50 / directP50) * 100, 0)}% of direct)`);
     console.log(`  floors: MCP ping p50 ${fmt(median(rounds.map((r) => p50(r.ping))), 2)} ms, GET /api/v2/meta p50 ${fmt(median(rounds.map((r) => p50(r.meta))), 2)} ms`);
+    figure('mcp', 'tools/call p50', mcpP50, 'ms', 'lower');
+    figure('mcp', 'tools/call/direct', mcpP50 / directP50, 'ratio', 'lower');
   } finally {
     await client?.close().catch(() => undefined);
     await server.stop();

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createServices, startServer } from '../../src/server.ts';
 import { createLogger } from '../../src/http/logging.ts';
 import { bootstrapIfEmpty, createWorkspace } from '../../src/identity/admin.ts';
-import { fmt, median, percentile, tempDir, time } from '../lib.ts';
+import { figure, fmt, median, percentile, tempDir, time } from '../lib.ts';
 
 export async function resources(options: { seconds: number; rounds: number }): Promise<void> {
   const target = http.createServer((_req, res) => res.setHeader('content-type', 'application/json').end('{"ok":true}'));
@@ -59,6 +59,8 @@ export async function resources(options: { seconds: number; rounds: number }): P
     console.log(`  bare sandbox call        p50 ${fmt(p('bare', 50), 3).padStart(8)} ms   p99 ${fmt(p('bare', 99), 3).padStart(8)} ms`);
     console.log(`  custom tool (execute)    p50 ${fmt(p('custom', 50), 3).padStart(8)} ms   p99 ${fmt(p('custom', 99), 3).padStart(8)} ms   (+${fmt(p('custom', 50) - p('bare', 50), 3)} ms over the bare call)`);
     console.log(`  HTTP tool (execute)      p50 ${fmt(p('http', 50), 3).padStart(8)} ms   p99 ${fmt(p('http', 99), 3).padStart(8)} ms   (local target)`);
+    figure('resources', 'custom tool p50', p('custom', 50), 'ms', 'lower');
+    figure('resources', 'HTTP tool p50', p('http', 50), 'ms', 'lower');
 
     const spec = { language: 'javascript', dependencies: ['is-odd@3.0.1', 'is-number@7.0.0'] };
     const until = async (id: string, workspaceId: string) => {

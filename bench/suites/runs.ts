@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { openSqliteStore } from '../../src/store/index.ts';
-import { apiCall, fmt, median, percentile, root, startProcess, tempDir, tenBlockDirect, time, type Proc } from '../lib.ts';
+import { apiCall, figure, fmt, median, percentile, type Proc, root, startProcess, tempDir, tenBlockDirect, time } from '../lib.ts';
 
 const KEY = 'sk-owa-bench-runs-0000000000000000000000';
 const ENV = {
@@ -119,6 +119,8 @@ export async function runs(options: { seconds: number; rounds: number }): Promis
     console.log(`  GET /api/v2/meta (floor)  p50 ${fmt(p('meta', 50), 3).padStart(8)} ms   p99 ${fmt(p('meta', 99), 3).padStart(8)} ms`);
     console.log(`  POST /execute (sync)      p50 ${fmt(p('http', 50), 3).padStart(8)} ms   p99 ${fmt(p('http', 99), 3).padStart(8)} ms   (14 sandbox calls per run)`);
     console.log(`  overhead vs direct JS     ${fmt(overhead, 3)} ms = ${fmt(overhead / 10, 3)} ms per block (target < 1 ms per block); minus the HTTP floor ${fmt((p('http', 50) - p('meta', 50)) / 10, 3)} ms per block`);
+    figure('runs', 'sync execute p50 (10 blocks)', p('http', 50), 'ms', 'lower');
+    figure('runs', 'overhead per block', overhead / 10, 'ms', 'lower');
 
     // (2) queue drain: 10,000 queued runs written while the server is down, drained on start.
     await server.stop();
@@ -162,6 +164,8 @@ export async function runs(options: { seconds: number; rounds: number }): Promis
     const seconds = (Date.parse(span.last) - Date.parse(span.first)) / 1000;
     console.log(`\nruns: draining ${total} queued runs of a 3-block workflow (start → function → response), RUN_WORKERS=${workers}, SANDBOX_POOL_SIZE=2`);
     console.log(`  completed ${span.ok} of ${span.n} in ${fmt(seconds, 2)} s = ${fmt(span.ok / seconds, 0)} runs/s (target > 500 runs/s)   server peak RSS ${fmt(peak, 0)} MB`);
+    figure('runs', 'queue drain', span.ok / seconds, 'runs/s', 'higher');
+    figure('runs', 'server peak RSS (drain)', peak, 'MB', 'lower');
   } finally {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

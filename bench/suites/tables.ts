@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { fmt, median, percentile, root, startProcess, tempDir } from '../lib.ts';
+import { figure, fmt, median, percentile, root, startProcess, tempDir } from '../lib.ts';
 import { TableRowsRepository } from '../../src/store/table-rows.ts';
 import { parsePredicate, parseSort } from '../../src/tables/predicate.ts';
 import type { Column } from '../../src/tables/columns.ts';
@@ -127,6 +127,7 @@ export async function tables(options: { rounds: number }): Promise<void> {
         }
       }
       console.log(`  ${label.padEnd(34)} HTTP p50 ${fmt(median(http), 2).padStart(7)} ms  p99 ${fmt(percentile(http, 99), 2).padStart(7)} ms   same SQL direct p50 ${fmt(median(direct), 2).padStart(6)} ms`);
+      figure('tables', `query p50: ${label}`, median(http), 'ms', 'lower');
     }
     db.close();
 
@@ -164,6 +165,8 @@ export async function tables(options: { rounds: number }): Promise<void> {
       if (bigImport.rowsRejected !== 0) console.log(`  (rejected ${bigImport.rowsRejected} rows!)`);
     }
     console.log(`  median ${fmt(median(rates), 0)} rows/s (target ≥ 100,000); median RSS growth ${fmt(median(growths))} MB (target < 100 MB)`);
+    figure('tables', 'CSV import', median(rates), 'rows/s', 'higher');
+    figure('tables', 'CSV import RSS growth', median(growths), 'MB', 'lower');
 
     // ── export of 1,000,000 rows
     const beforeExport = rssOf(pid);
@@ -185,6 +188,7 @@ export async function tables(options: { rounds: number }): Promise<void> {
     const exportMs = performance.now() - t;
     clearInterval(sampler2);
     console.log(`tables: CSV export of 1,000,000 rows: ${fmt(1_000_000 / (exportMs / 1000), 0)} rows/s (${fmt(exportMs / 1000, 2)} s); server RSS growth ${fmt((peak - beforeExport) / MB)} MB, anonymous (heap) growth ${fmt((peakAnon - beforeExportAnon) / MB)} MB`);
+    figure('tables', 'CSV export', 1_000_000 / (exportMs / 1000), 'rows/s', 'higher');
   } finally {
     await server.stop();
     fs.rmSync(work, { recursive: true, force: true });

@@ -3,7 +3,7 @@
 // (with targeted layout) from scratch. Baselines from the same run: GET and PUT of the same 200-block state.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fmt, median, root, startProcess, tempDir } from '../lib.ts';
+import { figure, fmt, median, root, startProcess, tempDir } from '../lib.ts';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { bootstrapIfEmpty } from '../../src/identity/admin.ts';
 
@@ -75,6 +75,8 @@ export async function workflowOperations(options: { seconds: number; rounds: num
     console.log(line('PUT state (whole graph, committed)', replaces, base));
     console.log(line('POST operations: 1 edit (dryRun)', editDryRuns, base));
     console.log(line('POST operations: 1 edit (committed)', edits, base));
+    figure('workflow-operations', 'one edit p50', median(edits), 'ms', 'lower');
+    figure('workflow-operations', 'whole-graph PUT p50', median(replaces), 'ms', 'lower');
 
     const builds: number[] = [];
     const buildsNoLayout: number[] = [];
@@ -87,6 +89,7 @@ export async function workflowOperations(options: { seconds: number; rounds: num
     console.log(`\nworkflow operations: build ${BLOCKS - 1} connected blocks in one batch (${builds.length} fresh workflows each)`);
     console.log(line('POST operations, layout none', buildsNoLayout, base));
     console.log(line('POST operations, layout targeted', builds, base));
+    figure('workflow-operations', 'batch build p50 (targeted layout)', median(builds), 'ms', 'lower');
   } finally {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { fmt, median, root, startProcess, tempDir } from '../lib.ts';
+import { figure, fmt, median, root, startProcess, tempDir } from '../lib.ts';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { bootstrapIfEmpty } from '../../src/identity/admin.ts';
 import { seedState } from '../../src/workflows/state.ts';
@@ -109,6 +109,7 @@ export async function workflows(options: { seconds: number; rounds: number }): P
       console.log(
         `  ${label.padEnd(38)} ${String(total).padStart(5)} rows ${String(pages.length / rounds).padStart(4)} pages   p50 ${fmt(p50, 2)} ms   p99 ${fmt(percentile(pages, 99), 2)} ms   p50 ×${fmt(p50 / base50, 2)} baseline`,
       );
+      figure('workflows', `list page p50: ${label}`, p50, 'ms', 'lower');
     }
 
     const created = (await timed(`${server.url}/api/v2/workflows`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workspaceId: ws, name: 'Big graph' }) })).body.data;
@@ -127,6 +128,7 @@ export async function workflows(options: { seconds: number; rounds: number }): P
     console.log(`  baseline GET state                      p50 ${fmt(median(reads), 2)} ms   p99 ${fmt(percentile(reads, 99), 2)} ms`);
     console.log(`  PUT state (dryRun: validate + lint)     p50 ${fmt(median(dryRuns), 2)} ms   p99 ${fmt(percentile(dryRuns, 99), 2)} ms   ×${fmt(median(dryRuns) / median(reads), 2)} baseline`);
     console.log(`  PUT state (committed)                   p50 ${fmt(median(writes), 2)} ms   p99 ${fmt(percentile(writes, 99), 2)} ms   ×${fmt(median(writes) / median(reads), 2)} baseline`);
+    figure('workflows', 'PUT state 200 blocks p50', median(writes), 'ms', 'lower');
   } finally {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

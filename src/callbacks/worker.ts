@@ -11,6 +11,7 @@ import type { Store } from '../store/index.ts';
 import type { DeliveryRecord, DeliveryStatus } from '../store/run-callbacks.ts';
 import type { SecretVault } from '../secrets/vault.ts';
 import { EgressError, type EgressPolicy } from '../execution/egress.ts';
+import { inSpan, storedTraceContext, tracingEnabled } from '../ops/spans.ts';
 import { signatureFor } from './signing.ts';
 import { PROCESS_OWNER } from '../workers/lease.ts';
 
@@ -109,8 +110,16 @@ export class CallbackWorker {
     }
   }
 
-  /** One attempt: POST, then the outcome and the delivery's next state in one transaction. */
+  /** One attempt, traced as part of the run's trace (the trace of the request that started the run). */
   private async send(d: DeliveryRecord, signal: AbortSignal): Promise<void> {
+    if (!tracingEnabled()) return this.attempt(d, signal);
+    const parent = storedTraceContext((await this.store.workflowRuns.get(d.runId))?.traceContext);
+    const attributes = { 'owa.callback.delivery_id': d.id, 'owa.callback.event': d.event, 'owa.callback.attempt': d.attempts, 'owa.workspace.id': d.workspaceId };
+    await inSpan('callback.delivery', { attributes, parent }, () => this.attempt(d, signal));
+  }
+
+  /** One attempt: POST, then the outcome and the delivery's next state in one transaction. */
+  private async attempt(d: DeliveryRecord, signal: AbortSignal): Promise<void> {
     const started = new Date();
     let statusCode: number | null = null;
     let error: string | null = null;

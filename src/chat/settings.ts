@@ -5,14 +5,17 @@ import type { ChatAuthType, ChatCustomizations, ChatDeployment, ChatOutputConfig
 import { checkOutputPath } from '../workflows/outputs.ts';
 import type { WorkflowState } from '../workflows/state.ts';
 
+/** What chat URLs are built from: CHAT_URL and the public URL (BASE_URL, or what a trusted proxy forwarded). */
+export type ChatUrlSettings = Pick<Config, 'web' | 'baseUrl'>;
+
 /** Where chat pages live: CHAT_URL, or `{BASE_URL}/chat` (BASE_URL is final only once the port is bound). */
-export function chatBaseUrl(config: Config): string {
+export function chatBaseUrl(config: ChatUrlSettings): string {
   return config.web.chatUrl ?? `${config.baseUrl}/chat`;
 }
 
-export const chatPageUrl = (config: Config, identifier: string) => `${chatBaseUrl(config)}/${encodeURIComponent(identifier)}`;
+export const chatPageUrl = (config: ChatUrlSettings, identifier: string) => `${chatBaseUrl(config)}/${encodeURIComponent(identifier)}`;
 
-export function chatView(config: Config, c: ChatDeployment) {
+export function chatView(config: ChatUrlSettings, c: ChatDeployment) {
   return {
     id: c.id,
     workflowId: c.workflowId,
@@ -34,7 +37,7 @@ export function chatView(config: Config, c: ChatDeployment) {
   };
 }
 
-export function chatSummaryView(config: Config, c: ChatDeployment) {
+export function chatSummaryView(config: ChatUrlSettings, c: ChatDeployment) {
   const { hasPassword: _h, allowedEmails: _a, customizations: _c, ...rest } = chatView(config, c);
   return rest;
 }

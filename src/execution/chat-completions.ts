@@ -1,6 +1,8 @@
 // The one client of the operator's OpenAI-compatible chat-completions endpoint (AGENT_API_BASE_URL): agent blocks
 // and the workspace agent chat call it. One round trip, answered whole or streamed (Server-Sent Events with
-// `delta`s, assembled here into the same message a whole answer carries). No HTTP server concerns here.
+// `delta`s, assembled here into the same message a whole answer carries). Each round trip is a client span (GenAI
+// semantic conventions) whose traceparent the provider receives. No HTTP server concerns here.
+import { SpanKind, inSpan, withTraceHeaders, type Span } from '../ops/spans.ts';
 import type { AgentProvider } from './options.ts';
 
 export type ModelErrorKind = 'unreachable' | 'timeout' | 'refused' | 'malformed';
@@ -23,15 +25,29 @@ export interface Completion {
   model: string | null;
 }
 
-async function post(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal): Promise<{ res: Response; timeout: AbortSignal }> {
+const endpointOf = (provider: AgentProvider) => new URL(`${provider.baseUrl.replace(/\/+$/, '')}/chat/completions`);
+
+/** Runs one round trip inside its client span, and records the tokens it used on the span. */
+function traced(provider: AgentProvider, body: Record<string, unknown>, fn: (span: Span | null) => Promise<Completion>): Promise<Completion> {
+  const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': String(body.model), 'server.address': endpointOf(provider).hostname, 'http.request.method': 'POST' };
+  return inSpan(`chat ${String(body.model)}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    const answer = await fn(span);
+    span?.setAttribute('gen_ai.usage.input_tokens', answer.usage.prompt);
+    span?.setAttribute('gen_ai.usage.output_tokens', answer.usage.completion);
+    return answer;
+  });
+}
+
+async function post(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal, span: Span | null): Promise<{ res: Response; timeout: AbortSignal }> {
   const timeout = AbortSignal.timeout(provider.timeoutMs);
   try {
-    const res = await fetch(`${provider.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
+    const res = await fetch(endpointOf(provider), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) },
+      headers: withTraceHeaders({ 'content-type': 'application/json', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) }),
       body: JSON.stringify(body),
       signal: AbortSignal.any([signal, timeout]),
     });
+    span?.setAttribute('http.response.status_code', res.status);
     if (!res.ok) {
       const raw = await res.text();
       let json: Record<string, unknown> = {};
@@ -62,8 +78,12 @@ function usageOf(json: Record<string, unknown>): Completion['usage'] {
 }
 
 /** One round trip, answered whole. */
-export async function completeChat(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal): Promise<Completion> {
-  const { res, timeout } = await post(provider, { ...body, stream: false }, signal);
+export function completeChat(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal): Promise<Completion> {
+  return traced(provider, body, (span) => completeChatIn(provider, body, signal, span));
+}
+
+async function completeChatIn(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal, span: Span | null): Promise<Completion> {
+  const { res, timeout } = await post(provider, { ...body, stream: false }, signal, span);
   let raw: string;
   try {
     raw = await res.text();
@@ -92,8 +112,12 @@ export async function completeChat(provider: AgentProvider, body: Record<string,
  * too (by index) and are put together. Usage is read from the final chunk when the endpoint sends one
  * (`stream_options.include_usage`).
  */
-export async function streamChat(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal, onText: (text: string) => void): Promise<Completion> {
-  const { res, timeout } = await post(provider, { ...body, stream: true, stream_options: { include_usage: true } }, signal);
+export function streamChat(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal, onText: (text: string) => void): Promise<Completion> {
+  return traced(provider, body, (span) => streamChatIn(provider, body, signal, onText, span));
+}
+
+async function streamChatIn(provider: AgentProvider, body: Record<string, unknown>, signal: AbortSignal, onText: (text: string) => void, span: Span | null): Promise<Completion> {
+  const { res, timeout } = await post(provider, { ...body, stream: true, stream_options: { include_usage: true } }, signal, span);
   if (!/event-stream/i.test(res.headers.get('content-type') ?? '')) {
     // Some endpoints ignore `stream`; their whole answer is read as one.
     let json: Record<string, unknown> = {};

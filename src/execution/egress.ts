@@ -7,6 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { SandboxPoolOptions } from '../sandbox/pool.ts';
+import { SpanKind, inSpan, tracingEnabled, withTraceHeaders } from '../ops/spans.ts';
 
 export interface EgressOptions {
   /** Allow every address, private ones included. */
@@ -133,7 +134,6 @@ export class EgressPolicy {
     });
   };
 
-  /** Sends one request, following redirects, each hop checked against the policy. */
   /** `fetch` for the sandbox pool: each call from untrusted code goes through this policy in the parent process. */
   sandboxFetch(timeoutMs: number): NonNullable<SandboxPoolOptions['fetch']> {
     return async (request, signal) => {
@@ -142,7 +142,29 @@ export class EgressPolicy {
     };
   }
 
-  async request(req: HttpRequest): Promise<HttpResponse> {
+  /**
+   * Sends one request, following redirects, each hop checked against the policy. Traced as one client span
+   * (redirects included) whose traceparent the server receives.
+   */
+  request(req: HttpRequest): Promise<HttpResponse> {
+    if (!tracingEnabled()) return this.send(req);
+    let target: URL | null = null;
+    try {
+      target = new URL(req.url);
+    } catch {
+      /* send() reports it */
+    }
+    const method = (req.method ?? 'GET').toUpperCase();
+    const attributes = { 'http.request.method': method, ...(target ? { 'server.address': target.hostname, 'server.port': Number(target.port) || (target.protocol === 'https:' ? 443 : 80), 'url.scheme': target.protocol.slice(0, -1) } : {}) };
+    return inSpan(method, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const res = await this.send({ ...req, headers: withTraceHeaders(req.headers ?? {}) });
+      span?.setAttribute('http.response.status_code', res.status);
+      if (res.status >= 500) span?.setStatus({ code: 2 });
+      return res;
+    });
+  }
+
+  private async send(req: HttpRequest): Promise<HttpResponse> {
     const timeout = AbortSignal.timeout(req.timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     let url = this.parse(req.url);

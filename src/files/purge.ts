@@ -32,6 +32,8 @@ export interface PurgeReport {
   abandonedCompletions: number;
   stagingFiles: number;
   temporaryFiles: number;
+  /** What a server that died mid-write or mid-purge left in the shared blob place (./blob-store.ts tidyShared). */
+  sharedLeftovers: number;
   blobs: number;
 }
 
@@ -50,7 +52,7 @@ export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeO
   const now = options.now ?? Date.now();
   const grace = options.graceMs ?? HOUR;
   const cutoff = new Date(now - options.archiveRetentionMs).toISOString();
-  const report: PurgeReport = { files: 0, folders: 0, expiredUploads: 0, abandonedCompletions: 0, stagingFiles: 0, temporaryFiles: 0, blobs: 0 };
+  const report: PurgeReport = { files: 0, folders: 0, expiredUploads: 0, abandonedCompletions: 0, stagingFiles: 0, temporaryFiles: 0, sharedLeftovers: 0, blobs: 0 };
 
   // First, before the temporary files go: a commit's bytes wait under a temporary name.
   const abandoned = await returnAbandonedCompletions(store, blobs, new Date(now).toISOString(), options.logger);
@@ -97,11 +99,13 @@ export async function purgeFiles(store: Store, blobs: BlobStore, options: PurgeO
     report.temporaryFiles++;
   }
 
+  // Blobs may be shared with other servers (one BLOB_DIR or bucket, one database): one that a writer is
+  // committing right now is young, or was just refreshed, and deleteIfUnused looks at that time again last.
+  report.sharedLeftovers = await blobs.tidyShared(now - grace);
   const referenced = await blobKeysInUse(store);
   for await (const blob of blobs.list()) {
     if (referenced.has(blob.key) || now - blob.modifiedAt < grace) continue;
-    await blobs.delete(blob.key);
-    report.blobs++;
+    if (await blobs.deleteIfUnused(blob.key, now - grace)) report.blobs++;
   }
   return report;
 }

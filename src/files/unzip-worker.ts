@@ -51,8 +51,9 @@ const fail = (message: string, reason?: UnzipFailure) => port.postMessage({ type
 
 const extractRequested = new Promise<void>((resolve) => port.on('message', (m: { type: string }) => m.type === 'extract' && resolve()));
 
+const blobs = openBlobStore(data.blobs);
+
 async function run(): Promise<void> {
-  const blobs = openBlobStore(data.blobs);
   const plan = await planZip(blobs, data.key, data.size, { maxEntries: data.maxEntries, maxBytes: data.maxBytes });
   port.postMessage({ type: 'planned', files: plan.files.length, skipped: plan.skipped, totalBytes: plan.totalBytes } satisfies UnzipWorkerMessage);
   await extractRequested;
@@ -71,8 +72,12 @@ async function run(): Promise<void> {
 }
 
 run().then(
-  () => port.close(),
+  () => {
+    blobs.close();
+    port.close();
+  },
   (err: unknown) => {
+    blobs.close();
     if (err instanceof ZipRefused) fail(err.message, err.reason);
     else fail(`The unzip failed: ${err instanceof Error ? err.message : String(err)}`);
     port.close();

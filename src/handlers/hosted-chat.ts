@@ -26,7 +26,9 @@ const noChat = () => notFound('Chat deployment');
  * A chat's entity tag: the hash of its answer (which includes whether it is live, so deploying the workflow
  * changes it) and of its stored password hash, so a new password alone changes the tag too.
  */
-const chatTag = (ctx: RequestContext, c: ChatDeployment) => tagOf({ chat: chatView(ctx.services.config, c), password: c.passwordHash });
+/** Chat URLs on the public URL this request sees. */
+const chatUrls = (ctx: RequestContext) => ({ web: ctx.services.config.web, baseUrl: ctx.baseUrl });
+const chatTag = (ctx: RequestContext, c: ChatDeployment) => tagOf({ chat: chatView(chatUrls(ctx), c), password: c.passwordHash });
 
 /** The draft graph output configs are checked against. */
 function graphOf(w: WorkflowRecord): WorkflowState {
@@ -40,7 +42,7 @@ export const getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'> = a
   const w = await loadWorkflow(ctx, params.workflowId);
   const chat = await ctx.services.store.chatDeployments.getByWorkflow(w.id);
   if (!chat) throw noChat();
-  return { status: 200, body: { data: chatView(ctx.services.config, chat) }, headers: { ETag: chatTag(ctx, chat) } };
+  return { status: 200, body: { data: chatView(chatUrls(ctx), chat) }, headers: { ETag: chatTag(ctx, chat) } };
 };
 
 export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'> = async ({ params, body, ctx }) => {
@@ -99,7 +101,7 @@ export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployme
       throw err;
     }
   })();
-  return { status: 200, body: { data: chatView(ctx.services.config, stored) }, headers: { ETag: chatTag(ctx, stored) } };
+  return { status: 200, body: { data: chatView(chatUrls(ctx), stored) }, headers: { ETag: chatTag(ctx, stored) } };
 };
 
 export const deleteWorkflowChatDeployment: Handler<'deleteWorkflowChatDeployment'> = async ({ params, ctx }) => {
@@ -132,5 +134,5 @@ export const listChatDeployments: Handler<'listChatDeployments'> = async ({ quer
     after: readCursor(ctx, query.cursor, binding),
     limit: limit + 1,
   });
-  return { status: 200, body: toPage(ctx, rows, limit, binding, (c) => [SORT_VALUE[sortBy](c), c.id], (c) => chatSummaryView(ctx.services.config, c)) };
+  return { status: 200, body: toPage(ctx, rows, limit, binding, (c) => [SORT_VALUE[sortBy](c), c.id], (c) => chatSummaryView(chatUrls(ctx), c)) };
 };

@@ -34,7 +34,7 @@ export const legacyExecuteWorkflow: Handler<'legacyExecuteWorkflow'> = async ({ 
     timeoutMs: queued ? policy.maxAsyncSeconds * 1000 : null,
   });
   if (queued) {
-    const receipt = { success: true, taskId: run.key, status: 'queued' as const, createdAt: run.queuedAt, links: { status: `${config.baseUrl}/api/jobs/${encodeURIComponent(run.key)}` } };
+    const receipt = { success: true, taskId: run.key, status: 'queued' as const, createdAt: run.queuedAt, links: { status: `${ctx.baseUrl}/api/jobs/${encodeURIComponent(run.key)}` } };
     // The 202 receipt is the spec's second success shape; the generated result type names only the 200 one.
     return { status: 202, body: receipt };
   }

@@ -44,7 +44,7 @@ export async function firstReachable<T extends { workspaceId: string }>(ctx: Req
 export type ExecuteRequest = Omit<RunRequest, 'workflow' | 'billingAccountId' | 'triggeredBy'>;
 
 export const statusUrl = (ctx: RequestContext, workflowId: string, runId: string) =>
-  `${ctx.services.config.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
+  `${ctx.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/runs/${encodeURIComponent(runId)}`;
 
 /**
  * Accepts a run for the caller (src/runs/lifecycle.ts): the run, its log, the workflow's run count and one

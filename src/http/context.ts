@@ -19,6 +19,8 @@ export interface RequestContext<P extends Principal | null = Principal> {
    * operation's minimum role; null for operations that resolve their workspace from a resource.
    */
   readonly workspace: WorkspaceAccess | null;
+  /** The public URL links in the answer are built on (src/http/public-url.ts): BASE_URL, or what a trusted proxy forwarded. */
+  readonly baseUrl: string;
   /**
    * A request header the spec cannot declare as a parameter (OpenAPI ignores `Accept`), e.g. for content
    * negotiation of a streamed answer. Declared header parameters arrive validated in the handler's `headers`.

@@ -33,7 +33,8 @@ export function requestLogging(logger: Logger): RequestHandler {
     // 'close' comes once per response, whether it was sent whole ('finish' first) or cut short.
     res.once('close', () => {
       const durationMs = Math.round((Number(process.hrtime.bigint() - started) / 1e6) * 100) / 100;
-      const line = { method: req.method, path: req.path, status: res.statusCode, durationMs };
+      // The client's address: the forwarded one when a proxy TRUST_PROXY trusts sent the request.
+      const line = { method: req.method, path: req.path, status: res.statusCode, durationMs, client: req.ip };
       if (res.writableFinished) req.log.info(line, 'request');
       else req.log.info({ ...line, aborted: true, reason: (res.locals as { clientGone?: string }).clientGone ?? 'connection closed' }, 'request aborted by the client');
     });

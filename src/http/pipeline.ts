@@ -18,11 +18,15 @@ import { rateLimit } from './rate-limit.ts';
 import { assertJsonDepth } from '../domain/json-depth.ts';
 import { assertPrecondition, ifNoneMatchHits, parseTagCondition } from './conditional.ts';
 import { Idempotency, StoredJson } from './idempotency.ts';
+import { withContext, type Context } from '../ops/spans.ts';
+import { publicBaseUrl } from './public-url.ts';
 
 interface Locals {
   principal?: Principal;
   /** The matched operation; the error handler reads its error format. */
   operation?: OperationSpec;
+  /** The request span's context (src/http/tracing.ts), when tracing is on. */
+  traceContext?: Context;
 }
 
 const principalOf = (res: Response): Principal | null => (res.locals as Locals).principal ?? null;
@@ -31,6 +35,13 @@ const principalOf = (res: Response): Principal | null => (res.locals as Locals).
 export function matchedOperation(res: { locals?: Record<string, unknown> }): OperationSpec | undefined {
   return (res.locals as Locals | undefined)?.operation;
 }
+
+/** Records the request span's context; the handler is called inside it. */
+export function setRequestTraceContext(res: Response, ctx: Context): void {
+  (res.locals as Locals).traceContext = ctx;
+}
+
+const requestTraceContext = (res: Response): Context | undefined => (res.locals as Locals).traceContext;
 
 /** Sets the request's principal; for authenticate replacements. */
 export function setPrincipal(res: Response, principal: Principal): void {
@@ -177,6 +188,7 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
           services,
           log: req.log,
           workspace,
+          baseUrl: publicBaseUrl(req, services.config),
           header: (name) => req.get(name),
           authorizeWorkspace: (workspaceId, options: { minRole?: WorkspaceRole; resource?: string } = {}) => {
             if (!principal) throw new Error(`${operation.operationId} is public: it has no caller to authorize`);
@@ -213,7 +225,9 @@ export function createBinder(services: Services, validatorFor: ValidatorFactory,
             ctx,
           });
         };
-        const result = idem ? await idem.run(ctx as RequestContext, call) : await call();
+        // The handler runs in the request's trace context, which stream callbacks (body parsing) do not carry.
+        const traced = () => withContext(requestTraceContext(res), call);
+        const result = idem ? await idem.run(ctx as RequestContext, traced) : await traced();
         // A replayed answer (Idempotency-Key) never ran the handler, so it checked nothing.
         if ((ifMatch || (operation.etag === 'write' && ifNoneMatch)) && handlerRan && !preconditionChecked && result.status < 300) {
           req.log.error({ operationId: operation.operationId }, 'If-Match was sent but the handler never checked it');

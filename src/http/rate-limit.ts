@@ -96,8 +96,8 @@ export function rateLimitedBucket(res: { locals?: Record<string, unknown> }): Ra
 export function rateLimit(services: RateLimitServices, operation: OperationSpec, principalOf: (res: Parameters<RequestHandler>[1]) => Principal | null): RequestHandler {
   return async (req, res, next) => {
     try {
-      // Callers of public operations are counted by address, on the free plan's buckets.
-      const principal = principalOf(res) ?? { subject: `address:${req.socket.remoteAddress ?? 'unknown'}`, plan: 'free' as const };
+      // Callers of public operations are counted by address (the forwarded one from a trusted proxy), on the free plan's buckets.
+      const principal = principalOf(res) ?? { subject: `address:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`, plan: 'free' as const };
       const bucket = bucketFor(operation, req.body, req.get('x-execution-mode'));
       const capacity = services.config.rateLimits[principal.plan][bucket];
       const now = Date.now();

@@ -32,7 +32,7 @@ async function addUser(tx: Repositories, input: { email: string; name?: string }
 type NewWorkspace = { name: string; ownerId: string; color?: string };
 export const createWorkspace = (store: Store, input: NewWorkspace) => store.transaction((tx) => addWorkspace(tx, input));
 
-async function addWorkspace(tx: Repositories, input: NewWorkspace): Promise<Workspace> {
+export async function addWorkspace(tx: Repositories, input: NewWorkspace): Promise<Workspace> {
   const name = input.name.trim();
   if (!name || name.length > 200) throw new IdentityError('A workspace name must have 1 to 200 characters');
   if (!(await tx.users.get(input.ownerId))) throw new IdentityError(`No user ${input.ownerId}`);

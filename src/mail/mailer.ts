@@ -5,6 +5,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { WebSettings } from '../config.ts';
+import { SpanKind, inSpan } from '../ops/spans.ts';
 
 export interface MailMessage {
   to: string;
@@ -42,7 +43,10 @@ export class SmtpMailer implements Mailer {
   }
 
   async send(message: MailMessage): Promise<void> {
-    await this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text });
+    // A client span around the SMTP exchange (no addresses or subject on it: those are personal data).
+    await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'owa.mail.transport': 'smtp' } }, () =>
+      this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text }),
+    );
   }
 }
 

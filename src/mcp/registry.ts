@@ -8,6 +8,7 @@ import type { McpServerRecord, McpToolDescriptor } from '../store/mcp-servers.ts
 import type { SecretVault } from '../secrets/vault.ts';
 import type { EgressPolicy } from '../execution/egress.ts';
 import { callTool, discoverTools, McpClientError, type McpEndpoint } from './client.ts';
+import { inSpan } from '../ops/spans.ts';
 
 /** Cached discoveries younger than this are reused without asking the server again. */
 export const TOOLS_CACHE_MS = 5 * 60_000;
@@ -111,7 +112,8 @@ export class McpRegistry {
     if (!server.enabled) throw new McpToolError('SERVER_DISABLED', `The MCP server "${server.name}" is disabled.`);
     if (server.authType === 'oauth') throw new McpToolError('NEEDS_OAUTH', `The MCP server "${server.name}" needs OAuth authorization, which this server cannot perform yet.`);
     try {
-      const result = await callTool(this.egress, this.endpointOf(server), toolName, args, signal);
+      // The HTTP requests of the call are client spans inside this one (src/execution/egress.ts).
+      const result = await inSpan('mcp.tools/call', { attributes: { 'owa.mcp.server_id': server.id, 'gen_ai.tool.name': toolName, 'owa.workspace.id': workspaceId } }, () => callTool(this.egress, this.endpointOf(server), toolName, args, signal));
       await this.record(server.id, { connectionStatus: 'connected', lastError: null, lastConnected: new Date().toISOString() });
       return result;
     } catch (err) {

@@ -3,7 +3,9 @@
 //
 //   workspace.sqlite   the database, copied through SQLite's online backup: one consistent snapshot, taken in
 //                      a read transaction that (in WAL mode) never holds up the server's writes
-//   files/blobs/...    the file bytes, in the blob store's own layout
+//   files/blobs/...    the file bytes, in the blob store's own layout; with BLOB_STORE=s3 they stay in the
+//                      bucket (back it up with the bucket's own means: versioning, replication) and
+//                      FILE-BYTES-IN-BUCKET.txt says so; the backup checks that every blob it needs is there
 //   secrets.key        the secrets key, or SECRETS_KEY-IS-EXTERNAL.txt when it comes from the environment
 //   manifest.json      written last: a backup without one is unfinished
 //
@@ -18,7 +20,8 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { DatabaseSync, backup } from 'node:sqlite';
-import { BlobIntegrityError, blobStoreSettings, openBlobStore, type BlobStore } from '../files/blob-store.ts';
+import { BlobIntegrityError, blobStoreSettings, openBlobStore, type BlobStore, type BlobStoreSettings } from '../files/blob-store.ts';
+import type { BlobStoreConfig } from '../config.ts';
 import { blobKeysInUse } from '../files/purge.ts';
 import { openWorkerStore } from '../store/index.ts';
 import { SecretCipher, loadSecretsKey } from '../secrets/cipher.ts';
@@ -29,6 +32,7 @@ export const MANIFEST_FILE = 'manifest.json';
 const DATABASE_COPY = 'workspace.sqlite';
 const KEY_FILE = 'secrets.key';
 const EXTERNAL_KEY_NOTE = 'SECRETS_KEY-IS-EXTERNAL.txt';
+const BUCKET_NOTE = 'FILE-BYTES-IN-BUCKET.txt';
 const FORMAT = 'open-workspace-automation-backup/1';
 /** The most pages sqlite3_backup_step may copy at once: the whole database in one step, so writes cannot restart it. */
 const ALL_PAGES = 2 ** 31 - 1;
@@ -44,6 +48,11 @@ export interface BackupManifest {
   schemaVersion: number;
   database: { file: string; bytes: number; sha256: string };
   blobs: { count: number; bytes: number };
+  /**
+   * Where the file bytes are: in the backup (absent in older manifests), or left in an S3 bucket, which
+   * restoring needs (BLOB_STORE=s3 with that bucket).
+   */
+  blobLocation?: 'included' | { bucket: string; endpoint: string | null; region: string };
   /** Rows per table in the snapshot. */
   counts: Record<string, number>;
   /** Where the secrets key is: in the backup, or supplied through SECRETS_KEY (keep it yourself). */
@@ -55,6 +64,8 @@ export interface DataLocation {
   databaseFile: string;
   /** SECRETS_KEY as configured, or null when the key lives in $DATA_DIR/secrets.key. */
   secretsKey: string | null;
+  /** Where the file bytes live (BLOB_DIR or BLOB_STORE=s3); absent: $DATA_DIR/files/blobs. */
+  blobStore?: BlobStoreConfig;
 }
 
 function isEmptyDir(dir: string): boolean {
@@ -76,7 +87,18 @@ async function sha256OfFile(file: string): Promise<string> {
 }
 
 /** Copies every blob of `from` into `to`, each verified against its key; blobs removed meanwhile are skipped. */
-async function copyBlobs(from: BlobStore, to: BlobStore): Promise<{ count: number; bytes: number }> {
+async function copyBlobs(fromSettings: BlobStoreSettings, toSettings: BlobStoreSettings): Promise<{ count: number; bytes: number }> {
+  const from = openBlobStore(fromSettings);
+  const to = openBlobStore(toSettings);
+  try {
+    return await copyEach(from, to);
+  } finally {
+    from.close();
+    to.close();
+  }
+}
+
+async function copyEach(from: BlobStore, to: BlobStore): Promise<{ count: number; bytes: number }> {
   let count = 0;
   let bytes = 0;
   for await (const { key } of from.list()) {
@@ -157,14 +179,24 @@ async function backupInto(dir: string, source: DataLocation, keyFile: string): P
   settle.exec('PRAGMA journal_mode = DELETE');
   settle.close();
 
-  // 2. The bytes, then the check that the snapshot's blobs all made it.
-  const copied = await copyBlobs(openBlobStore(blobStoreSettings(source)), openBlobStore(blobStoreSettings({ dataDir: dir })));
-  const copiedStore = openBlobStore(blobStoreSettings({ dataDir: dir }));
-  for (const key of needed) {
-    if ((await copiedStore.size(key)) === null) {
-      throw new BackupError(`The blob ${key}, which the database snapshot refers to, was deleted while the backup ran; run the backup again`);
-    }
-  }
+  // 2. The bytes, then the check that the snapshot's blobs all made it (or, in a bucket, are all there).
+  const sourceBlobs = blobStoreSettings(source);
+  let copied = { count: 0, bytes: 0 };
+  let blobLocation: BackupManifest['blobLocation'] = 'included';
+  if (sourceBlobs.kind === 's3') {
+    blobLocation = { bucket: sourceBlobs.s3.bucket, endpoint: sourceBlobs.s3.endpoint, region: sourceBlobs.s3.region };
+    fs.writeFileSync(
+      path.join(dir, BUCKET_NOTE),
+      `The file bytes of this data live in the S3 bucket "${sourceBlobs.s3.bucket}"${sourceBlobs.s3.endpoint ? ` at ${sourceBlobs.s3.endpoint}` : ''}, so they are not in this backup.\n` +
+        'Back that bucket up with its own means (versioning, replication); restoring this backup needs BLOB_STORE=s3 with the same bucket.\n',
+      { mode: 0o600 },
+    );
+  } else copied = await copyBlobs(sourceBlobs, blobStoreSettings({ dataDir: dir }));
+  await expectBlobs(sourceBlobs.kind === 's3' ? sourceBlobs : blobStoreSettings({ dataDir: dir }), needed, (key) =>
+    sourceBlobs.kind === 's3'
+      ? `The blob ${key}, which the database snapshot refers to, is not in S3_BUCKET "${sourceBlobs.s3.bucket}"; run the backup again`
+      : `The blob ${key}, which the database snapshot refers to, was deleted while the backup ran; run the backup again`,
+  );
 
   // 3. The key: without it, no secret in the backup can be read again.
   let secretsKey: BackupManifest['secretsKey'];
@@ -190,6 +222,7 @@ async function backupInto(dir: string, source: DataLocation, keyFile: string): P
     schemaVersion,
     database: { file: DATABASE_COPY, bytes: fs.statSync(dbCopy).size, sha256: await sha256OfFile(dbCopy) },
     blobs: copied,
+    blobLocation,
     counts,
     secretsKey,
   };
@@ -197,6 +230,16 @@ async function backupInto(dir: string, source: DataLocation, keyFile: string): P
   fs.writeFileSync(temp, JSON.stringify(manifest, null, 2) + '\n', { mode: 0o600 });
   fs.renameSync(temp, path.join(dir, MANIFEST_FILE));
   return { directory: dir, ...manifest };
+}
+
+/** Fails with `missing(key)` for the first of `keys` that `settings`' store does not hold. */
+async function expectBlobs(settings: BlobStoreSettings, keys: Iterable<string>, missing: (key: string) => string): Promise<void> {
+  const store = openBlobStore(settings);
+  try {
+    for (const key of keys) if ((await store.size(key)) === null) throw new BackupError(missing(key));
+  } finally {
+    store.close();
+  }
 }
 
 function readManifest(dir: string): BackupManifest {
@@ -241,9 +284,16 @@ export async function restoreBackup(from: string, target: DataLocation): Promise
     if (target.secretsKey !== null) throw new BackupError('This backup includes its secrets key, but SECRETS_KEY is set and would take its place; unset SECRETS_KEY to restore');
   }
 
+  const targetBlobs = blobStoreSettings(target);
+  const inBucket = manifest.blobLocation !== undefined && manifest.blobLocation !== 'included' ? manifest.blobLocation : null;
+  if (inBucket && targetBlobs.kind !== 's3') {
+    throw new BackupError(`This backup's file bytes live in the S3 bucket "${inBucket.bucket}"; restore with BLOB_STORE=s3 and that bucket`);
+  }
+
   fs.mkdirSync(target.dataDir, { recursive: true, mode: 0o700 });
   try {
-    const copied = await copyBlobs(openBlobStore(blobStoreSettings({ dataDir: dir })), openBlobStore(blobStoreSettings(target)));
+    // File bytes left in a bucket stay there: the restored database is checked against it below.
+    const copied = inBucket ? manifest.blobs : await copyBlobs(blobStoreSettings({ dataDir: dir }), targetBlobs);
     if (copied.count !== manifest.blobs.count || copied.bytes !== manifest.blobs.bytes) {
       throw new BackupError(`The backup's files/ holds ${copied.count} blobs (${copied.bytes} bytes), the manifest says ${manifest.blobs.count} (${manifest.blobs.bytes} bytes); it is incomplete`);
     }
@@ -260,7 +310,10 @@ export async function restoreBackup(from: string, target: DataLocation): Promise
     const handle = await fsp.open(temp, 'r+');
     await handle.sync().finally(() => handle.close());
     await fsp.rename(temp, target.databaseFile);
-    const { keyOpens } = await inspect(target.databaseFile, loadSecretsKey(target.secretsKey, target.dataDir));
+    const { keyOpens, blobKeys } = await inspect(target.databaseFile, loadSecretsKey(target.secretsKey, target.dataDir));
+    if (inBucket && targetBlobs.kind === 's3') {
+      await expectBlobs(targetBlobs, blobKeys, (key) => `The blob ${key}, which the backup's database refers to, is not in S3_BUCKET "${targetBlobs.s3.bucket}"; restore with the bucket the backup was taken from; nothing was restored`);
+    }
     if (keyOpens === false) throw new BackupError(`The secrets key (${manifest.secretsKey === 'external' ? 'SECRETS_KEY' : 'secrets.key of the backup'}) ${WRONG_KEY}; nothing was restored`);
   } catch (err) {
     // Leave the directory as empty as it was found, so the restore can simply be run again.

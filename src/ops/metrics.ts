@@ -53,7 +53,7 @@ export function createServerMetrics(services: Services): ServerMetrics {
   const httpDuration = new Histogram({ name: 'owa_http_request_duration_seconds', help: 'Time from request to the end of its response, by operation id, method and status class.', labelNames: ['operation', 'method', 'status_class'] as const, registers });
   const rateLimitRejections = new Counter({ name: 'owa_rate_limit_rejections_total', help: 'Requests refused with 429 by the per-credential rate limits, by operation id and bucket.', labelNames: ['operation', 'bucket'] as const, registers });
 
-  const runsSettled = new Counter({ name: 'owa_runs_settled_total', help: 'Run outcomes recorded by this process, by trigger and final status.', labelNames: ['trigger', 'status'] as const, registers });
+  const runsSettled = new Counter({ name: 'owa_runs_settled_total', help: 'Run outcomes recorded by this process (executed, cancelled, or reclaimed from an expired lease and settled here), by trigger and final status.', labelNames: ['trigger', 'status'] as const, registers });
   const runDuration = new Histogram({ name: 'owa_run_duration_seconds', help: 'Execution time of runs executed by this process, by trigger and status.', labelNames: ['trigger', 'status'] as const, buckets: RUN_BUCKETS, registers });
   const stopRuns = services.runs.observeSettled((run) => {
     runsSettled.inc({ trigger: run.trigger, status: run.status });
@@ -75,11 +75,11 @@ export function createServerMetrics(services: Services): ServerMetrics {
 
   const knowledgeDocuments = new Gauge({
     name: 'owa_knowledge_documents',
-    help: 'Knowledge documents waiting for or in processing, by state (at scrape).',
+    help: 'Knowledge documents by processing state: pending, processing, completed, failed (at scrape).',
     labelNames: ['state'] as const,
     registers,
     collect: atScrape('owa_knowledge_documents', async () => {
-      const counts = await store.knowledgeDocuments.backlogCounts();
+      const counts = await store.knowledgeDocuments.countsByState();
       for (const [state, n] of Object.entries(counts)) knowledgeDocuments.set({ state }, n);
     }),
   });
@@ -94,6 +94,31 @@ export function createServerMetrics(services: Services): ServerMetrics {
         for (const [status, n] of Object.entries(counts)) tableJobs.set({ kind, status }, n);
       }
     }),
+  });
+
+  // The engine's pool runs function blocks without a built sandbox; "sandbox" adds up the pools of built sandboxes.
+  const sandboxPools = () => [['default', services.engine.options.sandbox.usage()], ['sandbox', services.sandboxes.poolUsage()]] as const;
+  const sandboxWorkers = new Gauge({
+    name: 'owa_sandbox_workers',
+    help: 'Sandbox processes by pool (default, sandbox) and state: busy (running a call), idle (ready), total (starting ones too).',
+    labelNames: ['pool', 'state'] as const,
+    registers,
+    collect() {
+      for (const [pool, u] of sandboxPools()) {
+        sandboxWorkers.set({ pool, state: 'busy' }, u.busy);
+        sandboxWorkers.set({ pool, state: 'idle' }, u.idle);
+        sandboxWorkers.set({ pool, state: 'total' }, u.total);
+      }
+    },
+  });
+  const sandboxWaiting = new Gauge({
+    name: 'owa_sandbox_calls_waiting',
+    help: 'Function-block calls waiting for a free sandbox process, by pool.',
+    labelNames: ['pool'] as const,
+    registers,
+    collect() {
+      for (const [pool, u] of sandboxPools()) sandboxWaiting.set({ pool }, u.waiting);
+    },
   });
 
   const callbackAttempts = new Counter({ name: 'owa_callback_attempts_total', help: 'Completion-callback delivery attempts recorded by this process, by outcome (delivered, retry, failed).', labelNames: ['outcome'] as const, registers });

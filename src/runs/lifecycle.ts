@@ -2,6 +2,7 @@
 // groups): accepting it, cancelling it and resuming it. Each takes the transaction and audit context it runs
 // under (the API's ctx.mutate, or actingAs() for a trigger without a request) and raises domain errors, so
 // every trigger writes the same rows and the same audit trail. Executing a run is ./service.ts. No HTTP here.
+import { storableTraceContext } from '../ops/spans.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Audit, Mutate } from '../domain/changes.ts';
 import { DomainError, invalidInput } from '../domain/errors.ts';
@@ -86,6 +87,8 @@ export function prepareRun(runs: RunService, req: RunRequest): RunRecord {
     triggeredBy: req.triggeredBy,
     at: new Date().toISOString(),
     lease: queued ? null : runs.newLease(),
+    // A queued run executes after this request returned: it keeps the request's trace to continue it then.
+    traceContext: storableTraceContext(),
   });
 }
 

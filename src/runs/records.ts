@@ -28,6 +28,8 @@ export interface NewRun {
   at: string;
   /** A run that starts running at once (sync, stream) is held by the accepting process under this lease. */
   lease?: { owner: string; until: string } | null;
+  /** The trace context to continue when the run executes (src/ops/spans.ts). */
+  traceContext?: string | null;
 }
 
 export function newRunRecord(n: NewRun): RunRecord {
@@ -65,6 +67,7 @@ export function newRunRecord(n: NewRun): RunRecord {
     leaseUntil: n.queued ? null : (n.lease?.until ?? null),
     attempts: n.queued ? 0 : 1,
     cancelRequestedAt: null,
+    traceContext: n.traceContext ?? null,
   };
 }
 

@@ -30,6 +30,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
 import { sortableId } from '../domain/ids.ts';
+import { failSpan, hasActiveSpan, inSpan, storedTraceContext, tracingEnabled } from '../ops/spans.ts';
 import { moveRun } from './transitions.ts';
 import { logStatusOf } from './records.ts';
 import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
@@ -142,7 +143,6 @@ export class RunService {
   private readonly blobs: BlobStore | null;
   private readonly sandboxes: SandboxBuilder | null;
   private readonly workspaceCredentials: WorkspaceCredentials | null;
-  private readonly onSettled: () => void;
   private readonly settledObservers = new Set<(run: SettledRun) => void>();
   private readonly owner: string;
   constructor(deps: {
@@ -157,13 +157,10 @@ export class RunService {
     sandboxes?: SandboxBuilder;
     workspaceCredentials?: WorkspaceCredentials;
     mcp?: McpRegistry;
-    /** Called after a run's outcome is recorded (the completion-callback worker looks for due deliveries). */
-    onSettled?: () => void;
     /** Who holds the runs executed here (tests stand in for a second process with another owner). */
     leaseOwner?: string;
   }) {
     this.owner = deps.leaseOwner ?? PROCESS_OWNER;
-    this.onSettled = deps.onSettled ?? (() => undefined);
     this.workspaceCredentials = deps.workspaceCredentials ?? null;
     this.sandboxes = deps.sandboxes ?? null;
     this.tools = deps.tools ?? null;
@@ -215,13 +212,15 @@ export class RunService {
     this.wakeAll();
   }
 
-  /** A run was settled outside an execution here (cancelled, or reclaimed and settled): its callback may be due. */
-  settled(run?: SettledRun): void {
-    this.onSettled();
-    if (run) this.announce(run);
+  /**
+   * Announces a run outcome this process recorded: executed here, cancelled here, or reclaimed from an expired
+   * lease and settled here. Observers (metrics, the completion-callback worker) hear each outcome once.
+   */
+  settled(run: SettledRun): void {
+    this.announce(run);
   }
 
-  /** Observes each run outcome this process records (metrics); returns the function that stops observing. */
+  /** Observes each run outcome this process records (metrics, callbacks); returns the function that stops observing. */
   observeSettled(observer: (run: SettledRun) => void): () => void {
     this.settledObservers.add(observer);
     return () => this.settledObservers.delete(observer);
@@ -328,6 +327,20 @@ export class RunService {
    * one) and records its outcome. Never throws for run failures: they are in the result.
    */
   async execute(run: RunRecord, options: ExecuteOptions = {}): Promise<RunResult> {
+    if (!tracingEnabled()) return this.executeHere(run, options);
+    // A run executed inside its request (sync, stream) is a child of the request's span; one the queue executes
+    // later continues the trace of the request that queued it, as a child of that request's span too.
+    const parent = hasActiveSpan() ? undefined : storedTraceContext(run.traceContext);
+    const attributes = { 'owa.run.id': run.key, 'owa.workspace.id': run.workspaceId, 'owa.workflow.id': run.workflowId, 'owa.run.trigger': run.trigger, 'owa.run.mode': run.mode, 'owa.run.attempt': run.attempts, 'owa.run.resumed': options.resume !== undefined };
+    return inSpan('workflow.run', { attributes, parent }, async (span) => {
+      const result = await this.executeHere(run, options);
+      span?.setAttributes({ 'owa.run.status': result.status, 'owa.run.block_executions': result.blockExecutions });
+      if (result.status === 'failed' && span) failSpan(span, new Error(result.error?.message ?? 'The run failed.'));
+      return result;
+    });
+  }
+
+  private async executeHere(run: RunRecord, options: ExecuteOptions): Promise<RunResult> {
     const controller = new AbortController();
     let settle!: () => void;
     const entry: ActiveRun = { mode: run.mode, controller, done: new Promise<void>((r) => (settle = r)), shutdown: false, release: false, runningBlocks: new Set() };
@@ -490,7 +503,10 @@ export class RunService {
    */
   private async claim(): Promise<RunRecord | 'settled' | undefined> {
     const { ttlMs } = this.config.leases;
+    // A run this claim settled (its process died); announced once the transaction committed.
+    let ended = null as SettledRun | null;
     const result = await this.store.transaction(async (tx): Promise<RunRecord | 'settled' | undefined> => {
+      ended = null;
       const at = now();
       const found = await tx.workflowRuns.nextClaimable(at, [...this.active.keys()]);
       if (!found) return undefined;
@@ -504,9 +520,11 @@ export class RunService {
               ? { to: 'failed', error: attemptsExhaustedError(found.attempts) }
               : null;
         if (end) {
-          if (!(await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at, { countAttempt: false }))) return 'settled';
+          const taken = await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at, { countAttempt: false });
+          if (!taken) return 'settled';
           if (await moveRun(tx, found.id, { kind: 'stop', from: 'running', to: end.to, error: JSON.stringify(end.error), at })) {
             await tx.executionLogs.stop(found.id, end.to, at, end.error.message);
+            ended = { trigger: taken.trigger, status: end.to, durationMs: null };
           }
           this.logger.warn({ runId: found.id, attempts: found.attempts, status: end.to }, 'a run whose process stopped was settled');
           return 'settled';
@@ -520,7 +538,7 @@ export class RunService {
       if (!run.resumeInput && run.startedAt === at) await tx.workflows.recordRun(run.workflowId, at);
       return run;
     });
-    if (result === 'settled') this.onSettled();
+    if (ended) this.settled(ended);
     return result;
   }
 

@@ -126,6 +126,14 @@ interface ActiveCall {
   cleanupSignal: () => void;
 }
 
+/** A pool's processes now: `total` counts those still starting too, so busy + idle may be less. */
+export interface SandboxPoolUsage {
+  total: number;
+  busy: number;
+  idle: number;
+  waiting: number;
+}
+
 interface Worker {
   child: ChildProcess;
   ready: Promise<void>;
@@ -159,6 +167,13 @@ export class SandboxPool {
 
   get size(): number {
     return this.workers.size;
+  }
+
+  /** Processes running a call, ready for one, and calls waiting for a process (metrics read this at scrape). */
+  usage(): SandboxPoolUsage {
+    let busy = 0;
+    for (const w of this.workers) if (w.active) busy++;
+    return { total: this.workers.size, busy, idle: this.idle.length, waiting: this.waiting.length };
   }
 
   /** Process ids of the live workers (tests use them to see replacement). */

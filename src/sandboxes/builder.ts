@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { SandboxPool, type SandboxPoolOptions } from '../sandbox/pool.ts';
+import { SandboxPool, type SandboxPoolOptions, type SandboxPoolUsage } from '../sandbox/pool.ts';
 import type { Store } from '../store/index.ts';
 import type { BuildState, SandboxRecord } from '../store/sandboxes.ts';
 
@@ -236,6 +236,19 @@ export class SandboxBuilder {
       return failed('DEPENDENCY_INSTALL_FAILED', 'pip could not install the dependencies.', tail(r.stderr));
     }
     return null;
+  }
+
+  /** The processes of every built sandbox's pool, added up (metrics). */
+  poolUsage(): SandboxPoolUsage {
+    const sum: SandboxPoolUsage = { total: 0, busy: 0, idle: 0, waiting: 0 };
+    for (const pool of this.pools.values()) {
+      const u = pool.usage();
+      sum.total += u.total;
+      sum.busy += u.busy;
+      sum.idle += u.idle;
+      sum.waiting += u.waiting;
+    }
+    return sum;
   }
 
   /** A pool whose processes may `require` the packages of a built JavaScript sandbox (one call per process). */

@@ -41,6 +41,8 @@ import { KnowledgeUploadRepository } from './knowledge-uploads.ts';
 import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 import { RunCallbackRepository } from './run-callbacks.ts';
+import { WorkspaceForkRepository } from './workspace-forks.ts';
+import { WorkspaceOperationRepository } from './workspace-operations.ts';
 import { AgentConversationRepository } from './agent-conversations.ts';
 
 export interface Repositories {
@@ -88,6 +90,8 @@ export interface Repositories {
   knowledgeConnectors: KnowledgeConnectorRepository;
   idempotencyKeys: IdempotencyKeyRepository;
   runCallbacks: RunCallbackRepository;
+  workspaceForks: WorkspaceForkRepository;
+  workspaceOperations: WorkspaceOperationRepository;
   agentConversations: AgentConversationRepository;
 }
 
@@ -137,6 +141,8 @@ function repositories(db: SqlExecutor): Repositories {
     knowledgeConnectors: new KnowledgeConnectorRepository(db),
     idempotencyKeys: new IdempotencyKeyRepository(db),
     runCallbacks: new RunCallbackRepository(db),
+    workspaceForks: new WorkspaceForkRepository(db),
+    workspaceOperations: new WorkspaceOperationRepository(db),
     agentConversations: new AgentConversationRepository(db),
   };
 }

@@ -148,12 +148,10 @@ export class KnowledgeDocumentRepository {
     this.db = db;
   }
 
-  /** Documents waiting or being processed, by state (metrics); counted on the partial queue index only. */
-  async backlogCounts(): Promise<{ pending: number; processing: number }> {
-    const rows = await this.db.all<{ state: string; n: number }>(
-      "SELECT processing_status AS state, COUNT(*) AS n FROM knowledge_documents WHERE processing_status IN ('pending', 'processing') GROUP BY processing_status",
-    );
-    const out = { pending: 0, processing: 0 };
+  /** Documents by processing state (metrics); an index-only count on knowledge_documents_by_status. */
+  async countsByState(): Promise<Record<KnowledgeDocumentRecord['processingStatus'], number>> {
+    const rows = await this.db.all<{ state: string; n: number }>('SELECT processing_status AS state, COUNT(*) AS n FROM knowledge_documents GROUP BY processing_status');
+    const out = { pending: 0, processing: 0, completed: 0, failed: 0 };
     for (const r of rows) out[r.state as keyof typeof out] = Number(r.n);
     return out;
   }

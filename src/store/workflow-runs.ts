@@ -51,6 +51,8 @@ export interface RunRecord {
   attempts: number;
   /** When a cancel was asked for while the run was running; the lease holder sees it at its next renewal. */
   cancelRequestedAt: string | null;
+  /** JSON W3C trace context (traceparent, tracestate) of the request that started the run; null when untraced. */
+  traceContext?: string | null;
 }
 
 /** Who holds a running run: the owner and the attempt it claimed (a later reclaim, even by the same process, is another holder). */
@@ -92,6 +94,7 @@ interface Row {
   lease_until: string | null;
   attempts: number;
   cancel_requested_at: string | null;
+  trace_context: string | null;
 }
 
 const toRecord = (r: Row): RunRecord => ({
@@ -128,6 +131,7 @@ const toRecord = (r: Row): RunRecord => ({
   leaseUntil: r.lease_until ?? null,
   attempts: Number(r.attempts ?? 0),
   cancelRequestedAt: r.cancel_requested_at ?? null,
+  traceContext: r.trace_context ?? null,
 });
 
 /** A run to insert: `key` defaults to the internal id (a run nobody named); no lease unless given. */
@@ -188,13 +192,13 @@ export class WorkflowRunRepository {
     await this.db.run(
       `INSERT INTO workflow_runs (id, run_key, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source,
          trigger_block_id, input, timeout_ms, triggered_by, resume_input, checkpoint, pause, resumed_count, output, block_outputs, error,
-         cost_total, block_executions, queued_at, started_at, ended_at, duration_ms, updated_at, lease_owner, lease_until, attempts, cancel_requested_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cost_total, block_executions, queued_at, started_at, ended_at, duration_ms, updated_at, lease_owner, lease_until, attempts, cancel_requested_at, trace_context)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         r.id, r.key ?? r.id, r.workflowId, r.workspaceId, r.billingAccountId, r.deploymentVersionId, r.status, r.mode, r.trigger, r.source,
         r.triggerBlockId, r.input, r.timeoutMs, r.triggeredBy, r.resumeInput, r.checkpoint, r.pause, r.resumedCount, r.output,
         r.blockOutputs, r.error, r.costTotal, r.blockExecutions, r.queuedAt, r.startedAt, r.endedAt, r.durationMs, r.updatedAt,
-        r.leaseOwner ?? null, r.leaseUntil ?? null, r.attempts ?? 0, r.cancelRequestedAt ?? null,
+        r.leaseOwner ?? null, r.leaseUntil ?? null, r.attempts ?? 0, r.cancelRequestedAt ?? null, r.traceContext ?? null,
       ],
     );
   }

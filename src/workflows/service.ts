@@ -280,16 +280,31 @@ export function assertPreviewed(plan: ImportPlan, previewFingerprint: string | u
 }
 
 export async function importWorkflow(tx: Repositories, audit: Audit, actorId: string, plan: ImportPlan) {
-  const at = now();
-  await ensureFolder(tx, plan.workspaceId, plan.folderPath, at);
   // Block and edge ids are scoped to their workflow, so the document's ids are kept as they are.
-  const state = plan.parsed.state;
-  const name = await freeName(tx, plan.workspaceId, plan.folderPath, plan.name);
-  const w = newWorkflowRecord({ workspaceId: plan.workspaceId, name, description: plan.description, folderPath: plan.folderPath, position: await tx.workflows.nextPosition(plan.workspaceId), state, createdBy: actorId, at });
-  await tx.workflows.insert(w);
-  audit({ action: 'workflow.imported', resourceType: 'workflow', resourceId: w.id, resourceName: name, metadata: { blockCount: Object.keys(state.blocks).length } });
-  return { w, state, renamed: name !== plan.name };
+  const created = await insertWorkflowWithState(tx, actorId, { workspaceId: plan.workspaceId, name: plan.name, description: plan.description, folderPath: plan.folderPath, state: plan.parsed.state });
+  audit({ action: 'workflow.imported', resourceType: 'workflow', resourceId: created.w.id, resourceName: created.w.name, metadata: { blockCount: Object.keys(created.state.blocks).length } });
+  return created;
 }
+
+/**
+ * A new, undeployed workflow holding `state` as its draft, under `name` or its next free name in the folder
+ * (created when missing). Imports and fork copies share it; the caller records the audit event.
+ */
+export async function insertWorkflowWithState(
+  tx: Repositories,
+  actorId: string,
+  input: { workspaceId: string; name: string; description: string | null; folderPath: string; state: WorkflowState },
+) {
+  const at = now();
+  await ensureFolder(tx, input.workspaceId, input.folderPath, at);
+  const name = await freeName(tx, input.workspaceId, input.folderPath, input.name);
+  const w = newWorkflowRecord({ ...input, name, position: await tx.workflows.nextPosition(input.workspaceId), createdBy: actorId, at });
+  await tx.workflows.insert(w);
+  return { w, state: input.state, renamed: name !== input.name };
+}
+
+/** `name`, or its next free variant, among the folder's active workflows other than `exceptId`. */
+export const freeWorkflowName = freeName;
 
 // ---- folders
 

@@ -26,10 +26,30 @@ export interface TestServer extends RunningServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+/**
+ * TEST_BLOB_STORE=s3 runs any test file's servers with their file bytes in a local S3-compatible server of
+ * their own (test/support/s3.ts), e.g. `TEST_BLOB_STORE=s3 npx vitest run test/files-http.test.ts`.
+ */
+async function blobStoreForTests(env: Record<string, string>): Promise<{ env: Record<string, string>; stop: () => Promise<void> }> {
+  if (process.env.TEST_BLOB_STORE !== 's3' || env.BLOB_STORE || env.BLOB_DIR) return { env, stop: async () => {} };
+  const { startLocalS3 } = await import('./s3.ts');
+  const s3 = await startLocalS3();
+  return { env: { ...s3.env, ...env }, stop: () => s3.stop() };
+}
+
+export async function startTestServer(wanted: Record<string, string> = {}): Promise<TestServer> {
+  const { env, stop: stopBlobStore } = await blobStoreForTests(wanted);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-test-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env });
-  const services = await createServices(config, createLogger('silent'));
+  let services: Awaited<ReturnType<typeof createServices>>;
+  try {
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env });
+    services = await createServices(config, createLogger('silent'));
+  } catch (err) {
+    // A start that is meant to fail (a bad setting, a missing bucket) leaves nothing behind.
+    await stopBlobStore();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   const boot = (await bootstrapIfEmpty(services.store, { apiKey: null }))!;
   const server = await startServer(services);
   const store = services.store;
@@ -73,6 +93,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     },
     async stop() {
       await server.close();
+      await stopBlobStore();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };

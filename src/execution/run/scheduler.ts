@@ -5,6 +5,7 @@
 import type { BlockResult } from '../blocks.ts';
 import { ExecutionError } from '../errors.ts';
 import { sleep } from '../sleep.ts';
+import { inSpan } from '../../ops/spans.ts';
 import type { Block, Edge, PausePoint, SkippedBlock, TraceSpan } from '../types.ts';
 import { blockContext, fetchSecrets } from './context.ts';
 import type { Frame, NodeOutcome, ScopeOutcome, ScopeResume, ScopeState } from './frame.ts';
@@ -148,7 +149,7 @@ async function executeNode(run: RunState, block: Block, frame: Frame, signal: Ab
       if (limit !== undefined && run.blockExecutions > limit) {
         throw new ExecutionError('USAGE_LIMIT_EXCEEDED', `The run exceeded its limit of ${limit} block executions`);
       }
-      const result = await runBlock(run, block, frame, signal, span);
+      const result = await inSpan(`block ${block.type}`, { attributes: { 'owa.block.id': block.id, 'owa.block.type': block.type, 'owa.block.attempt': attempt } }, () => runBlock(run, block, frame, signal, span));
       const durationMs = performance.now() - started;
       closeSpan(run, span, 'success', result.output, durationMs);
       if (result.pause) {

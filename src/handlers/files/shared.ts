@@ -16,7 +16,7 @@ export const MAX_BULK_DOWNLOAD_FILES = 100;
 export const MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024;
 
 export const workspaceOf = (ctx: RequestContext) => ctx.workspace!.workspace;
-export const baseUrl = (ctx: RequestContext) => ctx.services.config.baseUrl;
+export const baseUrl = (ctx: RequestContext) => ctx.baseUrl;
 export const nowIso = () => new Date().toISOString();
 export const TRUE_FLAGS = new Set(['true', '1', 'yes', 'on', 'y', 'enabled']);
 export const flag = (v: string | undefined, fallback: boolean) => (v === undefined ? fallback : TRUE_FLAGS.has(v));

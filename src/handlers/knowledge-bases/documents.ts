@@ -197,7 +197,7 @@ export const createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUplo
   const key = ctx.services.signingKey;
   const transfer = multipart
     ? { method: 'multipart' as const, partSize: session.partSize, partCount: session.partCount }
-    : { method: 'put' as const, url: partUrl(ctx.services.config.baseUrl, key, session, 1), headers: { 'Content-Type': session.contentType }, expiresAt: session.expiresAt };
+    : { method: 'put' as const, url: partUrl(ctx.baseUrl, key, session, 1), headers: { 'Content-Type': session.contentType }, expiresAt: session.expiresAt };
   const start = await sessionBody(ctx, session, kb.id, null);
   return { status: 200, body: { data: { session: start.data, uploadToken: signKnowledgeUploadToken(key, session), transfer } } };
 };
@@ -215,7 +215,7 @@ export const createKnowledgeDocumentUploadPartUrls: Handler<'createKnowledgeDocu
   if (bad !== -1) throw invalidField(['body', 'partNumbers', bad], `Part numbers run from 1 to ${session.partCount} for this upload.`);
   const parts = [...new Set(body.partNumbers)].map((partNumber) => ({
     partNumber,
-    url: partUrl(ctx.services.config.baseUrl, ctx.services.signingKey, session, partNumber),
+    url: partUrl(ctx.baseUrl, ctx.services.signingKey, session, partNumber),
     headers: { 'Content-Type': session.contentType },
     expiresAt: session.expiresAt,
   }));

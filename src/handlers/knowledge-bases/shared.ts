@@ -50,7 +50,7 @@ export async function baseView(ctx: RequestContext, kb: KnowledgeBaseRecord, sta
     connectorTypes,
     createdAt: kb.createdAt,
     updatedAt: kb.updatedAt,
-    webUrl: `${ctx.services.config.baseUrl}/workspace/${encodeURIComponent(kb.workspaceId)}/knowledge/${encodeURIComponent(kb.id)}`,
+    webUrl: `${ctx.baseUrl}/workspace/${encodeURIComponent(kb.workspaceId)}/knowledge/${encodeURIComponent(kb.id)}`,
     ownerEmail: email,
     folderPath: folderPathToWire(kb.folderPath),
     deletedAt: kb.deletedAt,

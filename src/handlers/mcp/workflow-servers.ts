@@ -12,7 +12,7 @@ import { mcpServeUrl } from './shared.ts';
 
 /** Until ./serve.ts imports them from their homes (./shared.ts, src/mcp/workflow-servers.ts). */
 
-const apiEndpoint = (ctx: RequestContext, workflowId: string) => `${ctx.services.config.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/execute`;
+const apiEndpoint = (ctx: RequestContext, workflowId: string) => `${ctx.baseUrl}/api/v2/workflows/${encodeURIComponent(workflowId)}/execute`;
 
 function serverView(ctx: RequestContext, s: WorkflowMcpServerRecord) {
   return { id: s.id, name: s.name, description: s.description, isPublic: s.isPublic, mcpServerUrl: mcpServeUrl(ctx, s.id), createdAt: s.createdAt, updatedAt: s.updatedAt };

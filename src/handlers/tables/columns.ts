@@ -7,7 +7,7 @@ import * as columns from '../../tables/column-changes.ts';
 import { columnView, tableTag } from '../../tables/service.ts';
 import { workspaceOf } from './shared.ts';
 
-const tagOfTable = (ctx: RequestContext, t: UserTableRecord) => tableTag(ctx.services.config.baseUrl, t);
+const tagOfTable = (ctx: RequestContext, t: UserTableRecord) => tableTag(ctx.baseUrl, t);
 /** The If-Match check of a column change, on the table the transaction read. */
 const ifMatch = (ctx: RequestContext) => (t: UserTableRecord) => ctx.precondition(() => tagOfTable(ctx, t));
 

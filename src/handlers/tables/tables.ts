@@ -8,7 +8,7 @@ import { loadTable, planTableLimits, tableTag, tableView } from '../../tables/se
 import * as tables from '../../tables/table-admin.ts';
 import { tableFolderPath, workspaceOf } from './shared.ts';
 
-const baseUrl = (ctx: { services: { config: { baseUrl: string } } }) => ctx.services.config.baseUrl;
+const baseUrl = (ctx: { baseUrl: string }) => ctx.baseUrl;
 /** The If-Match check of a write, on the table the transaction read. */
 const ifMatch = (ctx: RequestContext) => (t: UserTableRecord) => ctx.precondition(() => tableTag(baseUrl(ctx), t));
 

@@ -35,7 +35,7 @@ export const createTableImport: Handler<'createTableImport'> = async ({ body, ct
   const uploadToken = signUploadToken(ctx.services.signingKey, { uploadId: imp.id, workspaceId: workspace.id, expiresAt });
   const transfer = session.multipart
     ? { method: 'multipart' as const, partSize: session.partSize, partCount: session.partCount }
-    : { method: 'put' as const, url: transferUrl(ctx.services.config.baseUrl, ctx.services.signingKey, session.id, 1, expiresAt), headers: { 'Content-Type': session.contentType }, expiresAt: imp.expiresAt };
+    : { method: 'put' as const, url: transferUrl(ctx.baseUrl, ctx.services.signingKey, session.id, 1, expiresAt), headers: { 'Content-Type': session.contentType }, expiresAt: imp.expiresAt };
   return { status: 200, body: { data: { session: transfers.importView(imp), uploadToken, transfer } } };
 };
 
@@ -50,7 +50,7 @@ export const createTableImportPartUrls: Handler<'createTableImportPartUrls'> = a
   const expires = Date.parse(session.expiresAt);
   const parts = [...new Set(body.partNumbers)].map((partNumber) => ({
     partNumber,
-    url: transferUrl(ctx.services.config.baseUrl, ctx.services.signingKey, session.id, partNumber, expires),
+    url: transferUrl(ctx.baseUrl, ctx.services.signingKey, session.id, partNumber, expires),
     headers: { 'Content-Type': session.contentType },
     expiresAt: session.expiresAt,
   }));
@@ -94,7 +94,7 @@ export const cancelTableExport: Handler<'cancelTableExport'> = async ({ params, 
 export const tableExportDownload: Handler<'tableExportDownload'> = async ({ params, ctx }) => {
   const e = await loadExport(ctx, params.tableId, params.exportId);
   const { config, signingKey } = ctx.services;
-  return { status: 200, body: { data: transfers.downloadLink(signingKey, config.baseUrl, e, config.tables.exportRetentionMs) } };
+  return { status: 200, body: { data: transfers.downloadLink(signingKey, ctx.baseUrl, e, config.tables.exportRetentionMs) } };
 };
 
 export const downloadTableExportFile: Handler<'downloadTableExportFile'> = async ({ params, query, ctx }) => {

@@ -12,7 +12,7 @@ import { stateOf, type DeploymentState } from '../../workflows/service.ts';
 export const TRUE_WORDS = new Set(['true', '1', 'yes', 'on', 'y', 'enabled']);
 
 function webUrl(ctx: RequestContext, w: { workspaceId: string; id: string }): string {
-  return `${ctx.services.config.baseUrl}/workspace/${encodeURIComponent(w.workspaceId)}/w/${encodeURIComponent(w.id)}`;
+  return `${ctx.baseUrl}/workspace/${encodeURIComponent(w.workspaceId)}/w/${encodeURIComponent(w.id)}`;
 }
 
 export function workflowView(ctx: RequestContext, w: WorkflowRecord) {

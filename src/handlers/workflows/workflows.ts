@@ -10,6 +10,7 @@ import { lintState } from '../../workflows/lint.ts';
 import { exportDocument } from '../../workflows/portable.ts';
 import * as workflows from '../../workflows/service.ts';
 import { loadWorkflow, workflowDetail, workflowTag, workflowView } from './shared.ts';
+import { inputFingerprint, newOperationId, priorReceipt, recordReceipt, type Receipt } from '../../forks/receipts.ts';
 
 const now = () => new Date().toISOString();
 
@@ -118,32 +119,49 @@ export const previewWorkflowImport: Handler<'previewWorkflowImport'> = async ({ 
 };
 
 export const importWorkflow: Handler<'importWorkflow'> = async ({ body, ctx }) => {
+  // With a request id the import leaves a durable receipt (src/forks/receipts.ts): an identical retry answers
+  // the same workflow and receipt instead of importing twice, and the CLI can reconcile by request id.
+  const { requestId, ...inputs } = body;
+  const fingerprint = requestId !== undefined ? inputFingerprint('workflow_import', inputs) : null;
+  if (requestId !== undefined) {
+    const prior = await priorReceipt(ctx.services.store, body.workspaceId, requestId, 'workflow_import', fingerprint!);
+    const imported = prior ? await ctx.services.store.workflows.get(prior.resourceIds[0] ?? '') : undefined;
+    if (prior && imported) return { status: 201, body: { data: importAnswer(imported, workflows.stateOf(imported), [], prior) } };
+  }
   const plan = await workflows.planImport(ctx.services.content, body);
   workflows.assertPreviewed(plan, body.previewFingerprint);
-  const created = await ctx.mutate((tx, audit) => workflows.importWorkflow(tx, audit, ctx.principal.userId, plan));
-  const warnings = [
-    ...(created.renamed ? [`The name "${plan.name}" was taken; the workflow was imported as "${created.w.name}".`] : []),
-    ...lintState(created.state).notes,
-  ];
-  return {
-    status: 201,
-    body: {
-      data: {
-        id: created.w.id,
-        name: created.w.name,
-        description: created.w.description,
-        workspaceId: created.w.workspaceId,
-        folderPath: folderPathToWire(created.w.folderPath),
-        createdAt: created.w.createdAt,
-        updatedAt: created.w.updatedAt,
-        blocks: blockRefs(created.state),
-        warnings,
-        ...(body.requestId !== undefined ? { requestId: body.requestId } : {}),
-        kind: 'workflow_import' as const,
-        applied: true as const,
-        status: warnings.length > 0 ? ('completed_with_warnings' as const) : ('completed' as const),
-        idMap: {},
-      },
-    },
-  };
+  const { created, warnings, receipt } = await ctx.mutate(async (tx, audit) => {
+    const created = await workflows.importWorkflow(tx, audit, ctx.principal.userId, plan);
+    const warnings = [
+      ...(created.renamed ? [`The name "${plan.name}" was taken; the workflow was imported as "${created.w.name}".`] : []),
+      ...lintState(created.state).notes,
+    ];
+    const status = warnings.length > 0 ? ('completed_with_warnings' as const) : ('completed' as const);
+    const receipt =
+      requestId === undefined
+        ? undefined
+        : await recordReceipt(tx, { operationId: newOperationId(), requestId, workspaceId: body.workspaceId, kind: 'workflow_import', applied: true, status, resourceIds: [created.w.id], issues: [], idMap: {} }, fingerprint!);
+    return { created, warnings, receipt };
+  });
+  return { status: 201, body: { data: importAnswer(created.w, created.state, warnings, receipt) } };
 };
+
+/** The imported workflow, with its receipt's fields when the import was sent with a request id. */
+function importAnswer(w: WorkflowRecord, state: ReturnType<typeof workflows.stateOf>, warnings: string[], receipt: Receipt | undefined) {
+  return {
+    id: w.id,
+    name: w.name,
+    description: w.description,
+    workspaceId: w.workspaceId,
+    folderPath: folderPathToWire(w.folderPath),
+    createdAt: w.createdAt,
+    updatedAt: w.updatedAt,
+    blocks: blockRefs(state),
+    warnings,
+    ...(receipt ? { operationId: receipt.operationId, requestId: receipt.requestId, resourceIds: receipt.resourceIds, issues: receipt.issues } : {}),
+    kind: 'workflow_import' as const,
+    applied: true as const,
+    status: receipt ? (receipt.status as 'completed' | 'completed_with_warnings') : warnings.length > 0 ? ('completed_with_warnings' as const) : ('completed' as const),
+    idMap: {},
+  };
+}

@@ -23,6 +23,7 @@ import { clearCookie, readCookie, setCookie } from './cookies.ts';
 import { csrfToken, csrfValid } from './csrf.ts';
 import { clientAddress, escapeHtml as h, guessLimits, htmlPage, isSecure, limitAttempts, sendError } from './common.ts';
 import { WEB_ASSETS } from './chat-routes.ts';
+import { publicBaseUrl } from '../public-url.ts';
 
 const SCOPE_TEXT: Record<string, string> = {
   'api:read': 'Read your workspaces, workflows, runs, logs and files',
@@ -105,7 +106,7 @@ ${o.next ? `<input type="hidden" name="next" value="${h(o.next)}">` : ''}
         await limits.failed();
         return loginForm(req, res, 401, { next: target, email, error: 'The e-mail address or the password is not correct.' });
       }
-      setCookie(res, SESSION_COOKIE, issueSession(signingKey, ok.user.id, ok.passwordHash, config.web.sessionTtlMs), { maxAgeMs: config.web.sessionTtlMs, secure: isSecure(services) });
+      setCookie(res, SESSION_COOKIE, issueSession(signingKey, ok.user.id, ok.passwordHash, config.web.sessionTtlMs), { maxAgeMs: config.web.sessionTtlMs, secure: isSecure(services, req) });
       res.redirect(303, target ?? '/login');
     } catch (err) {
       next(err);
@@ -114,7 +115,7 @@ ${o.next ? `<input type="hidden" name="next" value="${h(o.next)}">` : ''}
 
   router.post('/logout', form, (req, res) => {
     if (!csrfValid(services, req)) return badCsrf(res);
-    clearCookie(res, SESSION_COOKIE, isSecure(services));
+    clearCookie(res, SESSION_COOKIE, isSecure(services, req));
     res.redirect(303, '/login');
   });
 
@@ -172,10 +173,10 @@ ${apps.length ? `<ul class="authorized-apps">${rows}</ul>` : '<p>No application 
   // ---- OAuth 2.0 for the CLI ----
   const oauthOff = (res: Response) => sendError(res, 404, 'NOT_FOUND', 'OAuth sign-in is turned off on this server (OAUTH_ENABLED=false).');
 
-  router.get('/.well-known/oauth-authorization-server', (_req, res) => {
+  router.get('/.well-known/oauth-authorization-server', (req, res) => {
     if (!config.web.oauthEnabled) return oauthOff(res);
     res.setHeader('Cache-Control', 'public, max-age=300');
-    res.json(authorizationServerMetadata(config.baseUrl));
+    res.json(authorizationServerMetadata(publicBaseUrl(req, config)));
   });
 
   function redirectWith(res: Response, redirectUri: string, params: Record<string, string | null>) {

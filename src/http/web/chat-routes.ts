@@ -62,8 +62,8 @@ export function chatRoutes(services: Services): Router {
     return req.body;
   };
 
-  const grant = (res: Response, chat: ChatDeployment, email: string | null) =>
-    setCookie(res, chatCookieName(chat), issueChatCookie(signingKey, chat, email), { maxAgeMs: CHAT_COOKIE_TTL_MS, secure: isSecure(services), path: '/' });
+  const grant = (req: Request, res: Response, chat: ChatDeployment, email: string | null) =>
+    setCookie(res, chatCookieName(chat), issueChatCookie(signingKey, chat, email), { maxAgeMs: CHAT_COOKIE_TTL_MS, secure: isSecure(services, req), path: '/' });
 
   const publicConfig = (chat: ChatDeployment) => ({
     id: chat.id,
@@ -149,7 +149,7 @@ export function chatRoutes(services: Services): Router {
           await limits.failed();
           return sendError(res, 401, 'UNAUTHORIZED', 'The password is not correct.', { reason: 'invalid_password' });
         }
-        grant(res, chat, null);
+        grant(req, res, chat, null);
         return res.json({ authenticated: true });
       }
       if ('email' in body && !('input' in body)) {
@@ -251,7 +251,7 @@ export function chatRoutes(services: Services): Router {
         return sendError(res, 401, 'UNAUTHORIZED', 'The code is not correct.', { reason: 'invalid_otp' });
       }
       await store.transaction((tx) => tx.chatDeployments.deleteCode(chat.id, email));
-      grant(res, chat, email);
+      grant(req, res, chat, email);
       return res.json({ authenticated: true });
     } catch (err) {
       next(err);

@@ -2,12 +2,14 @@
 // HTML escaping and the page frame (one stylesheet, no inline script or style, a strict CSP).
 import type { Request, Response } from 'express';
 import type { Services } from '../../services.ts';
+import { isSecureRequest } from '../public-url.ts';
 
 export function sendError(res: Response, status: number, code: string, message: string, details?: unknown): void {
   res.status(status).type('application/json').send(JSON.stringify({ error: { code, message, ...(details === undefined ? {} : { details }) } }));
 }
 
-export const clientAddress = (req: Request) => req.socket.remoteAddress ?? 'unknown';
+/** The client's address: the forwarded one when the request came through a trusted proxy (TRUST_PROXY). */
+export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 /**
  * Takes one attempt from the bucket `key` (AUTH_ATTEMPTS_PER_MINUTE). Returns the seconds to wait when the bucket
@@ -60,7 +62,8 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-export const isSecure = (services: Services) => services.config.baseUrl.startsWith('https:');
+/** Cookies are Secure when the public URL this request is answered on is https (BASE_URL, or a trusted proxy's X-Forwarded-Proto). */
+export const isSecure = (services: Services, req: Request) => isSecureRequest(req, services.config);
 
 export const PAGE_HEADERS: Record<string, string> = {
   'Content-Security-Policy':

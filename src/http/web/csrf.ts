@@ -7,6 +7,7 @@ import type { Services } from '../../services.ts';
 import { signToken, verifyToken } from '../../identity/signed-tokens.ts';
 import { readCookie, setCookie } from './cookies.ts';
 import { isSecure } from './common.ts';
+import { publicBaseUrl } from '../public-url.ts';
 
 const COOKIE = 'owa_csrf';
 const TTL_MS = 2 * 3600 * 1000;
@@ -16,7 +17,7 @@ export function csrfToken(services: Services, req: Request, res: Response): stri
   let nonce = readCookie(req, COOKIE);
   if (!nonce || !/^[A-Za-z0-9_-]{22,64}$/.test(nonce)) {
     nonce = randomBytes(18).toString('base64url');
-    setCookie(res, COOKIE, nonce, { maxAgeMs: TTL_MS, secure: isSecure(services) });
+    setCookie(res, COOKIE, nonce, { maxAgeMs: TTL_MS, secure: isSecure(services, req) });
   }
   return signToken(services.signingKey, 'csrf', { n: nonce }, Date.now() + TTL_MS);
 }
@@ -24,7 +25,7 @@ export function csrfToken(services: Services, req: Request, res: Response): stri
 /** True when the posted form carries a token bound to this browser's cookie and comes from our own origin. */
 export function csrfValid(services: Services, req: Request): boolean {
   const origin = req.get('origin');
-  if (origin && origin !== 'null' && origin !== new URL(services.config.baseUrl).origin) return false;
+  if (origin && origin !== 'null' && origin !== new URL(publicBaseUrl(req, services.config)).origin) return false;
   const nonce = readCookie(req, COOKIE);
   const field = (req.body as Record<string, unknown> | undefined)?.csrf;
   const t = verifyToken<{ n: string }>(services.signingKey, 'csrf', typeof field === 'string' ? field : undefined);
