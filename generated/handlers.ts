@@ -209,6 +209,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  chat: {
+    params: Params<operations['chat'], 'path'>;
+    query: Params<operations['chat'], 'query'>;
+    headers: Params<operations['chat'], 'header'>;
+    body: Body<operations['chat']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   completeCredentialConnection: {
     params: Params<operations['completeCredentialConnection'], 'path'>;
     query: Params<operations['completeCredentialConnection'], 'query'>;
@@ -1136,6 +1145,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getSelector: {
+    params: Params<operations['getSelector'], 'path'>;
+    query: Params<operations['getSelector'], 'query'>;
+    headers: Params<operations['getSelector'], 'header'>;
+    body: Body<operations['getSelector']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getSharedFile: {
     params: Params<operations['getSharedFile'], 'path'>;
     query: Params<operations['getSharedFile'], 'query'>;
@@ -1672,6 +1690,15 @@ export interface OperationInputs {
     query: Params<operations['listSecrets'], 'query'>;
     headers: Params<operations['listSecrets'], 'header'>;
     body: Body<operations['listSecrets']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listSelector: {
+    params: Params<operations['listSelector'], 'path'>;
+    query: Params<operations['listSelector'], 'query'>;
+    headers: Params<operations['listSelector'], 'header'>;
+    body: Body<operations['listSelector']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2698,6 +2725,11 @@ export interface OperationResults {
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  chat: {
+    status: 200;
+    body: Json<operations['chat']['responses'][200]> | StreamBody;
+    headers?: Record<string, string>;
+  };
   completeCredentialConnection: {
     status: 200;
     body: Json<operations['completeCredentialConnection']['responses'][200]>;
@@ -3237,6 +3269,11 @@ export interface OperationResults {
     body: Json<operations['getSandbox']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getSelector: {
+    status: 200;
+    body: Json<operations['getSelector']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getSharedFile:
     | {
         status: 200;
@@ -3547,6 +3584,11 @@ export interface OperationResults {
   listSecrets: {
     status: 200;
     body: Json<operations['listSecrets']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listSelector: {
+    status: 200;
+    body: Json<operations['listSelector']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listSkillEditors: {
@@ -4128,6 +4170,8 @@ export interface Handlers {
   cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
+  /** POST /api/v2/chat — Chat with the workspace agent */
+  chat: Handler<'chat'>;
   /** GET /api/v2/credentials/oauth/callback — OAuth callback for credential connections */
   completeCredentialConnection: Handler<'completeCredentialConnection'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
@@ -4334,6 +4378,8 @@ export interface Handlers {
   getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
   getSandbox: Handler<'getSandbox'>;
+  /** POST /api/v2/selectors/get — Get a selector option */
+  getSelector: Handler<'getSelector'>;
   /** GET /shared/files/{token} — Read a shared file */
   getSharedFile: Handler<'getSharedFile'>;
   /** GET /api/v2/skills/{skillId} — Get a skill */
@@ -4454,6 +4500,8 @@ export interface Handlers {
   listSandboxes: Handler<'listSandboxes'>;
   /** GET /api/v2/secrets — List secrets */
   listSecrets: Handler<'listSecrets'>;
+  /** POST /api/v2/selectors/list — List selector options */
+  listSelector: Handler<'listSelector'>;
   /** GET /api/v2/skills/{skillId}/editors — List skill editors */
   listSkillEditors: Handler<'listSkillEditors'>;
   /** GET /api/v2/skills — List skills */

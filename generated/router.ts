@@ -44,6 +44,7 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/billing/status', ...bind(OPERATIONS.getBillingStatus, handlers.getBillingStatus));
   router.get('/api/v2/blocks', ...bind(OPERATIONS.listBlocks, handlers.listBlocks));
   router.get('/api/v2/blocks/:blockId', ...bind(OPERATIONS.getBlock, handlers.getBlock));
+  router.post('/api/v2/chat', ...bind(OPERATIONS.chat, handlers.chat));
   router.get(
     '/api/v2/chat-deployments',
     ...bind(OPERATIONS.listChatDeployments, handlers.listChatDeployments),
@@ -424,6 +425,8 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/secrets', ...bind(OPERATIONS.listSecrets, handlers.listSecrets));
   router.delete('/api/v2/secrets/:name', ...bind(OPERATIONS.deleteSecret, handlers.deleteSecret));
   router.put('/api/v2/secrets/:name', ...bind(OPERATIONS.setSecret, handlers.setSecret));
+  router.post('/api/v2/selectors/get', ...bind(OPERATIONS.getSelector, handlers.getSelector));
+  router.post('/api/v2/selectors/list', ...bind(OPERATIONS.listSelector, handlers.listSelector));
   router.get('/api/v2/skills', ...bind(OPERATIONS.listSkills, handlers.listSkills));
   router.post('/api/v2/skills', ...bind(OPERATIONS.createSkill, handlers.createSkill));
   router.delete('/api/v2/skills/:skillId', ...bind(OPERATIONS.deleteSkill, handlers.deleteSkill));

@@ -4100,6 +4100,66 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/selectors/list': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * List selector options
+     * @description One page of the options a block dropdown offers: the workspace's workflows, a table's columns, a knowledge base's documents, secret names, sandboxes, an MCP server's tools, or what an OAuth credential can see at its provider (Slack channels and users). `context` carries the selector's dependencies (a missing one is a 400; a credential of another provider is a 400; an unknown table, knowledge base, MCP server or credential is a 404). `search` narrows by a case-insensitive substring of the label. Paging goes through the body: send `nextCursor` back as `cursor` with the same key, context and search. `truncated` is true when the source held more options than this server lists for one selector (10,000), so some can never be paged to.
+     */
+    post: operations['listSelector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/selectors/get': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Get a selector option
+     * @description Resolves one option id of a selector to its label (a stored dropdown value shown by name). `data` is null when the id is not among the selector's options. Context rules and errors are those of listSelector.
+     */
+    post: operations['getSelector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/chat': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Chat with the workspace agent
+     * @description Sends one message to the workspace agent and answers its reply. The agent runs on the OpenAI-compatible model endpoint the operator configures (`AGENT_API_BASE_URL`; without it every turn is a 400 `MODEL_NOT_CONFIGURED` naming the setting) and may call the workspace's tools on the caller's behalf: list the workspace's tables, files, knowledge bases and workflows, query tables, read files, search knowledge bases and, for callers with write access, insert rows, create files and run deployed workflows. A conversation continues when its `conversationId` is sent back; an id that is new starts a conversation under that id, and another caller's conversation is a 404. The answer is one JSON document, or, when the request accepts `application/x-ndjson` (or sends `x-mothership-execute-stream: ndjson`), an NDJSON stream of `heartbeat` (at once, then every 15 s), `chunk` (new reply text), and finally `final` (`data` = the JSON answer) or `error`. A model endpoint that cannot be reached or refuses the call is a 503 (an `error` event once streaming). Closing the stream aborts the turn. Workspace API keys may chat in their workspace.
+     */
+    post: operations['chat'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface webhooks {
   runCallback: {
@@ -7390,6 +7450,163 @@ export interface components {
     ForkUnlinked: {
       /** @description False when the edge was already gone (a concurrent unlink). */
       unlinked: boolean;
+    };
+    /**
+     * @description A registered selector. Internal ones are answered from the workspace's own data (`sim.workflows`, `table.columns`, `table.outputColumns`, `knowledge.documents`, `workspace.secretNames`, `workspace.sandboxes`, `mcp.tools`); `slack.channels` and `slack.users` ask Slack with the OAuth credential named by `context.oauthCredential`. Any other key is a 400 naming the selectors this server answers.
+     * @enum {string}
+     */
+    SelectorKey:
+      | 'airtable.bases'
+      | 'airtable.tables'
+      | 'asana.workspaces'
+      | 'attio.lists'
+      | 'attio.objects'
+      | 'bigquery.datasets'
+      | 'bigquery.tables'
+      | 'bitbucket.workspaces'
+      | 'bitbucket.repositories'
+      | 'calcom.eventTypes'
+      | 'calcom.schedules'
+      | 'clickup.workspaces'
+      | 'clickup.spaces'
+      | 'clickup.folders'
+      | 'clickup.lists'
+      | 'coda.docs'
+      | 'coda.pages'
+      | 'coda.tables'
+      | 'coda.columns'
+      | 'coda.rows'
+      | 'coda.formulas'
+      | 'coda.controls'
+      | 'coda.folders'
+      | 'coda.permissions'
+      | 'confluence.spaces'
+      | 'confluence.spacesById'
+      | 'confluence.pages'
+      | 'google.tasks.lists'
+      | 'gmail.labels'
+      | 'google.calendar'
+      | 'google.drive'
+      | 'google.sheets'
+      | 'harmonic.savedSearches'
+      | 'hubspot.lists'
+      | 'hubspot.owners'
+      | 'hubspot.pipelines'
+      | 'hubspot.pipelineStages'
+      | 'hubspot.properties'
+      | 'jsm.requestTypes'
+      | 'jsm.serviceDesks'
+      | 'microsoft.planner.plans'
+      | 'notion.databases'
+      | 'notion.pages'
+      | 'netsuite.recordTypes'
+      | 'netsuite.asyncTasks'
+      | 'pipedrive.pipelines'
+      | 'sharepoint.lists'
+      | 'trello.boards'
+      | 'zoho_desk.organizations'
+      | 'zoho_desk.departments'
+      | 'zoho_desk.agents'
+      | 'zoom.meetings'
+      | 'slack.channels'
+      | 'snowflake.databases'
+      | 'snowflake.schemas'
+      | 'snowflake.tables'
+      | 'snowflake.warehouses'
+      | 'snowflake.roles'
+      | 'snowflake.fileFormats'
+      | 'snowflake.procedures'
+      | 'slack.users'
+      | 'outlook.folders'
+      | 'outlook.calendars'
+      | 'microsoft.teams'
+      | 'microsoft.chats'
+      | 'microsoft.channels'
+      | 'microsoft.planner'
+      | 'onedrive.files'
+      | 'onedrive.folders'
+      | 'sharepoint.sites'
+      | 'microsoft.excel'
+      | 'microsoft.excel.drives'
+      | 'microsoft.excel.sheets'
+      | 'microsoft.word'
+      | 'wealthbox.contacts'
+      | 'jira.issues'
+      | 'jira.projects'
+      | 'jira.projectKeys'
+      | 'linear.projects'
+      | 'linear.teams'
+      | 'monday.boards'
+      | 'monday.groups'
+      | 'webflow.sites'
+      | 'webflow.collections'
+      | 'webflow.items'
+      | 'cloudwatch.logGroups'
+      | 'cloudwatch.logStreams'
+      | 'imap.mailboxes'
+      | 'mcp.tools'
+      | 'managedAgent.agents'
+      | 'managedAgent.environments'
+      | 'managedAgent.vaults'
+      | 'managedAgent.memoryStores'
+      | 'knowledge.documents'
+      | 'sim.workflows'
+      | 'table.columns'
+      | 'table.outputColumns'
+      | 'workspace.secretNames'
+      | 'workspace.sandboxes'
+      | 'providers.ollamaEmbeddingModels'
+      | 'providers.openrouterEmbeddingModels';
+    /**
+     * @description Only the dependencies the selector declares, e.g. `tableId` for `table.columns`, `knowledgeBaseId` for `knowledge.documents`, `oauthCredential` (a credential id) for external providers. A missing one is a 400.
+     * @default {}
+     */
+    SelectorContext: {
+      [key: string]: string;
+    };
+    /** @description One option of a selector. */
+    SelectorOption: {
+      /** @description The value the block stores. */
+      id: string;
+      /** @description What a person sees in the dropdown. */
+      label: string;
+      /** @description Extra facts about the option (e.g. a column's type, a channel's privacy). */
+      meta?: {
+        [key: string]: string | number | boolean | null;
+      };
+    };
+    /** @description The agent's answer to one message. */
+    ChatTurn: {
+      /** @description The agent's reply. */
+      content: string;
+      /** @description Send it back as `conversationId` to continue the conversation. */
+      conversationId: string;
+      /** @description The model that answered (as the model endpoint names it). */
+      model: string;
+      tokens?: {
+        prompt?: number;
+        completion?: number;
+        total?: number;
+      };
+      /** @description What the turn cost, in USD, from the configured per-token prices. */
+      cost?: {
+        input?: number;
+        output?: number;
+        total: number;
+      };
+      /** @description The workspace tools the agent called during the turn, in order. */
+      toolCalls?: components['schemas']['ChatToolCall'][];
+    };
+    ChatToolCall: {
+      /** @description The tool's id. */
+      name: string;
+      arguments: {
+        [key: string]: unknown;
+      };
+      /** @enum {string} */
+      status: 'succeeded' | 'failed';
+      output?: unknown;
+      error?: string | null;
     };
   };
   responses: {
@@ -21209,6 +21426,155 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listSelector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The workspace the options come from. */
+          workspaceId: string;
+          selectorKey: components['schemas']['SelectorKey'];
+          context?: components['schemas']['SelectorContext'];
+          /** @description Case-insensitive substring of the option label. */
+          search?: string;
+          /** @description The `nextCursor` of the previous page. */
+          cursor?: string;
+          /**
+           * @description Most options on this page.
+           * @default 50
+           */
+          limit?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description One page of options. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SelectorOption'][];
+            nextCursor: components['schemas']['NextCursor'];
+            /** @description The source held more options than one selector lists; narrow with `search`. */
+            truncated: boolean;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getSelector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The workspace the option comes from. */
+          workspaceId: string;
+          selectorKey: components['schemas']['SelectorKey'];
+          context?: components['schemas']['SelectorContext'];
+          /** @description The option id to resolve. */
+          id: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The option, or null. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['SelectorOption'] | null;
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  chat: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description `ndjson` asks for the NDJSON stream (the same as `Accept: application/x-ndjson`). */
+        'x-mothership-execute-stream'?: 'ndjson';
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The workspace the conversation runs in. */
+          workspaceId: string;
+          /** @description The message to the agent. */
+          message: string;
+          /** @description The conversation to continue; a new one starts when it is left out. */
+          conversationId?: string;
+          /**
+           * @description How hard the model should think (default `high`). Sent to the model endpoint as `reasoning_effort` (`xhigh` and `max` as `high`) when it is not `high`.
+           * @enum {string}
+           */
+          effort?: 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+        };
+      };
+    };
+    responses: {
+      /** @description The agent's reply, or the NDJSON stream of the turn. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ChatTurn'];
+          };
+          'application/x-ndjson': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      413: components['responses']['PayloadTooLarge'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

@@ -235,7 +235,9 @@ export function buildModel(doc: Doc): { operations: OperationModel[]; problems: 
         successStatus,
         successResponses: success.map((status) => {
           const types = Object.keys(deref(doc, op.responses[status]).content ?? {});
-          return { status: Number(status), json: types.some((t) => /json$/.test(t)), stream: types.some((t) => !/json$/.test(t)) };
+          // One JSON document is `application/json` or a `+json` type; NDJSON (`application/x-ndjson`) is a stream.
+          const isJson = (t: string) => /[/+]json$/.test(t);
+          return { status: Number(status), json: types.some(isJson), stream: types.some((t) => !isJson(t)) };
         }),
         successContentType,
         isList,

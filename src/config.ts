@@ -46,9 +46,10 @@ export interface Config {
   sandboxBuilds: { npmCommand: string; python: string; timeoutMs: number; maxPools: number };
   /**
    * OAuth client settings per credential provider (or provider family, e.g. `google`), from
-   * OAUTH_<ID>_CLIENT_ID / _CLIENT_SECRET and optional _AUTHORIZATION_URL, _TOKEN_URL, _SCOPES.
+   * OAUTH_<ID>_CLIENT_ID / _CLIENT_SECRET and optional _AUTHORIZATION_URL, _TOKEN_URL, _SCOPES, and _API_BASE_URL
+   * (where selectors call the provider's API, e.g. a proxy or a test double).
    */
-  oauthProviders: Record<string, { clientId: string; clientSecret: string; authorizationUrl?: string; tokenUrl?: string; scopes?: string[] }>;
+  oauthProviders: Record<string, { clientId: string; clientSecret: string; authorizationUrl?: string; tokenUrl?: string; scopes?: string[]; apiBaseUrl?: string }>;
   tables: TableSettings;
   /** Limits of the HTTP layer itself: how long a request may take to arrive, how deep a JSON body may nest. */
   http: HttpLimits;
@@ -506,6 +507,7 @@ function oauthProviders(env: NodeJS.ProcessEnv): Config['oauthProviders'] {
       authorizationUrl: url('AUTHORIZATION_URL'),
       tokenUrl: url('TOKEN_URL'),
       scopes: scopes ? scopes.split(/[\s,]+/).filter(Boolean) : undefined,
+      apiBaseUrl: url('API_BASE_URL')?.replace(/\/+$/, ''),
     };
   }
   return out;

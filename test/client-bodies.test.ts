@@ -241,6 +241,9 @@ const samples = {
     api.PATCH('/api/v2/organizations/{organizationId}/members/{userId}/usage-limit', { params: { path: { organizationId: 'org_1', userId: 'u_1' } }, body: { creditLimit: 500 } }),
   createWorkspaceInvitations: (api) =>
     api.POST('/api/v2/workspaces/{workspaceId}/invitations', { params: { path: { workspaceId: WS } }, body: { emails: ['ada@example.com', 'bob@example.com'], permission: 'write', membership: 'member' } }),
+  listSelector: (api) => api.POST('/api/v2/selectors/list', { body: { workspaceId: WS, selectorKey: 'table.columns', context: { tableId: 'tbl_1' }, search: 'em', limit: 100 } }),
+  getSelector: (api) => api.POST('/api/v2/selectors/get', { body: { workspaceId: WS, selectorKey: 'slack.channels', context: { oauthCredential: 'cred_1' }, id: 'C123' } }),
+  chat: (api) => api.POST('/api/v2/chat', { body: { workspaceId: WS, message: 'What tables do I have?', conversationId: 'conv_1', effort: 'low' } }),
 } satisfies Record<string, Sample>;
 
 /** Requests this server sends (the spec's `webhooks`, e.g. a run's completion callback), not operations it serves. */

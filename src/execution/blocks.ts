@@ -5,6 +5,7 @@
 import type { SandboxPool } from '../sandbox/pool.ts';
 import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
+import { completeChat, ModelError, type Completion } from './chat-completions.ts';
 import type { AgentProvider, AgentTool, ExecutionLimits, McpToolCaller, RunResources } from './options.ts';
 import { skillsInstructions } from '../resources/skills.ts';
 import { ExecutionError } from './errors.ts';
@@ -12,7 +13,6 @@ import { sleep } from './sleep.ts';
 import { mcpOutput } from '../mcp/result.ts';
 import type { Block, CostSummary, InputField, RunResult, TraceSpan, WorkflowDefinition } from './types.ts';
 import type { CodeKind } from './references.ts';
-import { SpanKind, inSpan, withTraceHeaders } from '../ops/spans.ts';
 
 export const TRIGGER_TYPES = new Set(['start_trigger', 'api_trigger', 'starter']);
 export const CONTAINER_TYPES = new Set(['loop', 'parallel']);
@@ -463,44 +463,14 @@ const childWorkflow: BlockHandler = async (ctx) => {
 /** Most model round trips one agent block makes while the model keeps calling tools. */
 const MAX_AGENT_TOOL_ROUNDS = 10;
 
-function chatCompletion(ctx: BlockContext, provider: AgentProvider, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const endpoint = new URL(`${provider.baseUrl.replace(/\/+$/, '')}/chat/completions`);
-  // A client span per model round trip (GenAI semantic conventions), whose traceparent the provider receives.
-  const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': String(body.model), 'server.address': endpoint.hostname, 'http.request.method': 'POST' };
-  return inSpan(`chat ${String(body.model)}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    const timeout = AbortSignal.timeout(provider.timeoutMs);
-    let res: Response;
-    try {
-      res = await fetch(endpoint, {
-        method: 'POST',
-        headers: withTraceHeaders({ 'content-type': 'application/json', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) }),
-        body: JSON.stringify(body),
-        signal: AbortSignal.any([ctx.signal, timeout]),
-      });
-    } catch (e) {
-      if (ctx.signal.aborted) throw ctx.signal.reason;
-      if (timeout.aborted) throw fail(ctx, `The agent provider did not answer within ${provider.timeoutMs} ms`, 'TIMEOUT');
-      throw fail(ctx, `The agent provider could not be reached: ${(e as Error).message}`);
-    }
-    span?.setAttribute('http.response.status_code', res.status);
-    const raw = await res.text();
-    let json: Record<string, unknown> = {};
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      /* reported below */
-    }
-    if (!res.ok) {
-      const message = isRecord(json.error) && typeof json.error.message === 'string' ? json.error.message : raw.slice(0, 200);
-      throw fail(ctx, `The agent provider answered ${res.status}: ${message}`);
-    }
-    const usage = isRecord(json.usage) ? json.usage : null;
-    if (span && usage) {
-      if (typeof usage.prompt_tokens === 'number') span.setAttribute('gen_ai.usage.input_tokens', usage.prompt_tokens);
-      if (typeof usage.completion_tokens === 'number') span.setAttribute('gen_ai.usage.output_tokens', usage.completion_tokens);
-    }
-    return json;
-  });
+async function chatCompletion(ctx: BlockContext, provider: AgentProvider, body: Record<string, unknown>): Promise<Completion> {
+  try {
+    return await completeChat(provider, body, ctx.signal);
+  } catch (e) {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    if (e instanceof ModelError) throw fail(ctx, e.message, e.kind === 'timeout' ? 'TIMEOUT' : undefined);
+    throw e;
+  }
 }
 
 const agent: BlockHandler = async (ctx) => {
@@ -537,15 +507,12 @@ const agent: BlockHandler = async (ctx) => {
   let usedModel = model;
   const calls: { name: string; arguments: unknown; status: string; output: unknown; error: string | null }[] = [];
   for (let round = 0; ; round++) {
-    const json = await chatCompletion(ctx, provider, body);
-    const choice = Array.isArray(json.choices) && isRecord(json.choices[0]) ? json.choices[0] : null;
-    const message = choice && isRecord(choice.message) ? choice.message : null;
-    if (!message) throw fail(ctx, 'The agent provider returned no message');
-    const usage = isRecord(json.usage) ? json.usage : {};
-    prompt += Number(usage.prompt_tokens ?? 0) || 0;
-    completion += Number(usage.completion_tokens ?? 0) || 0;
-    if (typeof json.model === 'string') usedModel = json.model;
-    const toolCalls = Array.isArray(message.tool_calls) ? message.tool_calls.filter(isRecord) : [];
+    const answer = await chatCompletion(ctx, provider, body);
+    const message = answer.message;
+    prompt += answer.usage.prompt;
+    completion += answer.usage.completion;
+    if (answer.model) usedModel = answer.model;
+    const toolCalls = message.tool_calls ?? [];
     if (toolCalls.length === 0 || tools.length === 0) {
       return {
         output: {

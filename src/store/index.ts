@@ -45,6 +45,7 @@ import { WorkspaceForkRepository } from './workspace-forks.ts';
 import { WorkspaceOperationRepository } from './workspace-operations.ts';
 import { OrganizationRepository } from './organizations.ts';
 import { InvitationRepository } from './invitations.ts';
+import { AgentConversationRepository } from './agent-conversations.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -95,6 +96,7 @@ export interface Repositories {
   workspaceOperations: WorkspaceOperationRepository;
   organizations: OrganizationRepository;
   invitations: InvitationRepository;
+  agentConversations: AgentConversationRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -147,6 +149,7 @@ function repositories(db: SqlExecutor): Repositories {
     workspaceOperations: new WorkspaceOperationRepository(db),
     organizations: new OrganizationRepository(db),
     invitations: new InvitationRepository(db),
+    agentConversations: new AgentConversationRepository(db),
   };
 }
 
