@@ -57,7 +57,8 @@ export async function tablePage() {
 function cell(row, column, status) {
   const shown = (v) => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
   if (!canWrite) return shown(row.data[column.name]);
-  const button = el('button', { type: 'button', class: 'cell', 'aria-label': `Edit ${column.name} of row ${row.id}`, text: shown(row.data[column.name]) || '∅' });
+  const label = () => [shown(row.data[column.name]) || '∅', el('span', { class: 'visually-hidden', text: ` (edit ${column.name})` })];
+  const button = el('button', { type: 'button', class: 'cell' }, label());
   button.addEventListener('click', () => {
     const input = el('input', { type: column.type === 'number' ? 'number' : 'text', value: shown(row.data[column.name]), 'aria-label': `${column.name} of row ${row.id}`, class: 'cell-input' });
     let done = false;
@@ -75,7 +76,7 @@ function cell(row, column, status) {
           status.set(err.message, true);
         }
       }
-      button.textContent = shown(row.data[column.name]) || '∅';
+      fill(button, label());
       input.replaceWith(button);
       button.focus();
     };

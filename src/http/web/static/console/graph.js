@@ -150,8 +150,9 @@ export function drawGraph(state, onSelect) {
     const isContainer = CONTAINER_TYPES.has(b.type);
     const classes = ['block', `type-${b.type}`, isContainer ? 'container' : '', b.enabled === false ? 'disabled' : ''].filter(Boolean).join(' ');
     const label = `${b.name} (${b.type}${b.enabled === false ? ', disabled' : ''})`;
-    const g = svg('g', { class: classes, 'data-block-id': b.id, 'data-block-name': b.name, tabindex: 0, role: 'button', 'aria-label': label });
-    g.append(svg('title', {}, label), svg('rect', { x: box.x, y: box.y, width: box.w, height: box.h, rx: isContainer ? 14 : 10 }));
+    // The accessible name comes from the visible text (name and type), as axe's label-in-name rule wants.
+    const g = svg('g', { class: classes, 'data-block-id': b.id, 'data-block-name': b.name, tabindex: 0, role: 'button' });
+    g.append(svg('desc', {}, label), svg('rect', { x: box.x, y: box.y, width: box.w, height: box.h, rx: isContainer ? 14 : 10 }));
     const ty = isContainer ? box.y + 19 : box.y + 24;
     g.append(svg('text', { x: box.x + 12, y: ty, class: 'name' }, truncate(b.name, isContainer ? 40 : 22)));
     g.append(svg('text', { x: box.x + 12, y: isContainer ? ty : box.y + 43, class: 'kind', 'text-anchor': isContainer ? 'end' : 'start', dx: isContainer ? box.w - 24 : 0 }, b.enabled === false ? `${b.type} · disabled` : b.type));

@@ -127,10 +127,9 @@ export function waterfall(spans) {
       {
         type: 'button',
         class: 'span-row',
-        'aria-label': `${s.name} (${s.type}), ${failed ? 'failed, ' : ''}started at ${duration(start)}, took ${duration(d)}`,
         onclick: () => showSpan(details, s),
       },
-      el('span', { class: 'span-name', text: s.name }),
+      el('span', { class: 'span-name' }, s.name, el('span', { class: 'visually-hidden', text: ` (${s.type}${failed ? ', failed' : ''}, from ${duration(start)})` })),
       el('span', { class: 'track' }, bar),
       el('span', { class: 'span-time', text: duration(d) }),
     );

@@ -110,22 +110,25 @@ async function followRun(input, status, events) {
       } catch {
         continue;
       }
-      runId ??= f.runId ?? f.data?.runId ?? f.executionId ?? null;
+      runId ??= f.runId ?? null;
+      const label = (f.blockName ?? 'Block') + (f.iteration?.length ? ` [${f.iteration.join('.')}]` : '');
+      const key = `${f.blockId ?? ''}:${(f.iteration ?? []).join('.')}`;
       if (f.event === 'run_started') status.set('Running…');
-      else if (f.event === 'block_started') events.append(el('li', { class: 'running', dataset: { block: f.data?.blockId ?? '' }, text: `${f.data?.blockName ?? 'Block'}: running` }));
+      else if (f.event === 'block_started') events.append(el('li', { class: 'running', dataset: { block: key }, text: `${label}: running` }));
       else if (f.event === 'block_completed' || f.event === 'block_failed') {
-        const li = [...events.children].reverse().find((x) => x.dataset.block === (f.data?.blockId ?? '') && x.classList.contains('running'));
-        const text = `${f.data?.blockName ?? 'Block'}: ${f.event === 'block_failed' ? 'failed' : 'done'}${f.data?.durationMs !== undefined ? ` in ${duration(f.data.durationMs)}` : ''}`;
+        const failed = f.event === 'block_failed';
+        const li = [...events.children].reverse().find((x) => x.dataset.block === key && x.classList.contains('running'));
+        const text = `${label}: ${failed ? `failed${f.error?.message ? ` (${f.error.message})` : ''}` : 'done'}${typeof f.durationMs === 'number' ? ` in ${duration(f.durationMs)}` : ''}`;
         if (li) {
-          li.className = f.event === 'block_failed' ? 'failed' : 'done';
+          li.className = failed ? 'failed' : 'done';
           li.textContent = text;
-        } else events.append(el('li', { class: f.event === 'block_failed' ? 'failed' : 'done', text }));
+        } else events.append(el('li', { class: failed ? 'failed' : 'done', text }));
       } else if (f.event === 'final') {
         const d = f.data ?? {};
         runId ??= d.runId;
-        status.set(`Run ${d.status ?? (d.success ? 'completed' : 'failed')}${d.error?.message ? `: ${d.error.message}` : ''}`, d.success === false);
+        status.set(`Run ${d.status ?? (d.success ? 'completed' : 'failed')}${d.error ? `: ${typeof d.error === 'string' ? d.error : d.error.message}` : ''}`, d.success === false);
         if (runId) events.after(el('p', {}, el('a', { href: wsPath('w', page.workflowId, 'runs', runId), text: 'Open this run' })));
-      }
+      } else if (f.event === 'error') status.set(f.error ?? 'The run failed on the server.', true);
     }
   }
 }
