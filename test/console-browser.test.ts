@@ -131,7 +131,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await shot(page, 'home');
     // Keyboard: the skip link comes first, then the console's navigation; Enter follows a link.
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe('Skip to content');
     await page.getByRole('link', { name: 'Graph with containers' }).focus();
     await page.keyboard.press('Enter');
     await page.waitForURL(`${s.url}${ws()}/w/${graph.id}`);
@@ -148,7 +148,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     expect(await page.locator('svg.graph .block.disabled').getAttribute('data-block-name')).toBe('Switched off');
     // The loop's body is drawn inside the loop's box.
     const inside = await page.evaluate(() => {
-      const r = (name: string) => document.querySelector(`[data-block-name="${name}"] rect`)!.getBoundingClientRect();
+      const r = (name: string) => (globalThis as any).document.querySelector(`[data-block-name="${name}"] rect`)!.getBoundingClientRect();
       const loop = r('Repeat');
       const step = r('Step');
       return step.left >= loop.left && step.right <= loop.right && step.top >= loop.top && step.bottom <= loop.bottom;
@@ -260,7 +260,7 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     const refused = await page.evaluate(async ([table, workspaceId]) => {
       const res = await fetch(`/api/v2/tables/${table}/rows`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-csrf-token': document.body.dataset.csrf! },
+        headers: { 'content-type': 'application/json', 'x-csrf-token': (globalThis as any).document.body.dataset.csrf! },
         body: JSON.stringify({ workspaceId, rows: [{ name: 'Mallory', score: 0 }] }),
       });
       return res.status;

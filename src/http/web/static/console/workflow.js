@@ -183,7 +183,8 @@ function lintSection(state) {
     return section('Lint findings', out);
   }
   fill(out, statusLine('Checking the draft…'));
-  const body = { blocks: state.blocks, edges: state.edges, loops: state.loops, parallels: state.parallels };
+  // Containers are recomputed from the blocks' parent ids, so only blocks and edges are sent.
+  const body = { blocks: state.blocks, edges: state.edges };
   api('PUT', `${wfPath()}/state?dryRun=true`, body)
     .then((r) => {
       const lint = r.data.lint ?? {};
