@@ -39,8 +39,8 @@ function workflowsSection() {
     (items) => t.rowsOf(items),
     { empty: 'No workflows match.', moreLabel: 'More workflows' },
   );
-  // Folders fill the filter; a workspace with very many folders shows the first 200.
-  api('GET', `/api/v2/workflows/folders${query({ workspaceId: page.workspaceId, limit: 200 })}`)
+  // Folders fill the filter; a workspace with very many folders offers the first 100 (the API's largest page).
+  api('GET', `/api/v2/workflows/folders${query({ workspaceId: page.workspaceId, limit: 100 })}`)
     .then((r) => folder.append(...r.data.map((f) => el('option', { value: f.path, text: f.path }))))
     .catch(() => {});
   let timer;
