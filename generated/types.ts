@@ -4269,10 +4269,10 @@ export interface components {
       /** @description Whether the v2 API is available to this credential. */
       v2Enabled: boolean;
       /**
-       * @description The kind of credential that made the call.
+       * @description The kind of credential that made the call; `web_session` is the sign-in session cookie of the web console (an extension of this server).
        * @enum {string}
        */
-      keyType: 'personal' | 'workspace' | 'oauth_access_token';
+      keyType: 'personal' | 'workspace' | 'oauth_access_token' | 'web_session';
       /** @description When the calling credential expires; null when it does not. */
       expiresAt: components['schemas']['Timestamp'] | null;
     };

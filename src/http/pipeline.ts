@@ -17,6 +17,9 @@ import type { ValidatorFactory } from './validator.ts';
 import { rateLimit } from './rate-limit.ts';
 import { assertJsonDepth } from '../domain/json-depth.ts';
 import { assertPrecondition, ifNoneMatchHits, parseTagCondition } from './conditional.ts';
+import { SESSION_COOKIE, sessionPrincipal } from '../identity/web-session.ts';
+import { readCookie } from './web/cookies.ts';
+import { csrfHeaderValid } from './web/csrf.ts';
 import { Idempotency, StoredJson } from './idempotency.ts';
 import { withContext, type Context } from '../ops/spans.ts';
 import { publicBaseUrl } from './public-url.ts';
@@ -75,10 +78,26 @@ export async function principalFromHeaders(services: Services, apiKey: unknown, 
   return null;
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * The web console's caller: the sign-in session cookie, when no key or token is sent. A change must also carry
+ * the page's CSRF token (X-CSRF-Token) and come from this server's origin; without it the cookie counts for nothing.
+ */
+async function principalFromSession(services: Services, req: Request): Promise<Principal | null> {
+  const cookie = readCookie(req, SESSION_COOKIE);
+  if (!cookie) return null;
+  const principal = await sessionPrincipal(services.store, services.signingKey, cookie);
+  if (principal && !SAFE_METHODS.has(req.method) && !csrfHeaderValid(services, req)) {
+    throw forbidden('A change made with the sign-in session needs the page\'s CSRF token in the X-CSRF-Token header; reload the page.');
+  }
+  return principal;
+}
+
 export function authenticate(services: Services): RequestHandler {
   return async (req, res, next) => {
     try {
-      const principal = await principalFromHeaders(services, req.headers['x-api-key'], req.headers.authorization);
+      const principal = (await principalFromHeaders(services, req.headers['x-api-key'], req.headers.authorization)) ?? (await principalFromSession(services, req));
       if (!principal) throw unauthorized('Send an API key in the X-API-Key header or an access token as Authorization: Bearer.');
       (res.locals as Locals).principal = principal;
       next();

@@ -1,7 +1,8 @@
 import type { WorkspaceRole } from '../store/workspaces.ts';
 import type { Plan } from '../store/billing-accounts.ts';
 
-export type CredentialKind = 'personal' | 'workspace' | 'oauth_access_token';
+/** `web_session`: a user signed in on this server's sign-in page, calling the API from the web console. */
+export type CredentialKind = 'personal' | 'workspace' | 'oauth_access_token' | 'web_session';
 export type Scope = 'api:read' | 'api:write' | 'offline_access';
 
 /** Who is calling, as established by their credential. Never holds the secret itself. */

@@ -6,6 +6,8 @@ import type { User } from '../store/users.ts';
 import { signToken, verifyToken } from './signed-tokens.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import { IdentityError } from './admin.ts';
+import { API_KEY_SCOPES, type Principal } from './principal.ts';
+import { personalAccountId } from '../store/billing-accounts.ts';
 
 export const SESSION_COOKIE = 'owa_session';
 
@@ -22,6 +24,17 @@ export async function sessionUser(store: Store, key: Buffer, cookie: string | un
   const hash = await store.webAuth.passwordHash(t.u);
   if (!hash || passwordVersion(hash) !== t.pv) return null;
   return (await store.users.get(t.u)) ?? null;
+}
+
+/**
+ * The signed-in user as an API caller (the web console): acts like the user's own personal key, with both
+ * scopes and the user's roles, so the one policy decides what a session may do. Null when not signed in.
+ */
+export async function sessionPrincipal(store: Store, key: Buffer, cookie: string | undefined): Promise<Principal | null> {
+  const user = await sessionUser(store, key, cookie);
+  if (!user) return null;
+  const plan = (await store.billingAccounts.get(personalAccountId(user.id)))?.plan ?? 'free';
+  return { userId: user.id, kind: 'web_session', credentialId: 'web-session', workspaceId: null, scopes: API_KEY_SCOPES, expiresAt: null, plan, subject: `user:${user.id}` };
 }
 
 /** Checks an e-mail and password; null when either is wrong (the same answer, in about the same time). */

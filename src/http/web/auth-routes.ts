@@ -82,6 +82,7 @@ ${o.next ? `<input type="hidden" name="next" value="${h(o.next)}">` : ''}
           200,
           'Signed in',
           `<h1>Signed in</h1><p>You are signed in as <strong>${h(user.email)}</strong>.</p>
+<p><a href="/workspace">Open the console</a>: your workspaces, workflows, runs and data.</p>
 <p><a href="${AUTHORIZED_APPS_PATH}">Authorized apps</a>: the CLI logins and other applications that act for you.</p>
 <form method="post" action="/logout"><input type="hidden" name="csrf" value="${h(csrfToken(services, req, res))}"><button type="submit" class="secondary">Sign out</button></form>`,
         );

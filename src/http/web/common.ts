@@ -74,7 +74,7 @@ export const PAGE_HEADERS: Record<string, string> = {
 };
 
 /** A whole HTML page around `body` (already escaped), with the shared stylesheet. */
-export function htmlPage(res: Response, status: number, o: { title: string; body: string; assets: string; script?: string; bodyAttrs?: string }): void {
+export function htmlPage(res: Response, status: number, o: { title: string; body: string; assets: string; script?: string; module?: boolean; bodyAttrs?: string }): void {
   for (const [k, v] of Object.entries(PAGE_HEADERS)) res.setHeader(k, v);
   res
     .status(status)
@@ -91,7 +91,7 @@ export function htmlPage(res: Response, status: number, o: { title: string; body
 </head>
 <body${o.bodyAttrs ? ' ' + o.bodyAttrs : ''}>
 ${o.body}
-${o.script ? `<script src="${o.assets}/${o.script}" defer></script>` : ''}
+${o.script ? `<script src="${o.assets}/${o.script}" ${o.module ? 'type="module"' : 'defer'}></script>` : ''}
 </body>
 </html>
 `,

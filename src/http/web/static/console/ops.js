@@ -1,0 +1,41 @@
+// Operations: runs per minute and the failure rate over the last hour, from the logs' statistics (one bucket a
+// minute), as small inline SVG plots.
+import { api, el, fill, heading, main, page, query, section, svg, showError } from './core.js';
+
+const W = 480;
+const H = 90;
+
+export async function operationsPage() {
+  const end = new Date();
+  const start = new Date(end.getTime() - 3600_000);
+  let stats;
+  try {
+    stats = (await api('GET', `/api/v2/logs/stats${query({ workspaceId: page.workspaceId, startDate: start.toISOString(), endDate: end.toISOString(), segmentCount: 60, includeEmpty: true })}`)).data;
+  } catch (err) {
+    return showError(err);
+  }
+  const segments = stats.aggregateSegments ?? [];
+  const perMinute = segments.map((s) => s.totalExecutions);
+  const failureRate = segments.map((s) => (s.totalExecutions ? (s.totalExecutions - s.successfulExecutions) / s.totalExecutions : 0));
+  fill(
+    main,
+    heading('Operations', [`The last hour, ${stats.totalRuns ?? 0} runs, ${stats.totalErrors ?? 0} failed`]),
+    section('Runs per minute', plot(perMinute, 'Runs per minute over the last hour', (v) => String(v))),
+    section('Failure rate', plot(failureRate, 'Share of failed runs per minute over the last hour', (v) => `${Math.round(v * 100)}%`, 1)),
+  );
+}
+
+/** A line over `values` (one per minute), scaled to the largest (or `max`), with its peak and last value. */
+function plot(values, label, format, max) {
+  const top = max ?? Math.max(1, ...values);
+  const step = values.length > 1 ? W / (values.length - 1) : W;
+  const points = values.map((v, i) => `${(i * step).toFixed(1)},${(H - (v / top) * (H - 6) - 3).toFixed(1)}`).join(' ');
+  const last = values.at(-1) ?? 0;
+  const peak = Math.max(0, ...values);
+  return el(
+    'figure',
+    { class: 'plot' },
+    svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': `${label}: peak ${format(peak)}, last minute ${format(last)}` }, svg('polyline', { points, class: 'line' }), svg('line', { x1: 0, y1: H - 1, x2: W, y2: H - 1, class: 'axis' })),
+    el('figcaption', { text: `Peak ${format(peak)} · last minute ${format(last)}` }),
+  );
+}

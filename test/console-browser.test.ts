@@ -1,0 +1,271 @@
+// The web console in Debian's Chromium (playwright-core): sign-in and back, each page as a writer and as a reader
+// (a reader sees no run, edit, cancel controls and the API refuses its writes), a graph with a loop, a parallel
+// and a disabled block, the waterfall of a failed run, a gate-held run finishing on screen, a cell edit, a
+// knowledge search; axe-core on every page and keyboard use. Screenshots go to test-output/ (gitignored).
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startTestServer, type TestServer } from './support/server.ts';
+import { setUserPassword } from '../src/identity/web-session.ts';
+import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
+import { GateServer } from './support/gate-server.ts';
+import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
+import { createUser, setMember } from '../src/identity/admin.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
+const PASSWORD = 'password for the console';
+const haveChromium = fs.existsSync(CHROMIUM);
+
+let s: TestServer;
+let gate: GateServer;
+let browser: Browser;
+let writer: BrowserContext;
+let reader: BrowserContext;
+let writerEmail: string;
+const readerEmail = 'reader@console.test';
+let graph: BuiltWorkflow;
+let failing: BuiltWorkflow;
+let held: BuiltWorkflow;
+let failedRunId: string;
+let tableId: string;
+let kbId: string;
+
+async function signIn(context: BrowserContext, email: string, target: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(`${s.url}${target}`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${s.url}${target}`);
+  return page;
+}
+
+async function audit(page: Page, where: string) {
+  await page.addScriptTag({ path: path.resolve(import.meta.dirname, '../node_modules/axe-core/axe.min.js') });
+  const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] };
+  expect(result.violations.map((v) => `${where}: ${v.id} [${v.impact}] (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`)).toEqual([]);
+}
+
+async function shot(page: Page, name: string) {
+  fs.mkdirSync(OUTPUT, { recursive: true });
+  await page.screenshot({ path: path.join(OUTPUT, `console-${name}.png`), fullPage: true });
+}
+
+const ws = () => `/workspace/${s.workspaceId}`;
+
+beforeAll(async () => {
+  if (!haveChromium) return;
+  gate = await new GateServer().start();
+  s = await startTestServer({ EGRESS_ALLOW_CIDRS: '127.0.0.1/32' });
+  writerEmail = (await s.services.store.users.get(s.userId))!.email;
+  await setUserPassword(s.services.store, s.userId, PASSWORD);
+  const r = await createUser(s.services.store, { email: readerEmail });
+  await setMember(s.services.store, { workspaceId: s.workspaceId, userId: r.id, role: 'read' });
+  await setUserPassword(s.services.store, r.id, PASSWORD);
+
+  {
+    const start = apiBlock('start_trigger', 'Start');
+    const loop = apiBlock('loop', 'Repeat', {}, { data: { loopType: 'for', count: 2 } });
+    const step = apiBlock('function', 'Step', { code: 'return 1' }, { data: { parentId: loop.id, extent: 'parent' } });
+    const fan = apiBlock('parallel', 'Fan out', {}, { data: { parallelType: 'count', count: 2 } });
+    const branch = apiBlock('function', 'Branch', { code: 'return 2' }, { data: { parentId: fan.id, extent: 'parent' } });
+    const off = apiBlock('function', 'Switched off', { code: 'return 3' }, { enabled: false });
+    const out = apiBlock('response', 'Done', { data: '{"ok": true}' });
+    graph = await buildWorkflow(s, 'Graph with containers', [start, loop, step, fan, branch, off, out], [
+      link(start, loop),
+      link(loop, step, 'loop-start-source'),
+      link(loop, fan, 'loop-end-source'),
+      link(fan, branch, 'parallel-start-source'),
+      link(fan, out, 'parallel-end-source'),
+      link(out, off),
+    ]);
+  }
+  {
+    const start = apiBlock('start_trigger', 'Start');
+    const prep = apiBlock('function', 'Prepare', { code: 'return 1' });
+    const boom = apiBlock('function', 'Boom', { code: 'throw new Error("boom")' });
+    failing = await buildWorkflow(s, 'Always fails', [start, prep, boom], [link(start, prep), link(prep, boom)]);
+    const run = await s.call('POST', `/api/v2/workflows/${failing.id}/execute`, { input: {} });
+    expect(run.body.data.status).toBe('failed');
+    failedRunId = run.body.data.runId;
+  }
+  {
+    const start = apiBlock('start_trigger', 'Start');
+    held = await buildWorkflow(s, 'Held at the gate', [start, gate.block('Held', 'console')], []);
+    const state = (await s.ok('GET', `/api/v2/workflows/${held.id}/state`));
+    await s.ok('PUT', `/api/v2/workflows/${held.id}/state`, { blocks: state.blocks, edges: [{ id: 'e1', source: held.ids.Start, target: held.ids.Held, sourceHandle: 'source', targetHandle: 'target' }] });
+    await s.ok('POST', `/api/v2/workflows/${held.id}/deploy`, {});
+  }
+  {
+    const t = await s.ok('POST', '/api/v2/tables', { workspaceId: s.workspaceId, name: 'people', schema: { columns: [{ name: 'name', type: 'string' }, { name: 'score', type: 'number' }] } });
+    tableId = t.id;
+    await s.ok('POST', `/api/v2/tables/${tableId}/rows`, { workspaceId: s.workspaceId, rows: [{ name: 'Ada', score: 3 }, { name: 'Grace', score: 5 }] });
+  }
+  {
+    const kb = await createBase(s, { name: 'Handbook' });
+    kbId = kb.id;
+    const doc = await uploadDocument(s, kbId, 'holidays.txt', 'Employees get twenty-five days of paid holiday each year. Requests go to the team lead two weeks ahead.');
+    await waitForDocument(s, kbId, doc.documentId ?? doc.document?.id ?? doc.id);
+  }
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  // CSP is bypassed only so axe-core can be injected; the pages are unchanged.
+  writer = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
+  reader = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await s?.stop();
+  await gate?.stop();
+});
+
+describe.skipIf(!haveChromium)('web console in Chromium', () => {
+  it('a signed-out visit goes through the sign-in page and back to the workspace home, which lists workflows, tables, knowledge bases', async () => {
+    const page = await signIn(writer, writerEmail, ws());
+    await page.getByRole('link', { name: 'Graph with containers' }).waitFor();
+    await page.getByRole('link', { name: 'people' }).waitFor();
+    await page.getByRole('link', { name: 'Handbook' }).waitFor();
+    await audit(page, 'home');
+    await shot(page, 'home');
+    // Keyboard: the skip link comes first, then the console's navigation; Enter follows a link.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe('Skip to content');
+    await page.getByRole('link', { name: 'Graph with containers' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${s.url}${ws()}/w/${graph.id}`);
+    await page.close();
+  });
+
+  it('draws the graph with a loop and a parallel as containers and the disabled block marked; Enter on a block shows it', async () => {
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${graph.id}`);
+    const svg = page.locator('svg.graph');
+    await svg.waitFor();
+    await expect.poll(() => page.locator('svg.graph .block.container.type-loop').count()).toBe(1);
+    expect(await page.locator('svg.graph .block.container.type-parallel').count()).toBe(1);
+    expect(await page.locator('svg.graph .block.disabled').getAttribute('data-block-name')).toBe('Switched off');
+    // The loop's body is drawn inside the loop's box.
+    const inside = await page.evaluate(() => {
+      const r = (name: string) => (globalThis as any).document.querySelector(`[data-block-name="${name}"] rect`)!.getBoundingClientRect();
+      const loop = r('Repeat');
+      const step = r('Step');
+      return step.left >= loop.left && step.right <= loop.right && step.top >= loop.top && step.bottom <= loop.bottom;
+    });
+    expect(inside).toBe(true);
+    await page.locator('[data-block-name="Branch"]').focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Branch', level: 3 }).waitFor();
+    await page.getByRole('button', { name: 'Run' }).waitFor();
+    await page.getByText(/No findings|warning/).first().waitFor();
+    await page.getByText('Not deployed.').or(page.getByText(/Deployed/)).first().waitFor();
+    await audit(page, 'workflow');
+    await shot(page, 'workflow-graph');
+    await page.close();
+  });
+
+  it('shows a failed run as a waterfall with the failing block marked and its error, input and output on click', async () => {
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${failing.id}`);
+    await page.getByRole('link', { name: failedRunId.slice(0, 12) }).click();
+    await page.waitForURL(`${s.url}${ws()}/w/${failing.id}/runs/${failedRunId}`);
+    const boom = page.locator('li.span[data-span-name="Boom"]');
+    await boom.waitFor();
+    expect(await boom.getAttribute('class')).toContain('failed');
+    expect(await page.locator('li.span[data-span-name="Prepare"]').getAttribute('class')).not.toContain('failed');
+    await boom.getByRole('button').click();
+    await page.getByRole('alert').filter({ hasText: 'boom' }).waitFor();
+    await page.getByRole('heading', { name: 'Output' }).waitFor();
+    await audit(page, 'run');
+    await shot(page, 'run-failed');
+    await page.close();
+  });
+
+  it('runs a workflow from the page and shows it running, then finished once the gate opens', async () => {
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${held.id}`);
+    await page.getByLabel('Input (JSON)').fill('{"who": "console"}');
+    await page.getByRole('button', { name: 'Run' }).click();
+    await page.locator('.events li.running', { hasText: 'Held' }).waitFor();
+    await shot(page, 'run-live');
+    gate.release('console');
+    await page.getByText('Run completed').waitFor();
+    await page.locator('.events li.done', { hasText: 'Held' }).waitFor();
+    await page.getByRole('link', { name: 'Open this run' }).click();
+    await page.locator('li.span[data-span-name="Held"]').waitFor();
+    await page.close();
+  });
+
+  it('edits a table cell and filters and sorts the grid', async () => {
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/tables/${tableId}`);
+    const cell = page.getByRole('button', { name: /edit score/ }).first();
+    await cell.waitFor();
+    await cell.click();
+    const input = page.locator('input.cell-input');
+    await input.fill('42');
+    await input.press('Enter');
+    await page.getByText('Saved score.').waitFor();
+    const rows = await s.ok('POST', `/api/v2/tables/${tableId}/query`, { workspaceId: s.workspaceId, predicate: { field: 'score', op: 'eq', value: 42 } });
+    expect(rows.map((r: any) => r.data.name)).toEqual(['Ada']);
+    await page.getByLabel('Filter').selectOption('name');
+    await page.getByLabel('Value').fill('Grace');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect.poll(() => page.locator('table.grid tbody tr').count()).toBe(1);
+    await page.getByRole('button', { name: /edit name/ }).filter({ hasText: 'Grace' }).waitFor();
+    await audit(page, 'table');
+    await shot(page, 'table');
+    await page.close();
+  });
+
+  it('lists a knowledge base\'s documents with their state and searches it, showing each hit\'s scores', async () => {
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/knowledge/${kbId}`);
+    await page.getByRole('cell', { name: 'holidays.txt' }).waitFor();
+    await page.getByText('completed').first().waitFor();
+    await page.getByRole('searchbox', { name: 'Search' }).fill('how many days of paid holiday');
+    await page.getByRole('searchbox', { name: 'Search' }).press('Enter');
+    const hit = page.locator('.hit').first();
+    await hit.waitFor();
+    await hit.getByText('rank score').waitFor();
+    await hit.getByText('vector similarity').waitFor();
+    await audit(page, 'knowledge');
+    await shot(page, 'knowledge');
+    await page.goto(`${s.url}${ws()}/operations`);
+    await page.locator('figure.plot svg').first().waitFor();
+    await audit(page, 'operations');
+    await shot(page, 'operations');
+    await page.close();
+  });
+
+  it('a reader sees every page without run, edit or cancel controls, and the API refuses its writes', async () => {
+    const page = await signIn(reader, readerEmail, `${ws()}/w/${graph.id}`);
+    await page.locator('svg.graph').waitFor();
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Run' }).count()).toBe(0);
+    await page.getByText('needs the write role').waitFor();
+    await audit(page, 'workflow (reader)');
+    await shot(page, 'workflow-reader');
+
+    await page.goto(`${s.url}${ws()}/tables/${tableId}`);
+    await page.getByRole('cell', { name: 'Grace' }).waitFor();
+    expect(await page.locator('button.cell').count()).toBe(0);
+
+    await page.goto(`${s.url}${ws()}/w/${failing.id}/runs/${failedRunId}`);
+    await page.locator('li.span[data-span-name="Boom"]').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+
+    // The page's own token does not make a reader a writer: the API's policy answers 403.
+    const refused = await page.evaluate(async ([table, workspaceId]) => {
+      const res = await fetch(`/api/v2/tables/${table}/rows`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': (globalThis as any).document.body.dataset.csrf! },
+        body: JSON.stringify({ workspaceId, rows: [{ name: 'Mallory', score: 0 }] }),
+      });
+      return res.status;
+    }, [tableId, s.workspaceId]);
+    expect(refused).toBe(403);
+    await page.close();
+  });
+});
