@@ -1,6 +1,7 @@
 // The store: repositories bound to the read connection, and the same repositories inside a transaction.
 import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
+import { PostgresDatabase } from './postgres.ts';
 import { loadMigrations, migrate, schemaIsCurrent, type MigrationListener } from './migrations.ts';
 import { UserRepository } from './users.ts';
 import { WorkspaceRepository } from './workspaces.ts';
@@ -164,7 +165,23 @@ export function createStore(db: Database): Store {
  * migration applied. A database written by a newer version is refused (NewerDatabaseError).
  */
 export async function openSqliteStore(file: string, onMigration?: MigrationListener): Promise<Store> {
-  const db = new SqliteDatabase(file);
+  return openMigrated(new SqliteDatabase(file), onMigration);
+}
+
+/**
+ * Connects to the Postgres database at `url` and brings its schema up to date under a lock (servers starting
+ * together migrate once), telling `onMigration` of each migration applied; a newer schema is refused as on SQLite.
+ */
+export async function openPostgresStore(url: string, onMigration?: MigrationListener): Promise<Store> {
+  return openMigrated(new PostgresDatabase(url), onMigration);
+}
+
+/** The configured store: Postgres when DATABASE_URL is set, otherwise the SQLite file in DATA_DIR. */
+export function openConfiguredStore(config: { databaseUrl: string | null; databaseFile: string }, onMigration?: MigrationListener): Promise<Store> {
+  return config.databaseUrl ? openPostgresStore(config.databaseUrl, onMigration) : openSqliteStore(config.databaseFile, onMigration);
+}
+
+async function openMigrated(db: Database, onMigration?: MigrationListener): Promise<Store> {
   try {
     await migrate(db, loadMigrations(db.dialect.name), onMigration);
   } catch (err) {
@@ -183,6 +200,9 @@ export function openWorkerStore(connection: StoreConnection): Store {
   switch (connection.engine) {
     case 'sqlite':
       return createStore(new SqliteDatabase(connection.file));
+    case 'postgres':
+      // A worker does one job at a time: a few connections are enough.
+      return createStore(new PostgresDatabase(connection.url, { poolSize: 3 }));
   }
 }
 

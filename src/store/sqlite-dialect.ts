@@ -52,6 +52,8 @@ export const sqliteDialect: SqlDialect = {
   jsonArrayHas: (expr, value) => `EXISTS (SELECT 1 FROM json_each(${expr}) WHERE value = ${value})`,
   millisBetween: (later, earlier) => `MAX(0, CAST((julianday(${later}) - julianday(${earlier})) * 86400000 AS INTEGER))`,
   epochMillis: (expr) => `((julianday(${expr}) - 2440587.5) * 86400000.0)`,
+  toInteger: (expr) => `CAST(${expr} AS INTEGER)`,
+  cellType: () => '',
   // A unary plus keeps the value and stops SQLite from using an index for the term.
   withoutIndex: (expr) => `+${expr}`,
   noLimit: 'LIMIT -1',

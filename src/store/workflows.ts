@@ -190,7 +190,7 @@ export class WorkflowRepository {
   /** Active workflows of the folder with exactly this name (other than `exceptId`). */
   async nameTaken(workspaceId: string, folderPath: string, name: string, exceptId: string | null = null): Promise<boolean> {
     const r = await this.db.get(
-      'SELECT id FROM workflows WHERE workspace_id = ? AND archived = 0 AND folder_path = ? AND name = ? AND id IS NOT ? LIMIT 1',
+      'SELECT id FROM workflows WHERE workspace_id = ? AND archived = 0 AND folder_path = ? AND name = ? AND id IS DISTINCT FROM ? LIMIT 1',
       [workspaceId, folderPath, name, exceptId],
     );
     return r !== undefined;
