@@ -27,6 +27,13 @@ function announcer(logger: Logger): Logger {
   return logger.isLevelEnabled('info') ? logger : logger.child({}, { level: 'info' });
 }
 
+/** A database URL fit for a log line: the password left out. */
+function redactedUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.password) url.password = '***';
+  return url.toString();
+}
+
 function fail(prefix: string, message: string, code: number): never {
   process.stderr.write(`${prefix}: ${message}\n`);
   process.exit(code);
@@ -64,6 +71,7 @@ export async function main(): Promise<void> {
   try {
     services = await createServices(config);
   } catch (err) {
+    if (err instanceof ConfigError) fail('Configuration error', err.message, 2);
     if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError) fail('Cannot start', err.message, 1);
     throw err;
   }
@@ -87,7 +95,7 @@ export async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   // Every stdout line is a JSON log line; this message's text is what scripts and tests wait for.
-  announcer(services.logger).info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile }, `Listening on ${server.url}`);
+  announcer(services.logger).info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseUrl ? redactedUrl(config.databaseUrl) : config.databaseFile }, `Listening on ${server.url}`);
 }
 
 /**

@@ -412,7 +412,7 @@ export class TableRowsRepository {
     const indexed = first.field.kind === 'system' || (indexable(first.field.column) && !(first.field.column.type === 'select' && (first.field.column.options?.length ?? 0) > 0));
     if (!indexed) return q;
     const w = compilePredicate(this.db.dialect, q.where);
-    const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${rowsTable(tableId)} WHERE ${w.sql} ${limitClause(BROAD_FILTER_ROWS)})`, w.params);
+    const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${rowsTable(tableId)} WHERE ${w.sql} ${limitClause(BROAD_FILTER_ROWS)}) AS matches`, w.params);
     return { ...q, walkSortIndex: Number(r?.n ?? 0) >= BROAD_FILTER_ROWS };
   }
 

@@ -181,7 +181,7 @@ export class WorkflowRepository {
   async nextPosition(workspaceId: string): Promise<number> {
     const r = await this.db.get<{ p: number | null }>(
       `SELECT MAX(p) AS p FROM (SELECT MAX(position) AS p FROM workflows WHERE workspace_id = ? AND archived = 0
-        UNION ALL SELECT MAX(position) FROM workflows WHERE workspace_id = ? AND archived = 1)`,
+        UNION ALL SELECT MAX(position) FROM workflows WHERE workspace_id = ? AND archived = 1) AS positions`,
       [workspaceId, workspaceId],
     );
     return Number(r?.p ?? 0) + 1;

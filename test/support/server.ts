@@ -8,6 +8,8 @@ import { createServices, startServer, type RunningServer } from '../../src/serve
 import { createLogger } from '../../src/http/logging.ts';
 import { bootstrapIfEmpty, createApiKey, createUser, createWorkspace, setMember } from '../../src/identity/admin.ts';
 import type { WorkspaceRole } from '../../src/store/workspaces.ts';
+import { createTestDatabase, testDatabaseIsPostgres } from './postgres.ts';
+import { randomBytes } from 'node:crypto';
 
 export interface TestServer extends RunningServer {
   /** The bootstrap admin's personal key. */
@@ -26,10 +28,21 @@ export interface TestServer extends RunningServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Environment for a test server's database: with TEST_DATABASE=postgres, a fresh database of the run's test
+ * Postgres (and a secrets key, which Postgres mode requires); otherwise nothing (SQLite in DATA_DIR).
+ */
+export async function testDatabaseEnv(env: Record<string, string> = {}): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (!testDatabaseIsPostgres() || env.DATABASE_URL !== undefined) return { env: {}, drop: async () => undefined };
+  const db = await createTestDatabase();
+  return { env: { DATABASE_URL: db.url, SECRETS_KEY: env.SECRETS_KEY ?? randomBytes(32).toString('base64') }, drop: db.drop };
+}
+
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-test-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env });
-  const services = await createServices(config, createLogger('silent'));
+  const database = await testDatabaseEnv(env);
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...database.env, ...env });
+  const services = await createServices(config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
   const boot = (await bootstrapIfEmpty(services.store, { apiKey: null }))!;
   const server = await startServer(services);
   const store = services.store;
@@ -73,6 +86,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     },
     async stop() {
       await server.close();
+      await database.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
