@@ -8,6 +8,15 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
 // through Vite's module runner, so it stays there (see `projects` below).
 const HEAP_SENSITIVE = ['test/transfer-memory.test.ts'];
 
+// HTTP test files run a second time with their servers on Postgres (TEST_DATABASE=postgres; the run's throwaway
+// cluster is test/support/postgres.ts). Chosen to cover every family while keeping `npm test` well under 20
+// minutes on 2 cores; files that open the SQLite file directly, or spawn server processes, run on SQLite only.
+export const POSTGRES_FILES = [
+  'test/access-control.test.ts',
+  'test/conditional-writes.test.ts',
+  'test/files-http.test.ts',
+];
+
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
@@ -35,6 +44,10 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: 'vite', include: HEAP_SENSITIVE } },
+      {
+        extends: true,
+        test: { name: 'postgres', include: POSTGRES_FILES, env: { TEST_DATABASE: 'postgres' }, experimental: { viteModuleRunner: false, nodeLoader: false } },
+      },
     ],
   },
 });

@@ -110,12 +110,17 @@ async function bootstrap(services: Awaited<ReturnType<typeof createServices>>, c
   const key = chosen ?? newApiKey();
   const toTerminal = Boolean(process.stdout.isTTY);
   const keyFile = path.join(config.dataDir, BOOTSTRAP_KEY_FILE);
-  if (!chosen && !toTerminal) {
+  const toFile = !chosen && !toTerminal;
+  if (toFile) {
     fs.rmSync(keyFile, { force: true });
     fs.writeFileSync(keyFile, key + '\n', { mode: 0o600, flag: 'wx' });
   }
   const boot = await bootstrapIfEmpty(services.store, { apiKey: key });
-  if (!boot) return;
+  if (!boot) {
+    // Another server sharing the database (Postgres) bootstrapped it first: this key was never stored.
+    if (toFile) fs.rmSync(keyFile, { force: true });
+    return;
+  }
   const apiKey = chosen ? 'the key set in BOOTSTRAP_API_KEY' : toTerminal ? key : `written to ${keyFile} (mode 0600); move it somewhere safe and delete the file`;
   // One JSON log line like every other on stdout. Signing in on /login (and so `sim login`) needs a password,
   // which a first start cannot choose for the admin: the line says how to set one.

@@ -86,7 +86,7 @@ describe('locks', () => {
   it('the admin verb sets the flags; the API then answers 423 with details.lock', async () => {
     const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'ledger', schema: { columns: [{ name: 'amount', type: 'number' }] } });
     const admin = (...args: string[]) =>
-      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir }, encoding: 'utf8' });
+      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir, ...s.databaseEnv }, encoding: 'utf8' });
     const r = admin('table', 'lock', '--table', t.id, '--preset', 'append-only');
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout).locks).toEqual({ schemaLocked: false, insertLocked: false, updateLocked: true, deleteLocked: true });
@@ -109,7 +109,7 @@ describe('row limits', () => {
     const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'limits', schema: { columns: [{ name: 'a', type: 'string' }] } });
     const before = (await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows;
     const admin = (...args: string[]) =>
-      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir, TABLE_ROWS_LIMIT_PRO: '7' }, encoding: 'utf8' });
+      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir, ...s.databaseEnv, TABLE_ROWS_LIMIT_PRO: '7' }, encoding: 'utf8' });
     expect(admin('workspace', 'plan', '--workspace', ws, '--plan', 'pro').status).toBe(0);
     expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows).toBe(7);
     await ok('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, rows: Array.from({ length: 7 }, (_, i) => ({ a: String(i) })) });

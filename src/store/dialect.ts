@@ -60,6 +60,12 @@ export interface SqlDialect {
    * one that stores the column's stored values (./table-rows.ts) and compares them as SQLite does.
    */
   cellType(type: ColumnType): string;
+  /**
+   * What follows `CREATE [UNIQUE] INDEX name ON table` for the index of cell column `column` (a quoted name) of a
+   * user column of type `type`: ordinary indexes are on (value, id) for filters and sorts; unique ones enforce the
+   * column's uniqueness.
+   */
+  cellIndex(column: string, type: ColumnType, unique: boolean): string;
   /** `expr` written so the planner cannot answer a term on it from an index (the sort's index is walked instead). */
   withoutIndex(expr: string): string;
   /** The clause that lets OFFSET stand without a real LIMIT. */

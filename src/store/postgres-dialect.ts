@@ -69,6 +69,12 @@ export const postgresDialect: SqlDialect = {
   epochMillis: (expr) => `(EXTRACT(EPOCH FROM CAST(${expr} AS timestamptz)) * 1000)`,
   toInteger: (expr) => `CAST(trunc(${expr}) AS BIGINT)`,
   cellType: (type) => (type === 'number' || type === 'currency' || type === 'ttl' || type === 'boolean' ? ' DOUBLE PRECISION' : ' TEXT'),
+  // A B-tree entry holds at most ~2.7 kB, and text cells may be longer: text is indexed by hash for equality (no
+  // length limit; sorts and ranges on it scan), and kept unique through its md5.
+  cellIndex: (column, type, unique) => {
+    if (type !== 'string') return unique ? ` (${column})` : ` (${column}, id)`;
+    return unique ? ` (md5(${column}))` : ` USING hash (${column})`;
+  },
   // Postgres's planner weighs the filter's index against the sort's by cost itself (SQLite needs the hint).
   withoutIndex: (expr) => expr,
   noLimit: 'LIMIT ALL',

@@ -54,6 +54,7 @@ export const sqliteDialect: SqlDialect = {
   epochMillis: (expr) => `((julianday(${expr}) - 2440587.5) * 86400000.0)`,
   toInteger: (expr) => `CAST(${expr} AS INTEGER)`,
   cellType: () => '',
+  cellIndex: (column, _type, unique) => (unique ? ` (${column})` : ` (${column}, id)`),
   // A unary plus keeps the value and stops SQLite from using an index for the term.
   withoutIndex: (expr) => `+${expr}`,
   noLimit: 'LIMIT -1',

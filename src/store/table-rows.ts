@@ -202,7 +202,7 @@ export class TableRowsRepository {
     }
     if (f.column.unique || !indexable(f.column)) return null;
     const c = cellColumn(f.column.id);
-    return { name: indexName(tableId, c.slice(1, -1)), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, c.slice(1, -1))} ON ${t} (${c}, id)` };
+    return { name: indexName(tableId, c.slice(1, -1)), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, c.slice(1, -1))} ON ${t}${this.db.dialect.cellIndex(c, f.column.type, false)}` };
   }
 
   /** Fields whose index (an ordinary one, for filters and sorts) does not exist yet. */
@@ -210,7 +210,8 @@ export class TableRowsRepository {
     const names = new Set((await this.db.all<{ name: string }>(this.db.dialect.indexNamesSql, [rowsTable(tableId).slice(1, -1)])).map((r) => `"${r.name}"`));
     return fields.filter((f) => {
       const ix = this.fieldIndex(tableId, f);
-      return ix !== null && !names.has(ix.name);
+      // Postgres cuts names to 63 bytes (they are ASCII here), and reports them cut.
+      return ix !== null && !names.has(ix.name) && !names.has(`"${ix.name.slice(1, -1).slice(0, 63)}"`);
     });
   }
 
@@ -283,8 +284,9 @@ export class TableRowsRepository {
     const t = rowsTable(tableId);
     const c = cellColumn(column.id);
     const base = c.slice(1, -1);
-    if (column.unique) await this.db.run(`CREATE UNIQUE INDEX ${indexName(tableId, `${base}_unique`)} ON ${t} (${c})`);
-    else if (indexable(column)) await this.db.run(`CREATE INDEX ${indexName(tableId, base)} ON ${t} (${c}, id)`);
+    const d = this.db.dialect;
+    if (column.unique) await this.db.run(`CREATE UNIQUE INDEX ${indexName(tableId, `${base}_unique`)} ON ${t}${d.cellIndex(c, column.type, true)}`);
+    else if (indexable(column)) await this.db.run(`CREATE INDEX ${indexName(tableId, base)} ON ${t}${d.cellIndex(c, column.type, false)}`);
   }
 
   // ---- rows

@@ -17,6 +17,8 @@ export interface TestServer extends RunningServer {
   userId: string;
   workspaceId: string;
   dataDir: string;
+  /** The environment naming this server's database (DATABASE_URL and SECRETS_KEY on Postgres; empty on SQLite): spread it into a child's env beside DATA_DIR. */
+  databaseEnv: Record<string, string>;
   request(pathname: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
   /** A JSON call: sends `body` as JSON when given, parses the answer; `key` null sends no key. */
   call(method: string, pathname: string, body?: unknown, key?: string | null): Promise<{ status: number; headers: Headers; body: any; text: string }>;
@@ -58,6 +60,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     userId: boot.user.id,
     workspaceId: boot.workspace.id,
     dataDir,
+    databaseEnv: database.env,
     request,
     async call(method, pathname, body, key) {
       const init: RequestInit & { key?: string | null } = { method };
