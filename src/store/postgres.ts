@@ -21,6 +21,8 @@ import { ForeignKeyViolation, SerializationFailure, UniqueViolation } from './er
 
 /** The advisory lock key every write transaction holds (an arbitrary constant: "owa" write). */
 const WRITE_LOCK = 0x6f7761;
+/** Longest a write transaction waits for WRITE_LOCK (SQLite's busy timeout is 5 s; more writers share it here). */
+const LOCK_TIMEOUT = '10s';
 /** The advisory lock key held while migrating, so servers starting together migrate once. */
 const MIGRATION_LOCK = 0x6f776d;
 
@@ -207,8 +209,9 @@ export class PostgresDatabase implements Database {
         if (options.readOnly) {
           await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
         } else {
-          await client.query('BEGIN');
-          await client.query({ name: 'owa_write_lock', text: 'SELECT pg_advisory_xact_lock($1)', values: [WRITE_LOCK] });
+          // One round trip (one simple-protocol message). A lock not obtained within LOCK_TIMEOUT is a
+          // SerializationFailure (55P03), as SQLite's busy timeout is: a caller may retry, nothing waits forever.
+          await client.query(`BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
         }
         try {
           const result = await fn(new Executor(client));

@@ -1,5 +1,6 @@
 // Starts a real server on an ephemeral loopback port with its own temporary database.
 import fs from 'node:fs';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -94,6 +95,25 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     },
   };
   return testServer;
+}
+
+/**
+ * `npm run admin -- …` against a test server's database, without blocking this process: the server runs here, and
+ * on Postgres a write of the admin command may wait for a transaction this process has open (spawnSync would
+ * stop it from ever committing).
+ */
+export function runAdmin(server: TestServer, args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../../bin/admin.js'), ...args], {
+      env: { PATH: process.env.PATH, DATA_DIR: server.dataDir, ...server.databaseEnv, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 /**
