@@ -12,9 +12,24 @@ const HEAP_SENSITIVE = ['test/transfer-memory.test.ts'];
 // cluster is test/support/postgres.ts). Chosen to cover every family while keeping `npm test` well under 20
 // minutes on 2 cores; files that open the SQLite file directly, or spawn server processes, run on SQLite only.
 export const POSTGRES_FILES = [
-  'test/access-control.test.ts',
-  'test/conditional-writes.test.ts',
+  'test/access-control.test.ts', // keys, roles, plans, audit trail, OAuth tokens, rate limits
+  'test/billing.test.ts',
+  'test/conditional-writes.test.ts', // ETag / If-Match across the families
   'test/files-http.test.ts',
+  'test/hosted-chat.test.ts',
+  'test/http-core.test.ts',
+  'test/idempotency.test.ts',
+  'test/knowledge-bases.test.ts',
+  'test/knowledge-documents.test.ts', // processing queue, full text and hybrid search
+  'test/knowledge-tags.test.ts',
+  'test/metrics.test.ts',
+  'test/run-id-scope.test.ts', // runs and their logs
+  'test/skills.test.ts', // resources
+  'test/tables-folders.test.ts',
+  'test/tables-groups.test.ts', // workflow runs from table rows
+  'test/tables-http.test.ts',
+  'test/tables-rows.test.ts',
+  'test/web-sign-in.test.ts',
 ];
 
 export default defineConfig({

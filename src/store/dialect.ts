@@ -76,6 +76,8 @@ export interface SqlDialect {
   readonly indexNamesSql: string;
   /** SELECT of a row when the table named by the one `?` exists. */
   readonly tableExistsSql: string;
+  /** SELECT of one column `bytes`: the database's size, when the engine can tell (null: measure its files). */
+  readonly databaseSizeSql: string | null;
   /** The engine's query plan for `sql`, one line per step. */
   explain(db: StatementRunner, sql: string, params: readonly SqlValue[]): Promise<string[]>;
 

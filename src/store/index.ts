@@ -144,6 +144,8 @@ export interface Store extends Repositories {
   transaction<T>(fn: (tx: Repositories) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** How a worker thread opens this same database (openWorkerStore), or null when it cannot (in memory). */
   readonly connection: StoreConnection | null;
+  /** The database's size in bytes as the engine reports it; null when it is measured from its files (SQLite). */
+  databaseSize(): Promise<number | null>;
   /** True when the database answers and every migration of this build is applied (the readiness probe asks). */
   schemaIsCurrent(): Promise<boolean>;
   close(): Promise<void>;
@@ -155,6 +157,7 @@ export function createStore(db: Database): Store {
     ...repositories(db.read),
     transaction: (fn, options) => db.transaction((tx) => fn(repositories(tx)), options),
     connection: db.connection,
+    databaseSize: async () => (db.dialect.databaseSizeSql ? Number((await db.read.get<{ bytes: number }>(db.dialect.databaseSizeSql))?.bytes ?? 0) : null),
     schemaIsCurrent: () => schemaIsCurrent(db, (migrations ??= loadMigrations(db.dialect.name))),
     close: () => db.close(),
   };

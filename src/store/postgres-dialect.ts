@@ -80,6 +80,7 @@ export const postgresDialect: SqlDialect = {
   noLimit: 'LIMIT ALL',
   clusteredTableSuffix: '',
   indexNamesSql: 'SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ?',
+  databaseSizeSql: 'SELECT pg_database_size(current_database()) AS bytes',
   tableExistsSql: 'SELECT 1 AS x FROM pg_tables WHERE schemaname = current_schema() AND tablename = ?',
   async explain(db: StatementRunner, sql: string, params: readonly SqlValue[]) {
     return (await db.all<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params)).map((r) => r['QUERY PLAN']);

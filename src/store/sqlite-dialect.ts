@@ -60,6 +60,7 @@ export const sqliteDialect: SqlDialect = {
   noLimit: 'LIMIT -1',
   clusteredTableSuffix: ' WITHOUT ROWID',
   indexNamesSql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?",
+  databaseSizeSql: null,
   tableExistsSql: "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?",
   async explain(db: StatementRunner, sql: string, params: readonly SqlValue[]) {
     return (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail);
