@@ -181,11 +181,11 @@ function testCluster(): Promise<Cluster> {
   })());
 }
 
-/** A fresh, migrated database of its own: its URL, and how to drop it. */
-export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+/** A fresh, migrated database of its own (`empty`: not migrated), its URL, and how to drop it. */
+export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<{ url: string; drop(): Promise<void> }> {
   const c = await testCluster();
   const name = `owa_test_${randomBytes(6).toString('hex')}`;
-  await admin(c.base, `CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`);
+  await admin(c.base, `CREATE DATABASE ${name} TEMPLATE ${options.empty ? 'template0' : TEMPLATE}`);
   return {
     url: `${c.base}/${name}`,
     drop: () => admin(c.base, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
