@@ -56,6 +56,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  addPermissionGroupMember: {
+    params: Params<operations['addPermissionGroupMember'], 'path'>;
+    query: Params<operations['addPermissionGroupMember'], 'query'>;
+    headers: Params<operations['addPermissionGroupMember'], 'header'>;
+    body: Body<operations['addPermissionGroupMember']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   addTableColumn: {
     params: Params<operations['addTableColumn'], 'path'>;
     query: Params<operations['addTableColumn'], 'query'>;
@@ -97,6 +106,15 @@ export interface OperationInputs {
     query: Params<operations['applyWorkflowVariables'], 'query'>;
     headers: Params<operations['applyWorkflowVariables'], 'header'>;
     body: Body<operations['applyWorkflowVariables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkAddPermissionGroupMembers: {
+    params: Params<operations['bulkAddPermissionGroupMembers'], 'path'>;
+    query: Params<operations['bulkAddPermissionGroupMembers'], 'query'>;
+    headers: Params<operations['bulkAddPermissionGroupMembers'], 'header'>;
+    body: Body<operations['bulkAddPermissionGroupMembers']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -164,6 +182,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  cancelOrganizationAccessRequest: {
+    params: Params<operations['cancelOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['cancelOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['cancelOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['cancelOrganizationAccessRequest']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   cancelTableDispatch: {
     params: Params<operations['cancelTableDispatch'], 'path'>;
     query: Params<operations['cancelTableDispatch'], 'query'>;
@@ -205,6 +232,15 @@ export interface OperationInputs {
     query: Params<operations['cancelWorkflowRun'], 'query'>;
     headers: Params<operations['cancelWorkflowRun'], 'header'>;
     body: Body<operations['cancelWorkflowRun']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelWorkspaceAccessRequest: {
+    params: Params<operations['cancelWorkspaceAccessRequest'], 'path'>;
+    query: Params<operations['cancelWorkspaceAccessRequest'], 'query'>;
+    headers: Params<operations['cancelWorkspaceAccessRequest'], 'header'>;
+    body: Body<operations['cancelWorkspaceAccessRequest']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -371,6 +407,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createOrganizationAccessRequest: {
+    params: Params<operations['createOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['createOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['createOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['createOrganizationAccessRequest']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createPermissionGroup: {
+    params: Params<operations['createPermissionGroup'], 'path'>;
+    query: Params<operations['createPermissionGroup'], 'query'>;
+    headers: Params<operations['createPermissionGroup'], 'header'>;
+    body: Body<operations['createPermissionGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createSandbox: {
     params: Params<operations['createSandbox'], 'path'>;
     query: Params<operations['createSandbox'], 'query'>;
@@ -493,6 +547,15 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowMcpServer'], 'query'>;
     headers: Params<operations['createWorkflowMcpServer'], 'header'>;
     body: Body<operations['createWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createWorkspaceAccessRequest: {
+    params: Params<operations['createWorkspaceAccessRequest'], 'path'>;
+    query: Params<operations['createWorkspaceAccessRequest'], 'query'>;
+    headers: Params<operations['createWorkspaceAccessRequest'], 'header'>;
+    body: Body<operations['createWorkspaceAccessRequest']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -628,6 +691,15 @@ export interface OperationInputs {
     query: Params<operations['deleteMcpServer'], 'query'>;
     headers: Params<operations['deleteMcpServer'], 'header'>;
     body: Body<operations['deleteMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  deletePermissionGroup: {
+    params: Params<operations['deletePermissionGroup'], 'path'>;
+    query: Params<operations['deletePermissionGroup'], 'query'>;
+    headers: Params<operations['deletePermissionGroup'], 'header'>;
+    body: Body<operations['deletePermissionGroup']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -772,6 +844,24 @@ export interface OperationInputs {
     query: Params<operations['deployWorkflowMcpTool'], 'query'>;
     headers: Params<operations['deployWorkflowMcpTool'], 'header'>;
     body: Body<operations['deployWorkflowMcpTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  discoverOrganizationAccessRequests: {
+    params: Params<operations['discoverOrganizationAccessRequests'], 'path'>;
+    query: Params<operations['discoverOrganizationAccessRequests'], 'query'>;
+    headers: Params<operations['discoverOrganizationAccessRequests'], 'header'>;
+    body: Body<operations['discoverOrganizationAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  discoverWorkspaceAccessRequests: {
+    params: Params<operations['discoverWorkspaceAccessRequests'], 'path'>;
+    query: Params<operations['discoverWorkspaceAccessRequests'], 'query'>;
+    headers: Params<operations['discoverWorkspaceAccessRequests'], 'header'>;
+    body: Body<operations['discoverWorkspaceAccessRequests']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1046,6 +1136,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getOrganizationAccessRequestSettings: {
+    params: Params<operations['getOrganizationAccessRequestSettings'], 'path'>;
+    query: Params<operations['getOrganizationAccessRequestSettings'], 'query'>;
+    headers: Params<operations['getOrganizationAccessRequestSettings'], 'header'>;
+    body: Body<operations['getOrganizationAccessRequestSettings']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getPermissionGroup: {
+    params: Params<operations['getPermissionGroup'], 'path'>;
+    query: Params<operations['getPermissionGroup'], 'query'>;
+    headers: Params<operations['getPermissionGroup'], 'header'>;
+    body: Body<operations['getPermissionGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getRowEnrichment: {
     params: Params<operations['getRowEnrichment'], 'path'>;
     query: Params<operations['getRowEnrichment'], 'query'>;
@@ -1222,6 +1330,15 @@ export interface OperationInputs {
     query: Params<operations['getWorkspace'], 'query'>;
     headers: Params<operations['getWorkspace'], 'header'>;
     body: Body<operations['getWorkspace']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkspacePermissionConfig: {
+    params: Params<operations['getWorkspacePermissionConfig'], 'path'>;
+    query: Params<operations['getWorkspacePermissionConfig'], 'query'>;
+    headers: Params<operations['getWorkspacePermissionConfig'], 'header'>;
+    body: Body<operations['getWorkspacePermissionConfig']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1487,6 +1604,51 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listMyOrganizationAccessRequests: {
+    params: Params<operations['listMyOrganizationAccessRequests'], 'path'>;
+    query: Params<operations['listMyOrganizationAccessRequests'], 'query'>;
+    headers: Params<operations['listMyOrganizationAccessRequests'], 'header'>;
+    body: Body<operations['listMyOrganizationAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMyWorkspaceAccessRequests: {
+    params: Params<operations['listMyWorkspaceAccessRequests'], 'path'>;
+    query: Params<operations['listMyWorkspaceAccessRequests'], 'query'>;
+    headers: Params<operations['listMyWorkspaceAccessRequests'], 'header'>;
+    body: Body<operations['listMyWorkspaceAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listOrganizationAccessRequests: {
+    params: Params<operations['listOrganizationAccessRequests'], 'path'>;
+    query: Params<operations['listOrganizationAccessRequests'], 'query'>;
+    headers: Params<operations['listOrganizationAccessRequests'], 'header'>;
+    body: Body<operations['listOrganizationAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listPermissionGroupMembers: {
+    params: Params<operations['listPermissionGroupMembers'], 'path'>;
+    query: Params<operations['listPermissionGroupMembers'], 'query'>;
+    headers: Params<operations['listPermissionGroupMembers'], 'header'>;
+    body: Body<operations['listPermissionGroupMembers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listPermissionGroups: {
+    params: Params<operations['listPermissionGroups'], 'path'>;
+    query: Params<operations['listPermissionGroups'], 'query'>;
+    headers: Params<operations['listPermissionGroups'], 'header'>;
+    body: Body<operations['listPermissionGroups']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listRunCallbacks: {
     params: Params<operations['listRunCallbacks'], 'path'>;
     query: Params<operations['listRunCallbacks'], 'query'>;
@@ -1721,6 +1883,15 @@ export interface OperationInputs {
     principal: null;
     ctx: RequestContext<null>;
   };
+  previewOrganizationAccessRequest: {
+    params: Params<operations['previewOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['previewOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['previewOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['previewOrganizationAccessRequest']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   previewWorkflowImport: {
     params: Params<operations['previewWorkflowImport'], 'path'>;
     query: Params<operations['previewWorkflowImport'], 'query'>;
@@ -1811,6 +1982,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  removePermissionGroupMember: {
+    params: Params<operations['removePermissionGroupMember'], 'path'>;
+    query: Params<operations['removePermissionGroupMember'], 'query'>;
+    headers: Params<operations['removePermissionGroupMember'], 'header'>;
+    body: Body<operations['removePermissionGroupMember']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   renameFile: {
     params: Params<operations['renameFile'], 'path'>;
     query: Params<operations['renameFile'], 'query'>;
@@ -1834,6 +2014,15 @@ export interface OperationInputs {
     query: Params<operations['replaceWorkflowState'], 'query'>;
     headers: Params<operations['replaceWorkflowState'], 'header'>;
     body: Body<operations['replaceWorkflowState']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  resolveOrganizationAccessRequest: {
+    params: Params<operations['resolveOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['resolveOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['resolveOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['resolveOrganizationAccessRequest']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2144,6 +2333,24 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateOrganizationAccessRequestSettings: {
+    params: Params<operations['updateOrganizationAccessRequestSettings'], 'path'>;
+    query: Params<operations['updateOrganizationAccessRequestSettings'], 'query'>;
+    headers: Params<operations['updateOrganizationAccessRequestSettings'], 'header'>;
+    body: Body<operations['updateOrganizationAccessRequestSettings']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updatePermissionGroup: {
+    params: Params<operations['updatePermissionGroup'], 'path'>;
+    query: Params<operations['updatePermissionGroup'], 'query'>;
+    headers: Params<operations['updatePermissionGroup'], 'header'>;
+    body: Body<operations['updatePermissionGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateRowsByFilter: {
     params: Params<operations['updateRowsByFilter'], 'path'>;
     query: Params<operations['updateRowsByFilter'], 'query'>;
@@ -2298,6 +2505,11 @@ export interface OperationResults {
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  addPermissionGroupMember: {
+    status: 200;
+    body: Json<operations['addPermissionGroupMember']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   addTableColumn: {
     status: 200;
     body: Json<operations['addTableColumn']['responses'][200]>;
@@ -2321,6 +2533,11 @@ export interface OperationResults {
   applyWorkflowVariables: {
     status: 200;
     body: Json<operations['applyWorkflowVariables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkAddPermissionGroupMembers: {
+    status: 200;
+    body: Json<operations['bulkAddPermissionGroupMembers']['responses'][200]>;
     headers?: Record<string, string>;
   };
   bulkDeleteFiles: {
@@ -2358,6 +2575,11 @@ export interface OperationResults {
     body: Json<operations['bulkUpdateTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  cancelOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['cancelOrganizationAccessRequest']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   cancelTableDispatch: {
     status: 200;
     body: Json<operations['cancelTableDispatch']['responses'][200]>;
@@ -2381,6 +2603,11 @@ export interface OperationResults {
   cancelWorkflowRun: {
     status: 200;
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelWorkspaceAccessRequest: {
+    status: 200;
+    body: Json<operations['cancelWorkspaceAccessRequest']['responses'][200]>;
     headers?: Record<string, string>;
   };
   completeCredentialConnection: {
@@ -2473,6 +2700,16 @@ export interface OperationResults {
     body: Json<operations['createMcpServer']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['createOrganizationAccessRequest']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createPermissionGroup: {
+    status: 200;
+    body: Json<operations['createPermissionGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createSandbox: {
     status: 200;
     body: Json<operations['createSandbox']['responses'][200]>;
@@ -2541,6 +2778,11 @@ export interface OperationResults {
   createWorkflowMcpServer: {
     status: 201;
     body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createWorkspaceAccessRequest: {
+    status: 200;
+    body: Json<operations['createWorkspaceAccessRequest']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteCredential: {
@@ -2616,6 +2858,11 @@ export interface OperationResults {
   deleteMcpServer: {
     status: 200;
     body: Json<operations['deleteMcpServer']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  deletePermissionGroup: {
+    status: 200;
+    body: Json<operations['deletePermissionGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   deleteSandbox: {
@@ -2696,6 +2943,16 @@ export interface OperationResults {
   deployWorkflowMcpTool: {
     status: 200;
     body: Json<operations['deployWorkflowMcpTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  discoverOrganizationAccessRequests: {
+    status: 200;
+    body: Json<operations['discoverOrganizationAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  discoverWorkspaceAccessRequests: {
+    status: 200;
+    body: Json<operations['discoverWorkspaceAccessRequests']['responses'][200]>;
     headers?: Record<string, string>;
   };
   downloadFile:
@@ -2872,6 +3129,16 @@ export interface OperationResults {
     body: Json<operations['getNextKnowledgeTagSlot']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getOrganizationAccessRequestSettings: {
+    status: 200;
+    body: Json<operations['getOrganizationAccessRequestSettings']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getPermissionGroup: {
+    status: 200;
+    body: Json<operations['getPermissionGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getRowEnrichment: {
     status: 200;
     body: Json<operations['getRowEnrichment']['responses'][200]>;
@@ -2976,6 +3243,11 @@ export interface OperationResults {
   getWorkspace: {
     status: 200;
     body: Json<operations['getWorkspace']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkspacePermissionConfig: {
+    status: 200;
+    body: Json<operations['getWorkspacePermissionConfig']['responses'][200]>;
     headers?: Record<string, string>;
   };
   grantSkillEditor: {
@@ -3129,6 +3401,31 @@ export interface OperationResults {
     body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listMyOrganizationAccessRequests: {
+    status: 200;
+    body: Json<operations['listMyOrganizationAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMyWorkspaceAccessRequests: {
+    status: 200;
+    body: Json<operations['listMyWorkspaceAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listOrganizationAccessRequests: {
+    status: 200;
+    body: Json<operations['listOrganizationAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listPermissionGroupMembers: {
+    status: 200;
+    body: Json<operations['listPermissionGroupMembers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listPermissionGroups: {
+    status: 200;
+    body: Json<operations['listPermissionGroups']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listRunCallbacks: {
     status: 200;
     body: Json<operations['listRunCallbacks']['responses'][200]>;
@@ -3271,6 +3568,11 @@ export interface OperationResults {
         body: undefined;
         headers?: Record<string, string>;
       };
+  previewOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['previewOrganizationAccessRequest']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
@@ -3321,6 +3623,11 @@ export interface OperationResults {
     body: Json<operations['relocateWorkflowFolder']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  removePermissionGroupMember: {
+    status: 200;
+    body: Json<operations['removePermissionGroupMember']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   renameFile: {
     status: 200;
     body: Json<operations['renameFile']['responses'][200]>;
@@ -3334,6 +3641,11 @@ export interface OperationResults {
   replaceWorkflowState: {
     status: 200;
     body: Json<operations['replaceWorkflowState']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  resolveOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['resolveOrganizationAccessRequest']['responses'][200]>;
     headers?: Record<string, string>;
   };
   restoreFile: {
@@ -3512,6 +3824,16 @@ export interface OperationResults {
     body: Json<operations['updateMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateOrganizationAccessRequestSettings: {
+    status: 200;
+    body: Json<operations['updateOrganizationAccessRequestSettings']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updatePermissionGroup: {
+    status: 200;
+    body: Json<operations['updatePermissionGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateRowsByFilter: {
     status: 200;
     body: Json<operations['updateRowsByFilter']['responses'][200]>;
@@ -3604,6 +3926,8 @@ export interface Handlers {
   abortKnowledgeDocumentUpload: Handler<'abortKnowledgeDocumentUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** POST /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members — Add a permission group member */
+  addPermissionGroupMember: Handler<'addPermissionGroupMember'>;
   /** POST /api/v2/tables/{tableId}/columns — Add a column */
   addTableColumn: Handler<'addTableColumn'>;
   /** POST /api/v2/tables/{tableId}/groups — Add a workflow group */
@@ -3614,6 +3938,8 @@ export interface Handlers {
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
   applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
+  /** POST /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/bulk — Add permission group members in bulk */
+  bulkAddPermissionGroupMembers: Handler<'bulkAddPermissionGroupMembers'>;
   /** POST /api/v2/files/bulk-delete — Delete several files */
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
   /** POST /api/v2/tables/bulk-delete — Delete tables and folders */
@@ -3628,6 +3954,8 @@ export interface Handlers {
   bulkUpdateKnowledgeDocuments: Handler<'bulkUpdateKnowledgeDocuments'>;
   /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
   bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
+  /** POST /api/v2/organizations/{organizationId}/access-requests/{requestId}/cancel — Cancel my access request in an organization */
+  cancelOrganizationAccessRequest: Handler<'cancelOrganizationAccessRequest'>;
   /** DELETE /api/v2/tables/{tableId}/dispatches/{dispatchId} — Cancel a dispatch */
   cancelTableDispatch: Handler<'cancelTableDispatch'>;
   /** DELETE /api/v2/tables/{tableId}/exports/{exportId} — Cancel a table export */
@@ -3638,6 +3966,8 @@ export interface Handlers {
   cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
+  /** POST /api/v2/workspaces/{workspaceId}/access-requests/{requestId}/cancel — Cancel my access request in a workspace */
+  cancelWorkspaceAccessRequest: Handler<'cancelWorkspaceAccessRequest'>;
   /** GET /api/v2/credentials/oauth/callback — OAuth callback for credential connections */
   completeCredentialConnection: Handler<'completeCredentialConnection'>;
   /** POST /api/v2/files/uploads/{uploadId}/complete — Complete a file upload */
@@ -3674,6 +4004,10 @@ export interface Handlers {
   createKnowledgeTag: Handler<'createKnowledgeTag'>;
   /** POST /api/v2/mcp-servers — Register an MCP server */
   createMcpServer: Handler<'createMcpServer'>;
+  /** POST /api/v2/organizations/{organizationId}/access-requests — Request access in an organization */
+  createOrganizationAccessRequest: Handler<'createOrganizationAccessRequest'>;
+  /** POST /api/v2/organizations/{organizationId}/permission-groups — Create a permission group */
+  createPermissionGroup: Handler<'createPermissionGroup'>;
   /** POST /api/v2/sandboxes — Create a sandbox */
   createSandbox: Handler<'createSandbox'>;
   /** POST /api/v2/credentials — Create a service-account credential */
@@ -3702,6 +4036,8 @@ export interface Handlers {
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
   /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
   createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
+  /** POST /api/v2/workspaces/{workspaceId}/access-requests — Request access in a workspace */
+  createWorkspaceAccessRequest: Handler<'createWorkspaceAccessRequest'>;
   /** DELETE /api/v2/credentials/{credentialId} — Delete a credential */
   deleteCredential: Handler<'deleteCredential'>;
   /** DELETE /api/v2/custom-tools/{customToolId} — Delete a custom tool */
@@ -3732,6 +4068,8 @@ export interface Handlers {
   deleteMcpServeSessionAtMcpPath: Handler<'deleteMcpServeSessionAtMcpPath'>;
   /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
   deleteMcpServer: Handler<'deleteMcpServer'>;
+  /** DELETE /api/v2/organizations/{organizationId}/permission-groups/{groupId} — Delete a permission group */
+  deletePermissionGroup: Handler<'deletePermissionGroup'>;
   /** DELETE /api/v2/sandboxes/{sandboxId} — Delete a sandbox */
   deleteSandbox: Handler<'deleteSandbox'>;
   /** DELETE /api/v2/secrets/{name} — Delete a secret */
@@ -3764,6 +4102,10 @@ export interface Handlers {
   deployWorkflow: Handler<'deployWorkflow'>;
   /** POST /api/v2/workflow-mcp-servers/{serverId}/tools — Publish a workflow as an MCP tool */
   deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/discovery — Discover what I may request in an organization */
+  discoverOrganizationAccessRequests: Handler<'discoverOrganizationAccessRequests'>;
+  /** GET /api/v2/workspaces/{workspaceId}/access-requests/discovery — Discover what I may request in a workspace */
+  discoverWorkspaceAccessRequests: Handler<'discoverWorkspaceAccessRequests'>;
   /** GET /api/v2/files/{fileId} — Download a file */
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
@@ -3824,6 +4166,10 @@ export interface Handlers {
   getMeta: Handler<'getMeta'>;
   /** GET /api/v2/knowledge/{knowledgeBaseId}/tags/next-slot — Next free tag slot */
   getNextKnowledgeTagSlot: Handler<'getNextKnowledgeTagSlot'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/settings — Get access request settings */
+  getOrganizationAccessRequestSettings: Handler<'getOrganizationAccessRequestSettings'>;
+  /** GET /api/v2/organizations/{organizationId}/permission-groups/{groupId} — Get a permission group */
+  getPermissionGroup: Handler<'getPermissionGroup'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
   getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
@@ -3864,6 +4210,8 @@ export interface Handlers {
   getWorkflowVersion: Handler<'getWorkflowVersion'>;
   /** GET /api/v2/workspaces/{workspaceId} — Get a workspace */
   getWorkspace: Handler<'getWorkspace'>;
+  /** GET /api/v2/workspaces/{workspaceId}/permission-config — Get my permission configuration in a workspace */
+  getWorkspacePermissionConfig: Handler<'getWorkspacePermissionConfig'>;
   /** POST /api/v2/skills/{skillId}/editors — Grant a skill editor */
   grantSkillEditor: Handler<'grantSkillEditor'>;
   /** HEAD /api/v2/workflows/{workflowId}/state — Check the draft state */
@@ -3922,6 +4270,16 @@ export interface Handlers {
   listMcpServerTools: Handler<'listMcpServerTools'>;
   /** GET /api/v2/mcp-servers — List MCP servers */
   listMcpServers: Handler<'listMcpServers'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/mine — List my access requests in an organization */
+  listMyOrganizationAccessRequests: Handler<'listMyOrganizationAccessRequests'>;
+  /** GET /api/v2/workspaces/{workspaceId}/access-requests — List my access requests in a workspace */
+  listMyWorkspaceAccessRequests: Handler<'listMyWorkspaceAccessRequests'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests — List an organization's access requests */
+  listOrganizationAccessRequests: Handler<'listOrganizationAccessRequests'>;
+  /** GET /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members — List permission group members */
+  listPermissionGroupMembers: Handler<'listPermissionGroupMembers'>;
+  /** GET /api/v2/organizations/{organizationId}/permission-groups — List permission groups */
+  listPermissionGroups: Handler<'listPermissionGroups'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId}/callbacks — List a run's callback deliveries */
   listRunCallbacks: Handler<'listRunCallbacks'>;
   /** GET /api/v2/sandboxes — List sandboxes */
@@ -3974,6 +4332,8 @@ export interface Handlers {
   postMcpServeMessage: Handler<'postMcpServeMessage'>;
   /** POST /api/mcp/serve/{serverId}/mcp — Send an MCP message to a workflow MCP server (path ending in /mcp) */
   postMcpServeMessageAtMcpPath: Handler<'postMcpServeMessageAtMcpPath'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/{requestId}/preview — Preview an access request */
+  previewOrganizationAccessRequest: Handler<'previewOrganizationAccessRequest'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** PUT /transfers/files/{uploadId}/parts/{partNumber} — Send the bytes of an upload part */
@@ -3994,12 +4354,16 @@ export interface Handlers {
   relocateTableFolder: Handler<'relocateTableFolder'>;
   /** PATCH /api/v2/workflows/folders — Rename or move a workflow folder */
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
+  /** DELETE /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/{userId} — Remove a permission group member */
+  removePermissionGroupMember: Handler<'removePermissionGroupMember'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
   renameFile: Handler<'renameFile'>;
   /** PUT /api/v2/workflows/{workflowId}/deployments/chat — Create or replace the workflow's hosted chat */
   replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployment'>;
   /** PUT /api/v2/workflows/{workflowId}/state — Replace the draft state */
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
+  /** POST /api/v2/organizations/{organizationId}/access-requests/{requestId}/resolve — Apply or decline an access request */
+  resolveOrganizationAccessRequest: Handler<'resolveOrganizationAccessRequest'>;
   /** POST /api/v2/files/{fileId}/restore — Restore a file */
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
@@ -4068,6 +4432,10 @@ export interface Handlers {
   updateKnowledgeTag: Handler<'updateKnowledgeTag'>;
   /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
   updateMcpServer: Handler<'updateMcpServer'>;
+  /** PATCH /api/v2/organizations/{organizationId}/access-requests/settings — Update access request settings */
+  updateOrganizationAccessRequestSettings: Handler<'updateOrganizationAccessRequestSettings'>;
+  /** PATCH /api/v2/organizations/{organizationId}/permission-groups/{groupId} — Update a permission group */
+  updatePermissionGroup: Handler<'updatePermissionGroup'>;
   /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
   updateRowsByFilter: Handler<'updateRowsByFilter'>;
   /** PATCH /api/v2/sandboxes/{sandboxId} — Update a sandbox */
