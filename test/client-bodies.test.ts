@@ -222,6 +222,25 @@ const samples = {
     api.PATCH('/api/v2/knowledge/{knowledgeBaseId}/connectors/{connectorId}/documents', { ...conp, body: { workspaceId: WS, operation: 'exclude', documentIds: ['kd_1'] } }),
   setWorkflowCallback: (api) => api.PUT('/api/v2/workflows/{workflowId}/callback', { ...wf, body: { url: 'https://hooks.example.com/runs' } }),
   rotateCallbackSigningSecret: (api) => api.POST('/api/v2/workspaces/{workspaceId}/callback-signing-secret/rotate', { params: { path: { workspaceId: WS } }, body: { previousSecretGraceSeconds: 3600 } }),
+  // access-control
+  createPermissionGroup: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/permission-groups', {
+      params: { path: { organizationId: 'org_1' } },
+      body: { name: 'Contractors', config: { allowedIntegrations: ['api', 'agent'], deniedTools: ['http_request'], disableSkills: true }, workspaceIds: [WS] },
+    }),
+  updatePermissionGroup: (api) =>
+    api.PATCH('/api/v2/organizations/{organizationId}/permission-groups/{groupId}', { params: { path: { organizationId: 'org_1', groupId: 'pg_1' } }, body: { description: null, config: { allowedModelProviders: null } } }),
+  addPermissionGroupMember: (api) => api.POST('/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members', { params: { path: { organizationId: 'org_1', groupId: 'pg_1' } }, body: { userId: 'u_1' } }),
+  bulkAddPermissionGroupMembers: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/bulk', { params: { path: { organizationId: 'org_1', groupId: 'pg_1' } }, body: { addAllOrganizationMembers: true } }),
+  createWorkspaceAccessRequest: (api) =>
+    api.POST('/api/v2/workspaces/{workspaceId}/access-requests', { params: { path: { workspaceId: WS } }, body: { target: { kind: 'integration', id: 'function' }, reason: 'Data cleanup' } }),
+  createOrganizationAccessRequest: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/access-requests', { params: { path: { organizationId: 'org_1' } }, body: { target: { kind: 'feature', configKey: 'disableSkills' } } }),
+  resolveOrganizationAccessRequest: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/access-requests/{requestId}/resolve', { params: { path: { organizationId: 'org_1', requestId: 'ar_1' } }, body: { action: 'decline', reason: 'Not now' } }),
+  updateOrganizationAccessRequestSettings: (api) =>
+    api.PATCH('/api/v2/organizations/{organizationId}/access-requests/settings', { params: { path: { organizationId: 'org_1' } }, body: { allowRequests: false } }),
 } satisfies Record<string, Sample>;
 
 /** Requests this server sends (the spec's `webhooks`, e.g. a run's completion callback), not operations it serves. */

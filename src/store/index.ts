@@ -42,6 +42,8 @@ import { KnowledgeConnectorRepository } from './knowledge-connectors.ts';
 import { IdempotencyKeyRepository } from './idempotency-keys.ts';
 import { RunCallbackRepository } from './run-callbacks.ts';
 import { OrganizationRepository } from './organizations.ts';
+import { PermissionGroupRepository } from './permission-groups.ts';
+import { AccessRequestRepository } from './access-requests.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -89,6 +91,8 @@ export interface Repositories {
   idempotencyKeys: IdempotencyKeyRepository;
   runCallbacks: RunCallbackRepository;
   organizations: OrganizationRepository;
+  permissionGroups: PermissionGroupRepository;
+  accessRequests: AccessRequestRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -138,6 +142,8 @@ function repositories(db: SqlExecutor): Repositories {
     idempotencyKeys: new IdempotencyKeyRepository(db),
     runCallbacks: new RunCallbackRepository(db),
     organizations: new OrganizationRepository(db),
+    permissionGroups: new PermissionGroupRepository(db),
+    accessRequests: new AccessRequestRepository(db),
   };
 }
 
