@@ -93,7 +93,8 @@ export type AccessCheck =
   | { kind: 'tool'; toolId: string }
   | { kind: 'model'; model: string }
   | { kind: 'feature'; key: FeatureKey; action: string }
-  | { kind: 'file_share_auth' | 'chat_deploy_auth'; authType: AuthType };
+  | { kind: 'file_share_auth' | 'chat_deploy_auth'; authType: AuthType }
+  | { kind: 'knowledge_connector'; connectorType: string };
 
 /** Why `check` is refused under `config` (null: allowed). Pure: the rules without any lookup. */
 export function judge(config: PermissionConfig, check: AccessCheck, groupName: string): string | null {
@@ -127,6 +128,9 @@ export function judge(config: PermissionConfig, check: AccessCheck, groupName: s
       if (config.deniedModels.includes(check.model)) return `The model "${check.model}" is denied ${by}.`;
       return null;
     }
+    case 'knowledge_connector':
+      if (config.allowedKnowledgeConnectors === null || config.allowedKnowledgeConnectors.includes(check.connectorType)) return null;
+      return `The knowledge connector "${check.connectorType}" is not allowed ${by}.`;
     case 'feature':
       return config[check.key] ? `${check.action} is disabled ${by} (${check.key}).` : null;
     case 'file_share_auth':

@@ -4,6 +4,7 @@
 // caller check the row the change read (an If-Match precondition) before anything is written. Draft changes
 // live in ./draft-changes.ts, deployments and versions in ./deployment-changes.ts. No HTTP here.
 import { createHash, randomUUID } from 'node:crypto';
+import { assertAccess } from '../access-control/policy.ts';
 import type { Repositories } from '../store/index.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { FolderRecord } from '../store/folders.ts';
@@ -24,6 +25,14 @@ export const now = () => new Date().toISOString();
 export const locked = (message: string, details?: unknown) => new DomainError('locked', message, details);
 
 export const stateOf = (w: { state: string }): WorkflowState => JSON.parse(w.state) as WorkflowState;
+
+/**
+ * Access Control: every block of a draft being saved or a version being deployed must be a type the actor's
+ * permission group allows (403 naming the first that is not). Unrestricted people pass (src/access-control/policy.ts).
+ */
+export async function assertBlocksAllowed(repos: Repositories, workspaceId: string, state: { blocks: Record<string, { id: string; type: string; name?: string }> }, actorId: string | null): Promise<void> {
+  await assertAccess(repos, { workspaceId, userId: actorId }, { kind: 'blocks', blocks: Object.values(state.blocks) });
+}
 
 // ---- rules
 
@@ -201,6 +210,7 @@ export async function duplicateWorkflow(
     name = target.name;
   } else name = await freeName(tx, source.workspaceId, target.folderPath, source.name);
   const state = copyWithFreshIds(stateOf(await reload(tx, source.id)));
+  await assertBlocksAllowed(tx, source.workspaceId, state, actorId);
   const w = newWorkflowRecord({ workspaceId: source.workspaceId, name, description: source.description, folderPath: target.folderPath, position: await tx.workflows.nextPosition(source.workspaceId), state, createdBy: actorId, at });
   await tx.workflows.insert(w);
   audit({ action: 'workflow.duplicated', resourceType: 'workflow', resourceId: w.id, resourceName: name, workspaceId: w.workspaceId, metadata: { sourceWorkflowId: source.id } });
@@ -284,6 +294,7 @@ export async function importWorkflow(tx: Repositories, audit: Audit, actorId: st
   await ensureFolder(tx, plan.workspaceId, plan.folderPath, at);
   // Block and edge ids are scoped to their workflow, so the document's ids are kept as they are.
   const state = plan.parsed.state;
+  await assertBlocksAllowed(tx, plan.workspaceId, state, actorId);
   const name = await freeName(tx, plan.workspaceId, plan.folderPath, plan.name);
   const w = newWorkflowRecord({ workspaceId: plan.workspaceId, name, description: plan.description, folderPath: plan.folderPath, position: await tx.workflows.nextPosition(plan.workspaceId), state, createdBy: actorId, at });
   await tx.workflows.insert(w);
