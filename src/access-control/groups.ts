@@ -72,9 +72,9 @@ const nameTaken = (name: string) => new DomainError('conflict', `A permission gr
 /** Distinct workspace ids that must all belong to the organization (400 naming the first that does not). */
 async function checkWorkspaces(repos: Reader, organizationId: string, ids: string[]): Promise<string[]> {
   const unique = [...new Set(ids)];
-  for (const [i, id] of unique.entries()) {
+  for (const id of unique) {
     if ((await repos.organizations.organizationOfWorkspace(id)) !== organizationId) {
-      throw invalidInput(['body', 'workspaceIds', ids.indexOf(id) >= 0 ? ids.indexOf(id) : i], `The workspace ${id} does not belong to this organization.`);
+      throw invalidInput(['body', 'workspaceIds', ids.indexOf(id)], `The workspace ${id} does not belong to this organization.`);
     }
   }
   return unique;
