@@ -47,6 +47,8 @@ import { WorkspaceOperationRepository } from './workspace-operations.ts';
 import { OrganizationRepository } from './organizations.ts';
 import { InvitationRepository } from './invitations.ts';
 import { AgentConversationRepository } from './agent-conversations.ts';
+import { PermissionGroupRepository } from './permission-groups.ts';
+import { AccessRequestRepository } from './access-requests.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -98,6 +100,8 @@ export interface Repositories {
   organizations: OrganizationRepository;
   invitations: InvitationRepository;
   agentConversations: AgentConversationRepository;
+  permissionGroups: PermissionGroupRepository;
+  accessRequests: AccessRequestRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -151,6 +155,8 @@ function repositories(db: SqlExecutor): Repositories {
     organizations: new OrganizationRepository(db),
     invitations: new InvitationRepository(db),
     agentConversations: new AgentConversationRepository(db),
+    permissionGroups: new PermissionGroupRepository(db),
+    accessRequests: new AccessRequestRepository(db),
   };
 }
 
