@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { createApiKey, setWorkspacePlan } from '../src/identity/admin.ts';
+import { newOrganization } from './support/organizations.ts';
 
 let s: TestServer;
 let parent: string;
@@ -133,6 +134,21 @@ describe('fork', () => {
     const reused = await s.call('POST', `/api/v2/workspaces/${parent}/fork`, { name: 'Other', requestId: 'fork-1', previewFingerprint: p.previewFingerprint });
     expect(reused.status).toBe(409);
     expect((await s.ok('GET', `/api/v2/workspaces/${parent}/fork/children`)).length).toBe(1);
+  });
+
+  it("makes the fork of an organization's workspace part of that organization, and lineage names it", async () => {
+    const org = await newOrganization(s, { name: 'Forking org', workspaces: ['Org parent'] });
+    const orgParent = org.workspaces[0]!;
+    const p = await s.ok('POST', `/api/v2/workspaces/${orgParent}/fork/preview`, { name: 'Org child' });
+    const r = await s.call('POST', `/api/v2/workspaces/${orgParent}/fork`, { name: 'Org child', requestId: 'fork-org', previewFingerprint: p.previewFingerprint });
+    expect(r.status).toBe(200);
+    const child = r.body.data.resourceIds[0];
+    const lineage = await s.ok('GET', `/api/v2/workspaces/${child}/fork/lineage`);
+    expect(lineage.current).toEqual({ id: child, name: 'Org child', organizationId: org.id });
+    expect(lineage.parent).toEqual({ id: orgParent, name: 'Org parent', organizationId: org.id });
+    expect((await s.ok('GET', `/api/v2/workspaces/${orgParent}/fork/children`))[0]).toMatchObject({ id: child, organizationId: org.id });
+    const owned = (await s.call('GET', `/api/v2/organizations/${org.id}/workspaces`)).body.data.map((w: { id: string }) => w.id);
+    expect(owned).toContain(child);
   });
 
   it('refuses a stale preview with a 409', async () => {

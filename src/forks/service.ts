@@ -22,9 +22,9 @@ import { newOperationId, recordReceipt, type Receipt } from './receipts.ts';
 
 /**
  * Forking is an Enterprise feature: a workspace may be forked (and synced) when the billing account it bills to
- * is on the Enterprise plan. The platform also requires the workspace to belong to an organization (a personal
- * workspace never qualifies); organizations are not part of this server yet.
- * ORGANIZATION SEAM: once organizations exist, also require `workspace.organizationId !== null` here.
+ * is on the Enterprise plan. The platform also requires the workspace to belong to an organization; here a
+ * personal workspace whose account the operator put on Enterprise (`admin workspace plan`) may fork as well, since
+ * the plan is what the operator grants. A fork of an organization's workspace joins that organization.
  */
 export function forkingAvailable(workspace: Workspace): boolean {
   return workspace.plan === 'enterprise';
@@ -157,6 +157,12 @@ export async function forkWorkspace(tx: Repositories, audit: Audit, actorId: str
   const at = new Date().toISOString();
   const child = await addWorkspace(tx, { name: plan.name, ownerId: actorId, color: source.color });
   await tx.workspaces.setBillingAccount(child.id, source.billingAccountId, at);
+  // The child of an organization's workspace belongs to that organization too (when its owner, the caller, is a
+  // member; an external collaborator's child stays personal, billed like its parent).
+  const organizationId = await tx.organizations.organizationOfWorkspace(source.id);
+  if (organizationId && (await tx.organizations.member(organizationId, actorId))) {
+    await tx.organizations.setWorkspaceOrganization(child.id, organizationId, source.billingAccountId, at);
+  }
   if (!source.allowPersonalKeys) await tx.workspaces.setAllowPersonalKeys(child.id, false, at);
   for (const m of await tx.members.list(source.id, null, 100_000)) {
     if (m.userId !== actorId) await tx.members.upsert(child.id, m.userId, m.role, at);

@@ -30,7 +30,8 @@ import {
 
 type Ctx = RequestContext<Principal>;
 const currentOf = (ctx: Ctx): Workspace => ctx.workspace!.workspace;
-const workspaceRef = (w: Workspace) => ({ id: w.id, name: w.name, organizationId: null });
+const organizationOf = async (ctx: Ctx, workspaceId: string) => (await ctx.services.store.organizations.organizationOfWorkspace(workspaceId)) ?? null;
+const workspaceRef = async (ctx: Ctx, w: Workspace) => ({ id: w.id, name: w.name, organizationId: await organizationOf(ctx, w.id) });
 
 /** The other side of an edge must be administered by the caller too (and be on a plan that allows forks). */
 const authorizeOther = (ctx: Ctx, otherWorkspaceId: string) => ctx.authorizeWorkspace(otherWorkspaceId, { minRole: 'admin' });
@@ -43,7 +44,7 @@ export const getWorkspaceForkLineage: Handler<'getWorkspaceForkLineage'> = async
   const current = currentOf(ctx);
   const edge = await ctx.services.store.workspaceForks.parentEdge(current.id);
   const parent = edge ? await ctx.services.store.workspaces.get(edge.parentWorkspaceId) : undefined;
-  return { status: 200, body: { data: { current: workspaceRef(current), parent: parent ? workspaceRef(parent) : null } } };
+  return { status: 200, body: { data: { current: await workspaceRef(ctx, current), parent: parent ? await workspaceRef(ctx, parent) : null } } };
 };
 
 export const listWorkspaceForkChildren: Handler<'listWorkspaceForkChildren'> = async ({ query, ctx }) => {
@@ -54,11 +55,11 @@ export const listWorkspaceForkChildren: Handler<'listWorkspaceForkChildren'> = a
   const rows = [];
   for (const e of edges) {
     const w = await store.workspaces.get(e.childWorkspaceId);
-    if (w) rows.push({ edge: e, w });
+    if (w) rows.push({ edge: e, w, organizationId: await organizationOf(ctx, w.id) });
   }
   return {
     status: 200,
-    body: toPage(ctx, rows, limit, binding, (r) => [r.edge.createdAt, r.edge.childWorkspaceId], (r) => ({ id: r.w.id, name: r.w.name, organizationId: null, createdAt: r.edge.createdAt })),
+    body: toPage(ctx, rows, limit, binding, (r) => [r.edge.createdAt, r.edge.childWorkspaceId], (r) => ({ id: r.w.id, name: r.w.name, organizationId: r.organizationId, createdAt: r.edge.createdAt })),
   };
 };
 
