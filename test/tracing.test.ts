@@ -15,6 +15,7 @@ import { apiBlock, apiCaller, buildWorkflow, link } from './support/api-workflow
 import { waitUntil } from './support/wait.ts';
 import { exited, spawnServer } from './support/children.ts';
 import { startTracing, type Tracing } from '../src/ops/tracing.ts';
+import { createBase } from './support/knowledge.ts';
 
 /** A local HTTP server that answers 200 and keeps the headers of each request, by path. */
 class EchoServer {
@@ -132,6 +133,42 @@ describe('with an exporter', () => {
     expect(parentOf(run)).toBe(request.spanContext().spanId);
     // The start block has its span too, under the run.
     expect(inTrace.some((x) => x.name === 'block start_trigger' && parentOf(x) === run.spanContext().spanId)).toBe(true);
+  });
+
+  it('traces a call to the embedding endpoint under the search request, and passes the traceparent on', async () => {
+    const embeddings = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        echo.seen.push({ path: `/embeddings-endpoint${req.url}`, headers: req.headers, body });
+        const input = (JSON.parse(body) as { input: string[] }).input;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: [1, 0, 0, 0, 0, 0, 0, index] })) }));
+      });
+    });
+    await new Promise<void>((r) => embeddings.listen(0, '127.0.0.1', () => r()));
+    const k = await startTestServer({ KB_EMBEDDING_BASE_URL: `http://127.0.0.1:${(embeddings.address() as AddressInfo).port}/v1`, KB_EMBEDDING_MODEL: 'fake-embed', KB_EMBEDDING_DIMENSIONS: '8' });
+    try {
+      const kb = await createBase(k, { name: 'Traced KB' });
+      const traceId = hex(16);
+      const r = await k.request('/api/v2/knowledge/search', {
+        method: 'POST',
+        body: JSON.stringify({ workspaceId: k.workspaceId, knowledgeBaseIds: [kb.id], query: 'refund policy' }),
+        headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-${hex(8)}-01` },
+      });
+      expect(r.status, await r.text()).toBe(200);
+      const received = echo.seen.find((x) => x.path.startsWith('/embeddings-endpoint') && String(x.headers.traceparent).includes(traceId));
+      expect(received, 'the embedding endpoint got the trace').toBeDefined();
+      const spanId = String(received!.headers.traceparent).split('-')[2];
+      const call = await waitUntil('the embeddings span', () => spans().find((x) => x.spanContext().spanId === spanId));
+      expect(call).toMatchObject({ name: 'embeddings fake-embed', kind: 2 });
+      expect(call.attributes).toMatchObject({ 'gen_ai.request.model': 'fake-embed', 'http.response.status_code': 200 });
+      expect(call.spanContext().traceId).toBe(traceId);
+    } finally {
+      await k.stop();
+      embeddings.closeAllConnections();
+      await new Promise((r) => embeddings.close(r));
+    }
   });
 
   it('continues the trace of the request that queued an async run when the queue executes it later', async () => {

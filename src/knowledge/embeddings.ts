@@ -4,6 +4,7 @@
 // download at run time.
 import type { KnowledgeSettings } from '../config.ts';
 import { WordVectorModel } from './word-vectors.ts';
+import { SpanKind, inSpan, withTraceHeaders } from '../ops/spans.ts';
 
 export interface EmbeddingProvider {
   /** Recorded on every knowledge base created while this provider is configured. */
@@ -80,11 +81,15 @@ export class OpenAICompatibleProvider implements EmbeddingProvider {
       if (attempt > 0) await new Promise((r) => setTimeout(r, OpenAICompatibleProvider.backoffMs(attempt - 1)));
       let res: Response;
       try {
-        res = await fetch(`${baseUrl}/embeddings`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(timeoutMs),
+        res = await inSpan(`embeddings ${model}`, { kind: SpanKind.CLIENT, attributes: { 'gen_ai.request.model': model, 'owa.embeddings.inputs': input.length, 'owa.attempt': attempt + 1 } }, async (span) => {
+          const answer = await fetch(`${baseUrl}/embeddings`, {
+            method: 'POST',
+            headers: withTraceHeaders({ 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) }),
+            body: JSON.stringify(body),
+            signal: AbortSignal.timeout(timeoutMs),
+          });
+          span?.setAttribute('http.response.status_code', answer.status);
+          return answer;
         });
       } catch (err) {
         lastError = `the embedding endpoint could not be reached (${(err as Error).name === 'TimeoutError' ? `no answer in ${timeoutMs} ms` : (err as Error).message})`;

@@ -2,6 +2,7 @@
 // same protocol): the search's candidates are re-ordered by the model's relevance score. Best effort: any
 // failure leaves the search's own order (the caller reports rerankerStatus 'unavailable').
 import type { KnowledgeSettings } from '../config.ts';
+import { SpanKind, inSpan, withTraceHeaders } from '../ops/spans.ts';
 
 export class RerankError extends Error {}
 
@@ -14,11 +15,15 @@ export async function rerank(
 ): Promise<{ index: number; score: number }[]> {
   let res: Response;
   try {
-    res = await fetch(`${settings.baseUrl}/rerank`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}) },
-      body: JSON.stringify({ model, query, documents, top_n: topN }),
-      signal: AbortSignal.timeout(settings.timeoutMs),
+    res = await inSpan(`rerank ${model}`, { kind: SpanKind.CLIENT, attributes: { 'gen_ai.request.model': model, 'owa.rerank.documents': documents.length } }, async (span) => {
+      const answer = await fetch(`${settings.baseUrl}/rerank`, {
+        method: 'POST',
+        headers: withTraceHeaders({ 'content-type': 'application/json', ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}) }),
+        body: JSON.stringify({ model, query, documents, top_n: topN }),
+        signal: AbortSignal.timeout(settings.timeoutMs),
+      });
+      span?.setAttribute('http.response.status_code', answer.status);
+      return answer;
     });
   } catch (err) {
     throw new RerankError(`The rerank endpoint could not be reached: ${(err as Error).message}`);
