@@ -706,6 +706,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/workflows/:workflowId/export',
     ...bind(OPERATIONS.exportWorkflow, handlers.exportWorkflow),
   );
+  router.get(
+    '/api/v2/workflows/:workflowId/lint',
+    ...bind(OPERATIONS.getWorkflowLint, handlers.getWorkflowLint),
+  );
   router.post(
     '/api/v2/workflows/:workflowId/operations',
     ...bind(OPERATIONS.applyWorkflowOperations, handlers.applyWorkflowOperations),
@@ -863,6 +867,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get(
     '/api/v2/workspaces/:workspaceId/operations/:operationId',
     ...bind(OPERATIONS.getWorkspaceOperation, handlers.getWorkspaceOperation),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/queue',
+    ...bind(OPERATIONS.getWorkspaceQueue, handlers.getWorkspaceQueue),
   );
   router.post(
     '/api/workflows/:workflowId/execute',

@@ -351,6 +351,17 @@ export class WorkflowRunRepository {
     return Number(r?.n ?? 0);
   }
 
+  /** A workspace's queued and running runs and its oldest queued run, on the index workflow_runs_by_workspace_status (migration 0270). */
+  async queueOf(workspaceId: string): Promise<{ queued: number; running: number; oldestQueuedAt: string | null }> {
+    const rows = await this.db.all<{ status: string; n: number; oldest: string | null }>(
+      `SELECT status, COUNT(*) AS n, MIN(queued_at) AS oldest FROM workflow_runs
+       WHERE workspace_id = ? AND status IN ('queued', 'running') GROUP BY status`,
+      [workspaceId],
+    );
+    const of = (status: string) => rows.find((r) => r.status === status);
+    return { queued: Number(of('queued')?.n ?? 0), running: Number(of('running')?.n ?? 0), oldestQueuedAt: of('queued')?.oldest ?? null };
+  }
+
   async list(q: RunListQuery): Promise<RunRecord[]> {
     const page = keyset({ column: 'queued_at', idColumn: 'id', order: q.order, after: q.after, limit: q.limit });
     const params: SqlValue[] = [q.workflowId];
