@@ -67,14 +67,14 @@ function queueSection(first) {
 /** A line over `values` (one per minute), scaled to the largest (or `max`), with its peak and last value. */
 function plot(values, label, format, max, lastLabel = 'last minute') {
   const top = max ?? Math.max(1, ...values);
-  const step = values.length > 1 ? W / (values.length - 1) : W;
+  const step = values.length > 1 ? W / (values.length - 1) : 0;
   const points = values.map((v, i) => `${(i * step).toFixed(1)},${(H - (v / top) * (H - 6) - 3).toFixed(1)}`).join(' ');
   const last = values.at(-1) ?? 0;
   const peak = Math.max(0, ...values);
   return el(
     'figure',
     { class: 'plot' },
-    svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': `${label}: peak ${format(peak)}, ${lastLabel} ${format(last)}` }, svg('polyline', { points, class: 'line' }), svg('line', { x1: 0, y1: H - 1, x2: W, y2: H - 1, class: 'axis' })),
+    svg('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': `${label}: peak ${format(peak)}, ${lastLabel} ${format(last)}` }, svg('polyline', { points, class: 'line' }), values.length ? svg('circle', { cx: ((values.length - 1) * step).toFixed(1), cy: (H - (last / top) * (H - 6) - 3).toFixed(1), r: 3, class: 'dot' }) : null, svg('line', { x1: 0, y1: H - 1, x2: W, y2: H - 1, class: 'axis' })),
     el('figcaption', { text: `Peak ${format(peak)} · ${lastLabel} ${format(last)}` }),
   );
 }
