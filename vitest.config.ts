@@ -8,6 +8,30 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
 // through Vite's module runner, so it stays there (see `projects` below).
 const HEAP_SENSITIVE = ['test/transfer-memory.test.ts'];
 
+// HTTP test files run a second time with their servers on Postgres (TEST_DATABASE=postgres; the run's throwaway
+// cluster is test/support/postgres.ts). Chosen to cover every family while keeping `npm test` well under 20
+// minutes on 2 cores; files that open the SQLite file directly, or spawn server processes, run on SQLite only.
+export const POSTGRES_FILES = [
+  'test/access-control.test.ts', // keys, roles, plans, audit trail, OAuth tokens, rate limits
+  'test/billing.test.ts',
+  'test/conditional-writes.test.ts', // ETag / If-Match across the families
+  'test/files-http.test.ts',
+  'test/hosted-chat.test.ts',
+  'test/http-core.test.ts',
+  'test/idempotency.test.ts',
+  'test/knowledge-bases.test.ts',
+  'test/knowledge-documents.test.ts', // processing queue, full text and hybrid search
+  'test/knowledge-tags.test.ts',
+  'test/metrics.test.ts',
+  'test/run-id-scope.test.ts', // runs and their logs
+  'test/skills.test.ts', // resources
+  'test/tables-folders.test.ts',
+  'test/tables-groups.test.ts', // workflow runs from table rows
+  'test/tables-http.test.ts',
+  'test/tables-rows.test.ts',
+  'test/web-sign-in.test.ts',
+];
+
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
@@ -35,6 +59,10 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: 'vite', include: HEAP_SENSITIVE } },
+      {
+        extends: true,
+        test: { name: 'postgres', include: POSTGRES_FILES, env: { TEST_DATABASE: 'postgres' }, experimental: { viteModuleRunner: false, nodeLoader: false } },
+      },
     ],
   },
 });

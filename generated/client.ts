@@ -27,6 +27,8 @@ export interface ApiClientOptions {
 
 /** Paths of the cursor-paginated list operations. */
 export const LIST_PATHS = [
+  '/api/v2/organizations/{organizationId}/access-requests/discovery',
+  '/api/v2/workspaces/{workspaceId}/access-requests/discovery',
   '/api/v2/workspaces/{workspaceId}/fork/mappings',
   '/api/v2/audit-logs',
   '/api/v2/billing/logs',
@@ -50,12 +52,17 @@ export const LIST_PATHS = [
   '/api/v2/logs',
   '/api/v2/mcp-servers/{mcpServerId}/tools',
   '/api/v2/mcp-servers',
+  '/api/v2/organizations/{organizationId}/access-requests/mine',
+  '/api/v2/workspaces/{workspaceId}/access-requests',
+  '/api/v2/organizations/{organizationId}/access-requests',
   '/api/v2/organizations/{organizationId}/invitations/{invitationId}/workspaces',
   '/api/v2/organizations/{organizationId}/invitations',
   '/api/v2/organizations/{organizationId}/members',
   '/api/v2/organizations/{organizationId}/usage/events',
   '/api/v2/organizations/{organizationId}/workspaces',
   '/api/v2/organizations',
+  '/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members',
+  '/api/v2/organizations/{organizationId}/permission-groups',
   '/api/v2/sandboxes',
   '/api/v2/secrets',
   '/api/v2/skills/{skillId}/editors',

@@ -56,6 +56,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  addPermissionGroupMember: {
+    params: Params<operations['addPermissionGroupMember'], 'path'>;
+    query: Params<operations['addPermissionGroupMember'], 'query'>;
+    headers: Params<operations['addPermissionGroupMember'], 'header'>;
+    body: Body<operations['addPermissionGroupMember']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   addTableColumn: {
     params: Params<operations['addTableColumn'], 'path'>;
     query: Params<operations['addTableColumn'], 'query'>;
@@ -97,6 +106,15 @@ export interface OperationInputs {
     query: Params<operations['applyWorkflowVariables'], 'query'>;
     headers: Params<operations['applyWorkflowVariables'], 'header'>;
     body: Body<operations['applyWorkflowVariables']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  bulkAddPermissionGroupMembers: {
+    params: Params<operations['bulkAddPermissionGroupMembers'], 'path'>;
+    query: Params<operations['bulkAddPermissionGroupMembers'], 'query'>;
+    headers: Params<operations['bulkAddPermissionGroupMembers'], 'header'>;
+    body: Body<operations['bulkAddPermissionGroupMembers']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -164,6 +182,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  cancelOrganizationAccessRequest: {
+    params: Params<operations['cancelOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['cancelOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['cancelOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['cancelOrganizationAccessRequest']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   cancelTableDispatch: {
     params: Params<operations['cancelTableDispatch'], 'path'>;
     query: Params<operations['cancelTableDispatch'], 'query'>;
@@ -205,6 +232,15 @@ export interface OperationInputs {
     query: Params<operations['cancelWorkflowRun'], 'query'>;
     headers: Params<operations['cancelWorkflowRun'], 'header'>;
     body: Body<operations['cancelWorkflowRun']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  cancelWorkspaceAccessRequest: {
+    params: Params<operations['cancelWorkspaceAccessRequest'], 'path'>;
+    query: Params<operations['cancelWorkspaceAccessRequest'], 'query'>;
+    headers: Params<operations['cancelWorkspaceAccessRequest'], 'header'>;
+    body: Body<operations['cancelWorkspaceAccessRequest']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -380,11 +416,29 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  createOrganizationAccessRequest: {
+    params: Params<operations['createOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['createOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['createOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['createOrganizationAccessRequest']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   createOrganizationInvitation: {
     params: Params<operations['createOrganizationInvitation'], 'path'>;
     query: Params<operations['createOrganizationInvitation'], 'query'>;
     headers: Params<operations['createOrganizationInvitation'], 'header'>;
     body: Body<operations['createOrganizationInvitation']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createPermissionGroup: {
+    params: Params<operations['createPermissionGroup'], 'path'>;
+    query: Params<operations['createPermissionGroup'], 'query'>;
+    headers: Params<operations['createPermissionGroup'], 'header'>;
+    body: Body<operations['createPermissionGroup']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -511,6 +565,15 @@ export interface OperationInputs {
     query: Params<operations['createWorkflowMcpServer'], 'query'>;
     headers: Params<operations['createWorkflowMcpServer'], 'header'>;
     body: Body<operations['createWorkflowMcpServer']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  createWorkspaceAccessRequest: {
+    params: Params<operations['createWorkspaceAccessRequest'], 'path'>;
+    query: Params<operations['createWorkspaceAccessRequest'], 'query'>;
+    headers: Params<operations['createWorkspaceAccessRequest'], 'header'>;
+    body: Body<operations['createWorkspaceAccessRequest']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -659,6 +722,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  deletePermissionGroup: {
+    params: Params<operations['deletePermissionGroup'], 'path'>;
+    query: Params<operations['deletePermissionGroup'], 'query'>;
+    headers: Params<operations['deletePermissionGroup'], 'header'>;
+    body: Body<operations['deletePermissionGroup']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   deleteSandbox: {
     params: Params<operations['deleteSandbox'], 'path'>;
     query: Params<operations['deleteSandbox'], 'query'>;
@@ -799,6 +871,24 @@ export interface OperationInputs {
     query: Params<operations['deployWorkflowMcpTool'], 'query'>;
     headers: Params<operations['deployWorkflowMcpTool'], 'header'>;
     body: Body<operations['deployWorkflowMcpTool']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  discoverOrganizationAccessRequests: {
+    params: Params<operations['discoverOrganizationAccessRequests'], 'path'>;
+    query: Params<operations['discoverOrganizationAccessRequests'], 'query'>;
+    headers: Params<operations['discoverOrganizationAccessRequests'], 'header'>;
+    body: Body<operations['discoverOrganizationAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  discoverWorkspaceAccessRequests: {
+    params: Params<operations['discoverWorkspaceAccessRequests'], 'path'>;
+    query: Params<operations['discoverWorkspaceAccessRequests'], 'query'>;
+    headers: Params<operations['discoverWorkspaceAccessRequests'], 'header'>;
+    body: Body<operations['discoverWorkspaceAccessRequests']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1091,6 +1181,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getOrganizationAccessRequestSettings: {
+    params: Params<operations['getOrganizationAccessRequestSettings'], 'path'>;
+    query: Params<operations['getOrganizationAccessRequestSettings'], 'query'>;
+    headers: Params<operations['getOrganizationAccessRequestSettings'], 'header'>;
+    body: Body<operations['getOrganizationAccessRequestSettings']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getOrganizationInvitation: {
     params: Params<operations['getOrganizationInvitation'], 'path'>;
     query: Params<operations['getOrganizationInvitation'], 'query'>;
@@ -1123,6 +1222,15 @@ export interface OperationInputs {
     query: Params<operations['getOrganizationUsageSummary'], 'query'>;
     headers: Params<operations['getOrganizationUsageSummary'], 'header'>;
     body: Body<operations['getOrganizationUsageSummary']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getPermissionGroup: {
+    params: Params<operations['getPermissionGroup'], 'path'>;
+    query: Params<operations['getPermissionGroup'], 'query'>;
+    headers: Params<operations['getPermissionGroup'], 'header'>;
+    body: Body<operations['getPermissionGroup']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1357,6 +1465,15 @@ export interface OperationInputs {
     query: Params<operations['getWorkspaceOperation'], 'query'>;
     headers: Params<operations['getWorkspaceOperation'], 'header'>;
     body: Body<operations['getWorkspaceOperation']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkspacePermissionConfig: {
+    params: Params<operations['getWorkspacePermissionConfig'], 'path'>;
+    query: Params<operations['getWorkspacePermissionConfig'], 'query'>;
+    headers: Params<operations['getWorkspacePermissionConfig'], 'header'>;
+    body: Body<operations['getWorkspacePermissionConfig']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1631,6 +1748,33 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  listMyOrganizationAccessRequests: {
+    params: Params<operations['listMyOrganizationAccessRequests'], 'path'>;
+    query: Params<operations['listMyOrganizationAccessRequests'], 'query'>;
+    headers: Params<operations['listMyOrganizationAccessRequests'], 'header'>;
+    body: Body<operations['listMyOrganizationAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listMyWorkspaceAccessRequests: {
+    params: Params<operations['listMyWorkspaceAccessRequests'], 'path'>;
+    query: Params<operations['listMyWorkspaceAccessRequests'], 'query'>;
+    headers: Params<operations['listMyWorkspaceAccessRequests'], 'header'>;
+    body: Body<operations['listMyWorkspaceAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listOrganizationAccessRequests: {
+    params: Params<operations['listOrganizationAccessRequests'], 'path'>;
+    query: Params<operations['listOrganizationAccessRequests'], 'query'>;
+    headers: Params<operations['listOrganizationAccessRequests'], 'header'>;
+    body: Body<operations['listOrganizationAccessRequests']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   listOrganizationInvitationWorkspaces: {
     params: Params<operations['listOrganizationInvitationWorkspaces'], 'path'>;
     query: Params<operations['listOrganizationInvitationWorkspaces'], 'query'>;
@@ -1681,6 +1825,24 @@ export interface OperationInputs {
     query: Params<operations['listOrganizations'], 'query'>;
     headers: Params<operations['listOrganizations'], 'header'>;
     body: Body<operations['listOrganizations']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listPermissionGroupMembers: {
+    params: Params<operations['listPermissionGroupMembers'], 'path'>;
+    query: Params<operations['listPermissionGroupMembers'], 'query'>;
+    headers: Params<operations['listPermissionGroupMembers'], 'header'>;
+    body: Body<operations['listPermissionGroupMembers']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  listPermissionGroups: {
+    params: Params<operations['listPermissionGroups'], 'path'>;
+    query: Params<operations['listPermissionGroups'], 'query'>;
+    headers: Params<operations['listPermissionGroups'], 'header'>;
+    body: Body<operations['listPermissionGroups']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -1955,6 +2117,15 @@ export interface OperationInputs {
     principal: null;
     ctx: RequestContext<null>;
   };
+  previewOrganizationAccessRequest: {
+    params: Params<operations['previewOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['previewOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['previewOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['previewOrganizationAccessRequest']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   previewWorkflowImport: {
     params: Params<operations['previewWorkflowImport'], 'path'>;
     query: Params<operations['previewWorkflowImport'], 'query'>;
@@ -2099,6 +2270,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  removePermissionGroupMember: {
+    params: Params<operations['removePermissionGroupMember'], 'path'>;
+    query: Params<operations['removePermissionGroupMember'], 'query'>;
+    headers: Params<operations['removePermissionGroupMember'], 'header'>;
+    body: Body<operations['removePermissionGroupMember']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   renameFile: {
     params: Params<operations['renameFile'], 'path'>;
     query: Params<operations['renameFile'], 'query'>;
@@ -2131,6 +2311,15 @@ export interface OperationInputs {
     query: Params<operations['resendOrganizationInvitation'], 'query'>;
     headers: Params<operations['resendOrganizationInvitation'], 'header'>;
     body: Body<operations['resendOrganizationInvitation']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  resolveOrganizationAccessRequest: {
+    params: Params<operations['resolveOrganizationAccessRequest'], 'path'>;
+    query: Params<operations['resolveOrganizationAccessRequest'], 'query'>;
+    headers: Params<operations['resolveOrganizationAccessRequest'], 'header'>;
+    body: Body<operations['resolveOrganizationAccessRequest']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2468,6 +2657,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  updateOrganizationAccessRequestSettings: {
+    params: Params<operations['updateOrganizationAccessRequestSettings'], 'path'>;
+    query: Params<operations['updateOrganizationAccessRequestSettings'], 'query'>;
+    headers: Params<operations['updateOrganizationAccessRequestSettings'], 'header'>;
+    body: Body<operations['updateOrganizationAccessRequestSettings']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   updateOrganizationMember: {
     params: Params<operations['updateOrganizationMember'], 'path'>;
     query: Params<operations['updateOrganizationMember'], 'query'>;
@@ -2482,6 +2680,15 @@ export interface OperationInputs {
     query: Params<operations['updateOrganizationMemberUsageLimit'], 'query'>;
     headers: Params<operations['updateOrganizationMemberUsageLimit'], 'header'>;
     body: Body<operations['updateOrganizationMemberUsageLimit']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  updatePermissionGroup: {
+    params: Params<operations['updatePermissionGroup'], 'path'>;
+    query: Params<operations['updatePermissionGroup'], 'query'>;
+    headers: Params<operations['updatePermissionGroup'], 'header'>;
+    body: Body<operations['updatePermissionGroup']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -2658,6 +2865,11 @@ export interface OperationResults {
     body: Json<operations['activateWorkflowVersion']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  addPermissionGroupMember: {
+    status: 200;
+    body: Json<operations['addPermissionGroupMember']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   addTableColumn: {
     status: 200;
     body: Json<operations['addTableColumn']['responses'][200]>;
@@ -2681,6 +2893,11 @@ export interface OperationResults {
   applyWorkflowVariables: {
     status: 200;
     body: Json<operations['applyWorkflowVariables']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  bulkAddPermissionGroupMembers: {
+    status: 200;
+    body: Json<operations['bulkAddPermissionGroupMembers']['responses'][200]>;
     headers?: Record<string, string>;
   };
   bulkDeleteFiles: {
@@ -2718,6 +2935,11 @@ export interface OperationResults {
     body: Json<operations['bulkUpdateTableRows']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  cancelOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['cancelOrganizationAccessRequest']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   cancelTableDispatch: {
     status: 200;
     body: Json<operations['cancelTableDispatch']['responses'][200]>;
@@ -2741,6 +2963,11 @@ export interface OperationResults {
   cancelWorkflowRun: {
     status: 200;
     body: Json<operations['cancelWorkflowRun']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  cancelWorkspaceAccessRequest: {
+    status: 200;
+    body: Json<operations['cancelWorkspaceAccessRequest']['responses'][200]>;
     headers?: Record<string, string>;
   };
   chat: {
@@ -2838,9 +3065,19 @@ export interface OperationResults {
     body: Json<operations['createMcpServer']['responses'][201]>;
     headers?: Record<string, string>;
   };
+  createOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['createOrganizationAccessRequest']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   createOrganizationInvitation: {
     status: 200;
     body: Json<operations['createOrganizationInvitation']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  createPermissionGroup: {
+    status: 200;
+    body: Json<operations['createPermissionGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createSandbox: {
@@ -2911,6 +3148,11 @@ export interface OperationResults {
   createWorkflowMcpServer: {
     status: 201;
     body: Json<operations['createWorkflowMcpServer']['responses'][201]>;
+    headers?: Record<string, string>;
+  };
+  createWorkspaceAccessRequest: {
+    status: 200;
+    body: Json<operations['createWorkspaceAccessRequest']['responses'][200]>;
     headers?: Record<string, string>;
   };
   createWorkspaceInvitations: {
@@ -2993,6 +3235,11 @@ export interface OperationResults {
     body: Json<operations['deleteMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  deletePermissionGroup: {
+    status: 200;
+    body: Json<operations['deletePermissionGroup']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   deleteSandbox: {
     status: 200;
     body: Json<operations['deleteSandbox']['responses'][200]>;
@@ -3071,6 +3318,16 @@ export interface OperationResults {
   deployWorkflowMcpTool: {
     status: 200;
     body: Json<operations['deployWorkflowMcpTool']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  discoverOrganizationAccessRequests: {
+    status: 200;
+    body: Json<operations['discoverOrganizationAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  discoverWorkspaceAccessRequests: {
+    status: 200;
+    body: Json<operations['discoverWorkspaceAccessRequests']['responses'][200]>;
     headers?: Record<string, string>;
   };
   downloadFile:
@@ -3257,6 +3514,11 @@ export interface OperationResults {
     body: Json<operations['getOrganization']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getOrganizationAccessRequestSettings: {
+    status: 200;
+    body: Json<operations['getOrganizationAccessRequestSettings']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getOrganizationInvitation: {
     status: 200;
     body: Json<operations['getOrganizationInvitation']['responses'][200]>;
@@ -3275,6 +3537,11 @@ export interface OperationResults {
   getOrganizationUsageSummary: {
     status: 200;
     body: Json<operations['getOrganizationUsageSummary']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getPermissionGroup: {
+    status: 200;
+    body: Json<operations['getPermissionGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getRowEnrichment: {
@@ -3411,6 +3678,11 @@ export interface OperationResults {
   getWorkspaceOperation: {
     status: 200;
     body: Json<operations['getWorkspaceOperation']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkspacePermissionConfig: {
+    status: 200;
+    body: Json<operations['getWorkspacePermissionConfig']['responses'][200]>;
     headers?: Record<string, string>;
   };
   getWorkspaceQueue: {
@@ -3569,6 +3841,21 @@ export interface OperationResults {
     body: Json<operations['listMcpServers']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  listMyOrganizationAccessRequests: {
+    status: 200;
+    body: Json<operations['listMyOrganizationAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listMyWorkspaceAccessRequests: {
+    status: 200;
+    body: Json<operations['listMyWorkspaceAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listOrganizationAccessRequests: {
+    status: 200;
+    body: Json<operations['listOrganizationAccessRequests']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   listOrganizationInvitationWorkspaces: {
     status: 200;
     body: Json<operations['listOrganizationInvitationWorkspaces']['responses'][200]>;
@@ -3597,6 +3884,16 @@ export interface OperationResults {
   listOrganizations: {
     status: 200;
     body: Json<operations['listOrganizations']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listPermissionGroupMembers: {
+    status: 200;
+    body: Json<operations['listPermissionGroupMembers']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  listPermissionGroups: {
+    status: 200;
+    body: Json<operations['listPermissionGroups']['responses'][200]>;
     headers?: Record<string, string>;
   };
   listRunCallbacks: {
@@ -3761,6 +4058,11 @@ export interface OperationResults {
         body: undefined;
         headers?: Record<string, string>;
       };
+  previewOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['previewOrganizationAccessRequest']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   previewWorkflowImport: {
     status: 200;
     body: Json<operations['previewWorkflowImport']['responses'][200]>;
@@ -3841,6 +4143,11 @@ export interface OperationResults {
     body: Json<operations['removeOrganizationMember']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  removePermissionGroupMember: {
+    status: 200;
+    body: Json<operations['removePermissionGroupMember']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   renameFile: {
     status: 200;
     body: Json<operations['renameFile']['responses'][200]>;
@@ -3859,6 +4166,11 @@ export interface OperationResults {
   resendOrganizationInvitation: {
     status: 200;
     body: Json<operations['resendOrganizationInvitation']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  resolveOrganizationAccessRequest: {
+    status: 200;
+    body: Json<operations['resolveOrganizationAccessRequest']['responses'][200]>;
     headers?: Record<string, string>;
   };
   restoreFile: {
@@ -4052,6 +4364,11 @@ export interface OperationResults {
     body: Json<operations['updateMcpServer']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  updateOrganizationAccessRequestSettings: {
+    status: 200;
+    body: Json<operations['updateOrganizationAccessRequestSettings']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   updateOrganizationMember: {
     status: 200;
     body: Json<operations['updateOrganizationMember']['responses'][200]>;
@@ -4060,6 +4377,11 @@ export interface OperationResults {
   updateOrganizationMemberUsageLimit: {
     status: 200;
     body: Json<operations['updateOrganizationMemberUsageLimit']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  updatePermissionGroup: {
+    status: 200;
+    body: Json<operations['updatePermissionGroup']['responses'][200]>;
     headers?: Record<string, string>;
   };
   updateRowsByFilter: {
@@ -4164,6 +4486,8 @@ export interface Handlers {
   abortKnowledgeDocumentUpload: Handler<'abortKnowledgeDocumentUpload'>;
   /** POST /api/v2/workflows/{workflowId}/versions/{version}/activate — Activate a deployment version */
   activateWorkflowVersion: Handler<'activateWorkflowVersion'>;
+  /** POST /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members — Add a permission group member */
+  addPermissionGroupMember: Handler<'addPermissionGroupMember'>;
   /** POST /api/v2/tables/{tableId}/columns — Add a column */
   addTableColumn: Handler<'addTableColumn'>;
   /** POST /api/v2/tables/{tableId}/groups — Add a workflow group */
@@ -4174,6 +4498,8 @@ export interface Handlers {
   applyWorkflowOperations: Handler<'applyWorkflowOperations'>;
   /** PATCH /api/v2/workflows/{workflowId}/variables — Change workflow variables */
   applyWorkflowVariables: Handler<'applyWorkflowVariables'>;
+  /** POST /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/bulk — Add permission group members in bulk */
+  bulkAddPermissionGroupMembers: Handler<'bulkAddPermissionGroupMembers'>;
   /** POST /api/v2/files/bulk-delete — Delete several files */
   bulkDeleteFiles: Handler<'bulkDeleteFiles'>;
   /** POST /api/v2/tables/bulk-delete — Delete tables and folders */
@@ -4188,6 +4514,8 @@ export interface Handlers {
   bulkUpdateKnowledgeDocuments: Handler<'bulkUpdateKnowledgeDocuments'>;
   /** POST /api/v2/tables/{tableId}/rows/bulk-update — Update rows one patch each */
   bulkUpdateTableRows: Handler<'bulkUpdateTableRows'>;
+  /** POST /api/v2/organizations/{organizationId}/access-requests/{requestId}/cancel — Cancel my access request in an organization */
+  cancelOrganizationAccessRequest: Handler<'cancelOrganizationAccessRequest'>;
   /** DELETE /api/v2/tables/{tableId}/dispatches/{dispatchId} — Cancel a dispatch */
   cancelTableDispatch: Handler<'cancelTableDispatch'>;
   /** DELETE /api/v2/tables/{tableId}/exports/{exportId} — Cancel a table export */
@@ -4198,6 +4526,8 @@ export interface Handlers {
   cancelTableRuns: Handler<'cancelTableRuns'>;
   /** POST /api/v2/workflows/{workflowId}/runs/{runId}/cancel — Cancel a workflow run */
   cancelWorkflowRun: Handler<'cancelWorkflowRun'>;
+  /** POST /api/v2/workspaces/{workspaceId}/access-requests/{requestId}/cancel — Cancel my access request in a workspace */
+  cancelWorkspaceAccessRequest: Handler<'cancelWorkspaceAccessRequest'>;
   /** POST /api/v2/chat — Chat with the workspace agent */
   chat: Handler<'chat'>;
   /** GET /api/v2/credentials/oauth/callback — OAuth callback for credential connections */
@@ -4236,8 +4566,12 @@ export interface Handlers {
   createKnowledgeTag: Handler<'createKnowledgeTag'>;
   /** POST /api/v2/mcp-servers — Register an MCP server */
   createMcpServer: Handler<'createMcpServer'>;
+  /** POST /api/v2/organizations/{organizationId}/access-requests — Request access in an organization */
+  createOrganizationAccessRequest: Handler<'createOrganizationAccessRequest'>;
   /** POST /api/v2/organizations/{organizationId}/invitations — Create an organization invitation */
   createOrganizationInvitation: Handler<'createOrganizationInvitation'>;
+  /** POST /api/v2/organizations/{organizationId}/permission-groups — Create a permission group */
+  createPermissionGroup: Handler<'createPermissionGroup'>;
   /** POST /api/v2/sandboxes — Create a sandbox */
   createSandbox: Handler<'createSandbox'>;
   /** POST /api/v2/credentials — Create a service-account credential */
@@ -4266,6 +4600,8 @@ export interface Handlers {
   createWorkflowFolder: Handler<'createWorkflowFolder'>;
   /** POST /api/v2/workflow-mcp-servers — Create a workflow MCP server */
   createWorkflowMcpServer: Handler<'createWorkflowMcpServer'>;
+  /** POST /api/v2/workspaces/{workspaceId}/access-requests — Request access in a workspace */
+  createWorkspaceAccessRequest: Handler<'createWorkspaceAccessRequest'>;
   /** POST /api/v2/workspaces/{workspaceId}/invitations — Invite people to a workspace */
   createWorkspaceInvitations: Handler<'createWorkspaceInvitations'>;
   /** DELETE /api/v2/credentials/{credentialId} — Delete a credential */
@@ -4298,6 +4634,8 @@ export interface Handlers {
   deleteMcpServeSessionAtMcpPath: Handler<'deleteMcpServeSessionAtMcpPath'>;
   /** DELETE /api/v2/mcp-servers/{mcpServerId} — Delete an MCP server */
   deleteMcpServer: Handler<'deleteMcpServer'>;
+  /** DELETE /api/v2/organizations/{organizationId}/permission-groups/{groupId} — Delete a permission group */
+  deletePermissionGroup: Handler<'deletePermissionGroup'>;
   /** DELETE /api/v2/sandboxes/{sandboxId} — Delete a sandbox */
   deleteSandbox: Handler<'deleteSandbox'>;
   /** DELETE /api/v2/secrets/{name} — Delete a secret */
@@ -4330,6 +4668,10 @@ export interface Handlers {
   deployWorkflow: Handler<'deployWorkflow'>;
   /** POST /api/v2/workflow-mcp-servers/{serverId}/tools — Publish a workflow as an MCP tool */
   deployWorkflowMcpTool: Handler<'deployWorkflowMcpTool'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/discovery — Discover what I may request in an organization */
+  discoverOrganizationAccessRequests: Handler<'discoverOrganizationAccessRequests'>;
+  /** GET /api/v2/workspaces/{workspaceId}/access-requests/discovery — Discover what I may request in a workspace */
+  discoverWorkspaceAccessRequests: Handler<'discoverWorkspaceAccessRequests'>;
   /** GET /api/v2/files/{fileId} — Download a file */
   downloadFile: Handler<'downloadFile'>;
   /** GET /api/v2/files/{fileId}/versions/{version}/content — Download a file version */
@@ -4394,6 +4736,8 @@ export interface Handlers {
   getNextKnowledgeTagSlot: Handler<'getNextKnowledgeTagSlot'>;
   /** GET /api/v2/organizations/{organizationId} — Get an organization */
   getOrganization: Handler<'getOrganization'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/settings — Get access request settings */
+  getOrganizationAccessRequestSettings: Handler<'getOrganizationAccessRequestSettings'>;
   /** GET /api/v2/organizations/{organizationId}/invitations/{invitationId} — Get an organization invitation */
   getOrganizationInvitation: Handler<'getOrganizationInvitation'>;
   /** GET /api/v2/organizations/{organizationId}/members/{userId}/usage-limit — Get a member credit limit */
@@ -4402,6 +4746,8 @@ export interface Handlers {
   getOrganizationUsageBreakdown: Handler<'getOrganizationUsageBreakdown'>;
   /** GET /api/v2/organizations/{organizationId}/usage/summary — Get organization usage summary */
   getOrganizationUsageSummary: Handler<'getOrganizationUsageSummary'>;
+  /** GET /api/v2/organizations/{organizationId}/permission-groups/{groupId} — Get a permission group */
+  getPermissionGroup: Handler<'getPermissionGroup'>;
   /** GET /api/v2/tables/{tableId}/rows/{rowId}/enrichment/{groupId} — Get one row's group run */
   getRowEnrichment: Handler<'getRowEnrichment'>;
   /** GET /api/v2/sandboxes/{sandboxId} — Get a sandbox */
@@ -4454,6 +4800,8 @@ export interface Handlers {
   getWorkspaceForkMappings: Handler<'getWorkspaceForkMappings'>;
   /** GET /api/v2/workspaces/{workspaceId}/operations/{operationId} — Get a workspace operation */
   getWorkspaceOperation: Handler<'getWorkspaceOperation'>;
+  /** GET /api/v2/workspaces/{workspaceId}/permission-config — Get my permission configuration in a workspace */
+  getWorkspacePermissionConfig: Handler<'getWorkspacePermissionConfig'>;
   /** GET /api/v2/workspaces/{workspaceId}/queue — Queue depth of a workspace (extension) */
   getWorkspaceQueue: Handler<'getWorkspaceQueue'>;
   /** POST /api/v2/skills/{skillId}/editors — Grant a skill editor */
@@ -4514,6 +4862,12 @@ export interface Handlers {
   listMcpServerTools: Handler<'listMcpServerTools'>;
   /** GET /api/v2/mcp-servers — List MCP servers */
   listMcpServers: Handler<'listMcpServers'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/mine — List my access requests in an organization */
+  listMyOrganizationAccessRequests: Handler<'listMyOrganizationAccessRequests'>;
+  /** GET /api/v2/workspaces/{workspaceId}/access-requests — List my access requests in a workspace */
+  listMyWorkspaceAccessRequests: Handler<'listMyWorkspaceAccessRequests'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests — List an organization's access requests */
+  listOrganizationAccessRequests: Handler<'listOrganizationAccessRequests'>;
   /** GET /api/v2/organizations/{organizationId}/invitations/{invitationId}/workspaces — List invitation workspaces */
   listOrganizationInvitationWorkspaces: Handler<'listOrganizationInvitationWorkspaces'>;
   /** GET /api/v2/organizations/{organizationId}/invitations — List organization invitations */
@@ -4526,6 +4880,10 @@ export interface Handlers {
   listOrganizationWorkspaces: Handler<'listOrganizationWorkspaces'>;
   /** GET /api/v2/organizations — List organizations */
   listOrganizations: Handler<'listOrganizations'>;
+  /** GET /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members — List permission group members */
+  listPermissionGroupMembers: Handler<'listPermissionGroupMembers'>;
+  /** GET /api/v2/organizations/{organizationId}/permission-groups — List permission groups */
+  listPermissionGroups: Handler<'listPermissionGroups'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId}/callbacks — List a run's callback deliveries */
   listRunCallbacks: Handler<'listRunCallbacks'>;
   /** GET /api/v2/sandboxes — List sandboxes */
@@ -4586,6 +4944,8 @@ export interface Handlers {
   postMcpServeMessage: Handler<'postMcpServeMessage'>;
   /** POST /api/mcp/serve/{serverId}/mcp — Send an MCP message to a workflow MCP server (path ending in /mcp) */
   postMcpServeMessageAtMcpPath: Handler<'postMcpServeMessageAtMcpPath'>;
+  /** GET /api/v2/organizations/{organizationId}/access-requests/{requestId}/preview — Preview an access request */
+  previewOrganizationAccessRequest: Handler<'previewOrganizationAccessRequest'>;
   /** POST /api/v2/workflows/import/preview — Preview a workflow import */
   previewWorkflowImport: Handler<'previewWorkflowImport'>;
   /** POST /api/v2/workspaces/{workspaceId}/fork/preview — Preview a fork */
@@ -4618,6 +4978,8 @@ export interface Handlers {
   relocateWorkflowFolder: Handler<'relocateWorkflowFolder'>;
   /** DELETE /api/v2/organizations/{organizationId}/members/{userId} — Remove an organization member */
   removeOrganizationMember: Handler<'removeOrganizationMember'>;
+  /** DELETE /api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/{userId} — Remove a permission group member */
+  removePermissionGroupMember: Handler<'removePermissionGroupMember'>;
   /** PATCH /api/v2/files/{fileId} — Rename a file */
   renameFile: Handler<'renameFile'>;
   /** PUT /api/v2/workflows/{workflowId}/deployments/chat — Create or replace the workflow's hosted chat */
@@ -4626,6 +4988,8 @@ export interface Handlers {
   replaceWorkflowState: Handler<'replaceWorkflowState'>;
   /** POST /api/v2/organizations/{organizationId}/invitations/{invitationId}/resend — Resend an organization invitation */
   resendOrganizationInvitation: Handler<'resendOrganizationInvitation'>;
+  /** POST /api/v2/organizations/{organizationId}/access-requests/{requestId}/resolve — Apply or decline an access request */
+  resolveOrganizationAccessRequest: Handler<'resolveOrganizationAccessRequest'>;
   /** POST /api/v2/files/{fileId}/restore — Restore a file */
   restoreFile: Handler<'restoreFile'>;
   /** POST /api/v2/files/folders/restore — Restore a file folder */
@@ -4700,10 +5064,14 @@ export interface Handlers {
   updateKnowledgeTag: Handler<'updateKnowledgeTag'>;
   /** PATCH /api/v2/mcp-servers/{mcpServerId} — Update an MCP server */
   updateMcpServer: Handler<'updateMcpServer'>;
+  /** PATCH /api/v2/organizations/{organizationId}/access-requests/settings — Update access request settings */
+  updateOrganizationAccessRequestSettings: Handler<'updateOrganizationAccessRequestSettings'>;
   /** PATCH /api/v2/organizations/{organizationId}/members/{userId} — Update an organization member */
   updateOrganizationMember: Handler<'updateOrganizationMember'>;
   /** PATCH /api/v2/organizations/{organizationId}/members/{userId}/usage-limit — Update a member credit limit */
   updateOrganizationMemberUsageLimit: Handler<'updateOrganizationMemberUsageLimit'>;
+  /** PATCH /api/v2/organizations/{organizationId}/permission-groups/{groupId} — Update a permission group */
+  updatePermissionGroup: Handler<'updatePermissionGroup'>;
   /** PATCH /api/v2/tables/{tableId}/rows — Update rows matching a filter */
   updateRowsByFilter: Handler<'updateRowsByFilter'>;
   /** PATCH /api/v2/sandboxes/{sandboxId} — Update a sandbox */

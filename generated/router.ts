@@ -358,6 +358,45 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.getOrganization, handlers.getOrganization),
   );
   router.get(
+    '/api/v2/organizations/:organizationId/access-requests',
+    ...bind(OPERATIONS.listOrganizationAccessRequests, handlers.listOrganizationAccessRequests),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/access-requests',
+    ...bind(OPERATIONS.createOrganizationAccessRequest, handlers.createOrganizationAccessRequest),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/access-requests/discovery',
+    ...bind(OPERATIONS.discoverOrganizationAccessRequests, handlers.discoverOrganizationAccessRequests),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/access-requests/mine',
+    ...bind(OPERATIONS.listMyOrganizationAccessRequests, handlers.listMyOrganizationAccessRequests),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/access-requests/settings',
+    ...bind(OPERATIONS.getOrganizationAccessRequestSettings, handlers.getOrganizationAccessRequestSettings),
+  );
+  router.patch(
+    '/api/v2/organizations/:organizationId/access-requests/settings',
+    ...bind(
+      OPERATIONS.updateOrganizationAccessRequestSettings,
+      handlers.updateOrganizationAccessRequestSettings,
+    ),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/access-requests/:requestId/cancel',
+    ...bind(OPERATIONS.cancelOrganizationAccessRequest, handlers.cancelOrganizationAccessRequest),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/access-requests/:requestId/preview',
+    ...bind(OPERATIONS.previewOrganizationAccessRequest, handlers.previewOrganizationAccessRequest),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/access-requests/:requestId/resolve',
+    ...bind(OPERATIONS.resolveOrganizationAccessRequest, handlers.resolveOrganizationAccessRequest),
+  );
+  router.get(
     '/api/v2/organizations/:organizationId/invitations',
     ...bind(OPERATIONS.listOrganizationInvitations, handlers.listOrganizationInvitations),
   );
@@ -400,6 +439,42 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.patch(
     '/api/v2/organizations/:organizationId/members/:userId/usage-limit',
     ...bind(OPERATIONS.updateOrganizationMemberUsageLimit, handlers.updateOrganizationMemberUsageLimit),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/permission-groups',
+    ...bind(OPERATIONS.listPermissionGroups, handlers.listPermissionGroups),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/permission-groups',
+    ...bind(OPERATIONS.createPermissionGroup, handlers.createPermissionGroup),
+  );
+  router.delete(
+    '/api/v2/organizations/:organizationId/permission-groups/:groupId',
+    ...bind(OPERATIONS.deletePermissionGroup, handlers.deletePermissionGroup),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/permission-groups/:groupId',
+    ...bind(OPERATIONS.getPermissionGroup, handlers.getPermissionGroup),
+  );
+  router.patch(
+    '/api/v2/organizations/:organizationId/permission-groups/:groupId',
+    ...bind(OPERATIONS.updatePermissionGroup, handlers.updatePermissionGroup),
+  );
+  router.get(
+    '/api/v2/organizations/:organizationId/permission-groups/:groupId/members',
+    ...bind(OPERATIONS.listPermissionGroupMembers, handlers.listPermissionGroupMembers),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/permission-groups/:groupId/members',
+    ...bind(OPERATIONS.addPermissionGroupMember, handlers.addPermissionGroupMember),
+  );
+  router.post(
+    '/api/v2/organizations/:organizationId/permission-groups/:groupId/members/bulk',
+    ...bind(OPERATIONS.bulkAddPermissionGroupMembers, handlers.bulkAddPermissionGroupMembers),
+  );
+  router.delete(
+    '/api/v2/organizations/:organizationId/permission-groups/:groupId/members/:userId',
+    ...bind(OPERATIONS.removePermissionGroupMember, handlers.removePermissionGroupMember),
   );
   router.get(
     '/api/v2/organizations/:organizationId/usage/breakdown',
@@ -785,6 +860,22 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get('/api/v2/workspaces', ...bind(OPERATIONS.listWorkspaces, handlers.listWorkspaces));
   router.get('/api/v2/workspaces/:workspaceId', ...bind(OPERATIONS.getWorkspace, handlers.getWorkspace));
   router.get(
+    '/api/v2/workspaces/:workspaceId/access-requests',
+    ...bind(OPERATIONS.listMyWorkspaceAccessRequests, handlers.listMyWorkspaceAccessRequests),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/access-requests',
+    ...bind(OPERATIONS.createWorkspaceAccessRequest, handlers.createWorkspaceAccessRequest),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/access-requests/discovery',
+    ...bind(OPERATIONS.discoverWorkspaceAccessRequests, handlers.discoverWorkspaceAccessRequests),
+  );
+  router.post(
+    '/api/v2/workspaces/:workspaceId/access-requests/:requestId/cancel',
+    ...bind(OPERATIONS.cancelWorkspaceAccessRequest, handlers.cancelWorkspaceAccessRequest),
+  );
+  router.get(
     '/api/v2/workspaces/:workspaceId/callback-signing-secret',
     ...bind(OPERATIONS.getCallbackSigningSecret, handlers.getCallbackSigningSecret),
   );
@@ -867,6 +958,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get(
     '/api/v2/workspaces/:workspaceId/operations/:operationId',
     ...bind(OPERATIONS.getWorkspaceOperation, handlers.getWorkspaceOperation),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/permission-config',
+    ...bind(OPERATIONS.getWorkspacePermissionConfig, handlers.getWorkspacePermissionConfig),
   );
   router.get(
     '/api/v2/workspaces/:workspaceId/queue',

@@ -4200,6 +4200,354 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/organizations/{organizationId}/permission-groups': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List permission groups
+     * @description Lists the organization's permission groups. The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    get: operations['listPermissionGroups'];
+    put?: never;
+    /**
+     * Create a permission group
+     * @description Creates a permission group. A non-default group must list at least one workspace of the organization and governs all members there until it is given explicit members (409 when another such group already targets one of those workspaces). Creating a default group demotes the previous default to an inert group (no workspaces). The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    post: operations['createPermissionGroup'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/permission-groups/{groupId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get a permission group
+     * @description Returns one permission group of the organization (404 for a group of another organization). The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    get: operations['getPermissionGroup'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a permission group
+     * @description Deletes a group and its member assignments. The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    delete: operations['deletePermissionGroup'];
+    options?: never;
+    head?: never;
+    /**
+     * Update a permission group
+     * @description Changes a group. `config` is a patch: omitted keys keep their value and a list sent replaces the whole list. An empty `workspaceIds` makes the group inert. A change that would have a user governed by two groups in one workspace is refused with 409. The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    patch: operations['updatePermissionGroup'];
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List permission group members
+     * @description Lists the explicit members of a group. The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    get: operations['listPermissionGroupMembers'];
+    put?: never;
+    /**
+     * Add a permission group member
+     * @description Makes an organization member an explicit member of the group (400 for someone outside the organization; 409 when already a member, or when they are an explicit member of another group sharing a workspace). The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    post: operations['addPermissionGroupMember'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/bulk': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Add permission group members in bulk
+     * @description Adds several organization members, or all of them. Ids outside the organization are ignored; people already in the group are counted as skipped. Any scope conflict refuses the whole batch (409). The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    post: operations['bulkAddPermissionGroupMembers'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/{userId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Remove a permission group member
+     * @description Removes an explicit member (404 when not a member). Removing the last one makes the group govern all members of its workspaces again (409 when another such group covers one of them). The caller must be an owner or admin of the organization, and the organization must be on the Enterprise plan (403 otherwise).
+     */
+    delete: operations['removePermissionGroupMember'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/permission-config': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get my permission configuration in a workspace
+     * @description The caller's effective restrictions in the workspace: the group that governs them there (an explicit-member group, else an all-members group, else the organization default) and its configuration. A personal workspace answers all nulls and `entitled: false`; an organization without Enterprise answers `entitled: false` and `config: null`.
+     */
+    get: operations['getWorkspacePermissionConfig'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/access-requests': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List my access requests in a workspace
+     * @description The caller's own requests filed in this workspace.
+     */
+    get: operations['listMyWorkspaceAccessRequests'];
+    put?: never;
+    /**
+     * Request access in a workspace
+     * @description Files a request for a target that is currently requestable (409 otherwise, and when the caller already has a pending request for it; 403 when the organization has turned requests off). The request names this workspace.
+     */
+    post: operations['createWorkspaceAccessRequest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/access-requests/discovery': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Discover what I may request in a workspace
+     * @description What the caller could ask for: every restriction their governing group places on them (`requestable`, or `unavailable` with the reason), and what is already `allowed` to them (the named items of the group's lists, each feature, each auth mode, the member credit limit). Restrictions are those of the group governing the caller in this workspace.
+     */
+    get: operations['discoverWorkspaceAccessRequests'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/access-requests/{requestId}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel my access request in a workspace
+     * @description Cancels a pending request of the caller (409 when it is no longer pending).
+     */
+    post: operations['cancelWorkspaceAccessRequest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/access-requests': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List an organization's access requests
+     * @description The admin inbox: every request in the organization. The caller must be an owner or admin of the organization.
+     */
+    get: operations['listOrganizationAccessRequests'];
+    put?: never;
+    /**
+     * Request access in an organization
+     * @description Files a request for a target that is currently requestable (409 otherwise, and when the caller already has a pending request for it; 403 when the organization has turned requests off). The caller must be a member of the organization; the request names no workspace.
+     */
+    post: operations['createOrganizationAccessRequest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/access-requests/discovery': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Discover what I may request in an organization
+     * @description What the caller could ask for: every restriction their governing group places on them (`requestable`, or `unavailable` with the reason), and what is already `allowed` to them (the named items of the group's lists, each feature, each auth mode, the member credit limit). Restrictions are those of the organization default group. The caller must be a member of the organization.
+     */
+    get: operations['discoverOrganizationAccessRequests'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/access-requests/mine': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List my access requests in an organization
+     * @description The caller's own requests in the organization, from any route.
+     */
+    get: operations['listMyOrganizationAccessRequests'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/access-requests/settings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Get access request settings
+     * @description Whether members may file access requests. The caller must be an owner or admin of the organization.
+     */
+    get: operations['getOrganizationAccessRequestSettings'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Update access request settings
+     * @description Turns access requests on or off. Off refuses new requests and approvals; cancelling and declining still work. The caller must be an owner or admin of the organization.
+     */
+    patch: operations['updateOrganizationAccessRequestSettings'];
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/access-requests/{requestId}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Cancel my access request in an organization
+     * @description Cancels a pending request of the caller (409 when it is no longer pending).
+     */
+    post: operations['cancelOrganizationAccessRequest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/access-requests/{requestId}/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Preview an access request
+     * @description The exact change applying the request would make (to the governing group, or to the member credit limit), who else it affects, and the fingerprint `resolve` must be sent. The caller must be an owner or admin of the organization.
+     */
+    get: operations['previewOrganizationAccessRequest'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/organizations/{organizationId}/access-requests/{requestId}/resolve': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Apply or decline an access request
+     * @description Applies a pending request (its preview fingerprint must still match: 409 otherwise) or declines it with a reason. Applying is refused while the organization has requests turned off. The caller must be an owner or admin of the organization.
+     */
+    post: operations['resolveOrganizationAccessRequest'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface webhooks {
   runCallback: {
@@ -7666,6 +8014,362 @@ export interface components {
       status: 'succeeded' | 'failed';
       output?: unknown;
       error?: string | null;
+    };
+    /**
+     * @description An authentication mode of a file share or a chat deployment.
+     * @enum {string}
+     */
+    AccessAuthType: 'public' | 'password' | 'email' | 'sso';
+    /**
+     * @description One of the 35 boolean restrictions of a permission configuration.
+     * @enum {string}
+     */
+    PermissionFeatureKey:
+      | 'hideTraceSpans'
+      | 'hideKnowledgeBaseTab'
+      | 'hideTablesTab'
+      | 'hideCopilot'
+      | 'hideIntegrationsTab'
+      | 'hideSecretsTab'
+      | 'hideApiKeysTab'
+      | 'hideInboxTab'
+      | 'hideFilesTab'
+      | 'disableMcpTools'
+      | 'disableCustomTools'
+      | 'disableSkills'
+      | 'disableInvitations'
+      | 'disablePublicApi'
+      | 'disablePublicFileSharing'
+      | 'hideDeployApi'
+      | 'hideDeployMcp'
+      | 'hideDeployChatbot'
+      | 'disablePersonalApiKeys'
+      | 'disableLogExport'
+      | 'hideCostInfo'
+      | 'disableKnowledgeBaseCreation'
+      | 'disableKnowledgeBaseFileUpload'
+      | 'disableTableCreation'
+      | 'disableTableExport'
+      | 'disableBulkFileDownload'
+      | 'disablePersonalCredentials'
+      | 'disableWorkspaceCreation'
+      | 'hideOrgMemberDirectory'
+      | 'disableCliAccess'
+      | 'disableWebhookTriggers'
+      | 'disableToolAutoApproval'
+      | 'hideSandboxesTab'
+      | 'disableOAuthAppAccess'
+      | 'disableKnowledgeBaseExport';
+    /**
+     * @description One of the 42 keys of a permission configuration.
+     * @enum {string}
+     */
+    PermissionConfigKey:
+      | 'allowedIntegrations'
+      | 'allowedModelProviders'
+      | 'deniedModels'
+      | 'deniedTools'
+      | 'hideTraceSpans'
+      | 'hideKnowledgeBaseTab'
+      | 'hideTablesTab'
+      | 'hideCopilot'
+      | 'hideIntegrationsTab'
+      | 'hideSecretsTab'
+      | 'hideApiKeysTab'
+      | 'hideInboxTab'
+      | 'hideFilesTab'
+      | 'disableMcpTools'
+      | 'disableCustomTools'
+      | 'disableSkills'
+      | 'disableInvitations'
+      | 'disablePublicApi'
+      | 'disablePublicFileSharing'
+      | 'allowedFileShareAuthTypes'
+      | 'hideDeployApi'
+      | 'hideDeployMcp'
+      | 'hideDeployChatbot'
+      | 'allowedChatDeployAuthTypes'
+      | 'disablePersonalApiKeys'
+      | 'disableLogExport'
+      | 'hideCostInfo'
+      | 'disableKnowledgeBaseCreation'
+      | 'disableKnowledgeBaseFileUpload'
+      | 'allowedKnowledgeConnectors'
+      | 'disableTableCreation'
+      | 'disableTableExport'
+      | 'disableBulkFileDownload'
+      | 'disablePersonalCredentials'
+      | 'disableWorkspaceCreation'
+      | 'hideOrgMemberDirectory'
+      | 'disableCliAccess'
+      | 'disableWebhookTriggers'
+      | 'disableToolAutoApproval'
+      | 'hideSandboxesTab'
+      | 'disableOAuthAppAccess'
+      | 'disableKnowledgeBaseExport';
+    /** @description The restrictions of a permission group; every key is present. */
+    PermissionConfig: {
+      /** @description Block types the members may use; null allows every block (the start trigger is always allowed). */
+      allowedIntegrations: string[] | null;
+      /** @description Model providers the members may use; null allows every provider. */
+      allowedModelProviders: string[] | null;
+      /** @description Fully qualified model ids the members may not use, checked after the provider allow-list. */
+      deniedModels: string[];
+      /** @description Tool ids the members may not run, checked after the integration allow-list. */
+      deniedTools: string[];
+      hideTraceSpans: boolean;
+      hideKnowledgeBaseTab: boolean;
+      hideTablesTab: boolean;
+      hideCopilot: boolean;
+      hideIntegrationsTab: boolean;
+      hideSecretsTab: boolean;
+      hideApiKeysTab: boolean;
+      hideInboxTab: boolean;
+      hideFilesTab: boolean;
+      disableMcpTools: boolean;
+      disableCustomTools: boolean;
+      disableSkills: boolean;
+      disableInvitations: boolean;
+      disablePublicApi: boolean;
+      disablePublicFileSharing: boolean;
+      /** @description How files may be shared; null allows every mode. */
+      allowedFileShareAuthTypes: components['schemas']['AccessAuthType'][] | null;
+      hideDeployApi: boolean;
+      hideDeployMcp: boolean;
+      hideDeployChatbot: boolean;
+      /** @description How chat deployments may be protected; null allows every mode. */
+      allowedChatDeployAuthTypes: components['schemas']['AccessAuthType'][] | null;
+      disablePersonalApiKeys: boolean;
+      disableLogExport: boolean;
+      hideCostInfo: boolean;
+      disableKnowledgeBaseCreation: boolean;
+      disableKnowledgeBaseFileUpload: boolean;
+      /** @description Knowledge connector types the members may add; null allows every connector. */
+      allowedKnowledgeConnectors: string[] | null;
+      disableTableCreation: boolean;
+      disableTableExport: boolean;
+      disableBulkFileDownload: boolean;
+      disablePersonalCredentials: boolean;
+      disableWorkspaceCreation: boolean;
+      hideOrgMemberDirectory: boolean;
+      disableCliAccess: boolean;
+      disableWebhookTriggers: boolean;
+      disableToolAutoApproval: boolean;
+      hideSandboxesTab: boolean;
+      disableOAuthAppAccess: boolean;
+      disableKnowledgeBaseExport: boolean;
+    };
+    /** @description Restrictions to set; omitted keys keep their value (on create: the default). A list sent replaces the whole list. */
+    PermissionConfigPatch: {
+      /** @description Block types the members may use; null allows every block (the start trigger is always allowed). */
+      allowedIntegrations?: string[] | null;
+      /** @description Model providers the members may use; null allows every provider. */
+      allowedModelProviders?: string[] | null;
+      /** @description Fully qualified model ids the members may not use, checked after the provider allow-list. */
+      deniedModels?: string[];
+      /** @description Tool ids the members may not run, checked after the integration allow-list. */
+      deniedTools?: string[];
+      hideTraceSpans?: boolean;
+      hideKnowledgeBaseTab?: boolean;
+      hideTablesTab?: boolean;
+      hideCopilot?: boolean;
+      hideIntegrationsTab?: boolean;
+      hideSecretsTab?: boolean;
+      hideApiKeysTab?: boolean;
+      hideInboxTab?: boolean;
+      hideFilesTab?: boolean;
+      disableMcpTools?: boolean;
+      disableCustomTools?: boolean;
+      disableSkills?: boolean;
+      disableInvitations?: boolean;
+      disablePublicApi?: boolean;
+      disablePublicFileSharing?: boolean;
+      /** @description How files may be shared; null allows every mode. */
+      allowedFileShareAuthTypes?: components['schemas']['AccessAuthType'][] | null;
+      hideDeployApi?: boolean;
+      hideDeployMcp?: boolean;
+      hideDeployChatbot?: boolean;
+      /** @description How chat deployments may be protected; null allows every mode. */
+      allowedChatDeployAuthTypes?: components['schemas']['AccessAuthType'][] | null;
+      disablePersonalApiKeys?: boolean;
+      disableLogExport?: boolean;
+      hideCostInfo?: boolean;
+      disableKnowledgeBaseCreation?: boolean;
+      disableKnowledgeBaseFileUpload?: boolean;
+      /** @description Knowledge connector types the members may add; null allows every connector. */
+      allowedKnowledgeConnectors?: string[] | null;
+      disableTableCreation?: boolean;
+      disableTableExport?: boolean;
+      disableBulkFileDownload?: boolean;
+      disablePersonalCredentials?: boolean;
+      disableWorkspaceCreation?: boolean;
+      hideOrgMemberDirectory?: boolean;
+      disableCliAccess?: boolean;
+      disableWebhookTriggers?: boolean;
+      disableToolAutoApproval?: boolean;
+      hideSandboxesTab?: boolean;
+      disableOAuthAppAccess?: boolean;
+      disableKnowledgeBaseExport?: boolean;
+    };
+    /** @description An organization-scoped set of restrictions and the workspaces it governs. */
+    PermissionGroup: {
+      id: string;
+      organizationId: string;
+      name: string;
+      description: string | null;
+      config: components['schemas']['PermissionConfig'];
+      /** @description The default group governs every member of the organization in workspaces no other group governs them in. */
+      isDefault: boolean;
+      /** @description `all_members` when the group has no explicit members (it governs everyone in its workspaces), `explicit` otherwise; `organization` for the default group. */
+      membershipMode: string;
+      /** @description Workspaces the group targets; empty for the default group (and for an inert group). */
+      workspaceIds: string[];
+      createdBy: string;
+      createdAt: components['schemas']['Timestamp'];
+      updatedAt: components['schemas']['Timestamp'];
+    };
+    PermissionGroupMember: {
+      /** @description The membership row. */
+      id: string;
+      userId: string;
+      assignedAt: components['schemas']['Timestamp'];
+      userName: string | null;
+      userEmail: string | null;
+      userImage: string | null;
+    };
+    PermissionGroupAssignment: {
+      id: string;
+      permissionGroupId: string;
+      organizationId: string;
+      userId: string;
+      assignedBy: string;
+      assignedAt: components['schemas']['Timestamp'];
+    };
+    /** @description The caller's effective restrictions in a workspace. */
+    WorkspacePermissionConfig: {
+      permissionGroupId: string | null;
+      groupName: string | null;
+      config: components['schemas']['PermissionConfig'] | null;
+      /** @description Whether the workspace's organization has Access Control (the Enterprise plan). */
+      entitled: boolean;
+      organizationId: string | null;
+      isOrgAdmin: boolean;
+    };
+    /** @enum {string} */
+    AccessTargetKind:
+      | 'feature'
+      | 'integration'
+      | 'provider'
+      | 'model'
+      | 'tool'
+      | 'knowledge_connector'
+      | 'file_share_auth'
+      | 'chat_deploy_auth'
+      | 'usage_limit';
+    /** @description What an access request asks for. */
+    AccessTarget:
+      | {
+          /** @enum {string} */
+          kind: 'feature';
+          configKey: components['schemas']['PermissionFeatureKey'];
+        }
+      | {
+          /** @enum {string} */
+          kind: 'integration' | 'provider' | 'model' | 'tool' | 'knowledge_connector';
+          id: string;
+        }
+      | {
+          /** @enum {string} */
+          kind: 'file_share_auth' | 'chat_deploy_auth';
+          id: components['schemas']['AccessAuthType'];
+        }
+      | {
+          /** @enum {string} */
+          kind: 'usage_limit';
+          /** @enum {string} */
+          id: 'member';
+        };
+    /** @enum {string} */
+    AccessRequestStatus: 'pending' | 'fulfilled' | 'declined' | 'cancelled' | 'closed';
+    AccessRequest: {
+      id: string;
+      organizationId: string;
+      workspaceId: string | null;
+      target: components['schemas']['AccessTarget'];
+      targetLabel: string;
+      reason: string;
+      status: components['schemas']['AccessRequestStatus'];
+      decisionReason: string | null;
+      createdAt: components['schemas']['Timestamp'];
+      decidedAt: components['schemas']['Timestamp'] | null;
+      groupName: string | null;
+      requester: {
+        id: string;
+        name: string | null;
+        email: string;
+      };
+    };
+    AccessDiscoveryItem: {
+      target: components['schemas']['AccessTarget'];
+      label: string;
+      /** @enum {string} */
+      state: 'allowed' | 'requestable' | 'unavailable';
+      reason: string | null;
+      pendingRequestId: string | null;
+    };
+    /** @description What applying a request would change, and for whom. */
+    AccessRequestPreview:
+      | {
+          newLimitCredits: number | null;
+          request: components['schemas']['AccessRequest'];
+          changes: {
+            configKey: components['schemas']['PermissionConfigKey'];
+            label: string;
+            before: boolean | string[] | null;
+            after: boolean | string[] | null;
+          }[];
+          impact: {
+            memberCount: number;
+            workspaceCount: number;
+            workspaceNames: string[];
+            truncated: boolean;
+          };
+          fingerprint: string;
+          canApply: boolean;
+          unavailableReason: string | null;
+          /** @enum {string} */
+          resolutionKind: 'permission';
+          group: {
+            id: string;
+            name: string;
+          } | null;
+          currentLimitCredits: null;
+        }
+      | {
+          newLimitCredits: number | null;
+          request: components['schemas']['AccessRequest'];
+          changes: {
+            configKey: components['schemas']['PermissionConfigKey'];
+            label: string;
+            before: boolean | string[] | null;
+            after: boolean | string[] | null;
+          }[];
+          impact: {
+            memberCount: number;
+            workspaceCount: number;
+            workspaceNames: string[];
+            truncated: boolean;
+          };
+          fingerprint: string;
+          canApply: boolean;
+          unavailableReason: string | null;
+          /** @enum {string} */
+          resolutionKind: 'usage_limit';
+          group: null;
+          currentLimitCredits: number | null;
+        };
+    AccessRequestSettings: {
+      allowRequests: boolean;
     };
   };
   responses: {
@@ -21704,6 +22408,1046 @@ export interface operations {
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
       413: components['responses']['PayloadTooLarge'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listPermissionGroups: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring of the group name. */
+        search?: string;
+        /** @description Field to sort by. Sorting by name is case-sensitive. */
+        sortBy?: 'name' | 'createdAt' | 'updatedAt';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List permission groups. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['PermissionGroup'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createPermissionGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Group name (trimmed), unique in the organization. */
+          name: string;
+          /** @description What the group is for. */
+          description?: string;
+          config?: components['schemas']['PermissionConfigPatch'];
+          /** @description Make it the organization default (only one group is). */
+          isDefault?: boolean;
+          /** @description Workspaces of the organization the group governs. Required (at least one) for a non-default group; not allowed for the default group. */
+          workspaceIds?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Create a permission group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['PermissionGroup'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getPermissionGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Permission group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get a permission group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['PermissionGroup'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  deletePermissionGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Permission group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Delete a permission group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updatePermissionGroup: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Permission group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Group name (trimmed), unique in the organization. */
+          name?: string;
+          /** @description null or "" clears it. */
+          description?: string | null;
+          config?: components['schemas']['PermissionConfigPatch'];
+          isDefault?: boolean;
+          /** @description Workspaces of the organization the group governs. Required (at least one) for a non-default group; not allowed for the default group. */
+          workspaceIds?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Update a permission group. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['PermissionGroup'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listPermissionGroupMembers: {
+    parameters: {
+      query?: {
+        /** @description Field to sort by. */
+        sortBy?: 'assignedAt' | 'userId';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Permission group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List permission group members. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['PermissionGroupMember'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  addPermissionGroupMember: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Permission group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description An organization member. */
+          userId: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Add a permission group member. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['PermissionGroupAssignment'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  bulkAddPermissionGroupMembers: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Permission group identifier. */
+        groupId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          userIds?: string[];
+          addAllOrganizationMembers?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Add permission group members in bulk. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              added: number;
+              skipped: number;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  removePermissionGroupMember: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Permission group identifier. */
+        groupId: string;
+        /** @description User identifier. */
+        userId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Remove a permission group member. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              userId: string;
+              /** @constant */
+              deleted: true;
+            };
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkspacePermissionConfig: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get my permission configuration in a workspace. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspacePermissionConfig'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMyWorkspaceAccessRequests: {
+    parameters: {
+      query?: {
+        /** @description Only requests in this status. */
+        status?: components['schemas']['AccessRequestStatus'];
+        /** @description Field to sort by. */
+        sortBy?: 'createdAt' | 'targetLabel';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List my access requests in a workspace. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createWorkspaceAccessRequest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          target: components['schemas']['AccessTarget'];
+          /**
+           * @description Why the access is needed.
+           * @default
+           */
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Request access in a workspace. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  discoverWorkspaceAccessRequests: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring of the label. */
+        search?: string;
+        /** @description Only this kind of access. */
+        targetKind?: components['schemas']['AccessTargetKind'];
+        /** @description Only items in this state of the caller's access. */
+        state?: 'allowed' | 'requestable' | 'unavailable';
+        /** @description Field to sort by. */
+        sortBy?: 'label';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Discover what I may request in a workspace. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessDiscoveryItem'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelWorkspaceAccessRequest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+        /** @description Access request identifier. */
+        requestId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel my access request in a workspace. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listOrganizationAccessRequests: {
+    parameters: {
+      query?: {
+        /** @description Only requests in this status. */
+        status?: components['schemas']['AccessRequestStatus'];
+        /** @description Field to sort by. */
+        sortBy?: 'createdAt' | 'targetLabel';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+        /** @description Case-insensitive substring of the target label or the requester's name or e-mail. */
+        search?: string;
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List an organization's access requests. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  createOrganizationAccessRequest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          target: components['schemas']['AccessTarget'];
+          /**
+           * @description Why the access is needed.
+           * @default
+           */
+          reason?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Request access in an organization. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  discoverOrganizationAccessRequests: {
+    parameters: {
+      query?: {
+        /** @description Case-insensitive substring of the label. */
+        search?: string;
+        /** @description Only this kind of access. */
+        targetKind?: components['schemas']['AccessTargetKind'];
+        /** @description Only items in this state of the caller's access. */
+        state?: 'allowed' | 'requestable' | 'unavailable';
+        /** @description Field to sort by. */
+        sortBy?: 'label';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Discover what I may request in an organization. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessDiscoveryItem'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  listMyOrganizationAccessRequests: {
+    parameters: {
+      query?: {
+        /** @description Only requests in this status. */
+        status?: components['schemas']['AccessRequestStatus'];
+        /** @description Field to sort by. */
+        sortBy?: 'createdAt' | 'targetLabel';
+        /** @description Sort direction. */
+        sortOrder?: 'asc' | 'desc';
+        /** @description Page size, a whole number from 1 to 100. */
+        limit?: components['parameters']['Limit'];
+        /** @description Opaque cursor from the previous page. Send it back with the same sort and filters; only `limit` may change. */
+        cursor?: components['parameters']['Cursor'];
+      };
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description List my access requests in an organization. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'][];
+            nextCursor: components['schemas']['NextCursor'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getOrganizationAccessRequestSettings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Get access request settings. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequestSettings'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  updateOrganizationAccessRequestSettings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          allowRequests: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description Update access request settings. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequestSettings'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  cancelOrganizationAccessRequest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Access request identifier. */
+        requestId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Cancel my access request in an organization. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  previewOrganizationAccessRequest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Access request identifier. */
+        requestId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Preview an access request. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequestPreview'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  resolveOrganizationAccessRequest: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Organization identifier. */
+        organizationId: string;
+        /** @description Access request identifier. */
+        requestId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              /** @enum {string} */
+              action: 'apply';
+              expectedFingerprint: string;
+              /** @description The new member credit limit; required for a usage-limit request, not allowed otherwise. */
+              newLimitCredits?: number;
+            }
+          | {
+              /** @enum {string} */
+              action: 'decline';
+              reason: string;
+            };
+      };
+    };
+    responses: {
+      /** @description Apply or decline an access request. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AccessRequest'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
       429: components['responses']['RateLimited'];
       500: components['responses']['InternalError'];
       503: components['responses']['ServiceUnavailable'];

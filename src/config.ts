@@ -8,8 +8,10 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
-  /** Where the SQLite database lives; ':memory:' keeps it in memory (tests). */
+  /** Where the SQLite database lives; ':memory:' keeps it in memory (tests). Unused when databaseUrl is set. */
   databaseFile: string;
+  /** DATABASE_URL: a Postgres database shared by any number of servers; null keeps SQLite in DATA_DIR. */
+  databaseUrl: string | null;
   baseUrl: string;
   logLevel: string;
   bodyLimitBytes: number;
@@ -303,11 +305,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`BASE_URL must be an absolute URL, got "${env.BASE_URL}"`);
   }
   const production = env.NODE_ENV === 'production';
+  const databaseUrl = postgresUrl(env);
+  const sealKey = secretsKey(env);
+  if (databaseUrl && sealKey === null) {
+    throw new ConfigError('SECRETS_KEY is required when DATABASE_URL is set: every server sealing and opening secrets in the shared database needs the same key (e.g. `openssl rand -base64 32`)');
+  }
   return {
     port,
     host,
     dataDir,
     databaseFile: env.DATABASE_FILE || path.join(dataDir, 'workspace.sqlite'),
+    databaseUrl,
     baseUrl,
     logLevel: logLevel(env),
     bodyLimitBytes: byteSize(env, 'BODY_LIMIT', 10 * 1024 * 1024),
@@ -351,7 +359,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxDepth: integer(env, 'CONTENT_MAX_DEPTH', 512, 8, 100_000),
       maxExpandedBytes: byteSize(env, 'CONTENT_MAX_EXPANDED_BYTES', 200 * 1024 * 1024),
     },
-    secretsKey: secretsKey(env),
+    secretsKey: sealKey,
     tools: {
       timeoutMs: integer(env, 'TOOL_TIMEOUT_MS', 30_000, 10, 300_000),
       executionCostUsd: decimal(env, 'TOOL_EXECUTION_COST_USD', 0),
@@ -572,6 +580,22 @@ function logLevel(env: NodeJS.ProcessEnv): string {
   const raw = env.LOG_LEVEL;
   if (raw === undefined || raw === '') return 'info';
   if (!LOG_LEVELS.includes(raw)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return raw;
+}
+
+/** DATABASE_URL, when set: a postgres:// (or postgresql://) URL. */
+function postgresUrl(env: NodeJS.ProcessEnv): string | null {
+  const raw = env.DATABASE_URL?.trim();
+  if (!raw) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('DATABASE_URL must be a postgres://user:password@host:port/database URL');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(`DATABASE_URL must be a postgres:// URL, got a ${url.protocol.replace(/:$/, '')}: URL (unset it to use SQLite in DATA_DIR)`);
+  }
   return raw;
 }
 

@@ -30,6 +30,13 @@ function announcer(logger: Logger): Logger {
   return logger.isLevelEnabled('info') ? logger : logger.child({}, { level: 'info' });
 }
 
+/** A database URL fit for a log line: the password left out. */
+function redactedUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.password) url.password = '***';
+  return url.toString();
+}
+
 function fail(prefix: string, message: string, code: number): never {
   process.stderr.write(`${prefix}: ${message}\n`);
   process.exit(code);
@@ -69,6 +76,7 @@ export async function main(): Promise<void> {
   try {
     services = await createServices(config);
   } catch (err) {
+    if (err instanceof ConfigError) fail('Configuration error', err.message, 2);
     if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError || err instanceof BlobStoreUnavailableError) fail('Cannot start', err.message, 1);
     throw err;
   }
@@ -96,7 +104,7 @@ export async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   // Every stdout line is a JSON log line; this message's text is what scripts and tests wait for.
-  announcer(services.logger).info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseFile, tracesUrl: config.tracing.tracesUrl }, `Listening on ${server.url}`);
+  announcer(services.logger).info({ url: server.url, baseUrl: config.baseUrl, database: config.databaseUrl ? redactedUrl(config.databaseUrl) : config.databaseFile, tracesUrl: config.tracing.tracesUrl }, `Listening on ${server.url}`);
 }
 
 /**
@@ -111,12 +119,17 @@ async function bootstrap(services: Awaited<ReturnType<typeof createServices>>, c
   const key = chosen ?? newApiKey();
   const toTerminal = Boolean(process.stdout.isTTY);
   const keyFile = path.join(config.dataDir, BOOTSTRAP_KEY_FILE);
-  if (!chosen && !toTerminal) {
+  const toFile = !chosen && !toTerminal;
+  if (toFile) {
     fs.rmSync(keyFile, { force: true });
     fs.writeFileSync(keyFile, key + '\n', { mode: 0o600, flag: 'wx' });
   }
   const boot = await bootstrapIfEmpty(services.store, { apiKey: key });
-  if (!boot) return;
+  if (!boot) {
+    // Another server sharing the database (Postgres) bootstrapped it first: this key was never stored.
+    if (toFile) fs.rmSync(keyFile, { force: true });
+    return;
+  }
   const apiKey = chosen ? 'the key set in BOOTSTRAP_API_KEY' : toTerminal ? key : `written to ${keyFile} (mode 0600); move it somewhere safe and delete the file`;
   // One JSON log line like every other on stdout. Signing in on /login (and so `sim login`) needs a password,
   // which a first start cannot choose for the admin: the line says how to set one.

@@ -2,12 +2,13 @@
 import { SecretCipher, loadSecretsKey } from './secrets/cipher.ts';
 import { SecretVault } from './secrets/vault.ts';
 import { sealPlainShareTokens } from './files/share-tokens.ts';
-import { loadSigningKey } from './secrets/signing-key.ts';
+import { loadSigningKey, signingKeyOpens } from './secrets/signing-key.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
-import { openSqliteStore, type Store } from './store/index.ts';
+import { openConfiguredStore, type Store } from './store/index.ts';
+import { ConfigError } from './config.ts';
 import { CredentialResolver } from './identity/credentials.ts';
 import { createApp } from './app.ts';
 import { TableJobRunner } from './tables/jobs.ts';
@@ -49,14 +50,15 @@ export interface RunningServer {
 
 /**
  * Locks DATA_DIR for this process (DataDirLockedError when another server holds it), then opens the store.
- * The lock is released when the server closes, or when building the services fails.
+ * The lock is released when the server closes, or when building the services fails. On Postgres (DATABASE_URL)
+ * any number of servers share the database, so DATA_DIR is not locked.
  */
 export async function createServices(config: Config, logger: Logger = createLogger(config.logLevel), store?: Store): Promise<Services> {
-  const dataDirLock = lockDataDir(config.dataDir, { port: config.port || null });
+  const dataDirLock = config.databaseUrl ? undefined : lockDataDir(config.dataDir, { port: config.port || null });
   try {
     return await assemble(config, logger, dataDirLock, store);
   } catch (err) {
-    dataDirLock.release();
+    dataDirLock?.release();
     throw err;
   }
 }
@@ -71,7 +73,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     blobs.close();
     throw err;
   }
-  const opened = store ?? (await openSqliteStore(config.databaseFile, (m) => logger.info({ version: m.version, name: m.name }, 'migration applied')));
+  const opened = store ?? (await openConfiguredStore(config, (m) => logger.info({ version: m.version, name: m.name }, 'migration applied')));
   const engine = createEngine(config);
   const cipher = new SecretCipher(loadSecretsKey(config.secretsKey, config.dataDir));
   const secrets = new SecretVault(opened, cipher);
@@ -89,6 +91,12 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     },
     logger,
   );
+  // Servers sharing a database must share the secrets key: one whose key cannot open what the others sealed stops
+  // here rather than replace the shared signing key (on SQLite a replaced key only invalidates cursors and links).
+  if (config.databaseUrl && (await signingKeyOpens(opened, secrets)) === false) {
+    if (!store) await opened.close();
+    throw new ConfigError('SECRETS_KEY does not open the secrets stored in the database at DATABASE_URL; every server on one database must use the same SECRETS_KEY');
+  }
   const signingKey = await loadSigningKey(opened, secrets, logger);
   // Share tokens stored in plain by an older version are sealed before anything can read them.
   await sealPlainShareTokens(opened, secrets);

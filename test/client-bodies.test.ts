@@ -244,6 +244,25 @@ const samples = {
   listSelector: (api) => api.POST('/api/v2/selectors/list', { body: { workspaceId: WS, selectorKey: 'table.columns', context: { tableId: 'tbl_1' }, search: 'em', limit: 100 } }),
   getSelector: (api) => api.POST('/api/v2/selectors/get', { body: { workspaceId: WS, selectorKey: 'slack.channels', context: { oauthCredential: 'cred_1' }, id: 'C123' } }),
   chat: (api) => api.POST('/api/v2/chat', { body: { workspaceId: WS, message: 'What tables do I have?', conversationId: 'conv_1', effort: 'low' } }),
+  // access-control
+  createPermissionGroup: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/permission-groups', {
+      params: { path: { organizationId: 'org_1' } },
+      body: { name: 'Contractors', config: { allowedIntegrations: ['api', 'agent'], deniedTools: ['http_request'], disableSkills: true }, workspaceIds: [WS] },
+    }),
+  updatePermissionGroup: (api) =>
+    api.PATCH('/api/v2/organizations/{organizationId}/permission-groups/{groupId}', { params: { path: { organizationId: 'org_1', groupId: 'pg_1' } }, body: { description: null, config: { allowedModelProviders: null } } }),
+  addPermissionGroupMember: (api) => api.POST('/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members', { params: { path: { organizationId: 'org_1', groupId: 'pg_1' } }, body: { userId: 'u_1' } }),
+  bulkAddPermissionGroupMembers: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/permission-groups/{groupId}/members/bulk', { params: { path: { organizationId: 'org_1', groupId: 'pg_1' } }, body: { addAllOrganizationMembers: true } }),
+  createWorkspaceAccessRequest: (api) =>
+    api.POST('/api/v2/workspaces/{workspaceId}/access-requests', { params: { path: { workspaceId: WS } }, body: { target: { kind: 'integration', id: 'function' }, reason: 'Data cleanup' } }),
+  createOrganizationAccessRequest: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/access-requests', { params: { path: { organizationId: 'org_1' } }, body: { target: { kind: 'feature', configKey: 'disableSkills' } } }),
+  resolveOrganizationAccessRequest: (api) =>
+    api.POST('/api/v2/organizations/{organizationId}/access-requests/{requestId}/resolve', { params: { path: { organizationId: 'org_1', requestId: 'ar_1' } }, body: { action: 'decline', reason: 'Not now' } }),
+  updateOrganizationAccessRequestSettings: (api) =>
+    api.PATCH('/api/v2/organizations/{organizationId}/access-requests/settings', { params: { path: { organizationId: 'org_1' } }, body: { allowRequests: false } }),
 } satisfies Record<string, Sample>;
 
 /** Requests this server sends (the spec's `webhooks`, e.g. a run's completion callback), not operations it serves. */

@@ -88,7 +88,7 @@ describe('secrets in runs', () => {
 
   it('the admin command sets and deletes secrets, audits without the value, and refuses bad names', async () => {
     const admin = (args: string[]) =>
-      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir }, encoding: 'utf8' });
+      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir, ...s.databaseEnv }, encoding: 'utf8' });
     const set = admin(['secret', 'set', '--workspace', s.workspaceId, '--name', 'CLI_SECRET', '--value', 'from-the-cli-123']);
     expect(set.status).toBe(0);
     expect(set.stdout).not.toContain('from-the-cli-123');

@@ -1,9 +1,7 @@
 // Table folders on the shared tree (HTTP and CLI), folder bulk delete and move, and the admin verb that sets
 // a table's locks.
-import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { runAdmin, startTestServer, type TestServer } from './support/server.ts';
 import { runCli } from './support/cli.ts';
 
 let s: TestServer;
@@ -86,8 +84,8 @@ describe('locks', () => {
   it('the admin verb sets the flags; the API then answers 423 with details.lock', async () => {
     const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'ledger', schema: { columns: [{ name: 'amount', type: 'number' }] } });
     const admin = (...args: string[]) =>
-      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir }, encoding: 'utf8' });
-    const r = admin('table', 'lock', '--table', t.id, '--preset', 'append-only');
+      runAdmin(s, args);
+    const r = await admin('table', 'lock', '--table', t.id, '--preset', 'append-only');
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout).locks).toEqual({ schemaLocked: false, insertLocked: false, updateLocked: true, deleteLocked: true });
     expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).locks.updateLocked).toBe(true);
@@ -96,9 +94,9 @@ describe('locks', () => {
     expect(upd.status).toBe(423);
     expect(upd.body.error).toMatchObject({ code: 'LOCKED', details: { lock: 'update' } });
     expect((await s.call('POST', `/api/v2/tables/${t.id}/exports`, { workspaceId: ws })).status).toBe(200);
-    expect(admin('table', 'lock', '--table', t.id, '--schema', 'maybe').status).toBe(1);
-    expect(admin('table', 'lock', '--table', 'tbl_missing', '--preset', 'none').status).toBe(1);
-    expect(admin('table', 'lock', '--table', t.id, '--preset', 'none', '--insert', 'true').status).toBe(0);
+    expect((await admin('table', 'lock', '--table', t.id, '--schema', 'maybe')).status).toBe(1);
+    expect((await admin('table', 'lock', '--table', 'tbl_missing', '--preset', 'none')).status).toBe(1);
+    expect((await admin('table', 'lock', '--table', t.id, '--preset', 'none', '--insert', 'true')).status).toBe(0);
     expect((await s.call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, data: { amount: 1 } })).body.error.details.lock).toBe('insert');
     expect((await s.call('PATCH', `/api/v2/tables/${t.id}/rows/${row.id}`, { workspaceId: ws, data: { amount: 7 } })).status).toBe(200);
   });
@@ -109,15 +107,15 @@ describe('row limits', () => {
     const t = await ok('POST', '/api/v2/tables', { workspaceId: ws, name: 'limits', schema: { columns: [{ name: 'a', type: 'string' }] } });
     const before = (await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows;
     const admin = (...args: string[]) =>
-      spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/admin.js'), ...args], { env: { PATH: process.env.PATH, DATA_DIR: s.dataDir, TABLE_ROWS_LIMIT_PRO: '7' }, encoding: 'utf8' });
-    expect(admin('workspace', 'plan', '--workspace', ws, '--plan', 'pro').status).toBe(0);
+      runAdmin(s, args, { TABLE_ROWS_LIMIT_PRO: '7' });
+    expect((await admin('workspace', 'plan', '--workspace', ws, '--plan', 'pro')).status).toBe(0);
     expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows).toBe(7);
     await ok('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, rows: Array.from({ length: 7 }, (_, i) => ({ a: String(i) })) });
     const full = await s.call('POST', `/api/v2/tables/${t.id}/rows`, { workspaceId: ws, data: { a: 'one more' } });
     expect(full.status).toBe(403);
     expect(full.body.error.details).toMatchObject({ code: 'TABLE_ROW_LIMIT', maxRows: 7, rowCount: 7 });
     // Back on the free plan; the server applies its own configured limits when it starts (as here).
-    expect(admin('workspace', 'plan', '--workspace', ws, '--plan', 'free').status).toBe(0);
+    expect((await admin('workspace', 'plan', '--workspace', ws, '--plan', 'free')).status).toBe(0);
     const { syncTableRowLimits } = await import('../src/tables/service.ts');
     await syncTableRowLimits(s.services.store, s.services.config.tables.perPlan);
     expect((await ok('GET', `/api/v2/tables/${t.id}?workspaceId=${ws}`)).maxRows).toBe(before);

@@ -120,14 +120,14 @@ describe('sign-in page', () => {
     const u = await s.newUser('admin-cmd@example.com');
     const { stdout } = await promisify(execFile)('npm', ['run', '-s', 'admin', '--', 'user', 'password', '--email', 'admin-cmd@example.com', '--password', 'set by the admin command'], {
       cwd: path.resolve(import.meta.dirname, '..'),
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: s.dataDir },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: s.dataDir, ...s.databaseEnv },
     });
     expect(JSON.parse(stdout)).toMatchObject({ userId: u.userId, passwordSet: true });
     const b = new FakeBrowser(s.url);
     expect((await b.signIn('admin-cmd@example.com', 'set by the admin command')).status).toBe(303);
     const short = await promisify(execFile)('npm', ['run', '-s', 'admin', '--', 'user', 'password', '--user', u.userId, '--password', 'short'], {
       cwd: path.resolve(import.meta.dirname, '..'),
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: s.dataDir },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: s.dataDir, ...s.databaseEnv },
     }).catch((e) => e);
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('12 to 1024');

@@ -6,7 +6,7 @@
 // claimed work (runs, documents and jobs are leased by the server executing them).
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
-import { openSqliteStore, type Repositories, type Store } from '../store/index.ts';
+import { openConfiguredStore, type Repositories, type Store } from '../store/index.ts';
 import {
   IdentityError,
   createApiKey,
@@ -337,12 +337,15 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   const command = parsed.positionals.join(' ');
+  if ((command === 'backup' || command === 'restore') && config.databaseUrl) {
+    process.stderr.write(JSON.stringify({ error: `${command} copies a SQLite DATA_DIR; with DATABASE_URL set, back up the Postgres database with its own tools (pg_dump, or the provider's snapshots)` }) + '\n');
+    process.exit(2);
+  }
   if (command === 'backup' || command === 'restore') {
     await backupCommand(command, parsed.values as Flags, config);
     return;
   }
-  const databaseFile = config.databaseFile;
-  const store = await openSqliteStore(databaseFile);
+  const store = await openConfiguredStore(config);
   try {
     const result = await run(store, command, parsed.values as Flags);
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');

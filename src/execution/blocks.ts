@@ -496,6 +496,8 @@ const agent: BlockHandler = async (ctx) => {
     tools = found;
   }
   const model = text(ctx.resolve(ctx.raw('model'))).trim() || provider.model;
+  const modelRefused = await ctx.resources?.modelRefusal?.(model);
+  if (modelRefused) throw fail(ctx, modelRefused);
   const temperature = Number(ctx.resolve(ctx.raw('temperature')));
   const messages: Record<string, unknown>[] = [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: user }];
   const body: Record<string, unknown> = { model, messages };

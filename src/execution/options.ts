@@ -48,6 +48,8 @@ export interface RunResources {
   skills?(refs: unknown[]): Promise<{ found: { name: string; description: string; content: string }[]; missing: string[] }>;
   /** The tools an agent block lists (tool-input entries), as functions the model may call. */
   tools?(entries: unknown[], signal: AbortSignal): Promise<{ found: AgentTool[]; missing: string[] }>;
+  /** Why the run may not use a model (Access Control: a provider not allowed, a denied model), or null. */
+  modelRefusal?(model: string): Promise<string | null>;
   /** The sandbox pool of a built sandbox a function block names (id or name); throws with a clear message otherwise. */
   sandboxPool?(ref: string): Promise<SandboxPool>;
   /** A fresh access token of an OAuth credential of the run's workspace (API blocks naming a credential). */

@@ -621,7 +621,7 @@ export async function applySync(
   // Workflow blocks calling a workflow of the source call its counterpart in the target.
   for (const wr of written) {
     const state = rewriteReferences(wr.state, (kind, id) => (kind === 'workflow' ? targetOf.get(id) : undefined));
-    await replaceState(tx, audit, wr.id, { blocks: state.blocks, edges: state.edges, variables: state.variables }, () => {});
+    await replaceState(tx, audit, wr.id, { blocks: state.blocks, edges: state.edges, variables: state.variables }, () => {}, actorId);
     if (wr.source.isPublicApi !== (await reload(tx, wr.id)).isPublicApi) await tx.workflows.update(wr.id, { isPublicApi: wr.source.isPublicApi, updatedAt: at });
     const deployed = await deploy(tx, audit, actorId, wr.id, {});
     resourceIds.push(wr.id);
@@ -652,7 +652,7 @@ export async function applySync(
 
 // ---- rollback, unlink, exclusions
 
-export async function rollbackLatestSync(tx: Repositories, audit: Audit, current: Workspace, otherWorkspaceId: string) {
+export async function rollbackLatestSync(tx: Repositories, audit: Audit, current: Workspace, otherWorkspaceId: string, actorId: string) {
   const edge = await directEdge(tx, current.id, otherWorkspaceId);
   const point = await tx.workspaceForks.undoPoint(edge.childWorkspaceId, current.id);
   if (!point) throw new DomainError('not_found', 'There is no sync into this workspace from that edge to roll back.');
@@ -677,11 +677,11 @@ export async function rollbackLatestSync(tx: Repositories, audit: Audit, current
       result.archived++;
     } else if (entry.action === 'archived') {
       if (w.archived) await restoreWorkflow(tx, audit, w.id);
-      if (entry.priorVersion !== null) await activateVersion(tx, audit, w.id, atVersion(entry.priorVersion), 'workflow.rolled_back');
+      if (entry.priorVersion !== null) await activateVersion(tx, audit, w.id, atVersion(entry.priorVersion), 'workflow.rolled_back', actorId);
       result.unarchived++;
     } else {
       if (entry.priorDraft !== null) await tx.workflows.update(w.id, { state: entry.priorDraft, updatedAt: new Date().toISOString() });
-      if (entry.priorVersion !== null) await activateVersion(tx, audit, w.id, atVersion(entry.priorVersion), 'workflow.rolled_back');
+      if (entry.priorVersion !== null) await activateVersion(tx, audit, w.id, atVersion(entry.priorVersion), 'workflow.rolled_back', actorId);
       else await undeploy(tx, audit, w.id);
       result.restored++;
     }

@@ -9,6 +9,7 @@ import type { Repositories } from '../store/index.ts';
 import type { CustomToolRecord } from '../store/custom-tools.ts';
 import { functionSchemaIssues } from '../tools/custom-tools.ts';
 import { onUniqueViolation } from '../store/errors.ts';
+import { assertAccess } from '../access-control/policy.ts';
 
 const view = (t: CustomToolRecord) => ({ id: t.id, title: t.title, schema: t.schema, code: t.code, createdAt: t.createdAt, updatedAt: t.updatedAt });
 /** A custom tool's entity tag is the hash of its answer, which is the whole stored tool. */
@@ -49,6 +50,7 @@ export const createCustomTool: Handler<'createCustomTool'> = async ({ body, ctx 
   checkSchema(body.schema);
   const schema = body.schema;
   const tool = await ctx.mutate(async (tx, audit) => {
+    await assertAccess(tx, { workspaceId: body.workspaceId, userId: ctx.principal.userId }, { kind: 'feature', key: 'disableCustomTools', action: 'Creating custom tools' });
     await titleTaken(tx, body.workspaceId, body.title);
     const now = new Date().toISOString();
     const record: CustomToolRecord = { id: randomUUID(), workspaceId: body.workspaceId, title: body.title, schema, code: body.code, createdBy: ctx.principal.userId, createdAt: now, updatedAt: now };
@@ -72,6 +74,7 @@ export const updateCustomTool: Handler<'updateCustomTool'> = async ({ params, bo
   const tool = await ctx.mutate(async (tx, audit) => {
     const current = await tx.customTools.get(body.workspaceId, params.customToolId);
     if (!current) throw notFound('Custom tool');
+    await assertAccess(tx, { workspaceId: body.workspaceId, userId: ctx.principal.userId }, { kind: 'feature', key: 'disableCustomTools', action: 'Changing custom tools' });
     ctx.precondition(() => toolTag(current));
     if (body.title !== undefined && body.title !== current.title) await titleTaken(tx, body.workspaceId, body.title, current.id);
     const next: CustomToolRecord = { ...current, title: body.title ?? current.title, schema: schema ?? current.schema, code: body.code ?? current.code, updatedAt: new Date().toISOString() };

@@ -11,6 +11,7 @@ import { ChatSettingsError, chatSummaryView, chatView, checkChatSettings } from 
 import type { ChatDeployment } from '../store/chat-deployments.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { WorkflowState } from '../workflows/state.ts';
+import { assertAccess } from '../access-control/policy.ts';
 
 async function loadWorkflow(ctx: RequestContext, workflowId: string): Promise<WorkflowRecord> {
   const w = await ctx.services.store.workflows.get(workflowId);
@@ -58,6 +59,7 @@ export const replaceWorkflowChatDeployment: Handler<'replaceWorkflowChatDeployme
   const stored = await (async () => {
     try {
       return await ctx.mutate(async (tx, audit) => {
+        await assertAccess(tx, { workspaceId: w.workspaceId, userId: ctx.principal.userId }, { kind: 'chat_deploy_auth', authType: body.authType ?? 'public' });
         const existing = await tx.chatDeployments.getByWorkflow(w.id);
         // This write may create the chat: If-Match (even `*`) on a workflow without one is a 412.
         ctx.precondition(() => (existing ? chatTag(ctx, existing) : null));

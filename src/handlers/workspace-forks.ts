@@ -197,7 +197,7 @@ export const updateWorkspaceForkMappings: Handler<'updateWorkspaceForkMappings'>
 };
 
 export const rollbackWorkspaceFork: Handler<'rollbackWorkspaceFork'> = async ({ body, ctx }) => {
-  const result = await ctx.mutate((tx, audit) => rollbackLatestSync(tx, audit, currentOf(ctx), body.otherWorkspaceId));
+  const result = await ctx.mutate((tx, audit) => rollbackLatestSync(tx, audit, currentOf(ctx), body.otherWorkspaceId, ctx.principal.userId));
   return { status: 200, body: { data: result } };
 };
 

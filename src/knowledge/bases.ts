@@ -10,6 +10,7 @@ import type { Audit } from '../domain/changes.ts';
 import { DomainError, domainNotFound } from '../domain/errors.ts';
 import type { ChunkingConfig } from './chunking-config.ts';
 import { inKnowledgeTree, knowledgeTree } from './folders.ts';
+import { assertAccess } from '../access-control/policy.ts';
 
 const nowIso = () => new Date().toISOString();
 
@@ -45,6 +46,7 @@ export interface NewBase {
 }
 
 export async function createBase(tx: Repositories, audit: Audit, input: NewBase): Promise<KnowledgeBaseRecord> {
+  await assertAccess(tx, { workspaceId: input.workspaceId, userId: input.createdBy }, { kind: 'feature', key: 'disableKnowledgeBaseCreation', action: 'Creating knowledge bases' });
   const at = nowIso();
   const kb: KnowledgeBaseRecord = {
     id: `kb_${randomUUID().replace(/-/g, '')}`,

@@ -128,9 +128,10 @@ export function createServerMetrics(services: Services): ServerMetrics {
   }) });
 
   const databaseFile = services.config.databaseFile;
-  new Gauge({ name: 'owa_database_size_bytes', help: 'Size of the SQLite database file plus its write-ahead log.', registers, collect() {
-    this.set(databaseFile === ':memory:' ? 0 : sizeOf(databaseFile) + sizeOf(`${databaseFile}-wal`));
-  } });
+  new Gauge({ name: 'owa_database_size_bytes', help: 'Size of the database: the SQLite file plus its write-ahead log, or what Postgres reports for the database.', registers, collect: atScrape('owa_database_size_bytes', async function (this: Gauge) {
+    const reported = await store.databaseSize();
+    this.set(reported ?? (databaseFile === ':memory:' ? 0 : sizeOf(databaseFile) + sizeOf(`${databaseFile}-wal`)));
+  }) });
 
   return {
     registry,

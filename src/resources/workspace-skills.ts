@@ -10,6 +10,7 @@ import type { Audit } from '../domain/changes.ts';
 import { DomainError, domainNotFound } from '../domain/errors.ts';
 import { onUniqueViolation } from '../store/errors.ts';
 import { builtinSkill, isBuiltinSkillId } from './skills.ts';
+import { assertAccess } from '../access-control/policy.ts';
 
 /** Who changes a skill: the user, and their role in the skill's workspace. */
 export interface SkillActor {
@@ -62,6 +63,7 @@ export async function listEditors(repos: Repositories, workspaceId: string, skil
 }
 
 export async function createSkill(tx: Repositories, audit: Audit, actor: SkillActor, input: { workspaceId: string; name: string; description: string; content: string }): Promise<SkillRecord> {
+  await assertAccess(tx, { workspaceId: input.workspaceId, userId: actor.userId }, { kind: 'feature', key: 'disableSkills', action: 'Creating skills' });
   await assertNameFree(tx, input.workspaceId, input.name);
   const now = nowIso();
   const record: SkillRecord = {
@@ -91,6 +93,7 @@ export async function updateSkill(tx: Repositories, audit: Audit, actor: SkillAc
   assertChangeable(skillId);
   const current = await findSkill(tx, workspaceId, skillId);
   await requireEditor(tx, actor, current);
+  await assertAccess(tx, { workspaceId, userId: actor.userId }, { kind: 'feature', key: 'disableSkills', action: 'Changing skills' });
   guard(current);
   if (change.name !== undefined && change.name !== current.name) await assertNameFree(tx, workspaceId, change.name, current.id);
   const next: SkillRecord = {

@@ -35,6 +35,7 @@ import { failSpan, hasActiveSpan, inSpan, storedTraceContext, tracingEnabled } f
 import { moveRun } from './transitions.ts';
 import { logStatusOf } from './records.ts';
 import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
+import { accessRefusal, assertAccess } from '../access-control/policy.ts';
 import type { RunHolder } from '../store/workflow-runs.ts';
 import type { Engine, RunEvent, RunOptions, RunResult, RunError, TraceSpan, WorkflowDefinition, Checkpoint, ResumeInput } from '../execution/index.ts';
 
@@ -295,8 +296,13 @@ export class RunService {
     const { workspaceId, triggeredBy: userId } = run;
     const tools = this.tools;
     const blobs = this.blobs;
+    const actor = { workspaceId, userId };
     return {
-      skills: (refs) => resolveSkills(this.store, workspaceId, refs),
+      skills: async (refs) => {
+        await assertAccess(this.store, actor, { kind: 'feature', key: 'disableSkills', action: 'Using skills' });
+        return resolveSkills(this.store, workspaceId, refs);
+      },
+      modelRefusal: (model) => accessRefusal(this.store, actor, { kind: 'model', model }),
       ...(this.workspaceCredentials ? { accessToken: (id: string) => this.workspaceCredentials!.accessToken(workspaceId, id) } : {}),
       ...(this.sandboxes ? { sandboxPool: (ref: string) => sandboxPoolFor(this.store, this.sandboxes!, workspaceId, ref) } : {}),
       ...(tools ? { tools: (entries: unknown[], signal: AbortSignal) => agentTools(tools, entries, { workspaceId, userId, signal, timeoutMs: this.config.tools.timeoutMs, accessToken: this.workspaceCredentials ? (id: string) => this.workspaceCredentials!.accessToken(workspaceId, id) : undefined }) } : {}),
@@ -387,10 +393,19 @@ export class RunService {
         checkUsage: () => this.usageProblem(run.billingAccountId, run.workspaceId, run.triggeredBy),
         resources: this.resourcesFor(run),
         // MCP tool blocks call the servers registered in the run's workspace.
-        mcp: this.mcp ? (serverId, toolName, args, signal) => this.mcp!.callTool(run.workspaceId, serverId, toolName, args, signal) : undefined,
+        mcp: this.mcp
+          ? async (serverId, toolName, args, signal) => {
+              await assertAccess(this.store, { workspaceId: run.workspaceId, userId: run.triggeredBy }, { kind: 'feature', key: 'disableMcpTools', action: 'Calling MCP tools' });
+              return this.mcp!.callTool(run.workspaceId, serverId, toolName, args, signal);
+            }
+          : undefined,
       };
+      // Access Control at run time too: a version deployed before its blocks were restricted does not run them.
+      const blockRefusal = definition ? await accessRefusal(this.store, { workspaceId: run.workspaceId, userId: run.triggeredBy }, { kind: 'blocks', blocks: Object.values(definition.state.blocks) }) : null;
       if (!definition) {
         result = failedResult(run, { code: 'EXECUTION_FAILED', message: 'The workflow version this run was started from no longer exists.' }, startedAt);
+      } else if (blockRefusal) {
+        result = failedResult(run, { code: 'EXECUTION_FAILED', message: blockRefusal }, startedAt);
       } else if (options.resume) {
         const checkpoint = run.checkpoint ? (JSON.parse(run.checkpoint) as Checkpoint) : null;
         result = checkpoint

@@ -114,7 +114,7 @@ export class AuditEventRepository {
       params.push(...q.resourceTypes);
     }
     if (q.resourceId) where.push('resource_id = ?'), params.push(q.resourceId);
-    if (q.actorEmail) where.push('actor_email = ? COLLATE NOCASE'), params.push(q.actorEmail);
+    if (q.actorEmail) where.push('lower(actor_email) = lower(?)'), params.push(q.actorEmail);
     if (q.startDate) where.push('created_at >= ?'), params.push(q.startDate);
     if (q.endDate) where.push('created_at <= ?'), params.push(q.endDate);
     if (!q.includeDeparted) {

@@ -70,8 +70,8 @@ export class CredentialRepository {
   async list(q: { workspaceId: string; type?: string; providerId?: string; search?: string; sortBy: keyof typeof SORT_COLUMN; sortOrder: 'asc' | 'desc'; after: readonly [SqlValue, string] | null; limit: number }): Promise<CredentialRecord[]> {
     const page = keyset({ column: SORT_COLUMN[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
     const rows = await this.db.all<Record<string, any>>(
-      `SELECT * FROM credentials WHERE workspace_id = ? AND (? IS NULL OR type = ?) AND (? IS NULL OR provider_id = ?)
-       AND (? IS NULL OR ${this.db.dialect.contains('lower(display_name)', 'lower(?)')}) AND ${page.where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
+      `SELECT * FROM credentials WHERE workspace_id = ? AND (CAST(? AS TEXT) IS NULL OR type = ?) AND (CAST(? AS TEXT) IS NULL OR provider_id = ?)
+       AND (CAST(? AS TEXT) IS NULL OR ${this.db.dialect.contains('lower(display_name)', 'lower(?)')}) AND ${page.where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       [q.workspaceId, q.type ?? null, q.type ?? null, q.providerId ?? null, q.providerId ?? null, q.search ?? null, q.search ?? null, ...page.whereParams],
     );
     return rows.map(toRecord);

@@ -39,8 +39,14 @@ export interface Database {
    * or null when it cannot (an in-memory database lives on one connection).
    */
   readonly connection: StoreConnection | null;
+  /**
+   * Runs `fn` (the migrations) while no other process sharing this database runs its own: servers starting
+   * together on an empty database then migrate it once. Absent when one process owns the database (SQLite, under
+   * the data directory's lock).
+   */
+  withMigrationLock?<T>(fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
 /** A serializable description of a database, handed to worker threads; each engine has its own shape. */
-export type StoreConnection = { engine: 'sqlite'; file: string };
+export type StoreConnection = { engine: 'sqlite'; file: string } | { engine: 'postgres'; url: string };

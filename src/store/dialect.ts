@@ -5,6 +5,8 @@
 // ./sqlite-dialect.ts), plus its own migrations folder.
 // This file is the leaf of the store's types (./database.ts builds on it), so it declares the values SQL binds.
 
+import type { ColumnType } from '../tables/columns.ts';
+
 /** A value bound to a `?` placeholder or read from a column. */
 export type SqlValue = string | number | bigint | null | Uint8Array;
 
@@ -48,7 +50,22 @@ export interface SqlDialect {
   /** Milliseconds since the Unix epoch of an ISO 8601 text expression (a real number). */
   epochMillis(expr: string): string;
 
+  /** `expr` (a number) truncated toward zero to an integer, as SQLite's CAST(x AS INTEGER) does. */
+  toInteger(expr: string): string;
+
   // ---- planning and schema
+  /**
+   * The declared type of a user table's cell column (what follows its name in CREATE TABLE / ADD COLUMN, with a
+   * leading space), from the user column's type: SQLite leaves cells untyped; an engine that needs a type gets
+   * one that stores the column's stored values (./table-rows.ts) and compares them as SQLite does.
+   */
+  cellType(type: ColumnType): string;
+  /**
+   * What follows `CREATE [UNIQUE] INDEX name ON table` for the index of cell column `column` (a quoted name) of a
+   * user column of type `type`: ordinary indexes are on (value, id) for filters and sorts; unique ones enforce the
+   * column's uniqueness.
+   */
+  cellIndex(column: string, type: ColumnType, unique: boolean): string;
   /** `expr` written so the planner cannot answer a term on it from an index (the sort's index is walked instead). */
   withoutIndex(expr: string): string;
   /** The clause that lets OFFSET stand without a real LIMIT. */
@@ -59,6 +76,8 @@ export interface SqlDialect {
   readonly indexNamesSql: string;
   /** SELECT of a row when the table named by the one `?` exists. */
   readonly tableExistsSql: string;
+  /** SELECT of one column `bytes`: the database's size, when the engine can tell (null: measure its files). */
+  readonly databaseSizeSql: string | null;
   /** The engine's query plan for `sql`, one line per step. */
   explain(db: StatementRunner, sql: string, params: readonly SqlValue[]): Promise<string[]>;
 

@@ -269,10 +269,11 @@ export class ExecutionLogRepository {
     const { where, params } = whereOf(this.db.dialect, f);
     const rows = await this.db.all<Record<string, SqlValue>>(
       `SELECT l.workflow_id AS workflow_id, w.name AS workflow_name,
-         CAST((${this.db.dialect.epochMillis('l.started_at')} - ?) / ? AS INTEGER) AS bucket,
-         COUNT(*) AS total, SUM(l.status = 'completed') AS successful, SUM(COALESCE(l.duration_ms, 0)) AS duration_sum,
-         SUM(l.duration_ms IS NOT NULL) AS duration_count, SUM(l.level = 'error') AS errors, SUM(l.has_handled_errors) AS handled
-       FROM ${VIEW_FROM} WHERE ${where} GROUP BY l.workflow_id, bucket`,
+         ${this.db.dialect.toInteger(`(${this.db.dialect.epochMillis('l.started_at')} - ?) / ?`)} AS bucket,
+         COUNT(*) AS total, SUM(CASE WHEN l.status = 'completed' THEN 1 ELSE 0 END) AS successful, SUM(COALESCE(l.duration_ms, 0)) AS duration_sum,
+         SUM(CASE WHEN l.duration_ms IS NOT NULL THEN 1 ELSE 0 END) AS duration_count, SUM(CASE WHEN l.level = 'error' THEN 1 ELSE 0 END) AS errors,
+         SUM(l.has_handled_errors) AS handled
+       FROM ${VIEW_FROM} WHERE ${where} GROUP BY l.workflow_id, w.name, bucket`,
       [startMs, segmentMs, ...params],
     );
     return rows.map((r) => ({

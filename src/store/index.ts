@@ -1,6 +1,7 @@
 // The store: repositories bound to the read connection, and the same repositories inside a transaction.
 import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
+import { PostgresDatabase } from './postgres.ts';
 import { loadMigrations, migrate, schemaIsCurrent, type MigrationListener } from './migrations.ts';
 import { UserRepository } from './users.ts';
 import { WorkspaceRepository } from './workspaces.ts';
@@ -46,6 +47,8 @@ import { WorkspaceOperationRepository } from './workspace-operations.ts';
 import { OrganizationRepository } from './organizations.ts';
 import { InvitationRepository } from './invitations.ts';
 import { AgentConversationRepository } from './agent-conversations.ts';
+import { PermissionGroupRepository } from './permission-groups.ts';
+import { AccessRequestRepository } from './access-requests.ts';
 
 export interface Repositories {
   users: UserRepository;
@@ -97,6 +100,8 @@ export interface Repositories {
   organizations: OrganizationRepository;
   invitations: InvitationRepository;
   agentConversations: AgentConversationRepository;
+  permissionGroups: PermissionGroupRepository;
+  accessRequests: AccessRequestRepository;
 }
 
 function repositories(db: SqlExecutor): Repositories {
@@ -150,6 +155,8 @@ function repositories(db: SqlExecutor): Repositories {
     organizations: new OrganizationRepository(db),
     invitations: new InvitationRepository(db),
     agentConversations: new AgentConversationRepository(db),
+    permissionGroups: new PermissionGroupRepository(db),
+    accessRequests: new AccessRequestRepository(db),
   };
 }
 
@@ -158,6 +165,8 @@ export interface Store extends Repositories {
   transaction<T>(fn: (tx: Repositories) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** How a worker thread opens this same database (openWorkerStore), or null when it cannot (in memory). */
   readonly connection: StoreConnection | null;
+  /** The database's size in bytes as the engine reports it; null when it is measured from its files (SQLite). */
+  databaseSize(): Promise<number | null>;
   /** True when the database answers and every migration of this build is applied (the readiness probe asks). */
   schemaIsCurrent(): Promise<boolean>;
   close(): Promise<void>;
@@ -169,6 +178,7 @@ export function createStore(db: Database): Store {
     ...repositories(db.read),
     transaction: (fn, options) => db.transaction((tx) => fn(repositories(tx)), options),
     connection: db.connection,
+    databaseSize: async () => (db.dialect.databaseSizeSql ? Number((await db.read.get<{ bytes: number }>(db.dialect.databaseSizeSql))?.bytes ?? 0) : null),
     schemaIsCurrent: () => schemaIsCurrent(db, (migrations ??= loadMigrations(db.dialect.name))),
     close: () => db.close(),
   };
@@ -179,7 +189,23 @@ export function createStore(db: Database): Store {
  * migration applied. A database written by a newer version is refused (NewerDatabaseError).
  */
 export async function openSqliteStore(file: string, onMigration?: MigrationListener): Promise<Store> {
-  const db = new SqliteDatabase(file);
+  return openMigrated(new SqliteDatabase(file), onMigration);
+}
+
+/**
+ * Connects to the Postgres database at `url` and brings its schema up to date under a lock (servers starting
+ * together migrate once), telling `onMigration` of each migration applied; a newer schema is refused as on SQLite.
+ */
+export async function openPostgresStore(url: string, onMigration?: MigrationListener): Promise<Store> {
+  return openMigrated(new PostgresDatabase(url), onMigration);
+}
+
+/** The configured store: Postgres when DATABASE_URL is set, otherwise the SQLite file in DATA_DIR. */
+export function openConfiguredStore(config: { databaseUrl: string | null; databaseFile: string }, onMigration?: MigrationListener): Promise<Store> {
+  return config.databaseUrl ? openPostgresStore(config.databaseUrl, onMigration) : openSqliteStore(config.databaseFile, onMigration);
+}
+
+async function openMigrated(db: Database, onMigration?: MigrationListener): Promise<Store> {
   try {
     await migrate(db, loadMigrations(db.dialect.name), onMigration);
   } catch (err) {
@@ -198,6 +224,9 @@ export function openWorkerStore(connection: StoreConnection): Store {
   switch (connection.engine) {
     case 'sqlite':
       return createStore(new SqliteDatabase(connection.file));
+    case 'postgres':
+      // A worker does one job at a time: a few connections are enough.
+      return createStore(new PostgresDatabase(connection.url, { poolSize: 3 }));
   }
 }
 

@@ -48,7 +48,7 @@ export async function workspacePage<R>(
 ): Promise<R[]> {
   const page = keyset({ column: q.sortColumn, idColumn: 'id', order: q.order, after: q.after, limit: q.limit });
   return db.all<R>(
-    `SELECT * FROM ${table} WHERE workspace_id = ? AND (? IS NULL OR ${db.dialect.contains(`lower(${q.searchColumn})`, 'lower(?)')}) AND ${page.where}
+    `SELECT * FROM ${table} WHERE workspace_id = ? AND (CAST(? AS TEXT) IS NULL OR ${db.dialect.contains(`lower(${q.searchColumn})`, 'lower(?)')}) AND ${page.where}
      ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
     [q.workspaceId, q.search ?? null, q.search ?? null, ...page.whereParams],
   );

@@ -59,7 +59,11 @@ export class NewerDatabaseError extends Error {
 /** Told of each migration as it is applied (start-up logs them). */
 export type MigrationListener = (migration: Migration) => void;
 
-export async function migrate(db: Database, migrations: Migration[] = loadMigrations('sqlite'), onApplied?: MigrationListener): Promise<number[]> {
+export async function migrate(db: Database, migrations: Migration[] = loadMigrations(db.dialect.name), onApplied?: MigrationListener): Promise<number[]> {
+  return db.withMigrationLock ? db.withMigrationLock(() => migrateNow(db, migrations, onApplied)) : migrateNow(db, migrations, onApplied);
+}
+
+async function migrateNow(db: Database, migrations: Migration[], onApplied?: MigrationListener): Promise<number[]> {
   await db.transaction((tx) =>
     tx.run('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)'),
   );

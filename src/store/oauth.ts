@@ -97,7 +97,7 @@ export class OAuthRepository {
       `SELECT g.id, g.client_id, c.name AS client_name, g.scopes, g.created_at, MAX(t.created_at) AS last_renewed_at
        FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id JOIN oauth_tokens t ON t.grant_id = g.id
        WHERE g.user_id = ? AND g.revoked_at IS NULL AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?)
-       GROUP BY g.id ORDER BY g.created_at DESC, g.id`,
+       GROUP BY g.id, c.name ORDER BY g.created_at DESC, g.id`,
       [userId, now],
     );
     return rows.map((r) => ({ grantId: r.id, clientId: r.client_id, clientName: r.client_name, scopes: split(r.scopes), createdAt: r.created_at, lastRenewedAt: r.last_renewed_at }));

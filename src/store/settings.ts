@@ -23,7 +23,7 @@ export class SettingsRepository {
 
   async increment(key: string): Promise<void> {
     await this.db.run(
-      "INSERT INTO settings (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+      "INSERT INTO settings (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(settings.value AS INTEGER) + 1 AS TEXT)",
       [key],
     );
   }

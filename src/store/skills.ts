@@ -63,7 +63,7 @@ export class SkillRepository {
   async listAll(workspaceId: string, search?: string): Promise<SkillRecord[]> {
     const rows = await this.db.all<Row>(
       `SELECT id, workspace_id, name, description, '' AS content, created_by, created_at, updated_at FROM skills
-       WHERE workspace_id = ? AND (? IS NULL OR ${this.db.dialect.contains('lower(name)', 'lower(?)')})`,
+       WHERE workspace_id = ? AND (CAST(? AS TEXT) IS NULL OR ${this.db.dialect.contains('lower(name)', 'lower(?)')})`,
       [workspaceId, search ?? null, search ?? null],
     );
     return rows.map(toRecord);

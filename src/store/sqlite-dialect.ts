@@ -52,11 +52,15 @@ export const sqliteDialect: SqlDialect = {
   jsonArrayHas: (expr, value) => `EXISTS (SELECT 1 FROM json_each(${expr}) WHERE value = ${value})`,
   millisBetween: (later, earlier) => `MAX(0, CAST((julianday(${later}) - julianday(${earlier})) * 86400000 AS INTEGER))`,
   epochMillis: (expr) => `((julianday(${expr}) - 2440587.5) * 86400000.0)`,
+  toInteger: (expr) => `CAST(${expr} AS INTEGER)`,
+  cellType: () => '',
+  cellIndex: (column, _type, unique) => (unique ? ` (${column})` : ` (${column}, id)`),
   // A unary plus keeps the value and stops SQLite from using an index for the term.
   withoutIndex: (expr) => `+${expr}`,
   noLimit: 'LIMIT -1',
   clusteredTableSuffix: ' WITHOUT ROWID',
   indexNamesSql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?",
+  databaseSizeSql: null,
   tableExistsSql: "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = ?",
   async explain(db: StatementRunner, sql: string, params: readonly SqlValue[]) {
     return (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail);

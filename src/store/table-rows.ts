@@ -80,11 +80,11 @@ export function compilePredicate(d: SqlDialect, p: Predicate, noIndex = false): 
       return one(`${c} <= ?`, v as SqlValue);
     case 'in': {
       const list = v as SqlValue[];
-      return list.length === 0 ? one('0') : one(`${c} IN (${list.map(() => '?').join(', ')})`, ...list);
+      return list.length === 0 ? one('1 = 0') : one(`${c} IN (${list.map(() => '?').join(', ')})`, ...list);
     }
     case 'nin': {
       const list = v as SqlValue[];
-      return list.length === 0 ? one('1') : one(`(${c} IS NULL OR ${c} NOT IN (${list.map(() => '?').join(', ')}))`, ...list);
+      return list.length === 0 ? one('1 = 1') : one(`(${c} IS NULL OR ${c} NOT IN (${list.map(() => '?').join(', ')}))`, ...list);
     }
     case 'contains':
       return multi ? one(d.jsonArrayHas(c, '?'), v as SqlValue) : one(d.contains(d.fold(c), '?'), v as SqlValue);
@@ -173,7 +173,7 @@ export class TableRowsRepository {
   /** Creates the rows table; `indexes: false` leaves the indexes to createIndexes (bulk loads build them once at the end). */
   async createTable(tableId: string, columns: Column[], options: { indexes?: boolean } = {}): Promise<void> {
     const t = rowsTable(tableId);
-    const cols = columns.map((c) => `, ${cellColumn(c.id)}`).join('');
+    const cols = columns.map((c) => `, ${cellColumn(c.id)}${this.db.dialect.cellType(c.type)}`).join('');
     await this.db.run(`CREATE TABLE ${t} (id TEXT PRIMARY KEY, order_key TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL${cols})${this.db.dialect.clusteredTableSuffix}`);
     if (options.indexes !== false) await this.createIndexes(tableId, columns);
   }
@@ -202,7 +202,7 @@ export class TableRowsRepository {
     }
     if (f.column.unique || !indexable(f.column)) return null;
     const c = cellColumn(f.column.id);
-    return { name: indexName(tableId, c.slice(1, -1)), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, c.slice(1, -1))} ON ${t} (${c}, id)` };
+    return { name: indexName(tableId, c.slice(1, -1)), sql: `CREATE INDEX IF NOT EXISTS ${indexName(tableId, c.slice(1, -1))} ON ${t}${this.db.dialect.cellIndex(c, f.column.type, false)}` };
   }
 
   /** Fields whose index (an ordinary one, for filters and sorts) does not exist yet. */
@@ -210,7 +210,8 @@ export class TableRowsRepository {
     const names = new Set((await this.db.all<{ name: string }>(this.db.dialect.indexNamesSql, [rowsTable(tableId).slice(1, -1)])).map((r) => `"${r.name}"`));
     return fields.filter((f) => {
       const ix = this.fieldIndex(tableId, f);
-      return ix !== null && !names.has(ix.name);
+      // Postgres cuts names to 63 bytes (they are ASCII here), and reports them cut.
+      return ix !== null && !names.has(ix.name) && !names.has(`"${ix.name.slice(1, -1).slice(0, 63)}"`);
     });
   }
 
@@ -246,8 +247,20 @@ export class TableRowsRepository {
   }
 
   async addColumn(tableId: string, column: Column): Promise<void> {
-    await this.db.run(`ALTER TABLE ${rowsTable(tableId)} ADD COLUMN ${cellColumn(column.id)}`);
+    await this.db.run(`ALTER TABLE ${rowsTable(tableId)} ADD COLUMN ${cellColumn(column.id)}${this.db.dialect.cellType(column.type)}`);
     await this.syncIndex(tableId, column);
+  }
+
+  /**
+   * Gives a column's SQL column the declared type of `column` (its new definition): `'text'` first, so the
+   * converted values can be written whatever they were, then the type itself. A no-op on an engine with untyped
+   * cells (SQLite).
+   */
+  async retypeColumn(tableId: string, column: Column, stage: 'text' | 'final'): Promise<void> {
+    const type = this.db.dialect.cellType(stage === 'text' ? 'string' : column.type).trim();
+    if (!type) return;
+    const c = cellColumn(column.id);
+    await this.db.run(`ALTER TABLE ${rowsTable(tableId)} ALTER COLUMN ${c} TYPE ${type} USING CAST(${c} AS ${type})`);
   }
 
   async dropColumn(tableId: string, column: Column): Promise<void> {
@@ -271,8 +284,9 @@ export class TableRowsRepository {
     const t = rowsTable(tableId);
     const c = cellColumn(column.id);
     const base = c.slice(1, -1);
-    if (column.unique) await this.db.run(`CREATE UNIQUE INDEX ${indexName(tableId, `${base}_unique`)} ON ${t} (${c})`);
-    else if (indexable(column)) await this.db.run(`CREATE INDEX ${indexName(tableId, base)} ON ${t} (${c}, id)`);
+    const d = this.db.dialect;
+    if (column.unique) await this.db.run(`CREATE UNIQUE INDEX ${indexName(tableId, `${base}_unique`)} ON ${t}${d.cellIndex(c, column.type, true)}`);
+    else if (indexable(column)) await this.db.run(`CREATE INDEX ${indexName(tableId, base)} ON ${t}${d.cellIndex(c, column.type, false)}`);
   }
 
   // ---- rows
@@ -355,14 +369,14 @@ export class TableRowsRepository {
   }
 
   async count(tableId: string, where: Predicate | null): Promise<number> {
-    const w = where ? compilePredicate(this.db.dialect, where) : { sql: '1', params: [] };
+    const w = where ? compilePredicate(this.db.dialect, where) : { sql: '1 = 1', params: [] };
     const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${rowsTable(tableId)} WHERE ${w.sql}`, w.params);
     return Number(r?.n ?? 0);
   }
 
   /** The SQL a query runs (also what the plan tests explain). */
   querySql(tableId: string, q: RowQuery, select = '*'): CompiledSql {
-    const w = q.where ? compilePredicate(this.db.dialect, q.where, q.walkSortIndex ?? false) : { sql: '1', params: [] };
+    const w = q.where ? compilePredicate(this.db.dialect, q.where, q.walkSortIndex ?? false) : { sql: '1 = 1', params: [] };
     const params: SqlValue[] = [...w.params];
     let where = w.sql;
     let order: string;
@@ -400,7 +414,7 @@ export class TableRowsRepository {
     const indexed = first.field.kind === 'system' || (indexable(first.field.column) && !(first.field.column.type === 'select' && (first.field.column.options?.length ?? 0) > 0));
     if (!indexed) return q;
     const w = compilePredicate(this.db.dialect, q.where);
-    const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${rowsTable(tableId)} WHERE ${w.sql} ${limitClause(BROAD_FILTER_ROWS)})`, w.params);
+    const r = await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${rowsTable(tableId)} WHERE ${w.sql} ${limitClause(BROAD_FILTER_ROWS)}) AS matches`, w.params);
     return { ...q, walkSortIndex: Number(r?.n ?? 0) >= BROAD_FILTER_ROWS };
   }
 

@@ -35,7 +35,7 @@ export class UsageRepository {
     );
     await this.db.run(
       `INSERT INTO usage_totals (billing_account_id, period, cost, runs, block_executions) VALUES (?, ?, ?, 1, ?)
-       ON CONFLICT (billing_account_id, period) DO UPDATE SET cost = cost + excluded.cost, runs = runs + 1, block_executions = block_executions + excluded.block_executions`,
+       ON CONFLICT (billing_account_id, period) DO UPDATE SET cost = usage_totals.cost + excluded.cost, runs = usage_totals.runs + 1, block_executions = usage_totals.block_executions + excluded.block_executions`,
       [u.billingAccountId, usagePeriod(u.recordedAt), u.cost, u.blockExecutions],
     );
   }
@@ -49,7 +49,7 @@ export class UsageRepository {
     );
     await this.db.run(
       `INSERT INTO usage_totals (billing_account_id, period, cost, runs, block_executions) VALUES (?, ?, ?, 0, 0)
-       ON CONFLICT (billing_account_id, period) DO UPDATE SET cost = cost + excluded.cost`,
+       ON CONFLICT (billing_account_id, period) DO UPDATE SET cost = usage_totals.cost + excluded.cost`,
       [u.billingAccountId, usagePeriod(u.recordedAt), u.cost],
     );
   }

@@ -293,7 +293,7 @@ export class WorkflowRunRepository {
   /** A holder stopped gracefully before the run finished: running → queued for the next claim, the attempt given back. */
   async release(id: string, holder: RunHolder, at: string): Promise<boolean> {
     const r = await this.db.run(
-      `UPDATE workflow_runs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(0, attempts - 1), updated_at = ?
+      `UPDATE workflow_runs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ?
        WHERE id = ? AND status = 'running' AND lease_owner = ? AND attempts = ?`,
       [at, id, holder.owner, holder.attempt],
     );

@@ -150,8 +150,8 @@ export class WorkflowVersionRepository {
   /** The version that was live before the current one: the newest earlier activation of a different version. */
   async previousActiveVersion(workflowId: string, currentVersionId: string | null): Promise<number | undefined> {
     const r = await this.db.get<{ version: number }>(
-      `SELECT version FROM workflow_deployment_attempts WHERE workflow_id = ? AND version_id IS NOT ?
-         AND seq < COALESCE((SELECT MAX(seq) FROM workflow_deployment_attempts WHERE workflow_id = ? AND version_id IS ?), 1e18)
+      `SELECT version FROM workflow_deployment_attempts WHERE workflow_id = ? AND version_id IS DISTINCT FROM ?
+         AND seq < COALESCE((SELECT MAX(seq) FROM workflow_deployment_attempts WHERE workflow_id = ? AND version_id IS NOT DISTINCT FROM ?), 1e18)
        ORDER BY seq DESC LIMIT 1`,
       [workflowId, currentVersionId, workflowId, currentVersionId],
     );

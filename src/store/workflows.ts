@@ -181,7 +181,7 @@ export class WorkflowRepository {
   async nextPosition(workspaceId: string): Promise<number> {
     const r = await this.db.get<{ p: number | null }>(
       `SELECT MAX(p) AS p FROM (SELECT MAX(position) AS p FROM workflows WHERE workspace_id = ? AND archived = 0
-        UNION ALL SELECT MAX(position) FROM workflows WHERE workspace_id = ? AND archived = 1)`,
+        UNION ALL SELECT MAX(position) FROM workflows WHERE workspace_id = ? AND archived = 1) AS positions`,
       [workspaceId, workspaceId],
     );
     return Number(r?.p ?? 0) + 1;
@@ -190,7 +190,7 @@ export class WorkflowRepository {
   /** Active workflows of the folder with exactly this name (other than `exceptId`). */
   async nameTaken(workspaceId: string, folderPath: string, name: string, exceptId: string | null = null): Promise<boolean> {
     const r = await this.db.get(
-      'SELECT id FROM workflows WHERE workspace_id = ? AND archived = 0 AND folder_path = ? AND name = ? AND id IS NOT ? LIMIT 1',
+      'SELECT id FROM workflows WHERE workspace_id = ? AND archived = 0 AND folder_path = ? AND name = ? AND id IS DISTINCT FROM ? LIMIT 1',
       [workspaceId, folderPath, name, exceptId],
     );
     return r !== undefined;

@@ -93,7 +93,10 @@ async function convertColumn(tx: Repositories, t: UserTableRecord, from: Column,
   if (failures.length > 0) {
     refuseRows(`${failures.length} row(s) hold values that cannot become ${to.type}${to.type === 'select' ? ' with these options' : ''}; nothing was changed.`, failures, from.name);
   }
+  // An engine with typed cells (Postgres) takes the new values as text, then casts them to the new type.
+  await tx.tableRows.retypeColumn(t.id, to, 'text');
   for (const [id, value] of writes) await tx.tableRows.setCell(t.id, to, id, value);
+  await tx.tableRows.retypeColumn(t.id, to, 'final');
 }
 
 export interface ColumnUpdate {

@@ -12,6 +12,7 @@ import { type Column, ColumnError, defineColumn, MAX_COLUMNS } from './columns.t
 import { SYSTEM_FIELDS } from './predicate.ts';
 import { assertUnlocked, asBadRequest, DEFAULT_VIEW_NAME, loadTable, newTableId, newViewId } from './service.ts';
 import { tableTree, withTableTree } from './folders.ts';
+import { assertAccess } from '../access-control/policy.ts';
 
 /** Checks the table a change read before it writes (e.g. the request's If-Match); throws to refuse. */
 export type Guard = (current: UserTableRecord) => void;
@@ -62,6 +63,7 @@ export interface NewTable {
 /** Creates a table with its row storage and its default view, within the plan's number of tables. */
 export async function createTable(tx: Repositories, audit: Audit, input: NewTable): Promise<UserTableRecord> {
   const { workspaceId, limits } = input;
+  await assertAccess(tx, { workspaceId, userId: input.ownerId }, { kind: 'feature', key: 'disableTableCreation', action: 'Creating tables' });
   if ((await tx.userTables.countActive(workspaceId)) >= limits.tables) {
     throw new DomainError('forbidden', `This workspace's plan allows ${limits.tables} tables.`, { code: 'PLAN_LIMIT', limit: limits.tables });
   }

@@ -19,6 +19,7 @@ import { folderPathToWire } from '../workflows/folder-wire.ts';
 import { validTimeZone } from './csv.ts';
 import { clearJob, INLINE_EXPORT_ROWS, type TableJobRunner } from './jobs.ts';
 import { assertUnlocked, loadTable } from './service.ts';
+import { assertAccess } from '../access-control/policy.ts';
 
 const newImportId = () => `imp_${randomBytes(12).toString('hex')}`;
 const newExportId = () => `exp_${randomBytes(12).toString('hex')}`;
@@ -210,6 +211,7 @@ export async function loadExport(repos: Repositories, workspaceId: string, table
 
 /** Records a queued export of a table; returns it with the table's row count (which decides where it runs). */
 export async function createExport(tx: Repositories, audit: Audit, workspaceId: string, tableId: string, userId: string, format: TableExportRecord['format']) {
+  await assertAccess(tx, { workspaceId, userId }, { kind: 'feature', key: 'disableTableExport', action: 'Exporting tables' });
   const t = await loadTable(tx, workspaceId, tableId);
   const now = nowIso();
   const rec: TableExportRecord = {

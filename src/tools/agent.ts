@@ -5,7 +5,7 @@
 // Entries with usageControl 'none' are left out.
 import type { AgentTool } from '../execution/index.ts';
 import { CUSTOM_TOOL_PREFIX } from './custom-tools.ts';
-import { ToolInputError, type ToolRegistry } from './registry.ts';
+import { ToolInputError, ToolRefused, type ToolRegistry } from './registry.ts';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -50,6 +50,8 @@ export async function agentTools(
       missing.push(entry.toolId);
       continue;
     }
+    const refused = await registry.refusal(tool, { workspaceId: call.workspaceId, userId: call.userId });
+    if (refused) throw new ToolRefused(refused);
     let name = functionName(tool.id);
     for (let i = 2; used.has(name); i++) name = functionName(`${tool.id}_${i}`);
     used.add(name);

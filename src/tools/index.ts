@@ -8,6 +8,7 @@ import { sortableId } from '../domain/ids.ts';
 import { httpRequestTool, staticToolProvider } from './builtin.ts';
 import { customToolProvider } from './custom-tools.ts';
 import { ToolRegistry } from './registry.ts';
+import { accessRefusal } from '../access-control/policy.ts';
 
 export { ToolRegistry, ToolInputError } from './registry.ts';
 export type { Tool, ToolProvider, ToolCallContext, ToolExecution, ToolParam, ToolOutput } from './registry.ts';
@@ -17,6 +18,8 @@ export function createToolRegistry(deps: { config: Config; store: Store; engine:
   const registry = new ToolRegistry();
   registry.registerTool(staticToolProvider('builtin', [httpRequestTool(engine.options.egress, config.execution.apiTimeoutMs)]));
   registry.registerTool(customToolProvider(store, engine.options.sandbox));
+  // Access Control: a tool the caller's permission group denies does not run (src/access-control/policy.ts).
+  registry.guard((tool, call) => accessRefusal(store, call, { kind: 'tool', toolId: tool.id }));
   // Every execution (through the API or an agent) is a usage record of category `api-tool`.
   registry.onExecution(async (execution, call) => {
     const workspace = await store.workspaces.get(call.workspaceId);

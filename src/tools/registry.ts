@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { DomainError } from '../domain/errors.ts';
 
 /** A JSON Schema object describing a tool's input (`type: 'object'` with `properties`). */
 export type JsonSchema = Record<string, unknown>;
@@ -86,12 +87,23 @@ export class ToolInputError extends Error {
   }
 }
 
+/** Says why a person may not run a tool (a permission group denies it), or null; asked before every execution. */
+export type ToolExecutionGuard = (tool: Tool, call: { workspaceId: string; userId: string | null }) => Promise<string | null>;
+
+/** A tool the caller may not run: its execution is refused before it starts (403 through the API). */
+export class ToolRefused extends DomainError {
+  constructor(message: string) {
+    super('forbidden', message, { reason: 'permission_group' });
+  }
+}
+
 /** Called after every execution (usage records, metrics). Failures of the listener are ignored. */
 export type ToolExecutionListener = (execution: ToolExecution, call: { workspaceId: string; userId: string | null; source: 'api' | 'agent' }) => void | Promise<void>;
 
 export class ToolRegistry {
   private readonly providers: ToolProvider[] = [];
   private readonly listeners: ToolExecutionListener[] = [];
+  private readonly guards: ToolExecutionGuard[] = [];
   private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
   private readonly validators = new Map<string, ValidateFunction>();
 
@@ -107,6 +119,20 @@ export class ToolRegistry {
 
   onExecution(listener: ToolExecutionListener): void {
     this.listeners.push(listener);
+  }
+
+  /** Adds a check every execution must pass (Access Control's denied tools). */
+  guard(guard: ToolExecutionGuard): void {
+    this.guards.push(guard);
+  }
+
+  /** Why `call` may not run `tool`, or null. */
+  async refusal(tool: Tool, call: { workspaceId: string; userId: string | null }): Promise<string | null> {
+    for (const g of this.guards) {
+      const reason = await g(tool, call);
+      if (reason) return reason;
+    }
+    return null;
   }
 
   /** Every tool available in the workspace, first provider first, duplicates dropped. */
@@ -178,6 +204,8 @@ export class ToolRegistry {
     input: Record<string, unknown>,
     options: { workspaceId: string; userId: string | null; timeoutMs: number; signal?: AbortSignal; credentialId?: string; source: 'api' | 'agent'; accessToken?: ToolCallContext['accessToken'] },
   ): Promise<ToolExecution> {
+    const refused = await this.refusal(tool, { workspaceId: options.workspaceId, userId: options.userId });
+    if (refused) throw new ToolRefused(refused);
     this.validate(tool, input);
     const started = performance.now();
     const timeout = AbortSignal.timeout(options.timeoutMs);

@@ -6,12 +6,14 @@ import type { WorkflowRecord } from '../store/workflows.ts';
 import type { WorkflowVersionRecord } from '../store/workflow-versions.ts';
 import type { Audit } from '../domain/changes.ts';
 import { DomainError } from '../domain/errors.ts';
-import { assertUnlocked, reload, now, loadVersion, activate, deploymentState } from './service.ts';
+import { assertUnlocked, reload, now, loadVersion, activate, deploymentState, assertBlocksAllowed, stateOf } from './service.ts';
+import { assertAccess } from '../access-control/policy.ts';
 
 /** Snapshots the draft as the next version and makes it live. */
 export async function deploy(tx: Repositories, audit: Audit, actorId: string, id: string, label: { name?: string | null; description?: string | null }) {
   const w = await reload(tx, id);
   assertUnlocked(w);
+  await assertBlocksAllowed(tx, w.workspaceId, stateOf(w), actorId);
   const at = now();
   const version: WorkflowVersionRecord = {
     id: randomUUID(),
@@ -47,10 +49,12 @@ export async function activateVersion(
   id: string,
   pick: (tx: Repositories, w: WorkflowRecord) => Promise<WorkflowVersionRecord>,
   action: 'workflow.version_activated' | 'workflow.rolled_back',
+  actorId: string | null,
 ) {
   const w = await reload(tx, id);
   assertUnlocked(w);
   const version = await pick(tx, w);
+  await assertBlocksAllowed(tx, w.workspaceId, stateOf(version), actorId);
   const live = await activate(tx, w, version, 'activate', now());
   audit({ action, resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });
   return { deployment: await deploymentState(tx, live), version: version.version };
@@ -63,7 +67,8 @@ export async function rollbackTarget(tx: Repositories, w: WorkflowRecord, asked:
   return loadVersion(tx, w.id, target);
 }
 
-export async function setPublicApi(tx: Repositories, audit: Audit, w: WorkflowRecord, isPublicApi: boolean): Promise<void> {
+export async function setPublicApi(tx: Repositories, audit: Audit, w: WorkflowRecord, isPublicApi: boolean, actorId: string | null): Promise<void> {
+  if (isPublicApi) await assertAccess(tx, { workspaceId: w.workspaceId, userId: actorId }, { kind: 'feature', key: 'disablePublicApi', action: 'Making a workflow a public API' });
   await tx.workflows.update(w.id, { isPublicApi, updatedAt: now() });
   audit({ action: 'workflow.public_api_updated', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { isPublicApi } });
 }

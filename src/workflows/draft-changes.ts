@@ -9,7 +9,7 @@ import { DomainError } from '../domain/errors.ts';
 import { prepareState, stableStringify, type Block, type Edge, type Variable, type WorkflowState } from './state.ts';
 import { lintState } from './lint.ts';
 import { applyOperations, type BlockOperation, type OperationsOutcome } from './operations.ts';
-import { activeVersion, assertUnlocked, reload, stateOf, type Guard, needsRedeployment, loadVersion, locked, now, assertLockedBlocksKept } from './service.ts';
+import { activeVersion, assertUnlocked, reload, stateOf, type Guard, needsRedeployment, loadVersion, locked, now, assertLockedBlocksKept, assertBlocksAllowed } from './service.ts';
 
 /** Stores a new draft state of an unlocked workflow; returns the stored JSON (the draft's entity tag is its hash). */
 async function saveState(tx: Repositories, w: WorkflowRecord, next: WorkflowState): Promise<string> {
@@ -26,11 +26,12 @@ export interface StateReplacement {
 }
 
 /** Checks a whole new draft against `w` (its shape, the locks); the same for a dry run and inside the write. */
-export async function evaluateReplacement(repos: Repositories, w: WorkflowRecord, input: StateReplacement) {
+export async function evaluateReplacement(repos: Repositories, w: WorkflowRecord, input: StateReplacement, actorId: string | null) {
   assertUnlocked(w);
   const before = stateOf(w);
   const next = prepareState(input, before.variables);
   assertLockedBlocksKept(before, next);
+  await assertBlocksAllowed(repos, w.workspaceId, next, actorId);
   return { next, needsRedeployment: await needsRedeployment(repos, w, next), lint: lintState(next) };
 }
 
@@ -40,10 +41,10 @@ export async function evaluateDraft(repos: Repositories, w: WorkflowRecord) {
   return { needsRedeployment: await needsRedeployment(repos, w, current), lint: lintState(current) };
 }
 
-export async function replaceState(tx: Repositories, audit: Audit, id: string, input: StateReplacement, guard: Guard) {
+export async function replaceState(tx: Repositories, audit: Audit, id: string, input: StateReplacement, guard: Guard, actorId: string | null) {
   const w = await reload(tx, id);
   guard(w);
-  const evaluated = await evaluateReplacement(tx, w, input);
+  const evaluated = await evaluateReplacement(tx, w, input, actorId);
   const { next } = evaluated;
   const stored = await saveState(tx, w, next);
   audit({ action: 'workflow.state_replaced', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { blocks: Object.keys(next.blocks).length, edges: next.edges.length, variablesReplaced: input.variables !== undefined } });
@@ -68,7 +69,7 @@ function atomicRefusal(outcome: OperationsOutcome): DomainError | undefined {
 }
 
 /** Applies a batch of block operations to `w`'s draft in memory; the same for a dry run and inside the write. */
-export async function evaluateOperations(repos: Repositories, w: WorkflowRecord, request: OperationsRequest) {
+export async function evaluateOperations(repos: Repositories, w: WorkflowRecord, request: OperationsRequest, actorId: string | null) {
   assertUnlocked(w);
   const before = stateOf(w);
   const outcome = applyOperations(before, { operations: request.operations, setBlockEnabled: request.setBlockEnabled, layout: request.layout });
@@ -77,14 +78,15 @@ export async function evaluateOperations(repos: Repositories, w: WorkflowRecord,
     if (refusal) throw refusal;
   }
   assertLockedBlocksKept(before, outcome.state);
+  await assertBlocksAllowed(repos, w.workspaceId, outcome.state, actorId);
   return { outcome, needsRedeployment: await needsRedeployment(repos, w, outcome.state), lint: lintState(outcome.state) };
 }
 
 /** Applies the batch and stores the draft if it changed; `stored` is null when nothing changed. */
-export async function applyBlockOperations(tx: Repositories, audit: Audit, id: string, request: OperationsRequest, guard: Guard) {
+export async function applyBlockOperations(tx: Repositories, audit: Audit, id: string, request: OperationsRequest, guard: Guard, actorId: string | null) {
   const w = await reload(tx, id);
   guard(w);
-  const evaluated = await evaluateOperations(tx, w, request);
+  const evaluated = await evaluateOperations(tx, w, request, actorId);
   const { outcome } = evaluated;
   if (!outcome.changed) return { w, evaluated, stored: null };
   const next = outcome.state;
@@ -148,7 +150,7 @@ export async function applyVariables(tx: Repositories, audit: Audit, id: string,
 }
 
 /** Makes a deployed version (or the live one, `'active'`) the draft again; locked blocks must survive it. */
-export async function revertToVersion(tx: Repositories, audit: Audit, id: string, which: number | 'active', guard: Guard) {
+export async function revertToVersion(tx: Repositories, audit: Audit, id: string, which: number | 'active', guard: Guard, actorId: string | null) {
   const w = await reload(tx, id);
   assertUnlocked(w);
   guard(w);
@@ -159,6 +161,7 @@ export async function revertToVersion(tx: Repositories, audit: Audit, id: string
     version = live;
   } else version = await loadVersion(tx, w.id, which);
   assertLockedBlocksKept(stateOf(w), stateOf(version));
+  await assertBlocksAllowed(tx, w.workspaceId, stateOf(version), actorId);
   const at = now();
   await tx.workflows.update(w.id, { state: version.state, stateSavedAt: at, updatedAt: at });
   audit({ action: 'workflow.reverted', resourceType: 'workflow', resourceId: w.id, resourceName: w.name, workspaceId: w.workspaceId, metadata: { version: version.version } });

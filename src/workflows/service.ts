@@ -4,6 +4,7 @@
 // caller check the row the change read (an If-Match precondition) before anything is written. Draft changes
 // live in ./draft-changes.ts, deployments and versions in ./deployment-changes.ts. No HTTP here.
 import { createHash, randomUUID } from 'node:crypto';
+import { assertAccess } from '../access-control/policy.ts';
 import type { Repositories } from '../store/index.ts';
 import type { WorkflowRecord } from '../store/workflows.ts';
 import type { FolderRecord } from '../store/folders.ts';
@@ -24,6 +25,14 @@ export const now = () => new Date().toISOString();
 export const locked = (message: string, details?: unknown) => new DomainError('locked', message, details);
 
 export const stateOf = (w: { state: string }): WorkflowState => JSON.parse(w.state) as WorkflowState;
+
+/**
+ * Access Control: every block of a draft being saved or a version being deployed must be a type the actor's
+ * permission group allows (403 naming the first that is not). Unrestricted people pass (src/access-control/policy.ts).
+ */
+export async function assertBlocksAllowed(repos: Repositories, workspaceId: string, state: { blocks: Record<string, { id: string; type: string; name?: string }> }, actorId: string | null): Promise<void> {
+  await assertAccess(repos, { workspaceId, userId: actorId }, { kind: 'blocks', blocks: Object.values(state.blocks) });
+}
 
 // ---- rules
 
@@ -201,6 +210,7 @@ export async function duplicateWorkflow(
     name = target.name;
   } else name = await freeName(tx, source.workspaceId, target.folderPath, source.name);
   const state = copyWithFreshIds(stateOf(await reload(tx, source.id)));
+  await assertBlocksAllowed(tx, source.workspaceId, state, actorId);
   const w = newWorkflowRecord({ workspaceId: source.workspaceId, name, description: source.description, folderPath: target.folderPath, position: await tx.workflows.nextPosition(source.workspaceId), state, createdBy: actorId, at });
   await tx.workflows.insert(w);
   audit({ action: 'workflow.duplicated', resourceType: 'workflow', resourceId: w.id, resourceName: name, workspaceId: w.workspaceId, metadata: { sourceWorkflowId: source.id } });
@@ -295,6 +305,8 @@ export async function insertWorkflowWithState(
   actorId: string,
   input: { workspaceId: string; name: string; description: string | null; folderPath: string; state: WorkflowState },
 ) {
+  // A workflow made here (import, fork, sync) holds only block types the workspace's permission group allows.
+  await assertBlocksAllowed(tx, input.workspaceId, input.state, actorId);
   const at = now();
   await ensureFolder(tx, input.workspaceId, input.folderPath, at);
   const name = await freeName(tx, input.workspaceId, input.folderPath, input.name);

@@ -1,5 +1,6 @@
 // Starts a real server on an ephemeral loopback port with its own temporary database.
 import fs from 'node:fs';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,8 @@ import { createServices, startServer, type RunningServer } from '../../src/serve
 import { createLogger } from '../../src/http/logging.ts';
 import { bootstrapIfEmpty, createApiKey, createUser, createWorkspace, setMember } from '../../src/identity/admin.ts';
 import type { WorkspaceRole } from '../../src/store/workspaces.ts';
+import { createTestDatabase, testDatabaseIsPostgres } from './postgres.ts';
+import { randomBytes } from 'node:crypto';
 
 export interface TestServer extends RunningServer {
   /** The bootstrap admin's personal key. */
@@ -15,6 +18,8 @@ export interface TestServer extends RunningServer {
   userId: string;
   workspaceId: string;
   dataDir: string;
+  /** The environment naming this server's database (DATABASE_URL and SECRETS_KEY on Postgres; empty on SQLite): spread it into a child's env beside DATA_DIR. */
+  databaseEnv: Record<string, string>;
   request(pathname: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
   /** A JSON call: sends `body` as JSON when given, parses the answer; `key` null sends no key. */
   call(method: string, pathname: string, body?: unknown, key?: string | null): Promise<{ status: number; headers: Headers; body: any; text: string }>;
@@ -27,6 +32,7 @@ export interface TestServer extends RunningServer {
 }
 
 /**
+/**
  * TEST_BLOB_STORE=s3 runs any test file's servers with their file bytes in a local S3-compatible server of
  * their own (test/support/s3.ts), e.g. `TEST_BLOB_STORE=s3 npx vitest run test/files-http.test.ts`.
  */
@@ -37,16 +43,28 @@ async function blobStoreForTests(env: Record<string, string>): Promise<{ env: Re
   return { env: { ...s3.env, ...env }, stop: () => s3.stop() };
 }
 
+/**
+ * Environment for a test server's database: with TEST_DATABASE=postgres, a fresh database of the run's test
+ * Postgres (and a secrets key, which Postgres mode requires); otherwise nothing (SQLite in DATA_DIR).
+ */
+export async function testDatabaseEnv(env: Record<string, string> = {}): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (!testDatabaseIsPostgres() || env.DATABASE_URL !== undefined) return { env: {}, drop: async () => undefined };
+  const db = await createTestDatabase();
+  return { env: { DATABASE_URL: db.url, SECRETS_KEY: env.SECRETS_KEY ?? randomBytes(32).toString('base64') }, drop: db.drop };
+}
+
 export async function startTestServer(wanted: Record<string, string> = {}): Promise<TestServer> {
   const { env, stop: stopBlobStore } = await blobStoreForTests(wanted);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-test-'));
+  const database = await testDatabaseEnv(env);
   let services: Awaited<ReturnType<typeof createServices>>;
   try {
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env });
-    services = await createServices(config, createLogger('silent'));
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...database.env, ...env });
+    services = await createServices(config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'));
   } catch (err) {
     // A start that is meant to fail (a bad setting, a missing bucket) leaves nothing behind.
     await stopBlobStore();
+    await database.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
@@ -65,6 +83,7 @@ export async function startTestServer(wanted: Record<string, string> = {}): Prom
     userId: boot.user.id,
     workspaceId: boot.workspace.id,
     dataDir,
+    databaseEnv: database.env,
     request,
     async call(method, pathname, body, key) {
       const init: RequestInit & { key?: string | null } = { method };
@@ -94,10 +113,30 @@ export async function startTestServer(wanted: Record<string, string> = {}): Prom
     async stop() {
       await server.close();
       await stopBlobStore();
+      await database.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
   return testServer;
+}
+
+/**
+ * `npm run admin -- …` against a test server's database, without blocking this process: the server runs here, and
+ * on Postgres a write of the admin command may wait for a transaction this process has open (spawnSync would
+ * stop it from ever committing).
+ */
+export function runAdmin(server: TestServer, args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../../bin/admin.js'), ...args], {
+      env: { PATH: process.env.PATH, DATA_DIR: server.dataDir, ...server.databaseEnv, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 /**

@@ -13,6 +13,7 @@ import { zipStream } from '../../files/zip.ts';
 import { unzipArchive, type UnzipFailure } from '../../files/unzip.ts';
 import { JobWorkerError } from '../../workers/job-worker.ts';
 import { MAX_BULK_DOWNLOAD_FILES, MAX_SEARCH_FILE_BYTES, checked, flag, nowIso, workspaceOf } from './shared.ts';
+import { assertAccess } from '../../access-control/policy.ts';
 
 /** An unzip's failure as the documented error: the archive's limits (and the job's budgets) are 413, its defects 400. */
 function unzipError(err: JobWorkerError): ApiError {
@@ -95,6 +96,7 @@ export const moveFileItems: Handler<'moveFileItems'> = async ({ body, ctx }) => 
 export const bulkDownloadFiles: Handler<'bulkDownloadFiles'> = async ({ query, ctx }) => {
   const workspaceId = workspaceOf(ctx).id;
   const store = ctx.services.store;
+  await assertAccess(store, { workspaceId, userId: ctx.principal.userId }, { kind: 'feature', key: 'disableBulkFileDownload', action: 'Downloading files in bulk' });
   const ids = query.fileIds ? query.fileIds.split(',').map((s) => s.trim()).filter(Boolean) : [];
   const folders = query.folderPaths ? query.folderPaths.split(',').map((s) => s.trim()).filter(Boolean) : [];
   if (ids.length === 0 && folders.length === 0) throw invalidField(['query'], 'Name some files (fileIds) or folders (folderPaths) to download.');

@@ -9,6 +9,7 @@ import type { FileShareRecord } from '../../store/file-shares.ts';
 import { loadFile } from '../../files/service.ts';
 import { serveContent } from '../../files/download.ts';
 import { nowIso, viewOfShare, workspaceOf } from './shared.ts';
+import { assertAccess } from '../../access-control/policy.ts';
 
 // ───────────────────────────── sharing ─────────────────────────────
 
@@ -27,6 +28,11 @@ export const upsertFileShare: Handler<'upsertFileShare'> = async ({ params, body
     const existing = await tx.fileShares.forFile(file.id);
     const now = nowIso();
     const authType = body.authType ?? existing?.authType ?? 'public';
+    if (body.isActive) {
+      const actor = { workspaceId, userId: ctx.principal.userId };
+      await assertAccess(tx, actor, { kind: 'feature', key: 'disablePublicFileSharing', action: 'Sharing files' });
+      await assertAccess(tx, actor, { kind: 'file_share_auth', authType });
+    }
     let passwordHash = body.password !== undefined ? hashSharePassword(body.password) : (existing?.passwordHash ?? null);
     let allowedEmails = body.allowedEmails ?? existing?.allowedEmails ?? [];
     if (body.isActive) {

@@ -8,6 +8,7 @@ import * as bases from '../../knowledge/bases.ts';
 import { bundleDisposition, exportBundle } from '../../knowledge/export.ts';
 import { StreamBody } from '../../http/stream-body.ts';
 import { baseView, loadBase, parseKbFolder, workspaceOf } from './shared.ts';
+import { assertAccess } from '../../access-control/policy.ts';
 
 export const listKnowledgeBases: Handler<'listKnowledgeBases'> = async ({ query, ctx }) => {
   const workspace = workspaceOf(ctx);
@@ -75,6 +76,7 @@ export const restoreKnowledgeBase: Handler<'restoreKnowledgeBase'> = async ({ pa
 
 export const exportKnowledgeBase: Handler<'exportKnowledgeBase'> = async ({ params, query, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId, { archived: 'also' });
+  await assertAccess(ctx.services.store, { workspaceId: kb.workspaceId, userId: ctx.principal.userId }, { kind: 'feature', key: 'disableKnowledgeBaseExport', action: 'Exporting knowledge bases' });
   const stream = await exportBundle(ctx.services.store, ctx.services.blobs, kb, query.vectors === true);
   return { status: 200, headers: { 'Content-Type': 'application/zip', 'Content-Disposition': bundleDisposition(kb.name) }, body: new StreamBody(stream) };
 };

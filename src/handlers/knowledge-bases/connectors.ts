@@ -8,6 +8,7 @@ import type { ConnectorRecord, SyncLogRecord } from '../../store/knowledge-conne
 import { CONNECTOR_TYPES, connectorType } from '../../knowledge/connectors.ts';
 import * as connectors from '../../knowledge/connector-changes.ts';
 import { loadBase } from './shared.ts';
+import { assertAccess } from '../../access-control/policy.ts';
 
 function connectorView(c: ConnectorRecord) {
   return {
@@ -75,6 +76,7 @@ export const createKnowledgeConnector: Handler<'createKnowledgeConnector'> = asy
   if (body.credentialId !== undefined) throw invalidField(['body', 'credentialId'], `The ${type.connectorType} connector does not use an OAuth credential.`);
   if (body.apiKey !== undefined && !type.acceptsApiKey) throw invalidField(['body', 'apiKey'], `The ${type.connectorType} connector needs no API key.`);
   const sourceConfig = type.validate(body.sourceConfig, ['body', 'sourceConfig']);
+  await assertAccess(ctx.services.store, { workspaceId: kb.workspaceId, userId: ctx.principal.userId }, { kind: 'knowledge_connector', connectorType: type.connectorType });
   const input = {
     connectorType: type.connectorType, typeName: type.name, sourceConfig, syncIntervalMinutes: body.syncIntervalMinutes ?? 1440, apiKey: body.apiKey,
     seal: (id: string, key: string) => ctx.services.knowledge.sealApiKey(id, key), createdBy: ctx.principal.userId,

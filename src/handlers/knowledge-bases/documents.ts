@@ -17,6 +17,7 @@ import { completeDocumentUpload, newDocument } from '../../knowledge/documents.t
 import { isValidDate, resolveFilters, slotType, type TagFilter } from '../../knowledge/tags.ts';
 import { checkKnowledgeUploadToken, loadKnowledgeSession, partUrl, signKnowledgeUploadToken } from '../../knowledge/uploads.ts';
 import { documentDetail, documentSummary, documentView, loadBase, loadDocument, workspaceOf } from './shared.ts';
+import { assertAccess } from '../../access-control/policy.ts';
 
 function checkedName(name: string, field: string): string {
   try {
@@ -182,6 +183,7 @@ async function sessionBody(ctx: RequestContext, session: UploadSessionRecord, kn
 export const createKnowledgeDocumentUpload: Handler<'createKnowledgeDocumentUpload'> = async ({ params, body, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
   const workspace = workspaceOf(ctx);
+  await assertAccess(ctx.services.store, { workspaceId: kb.workspaceId, userId: ctx.principal.userId }, { kind: 'feature', key: 'disableKnowledgeBaseFileUpload', action: 'Uploading documents to knowledge bases' });
   const name = checkedName(body.name, 'name');
   if (!documentFormat(body.contentType, name)) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `Documents of type ${body.contentType} (${name}) cannot be indexed. Supported: pdf, docx, txt, md, html, csv, json, jsonl, yaml, xlsx, pptx and other text formats.`);
@@ -247,6 +249,12 @@ export const completeKnowledgeDocumentUpload: Handler<'completeKnowledgeDocument
 export const uploadKnowledgeDocument: Handler<'uploadKnowledgeDocument'> = async ({ params, body, ctx }) => {
   const kb = await loadBase(ctx, params.knowledgeBaseId);
   const req = body as unknown as import('node:http').IncomingMessage;
+  try {
+    await assertAccess(ctx.services.store, { workspaceId: kb.workspaceId, userId: ctx.principal.userId }, { kind: 'feature', key: 'disableKnowledgeBaseFileUpload', action: 'Uploading documents to knowledge bases' });
+  } catch (err) {
+    req.resume();
+    throw err;
+  }
   const contentType = req.headers['content-type'] ?? '';
   if (!/^multipart\/form-data/i.test(contentType)) {
     req.resume();

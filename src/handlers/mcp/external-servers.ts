@@ -7,6 +7,7 @@ import { readCursor, toPage } from '../../http/pagination.ts';
 import { sortableId } from '../../domain/ids.ts';
 import type { McpServerRecord } from '../../store/mcp-servers.ts';
 import { advertisesOAuth, urlProblem } from '../../mcp/client.ts';
+import { assertAccess } from '../../access-control/policy.ts';
 
 const now = () => new Date().toISOString();
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -73,6 +74,7 @@ export const listMcpServers: Handler<'listMcpServers'> = async ({ query, ctx }) 
 
 export const createMcpServer: Handler<'createMcpServer'> = async ({ body, principal, ctx }) => {
   const { mcp } = ctx.services;
+  await assertAccess(ctx.services.store, { workspaceId: body.workspaceId, userId: principal.userId }, { kind: 'feature', key: 'disableMcpTools', action: 'Adding MCP servers' });
   const problem = await urlProblem(mcp.egress, body.url);
   if (problem) throw invalidField(['body', 'url'], problem.message, problem.code === 'EGRESS_BLOCKED' ? 'egress_blocked' : 'invalid_url');
   const headers = body.headers ?? {};

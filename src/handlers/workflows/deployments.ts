@@ -41,7 +41,7 @@ export const getWorkflowDeployment: Handler<'getWorkflowDeployment'> = async ({ 
 
 export const updateWorkflowPublicApi: Handler<'updateWorkflowPublicApi'> = async ({ params, body, ctx }) => {
   const w = await loadWorkflow(ctx, params.workflowId);
-  await ctx.mutate((tx, audit) => deployments.setPublicApi(tx, audit, w, body.isPublicApi));
+  await ctx.mutate((tx, audit) => deployments.setPublicApi(tx, audit, w, body.isPublicApi, ctx.principal.userId));
   return { status: 200, body: { data: { id: w.id, isPublicApi: body.isPublicApi } } };
 };
 
@@ -89,7 +89,7 @@ async function activateVersion(
   const first = await loadWorkflow(ctx, workflowId);
   workflows.assertActive(first);
   workflows.assertUnlocked(first);
-  const { deployment, version } = await ctx.mutate((tx, audit) => deployments.activateVersion(tx, audit, first.id, pick, action));
+  const { deployment, version } = await ctx.mutate((tx, audit) => deployments.activateVersion(tx, audit, first.id, pick, action, ctx.principal.userId));
   return { ...deploymentView(deployment), version };
 }
 
@@ -107,6 +107,6 @@ export const revertWorkflowVersion: Handler<'revertWorkflowVersion'> = async ({ 
   const first = await loadWorkflow(ctx, params.workflowId);
   workflows.assertUnlocked(first);
   const which = params.version === 'active' ? ('active' as const) : Number(params.version);
-  const { savedAt, version } = await ctx.mutate((tx, audit) => drafts.revertToVersion(tx, audit, first.id, which, (w) => ctx.precondition(() => stateTag(w))));
+  const { savedAt, version } = await ctx.mutate((tx, audit) => drafts.revertToVersion(tx, audit, first.id, which, (w) => ctx.precondition(() => stateTag(w)), ctx.principal.userId));
   return { status: 200, body: { data: { id: first.id, version: which, lastSaved: Date.parse(savedAt) } }, headers: { ETag: stateTag(version) } };
 };

@@ -43,10 +43,10 @@ export const replaceWorkflowState: Handler<'replaceWorkflowState'> = async ({ pa
 
   if (dryRun) {
     ctx.precondition(() => stateTag(first));
-    const evaluated = await drafts.evaluateReplacement(ctx.services.store, first, input);
+    const evaluated = await drafts.evaluateReplacement(ctx.services.store, first, input, ctx.principal.userId);
     return { status: 200, body: { data: answer(first.id, evaluated) }, headers: { ETag: stateTag(first) } };
   }
-  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => drafts.replaceState(tx, audit, first.id, input, (current) => ctx.precondition(() => stateTag(current))));
+  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => drafts.replaceState(tx, audit, first.id, input, (current) => ctx.precondition(() => stateTag(current)), ctx.principal.userId));
   return { status: 200, body: { data: answer(w.id, evaluated) }, headers: { ETag: tagOfText(stored) } };
 };
 
@@ -71,10 +71,10 @@ export const applyWorkflowOperations: Handler<'applyWorkflowOperations'> = async
 
   if (dryRun) {
     ctx.precondition(() => stateTag(first));
-    const evaluated = await drafts.evaluateOperations(ctx.services.store, first, request);
+    const evaluated = await drafts.evaluateOperations(ctx.services.store, first, request, ctx.principal.userId);
     return { status: 200, body: { data: answer(first.id, evaluated) }, headers: { ETag: stateTag(first) } };
   }
-  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => drafts.applyBlockOperations(tx, audit, first.id, request, (current) => ctx.precondition(() => stateTag(current))));
+  const { w, evaluated, stored } = await ctx.mutate((tx, audit) => drafts.applyBlockOperations(tx, audit, first.id, request, (current) => ctx.precondition(() => stateTag(current)), ctx.principal.userId));
   return { status: 200, body: { data: answer(w.id, evaluated) }, headers: { ETag: stored === null ? stateTag(w) : tagOfText(stored) } };
 };
 

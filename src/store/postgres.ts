@@ -1,0 +1,263 @@
+// Postgres through node-postgres (`pg`), for the scale-out mode: several server processes share one database.
+//
+// Isolation model. Every caller was written against SQLite, where one writer at a time holds the database
+// (BEGIN IMMEDIATE): a transaction's check-then-write never races another writer. Postgres keeps that promise
+// here by serializing write transactions on one transaction-scoped advisory lock (WRITE_LOCK), taken as the
+// transaction's first statement, at READ COMMITTED: once the lock is held every later statement sees every
+// transaction that committed before, and no other writer can commit until this one ends, so each write
+// transaction behaves as if it ran alone, on every server. The alternative, SERIALIZABLE with the engine
+// re-running fn on 40001, would let writers overlap but re-runs every fn on conflict; many fns do work beside the
+// database (announce a run, wake a worker, write a blob), so re-running them is not safe without auditing each of
+// the ~100 call sites, and commit latency, not lock hold time, bounds a queue's rate on one machine anyway
+// (measured: see the report of the branch that added this file). Within one process write transactions queue
+// before they take a pool client (as on SQLite), so waiting writers never exhaust the pool while the lock holder
+// still needs a client for a plain read. Read-only transactions take no lock: REPEATABLE READ READ ONLY, one
+// snapshot, concurrent with everything. Plain reads (`read`) run on any pooled client and see committed data.
+import pg from 'pg';
+import type { Database, Row, SqlExecutor, SqlValue, StoreConnection, TransactionOptions } from './database.ts';
+import type { SqlDialect } from './dialect.ts';
+import { postgresDialect } from './postgres-dialect.ts';
+import { ForeignKeyViolation, SerializationFailure, UniqueViolation } from './errors.ts';
+
+/** The advisory lock key every write transaction holds (an arbitrary constant: "owa" write). */
+const WRITE_LOCK = 0x6f7761;
+/** Longest a write transaction waits for WRITE_LOCK (SQLite's busy timeout is 5 s; more writers share it here). */
+const LOCK_TIMEOUT = '10s';
+/** The advisory lock key held while migrating, so servers starting together migrate once. */
+const MIGRATION_LOCK = 0x6f776d;
+
+// Type OIDs (pg_type) whose text form is parsed here to what the SQLite engine returns.
+const INT8 = 20;
+const NUMERIC = 1700;
+const BOOL = 16;
+const BYTEA = 17;
+
+/** Values read the way node:sqlite returns them: numbers (not strings) for int8/numeric, 0/1 for booleans, Uint8Array for bytes. */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === INT8 || oid === NUMERIC) return (v: string) => Number(v);
+    if (oid === BOOL) return (v: string) => (v === 't' ? 1 : 0);
+    if (oid === BYTEA) {
+      const parse = pg.types.getTypeParser(BYTEA, 'text') as (v: string) => Buffer;
+      return (v: string) => {
+        const b = parse(v);
+        return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+      };
+    }
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** The typed store error for a Postgres error (or the error itself when it is not one callers switch on). */
+export function mapPostgresError(err: unknown): unknown {
+  const e = err as { code?: string; table?: string; detail?: string; message?: string };
+  if (typeof e.code !== 'string') return err;
+  switch (e.code) {
+    case '23505': {
+      // detail: "Key (workspace_id, name)=(…) already exists."
+      // An expression index names its expression: lower(email) is reported as the column email.
+      const columns = (/^Key \((.+?)\)=\(/.exec(e.detail ?? '')?.[1]?.split(',') ?? []).map((c) => c.trim().replace(/^\w+\((\w+)\)$/, '$1'));
+      return new UniqueViolation(e.table ?? '', columns, { cause: err });
+    }
+    case '23503':
+      return new ForeignKeyViolation(e.message ?? 'foreign key violation', { cause: err });
+    case '40001': // serialization_failure
+    case '40P01': // deadlock_detected
+    case '55P03': // lock_not_available
+      return new SerializationFailure(e.message ?? 'serialization failure', { cause: err });
+  }
+  return err;
+}
+
+const translations = new Map<string, string>();
+const TRANSLATION_CACHE_SIZE = 2000;
+
+/**
+ * The SQL with each `?` placeholder numbered (`$1`, `$2`, …), skipping string literals, quoted identifiers and
+ * comments; cached per text (bounded: generated table queries vary with their input).
+ */
+export function numberPlaceholders(sql: string): string {
+  const cached = translations.get(sql);
+  if (cached !== undefined) return cached;
+  let out = '';
+  let n = 0;
+  for (let i = 0; i < sql.length; i++) {
+    const c = sql[i]!;
+    if (c === "'" || c === '"') {
+      const end = sql.indexOf(c, i + 1);
+      const stop = end < 0 ? sql.length : end;
+      out += sql.slice(i, stop + 1);
+      i = stop;
+    } else if (c === '-' && sql[i + 1] === '-') {
+      const end = sql.indexOf('\n', i);
+      const stop = end < 0 ? sql.length : end;
+      out += sql.slice(i, stop);
+      i = stop - 1;
+    } else if (c === '?') {
+      out += `$${++n}`;
+    } else {
+      out += c;
+    }
+  }
+  if (translations.size >= TRANSLATION_CACHE_SIZE) translations.delete(translations.keys().next().value!);
+  translations.set(sql, out);
+  return out;
+}
+
+function bind(params: readonly SqlValue[]): unknown[] {
+  return params.map((p) => {
+    if (p instanceof Uint8Array) return Buffer.from(p.buffer, p.byteOffset, p.byteLength);
+    if (typeof p === 'bigint') return p.toString();
+    return p;
+  });
+}
+
+/** Statements run this often get a server-side prepared statement per connection (planning once). */
+const PREPARE_AFTER = 3;
+const prepareCounts = new Map<string, number>();
+const preparedNames = new Map<string, string>();
+
+/**
+ * Only statements whose result shape cannot change under them are prepared: a cached plan of `SELECT *` fails
+ * ("cached plan must not change result type") once a user table gains a column, and DDL gains nothing.
+ */
+function preparable(text: string): boolean {
+  return !text.includes('*') && !/^\s*(CREATE|ALTER|DROP)\b/i.test(text);
+}
+
+function queryConfig(sql: string, params: readonly SqlValue[]): pg.QueryConfig {
+  const text = numberPlaceholders(sql);
+  let name = preparedNames.get(text);
+  if (name === undefined && preparedNames.size < 500 && preparable(text)) {
+    const seen = (prepareCounts.get(text) ?? 0) + 1;
+    if (seen >= PREPARE_AFTER) {
+      name = `owa_${preparedNames.size}`;
+      preparedNames.set(text, name);
+      prepareCounts.delete(text);
+    } else if (prepareCounts.size < 5000) {
+      prepareCounts.set(text, seen);
+    }
+  }
+  return name ? { name, text, values: bind(params) } : { text, values: bind(params) };
+}
+
+class Executor implements SqlExecutor {
+  readonly dialect: SqlDialect = postgresDialect;
+  private readonly target: pg.Pool | pg.PoolClient;
+  constructor(target: pg.Pool | pg.PoolClient) {
+    this.target = target;
+  }
+  private async query<T>(sql: string, params: readonly SqlValue[]): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
+    try {
+      return await this.target.query<T & pg.QueryResultRow>(queryConfig(sql, params));
+    } catch (err) {
+      throw mapPostgresError(err);
+    }
+  }
+  async all<T = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T[]> {
+    return (await this.query<T>(sql, params)).rows;
+  }
+  async get<T = Row>(sql: string, params: readonly SqlValue[] = []): Promise<T | undefined> {
+    return (await this.query<T>(sql, params)).rows[0];
+  }
+  async run(sql: string, params: readonly SqlValue[] = []): Promise<{ changes: number }> {
+    return { changes: (await this.query(sql, params)).rowCount ?? 0 };
+  }
+}
+
+/** One transaction at a time: each waits for the one before it to settle. */
+class TransactionQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+  enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(work, work);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+  idle(): Promise<unknown> {
+    return this.tail;
+  }
+}
+
+export interface PostgresOptions {
+  /** Most connections this process opens (default 10). */
+  poolSize?: number;
+}
+
+export class PostgresDatabase implements Database {
+  readonly dialect: SqlDialect = postgresDialect;
+  readonly connection: StoreConnection;
+  readonly read: SqlExecutor;
+  private readonly pool: pg.Pool;
+  private readonly writes = new TransactionQueue();
+  private closed = false;
+
+  constructor(url: string, options: PostgresOptions = {}) {
+    this.connection = { engine: 'postgres', url };
+    this.pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types });
+    // An idle client that loses its connection (the server restarted) is dropped from the pool, not fatal.
+    this.pool.on('error', () => undefined);
+    this.read = new Executor(this.pool);
+  }
+
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const retries = Math.max(0, Math.floor(options.retryOnSerializationFailure ?? 0));
+    const attempt = async (): Promise<T> => {
+      if (this.closed) throw new Error('The database is closed.');
+      const client = await this.pool.connect();
+      let broken: unknown;
+      try {
+        if (options.readOnly) {
+          await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        } else {
+          // One round trip (one simple-protocol message). A lock not obtained within LOCK_TIMEOUT is a
+          // SerializationFailure (55P03), as SQLite's busy timeout is: a caller may retry, nothing waits forever.
+          await client.query(`BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'; SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
+        }
+        try {
+          const result = await fn(new Executor(client));
+          await client.query('COMMIT');
+          return result;
+        } catch (err) {
+          await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
+          throw mapPostgresError(err);
+        }
+      } catch (err) {
+        throw mapPostgresError(err);
+      } finally {
+        client.release(broken instanceof Error ? broken : undefined);
+      }
+    };
+    const withRetries = async (): Promise<T> => {
+      for (let retry = 0; ; retry++) {
+        try {
+          return await attempt();
+        } catch (err) {
+          if (!(err instanceof SerializationFailure) || retry >= retries) throw err;
+        }
+      }
+    };
+    return options.readOnly ? withRetries() : this.writes.enqueue(withRetries);
+  }
+
+  /** Runs `fn` while holding the migration lock, so only one server migrates at a time (the others then find it done). */
+  async withMigrationLock<T>(fn: () => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      try {
+        return await fn();
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.writes.idle();
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
