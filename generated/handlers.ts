@@ -1379,6 +1379,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  getWorkflowLint: {
+    params: Params<operations['getWorkflowLint'], 'path'>;
+    query: Params<operations['getWorkflowLint'], 'query'>;
+    headers: Params<operations['getWorkflowLint'], 'header'>;
+    body: Body<operations['getWorkflowLint']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   getWorkflowMcpServer: {
     params: Params<operations['getWorkflowMcpServer'], 'path'>;
     query: Params<operations['getWorkflowMcpServer'], 'query'>;
@@ -1465,6 +1474,15 @@ export interface OperationInputs {
     query: Params<operations['getWorkspacePermissionConfig'], 'query'>;
     headers: Params<operations['getWorkspacePermissionConfig'], 'header'>;
     body: Body<operations['getWorkspacePermissionConfig']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
+  getWorkspaceQueue: {
+    params: Params<operations['getWorkspaceQueue'], 'path'>;
+    query: Params<operations['getWorkspaceQueue'], 'query'>;
+    headers: Params<operations['getWorkspaceQueue'], 'header'>;
+    body: Body<operations['getWorkspaceQueue']>;
     /** The caller; null for public operations (`security: []`), which authorize by other means. */
     principal: Principal;
     ctx: RequestContext<Principal>;
@@ -3612,6 +3630,11 @@ export interface OperationResults {
     body: Json<operations['getWorkflowDeployment']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  getWorkflowLint: {
+    status: 200;
+    body: Json<operations['getWorkflowLint']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
   getWorkflowMcpServer: {
     status: 200;
     body: Json<operations['getWorkflowMcpServer']['responses'][200]>;
@@ -3660,6 +3683,11 @@ export interface OperationResults {
   getWorkspacePermissionConfig: {
     status: 200;
     body: Json<operations['getWorkspacePermissionConfig']['responses'][200]>;
+    headers?: Record<string, string>;
+  };
+  getWorkspaceQueue: {
+    status: 200;
+    body: Json<operations['getWorkspaceQueue']['responses'][200]>;
     headers?: Record<string, string>;
   };
   grantSkillEditor: {
@@ -4752,6 +4780,8 @@ export interface Handlers {
   getWorkflowChatDeployment: Handler<'getWorkflowChatDeployment'>;
   /** GET /api/v2/workflows/{workflowId}/deployment — Get the deployment */
   getWorkflowDeployment: Handler<'getWorkflowDeployment'>;
+  /** GET /api/v2/workflows/{workflowId}/lint — Lint the draft state (extension) */
+  getWorkflowLint: Handler<'getWorkflowLint'>;
   /** GET /api/v2/workflow-mcp-servers/{serverId} — Get a workflow MCP server */
   getWorkflowMcpServer: Handler<'getWorkflowMcpServer'>;
   /** GET /api/v2/workflows/{workflowId}/runs/{runId} — Get a workflow run */
@@ -4772,6 +4802,8 @@ export interface Handlers {
   getWorkspaceOperation: Handler<'getWorkspaceOperation'>;
   /** GET /api/v2/workspaces/{workspaceId}/permission-config — Get my permission configuration in a workspace */
   getWorkspacePermissionConfig: Handler<'getWorkspacePermissionConfig'>;
+  /** GET /api/v2/workspaces/{workspaceId}/queue — Queue depth of a workspace (extension) */
+  getWorkspaceQueue: Handler<'getWorkspaceQueue'>;
   /** POST /api/v2/skills/{skillId}/editors — Grant a skill editor */
   grantSkillEditor: Handler<'grantSkillEditor'>;
   /** HEAD /api/v2/workflows/{workflowId}/state — Check the draft state */

@@ -781,6 +781,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     '/api/v2/workflows/:workflowId/export',
     ...bind(OPERATIONS.exportWorkflow, handlers.exportWorkflow),
   );
+  router.get(
+    '/api/v2/workflows/:workflowId/lint',
+    ...bind(OPERATIONS.getWorkflowLint, handlers.getWorkflowLint),
+  );
   router.post(
     '/api/v2/workflows/:workflowId/operations',
     ...bind(OPERATIONS.applyWorkflowOperations, handlers.applyWorkflowOperations),
@@ -958,6 +962,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
   router.get(
     '/api/v2/workspaces/:workspaceId/permission-config',
     ...bind(OPERATIONS.getWorkspacePermissionConfig, handlers.getWorkspacePermissionConfig),
+  );
+  router.get(
+    '/api/v2/workspaces/:workspaceId/queue',
+    ...bind(OPERATIONS.getWorkspaceQueue, handlers.getWorkspaceQueue),
   );
   router.post(
     '/api/workflows/:workflowId/execute',

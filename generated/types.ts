@@ -3776,6 +3776,46 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workflows/{workflowId}/lint': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Lint the draft state (extension)
+     * @description The findings of the workflow's linter on the stored draft: the same `lint` and `needsRedeployment` a dry-run state write (`PUT /state?dryRun=true`) of the unchanged draft answers, for any member who can read the workflow. Records nothing. An extension of this server.
+     */
+    get: operations['getWorkflowLint'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v2/workspaces/{workspaceId}/queue': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Queue depth of a workspace (extension)
+     * @description How many of the workspace's runs are queued and running now, and when its oldest queued run was queued (with its age in milliseconds at the time of the answer). Counted on indexes of the queued and running runs only, so the cost does not grow with the workspace's finished runs. Records nothing. An extension of this server.
+     */
+    get: operations['getWorkspaceQueue'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/workspaces/{workspaceId}/fork/availability': {
     parameters: {
       query?: never;
@@ -7524,6 +7564,25 @@ export interface components {
     };
     /** @enum {string} */
     CallbackEvent: 'run.completed' | 'run.failed' | 'run.cancelled' | 'run.paused';
+    WorkflowLintReport: {
+      id: string;
+      /** @description Whether the draft differs in what runs from the active deployment (false while not deployed). */
+      needsRedeployment: boolean;
+      lint: components['schemas']['WorkflowLint'];
+    };
+    WorkspaceQueue: {
+      workspaceId: string;
+      /** @description Runs waiting for a worker. */
+      queued: number;
+      /** @description Runs a worker is executing (paused runs are neither). */
+      running: number;
+      /** @description When the oldest queued run was queued; null when none is queued. */
+      oldestQueuedAt: string | null;
+      /** @description How long the oldest queued run has waited, at `measuredAt`; null when none is queued. */
+      oldestQueuedAgeMs: number | null;
+      /** Format: date-time */
+      measuredAt: string;
+    };
     /** @description The durable receipt of a committed workspace mutation. It exists only once the mutation committed, so `applied` is always true; a refused mutation is an HTTP error and leaves no receipt. `workspaceId` is the workspace the request was made in (for a fork, the source workspace); `resourceIds` names what the mutation created or changed (for a fork, the new child workspace first, then the copied workflows). */
     WorkspaceOperation: {
       /** @description Durable identifier; read it again with `GET /api/v2/workspaces/{workspaceId}/operations/{operationId}`. */
@@ -21407,6 +21466,76 @@ export interface operations {
         content: {
           'application/json': {
             data: components['schemas']['CallbackSigningSecretRotation'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkflowLint: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The draft's findings. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkflowLintReport'];
+          };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  getWorkspaceQueue: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workspace identifier. */
+        workspaceId: components['parameters']['WorkspaceIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The workspace's queue now. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['WorkspaceQueue'];
           };
         };
       };

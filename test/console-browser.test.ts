@@ -81,6 +81,15 @@ beforeAll(async () => {
       link(fan, out, 'parallel-end-source'),
       link(out, off),
     ]);
+    // Version 2 changes Step's code, adds a block after Done and drops the edge to the disabled block, so the
+    // workflow page has two versions to compare.
+    const v1 = await s.ok('GET', `/api/v2/workflows/${graph.id}/state`);
+    const later = apiBlock('function', 'Added later', { code: 'return 4' });
+    const blocks = { ...v1.blocks, [later.id]: later };
+    blocks[step.id] = { ...blocks[step.id], subBlocks: { ...blocks[step.id].subBlocks, code: { ...blocks[step.id].subBlocks.code, value: 'return 10' } } };
+    const edges = [...v1.edges.filter((e: any) => e.target !== off.id), link(out, later)];
+    await s.ok('PUT', `/api/v2/workflows/${graph.id}/state`, { blocks, edges });
+    await s.ok('POST', `/api/v2/workflows/${graph.id}/deploy`, {});
   }
   {
     const start = apiBlock('start_trigger', 'Start');
@@ -160,6 +169,16 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await page.getByRole('button', { name: 'Run' }).waitFor();
     await page.getByText(/No findings|warning/).first().waitFor();
     await page.getByText('Not deployed.').or(page.getByText(/Deployed/)).first().waitFor();
+    // Compare the two deployment versions (the form starts at the newest two).
+    await page.getByLabel('From version').fill('1');
+    await page.getByLabel('To version').fill('2');
+    await page.getByRole('button', { name: 'Compare' }).click();
+    const diff = page.locator('.diff');
+    await diff.locator('[data-diff="blocks-added"]', { hasText: 'Added later' }).waitFor();
+    expect(await diff.locator('[data-diff="blocks-changed"] li[data-setting="code"]').textContent()).toContain('return 1 → return 10');
+    await diff.locator('[data-diff="edges-added"]', { hasText: 'Done → Added later' }).waitFor();
+    await diff.locator('[data-diff="edges-removed"]', { hasText: 'Done → Switched off' }).waitFor();
+    expect(await diff.locator('[data-diff="blocks-removed"]').count()).toBe(0);
     await audit(page, 'workflow');
     await shot(page, 'workflow-graph');
     await page.close();
@@ -234,6 +253,10 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await shot(page, 'knowledge');
     await page.goto(`${s.url}${ws()}/operations`);
     await page.locator('figure.plot svg').first().waitFor();
+    // The gate-held run has finished, so nothing is queued or running.
+    expect(await page.locator('[data-queue="queued"]').textContent()).toBe('0');
+    expect(await page.locator('[data-queue="running"]').textContent()).toBe('0');
+    expect(await page.locator('[data-queue="oldest"]').textContent()).toBe('none queued');
     await audit(page, 'operations');
     await shot(page, 'operations');
     await page.close();
@@ -244,7 +267,11 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await page.locator('svg.graph').waitFor();
     await page.getByRole('heading', { name: 'Runs' }).waitFor();
     expect(await page.getByRole('button', { name: 'Run' }).count()).toBe(0);
-    await page.getByText('needs the write role').waitFor();
+    // The draft's lint findings come from the read operation, so a reader sees them too.
+    const lint = (await s.ok('GET', `/api/v2/workflows/${graph.id}/lint`)).lint;
+    const kinds = ['orphanBlocks', 'emptyOutgoingPorts', 'invalidBranchPorts', 'invalidConnectionTargets', 'fieldIssues', 'unresolvedReferences', 'tableFieldIssues', 'notes'].filter((k) => lint[k].length > 0);
+    if (kinds.length) await page.locator(`[data-finding="${kinds[0]}"] li`).first().waitFor();
+    else await page.getByText('No findings').waitFor();
     await audit(page, 'workflow (reader)');
     await shot(page, 'workflow-reader');
 

@@ -6,18 +6,25 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { FakeBrowser } from './support/browser-session.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { createUser, setMember } from '../src/identity/admin.ts';
+import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
+import { GateServer } from './support/gate-server.ts';
 
 const PASSWORD = 'console password 123';
 let s: TestServer;
+let gate: GateServer;
 let email: string;
 
 beforeAll(async () => {
-  s = await startTestServer();
+  gate = await new GateServer().start();
+  // One worker, so a second run waits in the queue while the first is held at the gate.
+  s = await startTestServer({ EGRESS_ALLOW_CIDRS: '127.0.0.1/32', RUN_WORKERS: '1' });
   email = (await s.services.store.users.get(s.userId))!.email;
   await setUserPassword(s.services.store, s.userId, PASSWORD);
 });
 afterAll(async () => {
+  gate?.release('queue');
   await s?.stop();
+  await gate?.stop();
 });
 
 async function signedIn(who = email): Promise<FakeBrowser> {
@@ -96,5 +103,73 @@ describe('the API with the sign-in session', () => {
       body: JSON.stringify({ workspaceId: s.workspaceId, name: 'Not allowed' }),
     });
     expect(write.status).toBe(403);
+  });
+});
+
+/** Waits for `check` to hold, polling the server (never a fixed sleep). */
+async function until<T>(read: () => Promise<T>, check: (v: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const v = await read();
+    if (check(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+describe('lint findings for readers (GET /workflows/{id}/lint, an extension)', () => {
+  it('answers what a dry-run state write of the unchanged draft answers, to a reader too; 404 for unknown and foreign workflows', async () => {
+    const start = apiBlock('start_trigger', 'Start');
+    const orphan = apiBlock('function', 'Orphan', { code: 'return <nowhere.result>' });
+    const wf = await buildWorkflow(s, 'Lint me', [start, orphan], [], { deploy: false });
+    const state = await s.ok('GET', `/api/v2/workflows/${wf.id}/state`);
+    const dry = await s.ok('PUT', `/api/v2/workflows/${wf.id}/state?dryRun=true`, { blocks: state.blocks, edges: state.edges });
+    const lint = await s.ok('GET', `/api/v2/workflows/${wf.id}/lint`);
+    expect(lint).toEqual({ id: wf.id, needsRedeployment: dry.needsRedeployment, lint: dry.lint });
+    expect(lint.lint.orphanBlocks.map((b: any) => b.blockName)).toContain('Orphan');
+    expect(lint.lint.unresolvedReferences.length).toBeGreaterThan(0);
+
+    const reader = await s.newUser('lint-reader@console.test', { [s.workspaceId]: 'read' });
+    const asReader = await s.call('GET', `/api/v2/workflows/${wf.id}/lint`, undefined, reader.key);
+    expect(asReader.status).toBe(200);
+    expect(asReader.body.data).toEqual(lint);
+    // The dry run it replaces needs the write role.
+    expect((await s.call('PUT', `/api/v2/workflows/${wf.id}/state?dryRun=true`, { blocks: state.blocks, edges: state.edges }, reader.key)).status).toBe(403);
+
+    const missing = await s.call('GET', '/api/v2/workflows/no-such-workflow/lint');
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('NOT_FOUND');
+    const stranger = await s.newUser('lint-stranger@console.test');
+    expect((await s.call('GET', `/api/v2/workflows/${wf.id}/lint`, undefined, stranger.key)).status).toBe(404);
+  });
+});
+
+describe('queue depth (GET /workspaces/{id}/queue, an extension)', () => {
+  it('counts the workspace\'s queued and running runs and ages its oldest queued run; readers may read it, strangers get 404', async () => {
+    const empty = await s.ok('GET', `/api/v2/workspaces/${s.workspaceId}/queue`);
+    expect(empty).toMatchObject({ workspaceId: s.workspaceId, queued: 0, running: 0, oldestQueuedAt: null, oldestQueuedAgeMs: null });
+    const start = apiBlock('start_trigger', 'Start');
+    const held = gate.block('Held', 'queue');
+    const wf = await buildWorkflow(s, 'Queued behind the gate', [start, held], [link(start, held)]);
+    const first = await s.ok('POST', `/api/v2/workflows/${wf.id}/execute`, { input: {}, async: true });
+    await until(async () => gate.holding('queue'), Boolean, 'the first run at the gate');
+    const second = await s.ok('POST', `/api/v2/workflows/${wf.id}/execute`, { input: {}, async: true });
+    const q = await s.ok('GET', `/api/v2/workspaces/${s.workspaceId}/queue`);
+    expect(q).toMatchObject({ queued: 1, running: 1 });
+    const queuedRun = await s.ok('GET', `/api/v2/workflows/${wf.id}/runs/${second.runId}`);
+    expect(queuedRun.status).toBe('queued');
+    expect(q.oldestQueuedAt).toBe((await s.services.store.workflowRuns.getByKey(wf.id, second.runId))!.queuedAt);
+    expect(q.oldestQueuedAgeMs).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(q.measuredAt) - Date.parse(q.oldestQueuedAt)).toBe(q.oldestQueuedAgeMs);
+
+    const reader = await s.newUser('queue-reader@console.test', { [s.workspaceId]: 'read' });
+    expect((await s.call('GET', `/api/v2/workspaces/${s.workspaceId}/queue`, undefined, reader.key)).body.data).toMatchObject({ queued: 1, running: 1 });
+    const stranger = await s.newUser('queue-stranger@console.test');
+    expect((await s.call('GET', `/api/v2/workspaces/${s.workspaceId}/queue`, undefined, stranger.key)).status).toBe(404);
+    expect((await s.call('GET', '/api/v2/workspaces/no-such-workspace/queue')).status).toBe(404);
+
+    gate.release('queue');
+    await until(() => s.ok('GET', `/api/v2/workspaces/${s.workspaceId}/queue`), (v: any) => v.queued === 0 && v.running === 0, 'the queue to drain');
+    expect((await s.ok('GET', `/api/v2/workflows/${wf.id}/runs/${first.runId}`)).status).toBe('completed');
   });
 });

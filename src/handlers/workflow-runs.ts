@@ -14,6 +14,9 @@ import { SelectorError, recordedSelectors, pickOutputs, resolveSelectors, runRes
 import { WorkflowNotDeployed, cancelRun, resumeRun } from '../runs/lifecycle.ts';
 import { checkCallbackUrl } from '../callbacks/signing.ts';
 import { createRun, loadRunnableWorkflow, runReceipt, statusUrl, streamRun } from './run-support.ts';
+import * as queue from './workflow-runs/queue.ts';
+
+export const getWorkspaceQueue = queue.getWorkspaceQueue;
 
 
 /** A run of this workflow (by the id callers know it by) the caller can reach at the operation's role; anything else is a 404. */

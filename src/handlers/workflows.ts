@@ -22,6 +22,7 @@ export const relocateWorkflowFolder = folders.relocateWorkflowFolder;
 export const deleteWorkflowFolder = folders.deleteWorkflowFolder;
 export const getWorkflowState = state.getWorkflowState;
 export const headWorkflowState = state.headWorkflowState;
+export const getWorkflowLint = state.getWorkflowLint;
 export const replaceWorkflowState = state.replaceWorkflowState;
 export const applyWorkflowOperations = state.applyWorkflowOperations;
 export const applyWorkflowVariables = state.applyWorkflowVariables;

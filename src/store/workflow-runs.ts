@@ -188,6 +188,17 @@ export class WorkflowRunRepository {
     return { depth: Number(r?.depth ?? 0), oldestQueuedAt: r?.oldest ?? null };
   }
 
+  /** One workspace's queue (the console's operations page): its queued and running runs and its oldest queued run, on the index workflow_runs_by_workspace_status (migration 0270). */
+  async queueOf(workspaceId: string): Promise<{ queued: number; running: number; oldestQueuedAt: string | null }> {
+    const rows = await this.db.all<{ status: string; n: number; oldest: string | null }>(
+      `SELECT status, COUNT(*) AS n, MIN(queued_at) AS oldest FROM workflow_runs
+       WHERE workspace_id = ? AND status IN ('queued', 'running') GROUP BY status`,
+      [workspaceId],
+    );
+    const of = (status: string) => rows.find((r) => r.status === status);
+    return { queued: Number(of('queued')?.n ?? 0), running: Number(of('running')?.n ?? 0), oldestQueuedAt: of('queued')?.oldest ?? null };
+  }
+
   async insert(r: NewRun): Promise<void> {
     await this.db.run(
       `INSERT INTO workflow_runs (id, run_key, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source,

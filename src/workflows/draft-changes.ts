@@ -35,6 +35,12 @@ export async function evaluateReplacement(repos: Repositories, w: WorkflowRecord
   return { next, needsRedeployment: await needsRedeployment(repos, w, next), lint: lintState(next) };
 }
 
+/** The linter's findings on the stored draft as it is: what a dry run of the unchanged draft answers, for readers too. */
+export async function evaluateDraft(repos: Repositories, w: WorkflowRecord) {
+  const current = stateOf(w);
+  return { needsRedeployment: await needsRedeployment(repos, w, current), lint: lintState(current) };
+}
+
 export async function replaceState(tx: Repositories, audit: Audit, id: string, input: StateReplacement, guard: Guard, actorId: string | null) {
   const w = await reload(tx, id);
   guard(w);

@@ -25,6 +25,13 @@ export const headWorkflowState: Handler<'headWorkflowState'> = async ({ params, 
   return { status: 200, body: undefined, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(json)), ETag: stateTag(w) } };
 };
 
+/** The draft's lint findings (an extension): read access is enough, since nothing is written. */
+export const getWorkflowLint: Handler<'getWorkflowLint'> = async ({ params, ctx }) => {
+  const w = await loadWorkflow(ctx, params.workflowId);
+  const evaluated = await drafts.evaluateDraft(ctx.services.store, w);
+  return { status: 200, body: { data: { id: w.id, needsRedeployment: evaluated.needsRedeployment, lint: evaluated.lint } } };
+};
+
 export const replaceWorkflowState: Handler<'replaceWorkflowState'> = async ({ params, query, body, ctx }) => {
   const first = await loadWorkflow(ctx, params.workflowId);
   workflows.assertUnlocked(first);

@@ -1,7 +1,8 @@
-// A workflow's page: its graph, deployment and versions, the draft's lint findings, "Run" with a JSON input
+// A workflow's page: its graph, deployment and versions (with a diff between two), the draft's lint findings, "Run" with a JSON input
 // (writers; followed live on the execute call's SSE stream) and its runs, filtered by status and paged.
 import { api, badge, canWrite, duration, el, fill, heading, json, main, money, page, pager, query, section, statusLine, table, when, wsPath, showError } from './core.js';
 import { drawGraph } from './graph.js';
+import { diffStates } from './diff.js';
 
 const wfPath = () => `/api/v2/workflows/${encodeURIComponent(page.workflowId)}`;
 const RUN_PAGE = 25;
@@ -19,7 +20,7 @@ export async function workflowPage() {
   fill(main, heading(wf.name, [wf.isDeployed ? badge('deployed') : badge('draft'), ' ', wf.description ?? '', ' · folder ', wf.folderPath ?? '/']));
   main.append(graphSection(state));
   if (canWrite) main.append(runSection());
-  main.append(runsSection(), deploymentSection(), lintSection(state));
+  main.append(runsSection(), deploymentSection(), lintSection());
 }
 
 function graphSection(state) {
@@ -171,34 +172,108 @@ function deploymentSection() {
       );
     })
     .catch((err) => fill(summary, el('p', { class: 'error', text: err.message })));
-  const p = pager(t.body, (cursor) => api('GET', `${wfPath()}/versions${query({ limit: 20, cursor })}`), (items) => t.rowsOf(items), { empty: 'No versions yet.', moreLabel: 'Older versions' });
+  const compare = el('div', {});
+  let newest = null;
+  const p = pager(
+    t.body,
+    (cursor) => api('GET', `${wfPath()}/versions${query({ limit: 20, cursor })}`),
+    (items) => {
+      // The first page is newest first: two or more versions make a comparison worth offering.
+      if (newest === null && items.length) {
+        newest = items[0].version;
+        if (newest > 1) fill(compare, compareForm(newest));
+      }
+      return t.rowsOf(items);
+    },
+    { empty: 'No versions yet.', moreLabel: 'Older versions' },
+  );
   p.reset();
-  return section('Deployment', summary, el('div', { class: 'scroll' }, t), p.controls);
+  return section('Deployment', summary, el('div', { class: 'scroll' }, t), p.controls, compare);
 }
 
-function lintSection(state) {
-  const out = el('div', {});
-  if (!canWrite) {
-    fill(out, el('p', { class: 'sub', text: 'The draft is checked by a dry-run write, which needs the write role. The deployment warnings above cover the live version.' }));
-    return section('Lint findings', out);
-  }
-  fill(out, statusLine('Checking the draft…'));
-  // Containers are recomputed from the blocks' parent ids, so only blocks and edges are sent.
-  const body = { blocks: state.blocks, edges: state.edges };
-  api('PUT', `${wfPath()}/state?dryRun=true`, body)
+/** Each kind of lint finding: its heading and how one finding reads. */
+const FINDINGS = [
+  ['orphanBlocks', 'Blocks nothing leads to', (f) => `${f.blockName ?? f.blockId} (${f.blockType})`],
+  ['emptyOutgoingPorts', 'Branches that lead nowhere', (f) => `${f.blockName ?? f.blockId}: ${f.label ?? f.handle}`],
+  ['invalidBranchPorts', 'Invalid branch ports', (f) => `${f.blockName ?? f.blockId} ${f.sourceHandle}: ${f.reason}`],
+  ['invalidConnectionTargets', 'Invalid connections', (f) => `${f.sourceBlockName ?? f.sourceBlockId} → ${f.targetBlockId}: ${f.reason}`],
+  ['fieldIssues', 'Block settings', (f) => `${f.blockName ?? f.blockId}: ${[f.missingRequiredFields?.length ? `missing ${f.missingRequiredFields.join(', ')}` : '', f.inactiveModeValues?.length ? `values of an inactive mode in ${f.inactiveModeValues.join(', ')}` : ''].filter(Boolean).join('; ')}`],
+  ['unresolvedReferences', 'Unresolved references', (f) => `${f.blockName ?? f.blockId} ${f.field}: ${f.value} (${f.reason})`],
+  ['tableFieldIssues', 'Table fields', (f) => `${f.blockName ?? f.blockId} ${f.field}: ${f.reason ?? f.tableName ?? ''}`],
+  ['notes', 'Notes', (f) => (typeof f === 'string' ? f : (f.message ?? json(f)))],
+];
+
+/** The draft's lint findings, from the read operation every member may call (GET …/lint). */
+function lintSection() {
+  const out = el('div', {}, statusLine('Checking the draft…'));
+  api('GET', `${wfPath()}/lint`)
     .then((r) => {
       const lint = r.data.lint ?? {};
-      const findings = r.data.warnings ?? [];
-      const notes = Array.isArray(lint.notes) ? lint.notes : [];
+      const groups = FINDINGS.filter(([key]) => Array.isArray(lint[key]) && lint[key].length > 0);
       fill(
         out,
-        findings.length
-          ? el('ul', { class: 'findings' }, findings.map((f) => el('li', { class: 'warning' }, badge('warning'), ' ', f)))
+        groups.length
+          ? groups.map(([key, title, line]) =>
+              el('div', { class: 'finding-group', dataset: { finding: key } }, el('h3', { text: `${title} (${lint[key].length})` }), el('ul', { class: 'findings' }, lint[key].map((f) => el('li', { class: 'warning' }, badge('warning'), ' ', line(f))))),
+            )
           : el('p', { text: 'No findings: the draft looks runnable.' }),
-        notes.length ? el('ul', { class: 'notes' }, notes.map((n) => el('li', { text: typeof n === 'string' ? n : (n.message ?? json(n)) }))) : null,
         r.data.needsRedeployment ? el('p', { text: 'The draft differs from the deployment: deploy it for runs to see the changes.' }) : null,
       );
     })
     .catch((err) => fill(out, el('p', { class: 'error', text: err.message })));
   return section('Lint findings', out);
+}
+
+/** Two deployment versions side by side: pick them by number, see what the later one changed. */
+function compareForm(latest) {
+  const from = el('input', { id: 'diff-from', type: 'number', min: 1, step: 1, required: true, value: latest > 1 ? latest - 1 : 1 });
+  const to = el('input', { id: 'diff-to', type: 'number', min: 1, step: 1, required: true, value: latest });
+  const status = statusLine();
+  const out = el('div', { class: 'diff', 'aria-live': 'polite' });
+  const form = el(
+    'form',
+    { class: 'filters compare' },
+    el('label', { for: 'diff-from', text: 'From version' }),
+    from,
+    el('label', { for: 'diff-to', text: 'To version' }),
+    to,
+    el('button', { type: 'submit', class: 'secondary', text: 'Compare' }),
+  );
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    status.set('Comparing…');
+    out.replaceChildren();
+    try {
+      const [a, b] = await Promise.all([from.value, to.value].map((v) => api('GET', `${wfPath()}/versions/${encodeURIComponent(v)}`)));
+      status.set('');
+      fill(out, diffView(a.data, b.data));
+    } catch (err) {
+      status.set(err.message, true);
+    }
+  });
+  return el('div', {}, el('h3', { text: 'Compare versions' }), form, status, out);
+}
+
+const short = (v) => {
+  const text = v === undefined ? '(none)' : typeof v === 'string' ? v : JSON.stringify(v);
+  return text.length > 160 ? `${text.slice(0, 157)}…` : text;
+};
+
+function diffView(a, b) {
+  const d = diffStates(a.state, b.state);
+  const count = d.addedBlocks.length + d.removedBlocks.length + d.changedBlocks.length + d.addedEdges.length + d.removedEdges.length;
+  const edge = (e) => `${e.sourceName}${e.sourceHandle && e.sourceHandle !== 'source' ? ` [${e.sourceHandle}]` : ''} → ${e.targetName}`;
+  const group = (key, title, items, line, kind) =>
+    items.length ? el('div', { class: `diff-group diff-${kind}`, dataset: { diff: key } }, el('h4', { text: `${title} (${items.length})` }), el('ul', {}, items.map((x) => el('li', {}, line(x))))) : null;
+  return [
+    el('p', { class: 'sub', text: count ? `Version ${a.version} → version ${b.version}: ${count} change${count === 1 ? '' : 's'}.` : `Versions ${a.version} and ${b.version} do the same thing.` }),
+    group('blocks-added', 'Blocks added', d.addedBlocks, (x) => `${x.name} (${x.type})`, 'added'),
+    group('blocks-removed', 'Blocks removed', d.removedBlocks, (x) => `${x.name} (${x.type})`, 'removed'),
+    group('blocks-changed', 'Blocks changed', d.changedBlocks, (c) => [
+      el('strong', { text: c.block.name }),
+      el('ul', { class: 'changes' }, c.changes.map((ch) => el('li', { dataset: { setting: ch.setting } }, el('code', { text: ch.setting }), ': ', el('del', { text: short(ch.before) }), ' → ', el('ins', { text: short(ch.after) })))),
+    ], 'changed'),
+    group('edges-added', 'Edges added', d.addedEdges, edge, 'added'),
+    group('edges-removed', 'Edges removed', d.removedEdges, edge, 'removed'),
+  ];
 }
