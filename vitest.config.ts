@@ -13,6 +13,7 @@ const HEAP_SENSITIVE = ['test/transfer-memory.test.ts'];
 // minutes on 2 cores; files that open the SQLite file directly, or spawn server processes, run on SQLite only.
 export const POSTGRES_FILES = [
   'test/access-control.test.ts', // keys, roles, plans, audit trail, OAuth tokens, rate limits
+  'test/agent-chat.test.ts',
   'test/billing.test.ts',
   'test/conditional-writes.test.ts', // ETag / If-Match across the families
   'test/files-http.test.ts',
@@ -23,13 +24,16 @@ export const POSTGRES_FILES = [
   'test/knowledge-documents.test.ts', // processing queue, full text and hybrid search
   'test/knowledge-tags.test.ts',
   'test/metrics.test.ts',
+  'test/organizations.test.ts', // and invitations, the accept page, per-person credit limits
   'test/run-id-scope.test.ts', // runs and their logs
+  'test/selectors.test.ts',
   'test/skills.test.ts', // resources
   'test/tables-folders.test.ts',
   'test/tables-groups.test.ts', // workflow runs from table rows
   'test/tables-http.test.ts',
   'test/tables-rows.test.ts',
   'test/web-sign-in.test.ts',
+  'test/workspace-forks.test.ts', // and operation receipts
 ];
 
 export default defineConfig({

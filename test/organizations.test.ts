@@ -436,6 +436,7 @@ describe('workspace invitations', () => {
       ['My workspace', 'write'],
       ['Second space', 'read'],
     ]);
+    expect((await as(people.admin, 'GET', `${ORG()}/invitations/${listed.id}/workspaces?search=SECOND`)).body.data.map((g: any) => g.name)).toEqual(['Second space']);
 
     // Accepting joins the organization and grants both workspaces.
     const fresh = await person('fresh@example.com');

@@ -274,6 +274,16 @@ describe('refusals', () => {
     const list = await s.call('GET', `/api/v2/workspaces/${parent}/operations`, undefined, key);
     expect(list.status).toBe(200);
     expect(list.body.data.length).toBeGreaterThan(0);
+    // One receipt a page, newest first, reaches the same receipts through the cursor.
+    const paged: unknown[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await s.call('GET', `/api/v2/workspaces/${parent}/operations?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, undefined, key);
+      expect(page.status).toBe(200);
+      paged.push(...page.body.data);
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(paged).toEqual(list.body.data);
   });
 
   it('needs admin: a writer gets 403, a stranger 404; an unknown workspace or operation is 404', async () => {

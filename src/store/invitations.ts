@@ -133,8 +133,8 @@ export class InvitationRepository {
   ): Promise<Invitation[]> {
     const page = keyset({ column: INVITATION_SORT_COLUMNS[q.sortBy], idColumn: 'id', order: q.sortOrder, after: q.after, limit: q.limit });
     const rows = await this.db.all<Row>(
-      `SELECT * FROM invitations WHERE organization_id = ? AND (? IS NULL OR ${this.db.dialect.contains('email', 'lower(?)')})
-         AND (? IS NULL OR status = ?) AND ${page.where}
+      `SELECT * FROM invitations WHERE organization_id = ? AND (CAST(? AS TEXT) IS NULL OR ${this.db.dialect.contains('email', 'lower(?)')})
+         AND (CAST(? AS TEXT) IS NULL OR status = ?) AND ${page.where}
        ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       [organizationId, q.search ?? null, q.search ?? null, q.status ?? null, q.status ?? null, ...page.whereParams],
     );
@@ -169,7 +169,7 @@ export class InvitationRepository {
     return (
       await this.db.all<{ workspace_id: string; name: string; permission: WorkspaceRole }>(
         `SELECT g.workspace_id, w.name, g.permission FROM invitation_workspace_grants g JOIN workspaces w ON w.id = g.workspace_id
-         WHERE g.invitation_id = ? AND (? IS NULL OR ${this.db.dialect.contains('lower(w.name)', 'lower(?)')}) AND ${page.where}
+         WHERE g.invitation_id = ? AND (CAST(? AS TEXT) IS NULL OR ${this.db.dialect.contains('lower(w.name)', 'lower(?)')}) AND ${page.where}
          ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
         [invitationId, q.search ?? null, q.search ?? null, ...page.whereParams],
       )

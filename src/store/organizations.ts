@@ -127,7 +127,7 @@ export class OrganizationRepository {
     const page = keyset({ column: ORGANIZATION_SORT_COLUMNS[q.sortBy], idColumn: 'o.id', order: q.sortOrder, after: q.after, limit: q.limit });
     const rows = await this.db.all<OrganizationRow & { role: OrganizationRole }>(
       `SELECT o.*, m.role FROM organizations o JOIN organization_members m ON m.organization_id = o.id AND m.user_id = ?
-       WHERE (? IS NULL OR ${this.db.dialect.contains('lower(o.name)', 'lower(?)')}) AND ${page.where}
+       WHERE (CAST(? AS TEXT) IS NULL OR ${this.db.dialect.contains('lower(o.name)', 'lower(?)')}) AND ${page.where}
        ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       [userId, q.search ?? null, q.search ?? null, ...page.whereParams],
     );
@@ -169,7 +169,7 @@ export class OrganizationRepository {
     const rows = await this.db.all<MemberRow>(
       `SELECT m.organization_id, m.user_id, m.role, m.joined_at, u.name, u.email
        FROM organization_members m JOIN users u ON u.id = m.user_id
-       WHERE m.organization_id = ? AND (? IS NULL OR ${d.contains('lower(u.name)', 'lower(?)')} OR ${d.contains('lower(u.email)', 'lower(?)')})
+       WHERE m.organization_id = ? AND (CAST(? AS TEXT) IS NULL OR ${d.contains('lower(u.name)', 'lower(?)')} OR ${d.contains('lower(u.email)', 'lower(?)')})
          AND ${page.where}
        ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       [organizationId, q.search ?? null, q.search ?? null, q.search ?? null, ...page.whereParams],
@@ -243,7 +243,7 @@ export class OrganizationRepository {
     const page = keyset({ column: ORGANIZATION_WORKSPACE_SORT_COLUMNS[q.sortBy], idColumn: 'w.id', order: q.sortOrder, after: q.after, limit: q.limit });
     return this.db.all<{ id: string; name: string }>(
       `SELECT w.id, w.name FROM workspaces w
-       WHERE w.organization_id = ? AND (? IS NULL OR ${this.db.dialect.contains('lower(w.name)', 'lower(?)')}) AND ${page.where}
+       WHERE w.organization_id = ? AND (CAST(? AS TEXT) IS NULL OR ${this.db.dialect.contains('lower(w.name)', 'lower(?)')}) AND ${page.where}
        ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       [organizationId, q.search ?? null, q.search ?? null, ...page.whereParams],
     );
@@ -269,7 +269,7 @@ export class OrganizationRepository {
               us.name AS user_name, us.email AS user_email, ws.name AS workspace_name, wf.name AS workflow_name
        FROM usage_records u
        LEFT JOIN users us ON us.id = u.user_id LEFT JOIN workspaces ws ON ws.id = u.workspace_id LEFT JOIN workflows wf ON wf.id = u.workflow_id
-       WHERE u.billing_account_id = ? AND u.recorded_at >= ? AND u.recorded_at < ? AND (? IS NULL OR u.workspace_id = ?)`,
+       WHERE u.billing_account_id = ? AND u.recorded_at >= ? AND u.recorded_at < ? AND (CAST(? AS TEXT) IS NULL OR u.workspace_id = ?)`,
       [billingAccountId, from, to, workspaceId, workspaceId],
     );
     return rows.map((r) => ({

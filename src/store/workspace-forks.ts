@@ -128,7 +128,7 @@ export class WorkspaceForkRepository {
 
   async mappingsPage(childWorkspaceId: string, afterId: string | null, limit: number): Promise<ForkMappingRecord[]> {
     const rows = await this.db.all<MappingRow>(
-      `SELECT * FROM workspace_fork_mappings WHERE child_workspace_id = ? AND (? IS NULL OR id > ?) ORDER BY id ${limitClause(limit)}`,
+      `SELECT * FROM workspace_fork_mappings WHERE child_workspace_id = ? AND (CAST(? AS TEXT) IS NULL OR id > ?) ORDER BY id ${limitClause(limit)}`,
       [childWorkspaceId, afterId, afterId],
     );
     return rows.map(toMapping);

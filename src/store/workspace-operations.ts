@@ -67,7 +67,7 @@ export class WorkspaceOperationRepository {
   /** Newest first (ids are time-ordered). */
   async list(q: { workspaceId: string; requestId?: string; beforeId: string | null; limit: number }): Promise<WorkspaceOperationRecord[]> {
     const rows = await this.db.all<Row>(
-      `SELECT * FROM workspace_operations WHERE workspace_id = ? AND (? IS NULL OR request_id = ?) AND (? IS NULL OR id < ?)
+      `SELECT * FROM workspace_operations WHERE workspace_id = ? AND (CAST(? AS TEXT) IS NULL OR request_id = ?) AND (CAST(? AS TEXT) IS NULL OR id < ?)
        ORDER BY id DESC ${limitClause(q.limit)}`,
       [q.workspaceId, q.requestId ?? null, q.requestId ?? null, q.beforeId, q.beforeId],
     );
