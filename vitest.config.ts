@@ -13,6 +13,7 @@ const HEAP_SENSITIVE = ['test/transfer-memory.test.ts'];
 // minutes on 2 cores; files that open the SQLite file directly, or spawn server processes, run on SQLite only.
 export const POSTGRES_FILES = [
   'test/access-control.test.ts', // keys, roles, plans, audit trail, OAuth tokens, rate limits
+  'test/access-requests.test.ts',
   'test/agent-chat.test.ts',
   'test/billing.test.ts',
   'test/conditional-writes.test.ts', // ETag / If-Match across the families
@@ -25,6 +26,7 @@ export const POSTGRES_FILES = [
   'test/knowledge-tags.test.ts',
   'test/metrics.test.ts',
   'test/organizations.test.ts', // and invitations, the accept page, per-person credit limits
+  'test/permission-groups.test.ts',
   'test/run-id-scope.test.ts', // runs and their logs
   'test/selectors.test.ts',
   'test/skills.test.ts', // resources

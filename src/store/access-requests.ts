@@ -151,8 +151,8 @@ export class AccessRequestRepository {
     const search = q.search ?? null;
     const rows = await this.db.all<Row>(
       `${SELECT}
-       WHERE a.organization_id = ? AND (? IS NULL OR a.requester_id = ?) AND (? IS NULL OR a.workspace_id = ?) AND (? IS NULL OR a.status = ?)
-         AND (? IS NULL OR ${d.contains('lower(a.target_label)', 'lower(?)')} OR ${d.contains('lower(u.name)', 'lower(?)')} OR ${d.contains('lower(u.email)', 'lower(?)')})
+       WHERE a.organization_id = ? AND (CAST(? AS TEXT) IS NULL OR a.requester_id = ?) AND (CAST(? AS TEXT) IS NULL OR a.workspace_id = ?) AND (CAST(? AS TEXT) IS NULL OR a.status = ?)
+         AND (CAST(? AS TEXT) IS NULL OR ${d.contains('lower(a.target_label)', 'lower(?)')} OR ${d.contains('lower(u.name)', 'lower(?)')} OR ${d.contains('lower(u.email)', 'lower(?)')})
          AND ${page.where}
        ORDER BY ${page.orderBy} ${limitClause(q.limit)}`,
       [
