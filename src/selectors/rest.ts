@@ -1,0 +1,156 @@
+// Turns a catalog entry (catalog.ts) into a selector source: one call to the provider's REST API with the workspace
+// credential's token, through the egress policy, the options read from the answer by path, and the provider's own
+// paging carried in the selector cursor. `get` walks the pages (bounded) for the id, since the catalog names only
+// the listing call.
+import { DomainError, invalidInput } from '../domain/errors.ts';
+import { EgressError } from '../execution/egress.ts';
+import { oauthProvider } from '../credentials/providers.ts';
+import type { CatalogEntry } from './catalog.ts';
+import { credentialGrant, type SelectorCall, type SelectorDeps, type SelectorOption, type SelectorPage, type SelectorSource } from './source.ts';
+
+/** Pages `get` reads looking for an id before answering null. */
+const GET_MAX_PAGES = 20;
+
+/** The value at a dotted path; `a[].b` is the `b` of each element of array `a`, joined. */
+export function valueAt(obj: unknown, path: string): unknown {
+  const [head, ...rest] = path.split('[].');
+  let cur: unknown = obj;
+  for (const part of head!.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  if (rest.length === 0) return cur;
+  if (!Array.isArray(cur)) return undefined;
+  return cur.map((el) => valueAt(el, rest.join('[].'))).filter((v) => v !== undefined && v !== null).join('');
+}
+
+/** `{name}` replaced by context.name (encoded for a URL path, or raw). */
+export function fill(template: string, context: Record<string, string>, encode: boolean): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const v = context[name] ?? '';
+    return encode ? encodeURIComponent(v) : v;
+  });
+}
+
+const scalar = (v: unknown): string | number | boolean | null | undefined =>
+  v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? v : undefined;
+
+function toOption(entry: CatalogEntry, item: unknown): SelectorOption | null {
+  if (entry.only && valueAt(item, entry.only) === undefined) return null;
+  const id = scalar(valueAt(item, entry.id));
+  if (id === undefined || id === null || id === '') return null;
+  const label = entry.label.map((p) => scalar(valueAt(item, p))).find((v) => v !== undefined && v !== null && v !== '');
+  const option: SelectorOption = { id: String(id), label: String(label ?? id) };
+  if (entry.meta) {
+    const meta: Record<string, string | number | boolean | null> = {};
+    for (const [name, path] of Object.entries(entry.meta)) {
+      const v = scalar(valueAt(item, path));
+      if (v !== undefined) meta[name] = v;
+    }
+    if (Object.keys(meta).length) option.meta = meta;
+  }
+  return option;
+}
+
+export function restSource(deps: SelectorDeps, key: string, entry: CatalogEntry): SelectorSource {
+  const names = entry.providers.map((p) => oauthProvider(p)?.name ?? p).join(' or ');
+  const rootFor = (providerId: string) => {
+    const configs = deps.config.oauthProviders;
+    return configs[providerId]?.apiBaseUrl ?? entry.api;
+  };
+
+  /** One page from the provider; `after` is the provider's own continuation (token, link, offset or page). */
+  async function fetchPage(sel: SelectorCall, after: string | null, limit: number): Promise<SelectorPage> {
+    const { token, providerId } = await credentialGrant(deps, sel, key, entry.providers);
+    const root = rootFor(providerId);
+    const size = entry.size ? Math.min(limit, entry.size.max) : limit;
+    let url: URL;
+    const body: Record<string, unknown> | undefined = entry.body || entry.method === 'POST' ? { ...(entry.body ?? {}) } : undefined;
+    if (entry.paging.kind === 'link' && after) {
+      url = new URL(after);
+      // A next link must stay on the provider's API: the cursor is signed, but the provider wrote it.
+      if (url.origin !== new URL(root).origin) throw invalidInput(['body', 'cursor'], 'The cursor is not one this selector issued.');
+    } else {
+      url = new URL(root + fill(entry.path, sel.context, true));
+      for (const [k, v] of Object.entries(entry.query ?? {})) url.searchParams.set(k, fill(v, sel.context, false));
+      const put = (where: 'query' | 'body' | undefined, name: string, value: string | number) => {
+        if (where === 'body' && body) body[name] = value;
+        else url.searchParams.set(name, String(value));
+      };
+      if (entry.size) put(entry.size.in, entry.size.param, size);
+      const p = entry.paging;
+      if (p.kind === 'token' && after) put(p.in, p.param, after);
+      if (p.kind === 'offset') put(undefined, p.param, after ?? '0');
+      if (p.kind === 'page') put(undefined, p.param, after ?? '1');
+    }
+    const headers: Record<string, string> = { authorization: `${entry.authScheme ?? 'Bearer'} ${token}`, accept: 'application/json' };
+    for (const [k, v] of Object.entries(entry.headers ?? {})) headers[k] = fill(v, sel.context, false);
+    if (body) headers['content-type'] = 'application/json';
+    let res;
+    try {
+      res = await deps.egress.request({ url: url.href, method: entry.method ?? 'GET', headers, body: body ? JSON.stringify(body) : undefined, timeoutMs: 15_000, signal: sel.signal });
+    } catch (e) {
+      const why = e instanceof EgressError ? e.message : (e as Error).message;
+      throw new DomainError('unavailable', `${names} could not be reached: ${why}`);
+    }
+    if (res.status === 401 || res.status === 403) {
+      const why = res.status === 401 ? 'no longer accepts' : 'lacks the permission for';
+      throw invalidInput(
+        ['body', 'context', 'oauthCredential'],
+        `${names} answered ${res.status}: it ${why} the credential ${sel.context.oauthCredential} (${key}); reconnect it with \`sim credentials reconnect\`.`,
+        'credential_refused',
+      );
+    }
+    if (res.status === 404) throw new DomainError('not_found', `${names} found nothing at ${url.pathname} (check the context of ${key}).`);
+    if (res.status < 200 || res.status >= 300) throw new DomainError('unavailable', `${names} answered ${res.status} to ${key}.`);
+    let answer: unknown;
+    try {
+      answer = JSON.parse(res.body.toString('utf8'));
+    } catch {
+      throw new DomainError('unavailable', `${names} answered ${res.status} with a body that is not JSON.`);
+    }
+    const raw = valueAt(answer, entry.items);
+    const items = Array.isArray(raw) ? raw : [];
+    const options = items.map((i) => toOption(entry, i)).filter((o): o is SelectorOption => o !== null);
+    return { options, next: nextOf(entry, answer, after, items.length, size), truncated: false };
+  }
+
+  return {
+    requires: ['oauthCredential', ...(entry.requires ?? [])],
+    async list(sel, page) {
+      const got = await fetchPage(sel, page.after, page.limit);
+      // Providers' list calls mostly cannot search: the search narrows each page.
+      const needle = page.search?.trim().toLowerCase();
+      const options = (needle ? got.options.filter((o) => o.label.toLowerCase().includes(needle)) : got.options).slice(0, page.limit);
+      return { ...got, options };
+    },
+    async get(sel, id) {
+      let after: string | null = null;
+      for (let i = 0; i < GET_MAX_PAGES; i++) {
+        const got = await fetchPage(sel, after, 100);
+        const hit = got.options.find((o) => o.id === id);
+        if (hit) return hit;
+        if (!got.next) return null;
+        after = got.next;
+      }
+      return null;
+    },
+  };
+}
+
+function nextOf(entry: CatalogEntry, answer: unknown, after: string | null, count: number, size: number): string | null {
+  const p = entry.paging;
+  switch (p.kind) {
+    case 'none':
+      return null;
+    case 'token':
+    case 'link': {
+      const v = scalar(valueAt(answer, p.next));
+      return v === undefined || v === null || v === '' ? null : String(v);
+    }
+    case 'offset':
+      return count >= size ? String(Number(after ?? 0) + count) : null;
+    case 'page':
+      return count >= size ? String(Number(after ?? 1) + 1) : null;
+  }
+}
