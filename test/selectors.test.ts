@@ -141,8 +141,7 @@ describe('internal selectors', () => {
     expect((await list({ selectorKey: 'knowledge.documents', context: { knowledgeBaseId: 'kb_missing' } })).status).toBe(404);
     const unsupported = await list({ selectorKey: 'jira.projects', context: { oauthCredential: 'x' } });
     expect(unsupported.status).toBe(400);
-    expect(unsupported.body.error.message).toContain('jira.projects is not available on this server');
-    expect(unsupported.body.error.message).toContain('slack.channels');
+    expect(unsupported.body.error.message).toContain('jira.projects is not available on this server: Atlassian');
     expect((await list({ selectorKey: 'no.such.selector' })).status).toBe(400);
     expect((await list({ selectorKey: 'table.columns', context: { tableId: 1 } })).status).toBe(400);
     expect((await list({ selectorKey: 'table.columns', context: { tableId: 'x' }, limit: 101 })).status).toBe(400);
