@@ -28,9 +28,20 @@ interface Seen {
 let current: { key: string; entry: CatalogEntry; provider: string } | null = null;
 let seen: Seen[] = [];
 let refuse = false;
+let graphqlError = false;
 
 const providersUsed = [...new Set(Object.values(SELECTOR_CATALOG).map((e) => e.providers[0]!))];
 const tokenOf = (provider: string) => `tok-${provider}`;
+/** The Authorization header the provider expects: `<scheme> <token>`, or the bare token where the scheme is ''. */
+const authOf = (entry: CatalogEntry, provider: string) => (entry.authScheme === '' ? tokenOf(provider) : `${entry.authScheme ?? 'Bearer'} ${tokenOf(provider)}`);
+/** The value at a dotted path. */
+const getAt = (obj: unknown, path: string): unknown => path.split('.').reduce<unknown>((cur, k) => (cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[k] : undefined), obj);
+/** A request parameter, from the query or (dotted path) the JSON body. */
+const paramOf = (r: Seen, where: 'query' | 'body' | undefined, name: string): string | null => {
+  if (where !== 'body') return r.query.get(name);
+  const v = getAt(r.body, name);
+  return v === undefined || v === null ? null : String(v);
+};
 
 /** Writes `value` at a catalog path (`a.b`, or `a[].b` as a one-element array). */
 function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
@@ -59,15 +70,20 @@ function answer(entry: CatalogEntry, items: unknown[], next: string | null): Rec
   setPath(out, entry.items, items);
   const p = entry.paging;
   if (next && (p.kind === 'token' || p.kind === 'link')) setPath(out, p.next, next);
+  // A GraphQL connection keeps its end cursor on the last page; only `hasNextPage` says there is no more.
+  if (p.kind === 'token' && p.more) {
+    setPath(out, p.more, next !== null);
+    if (!next) setPath(out, p.next, 'end-of-list');
+  }
   return out;
 }
 /** Where the request carried the provider's continuation (null: first page). */
 function continuation(entry: CatalogEntry, r: Seen): string | null {
   const p = entry.paging;
-  if (p.kind === 'token') return (p.in === 'body' ? (r.body?.[p.param] as string | undefined) : r.query.get(p.param)) ?? null;
+  if (p.kind === 'token') return paramOf(r, p.in, p.param);
   if (p.kind === 'link') return r.path.endsWith('/next-page') ? r.query.get('page') : null;
-  if (p.kind === 'offset') return r.query.get(p.param) === '0' ? null : r.query.get(p.param);
-  if (p.kind === 'page') return r.query.get(p.param) === '1' ? null : r.query.get(p.param);
+  if (p.kind === 'offset') return paramOf(r, p.in, p.param) === '0' ? null : paramOf(r, p.in, p.param);
+  if (p.kind === 'page') return paramOf(r, p.in, p.param) === '1' ? null : paramOf(r, p.in, p.param);
   return null;
 }
 /** The next-page marker the fake hands out after page 1. */
@@ -97,8 +113,9 @@ beforeAll(async () => {
     const text = Buffer.concat(chunks).toString('utf8');
     const r: Seen = { method: req.method!, path: url.pathname, query: url.searchParams, headers: req.headers, body: text ? JSON.parse(text) : null };
     seen.push(r);
-    if (refuse || req.headers.authorization !== `${entry.authScheme ?? 'Bearer'} ${tokenOf(provider)}`) return json({ error: 'invalid token' }, 401);
-    const size = entry.size ? Number(entry.size.in === 'body' ? r.body?.[entry.size.param] : r.query.get(entry.size.param)) : 2;
+    if (refuse || req.headers.authorization !== authOf(entry, provider)) return json({ error: 'invalid token' }, 401);
+    if (graphqlError) return json({ errors: [{ message: 'Argument first is too large' }] });
+    const size = entry.size ? Number(paramOf(r, entry.size.in, entry.size.param)) : 2;
     if (continuation(entry, r) === null) {
       const first = [item(entry, 1), item(entry, 2)];
       // Offset and page paging continue only after a full page.
@@ -158,10 +175,13 @@ describe.each(Object.entries(SELECTOR_CATALOG))('%s', (key, entry) => {
     const r = seen[0]!;
     expect(r.method).toBe(entry.method ?? 'GET');
     expect(r.path).toBe(`/api/${provider}${encodedPath(entry, context)}`);
-    expect(r.headers.authorization).toBe(`${entry.authScheme ?? 'Bearer'} ${tokenOf(provider)}`);
-    for (const [h, v] of Object.entries(entry.headers ?? {})) expect(r.headers[h.toLowerCase()]).toBe(v.replace(/\{(\w+)\}/g, (_, k: string) => context[k as keyof typeof context]!));
+    expect(r.headers.authorization).toBe(authOf(entry, provider));
+    const fillIn = (v: string) => v.replace(/\{(\w+)\}/g, (_, k: string) => context[k as keyof typeof context]!);
+    for (const [k, v] of Object.entries((entry.body?.variables ?? {}) as Record<string, string>)) expect(getAt(r.body, `variables.${k}`)).toBe(fillIn(v));
+    if (entry.body?.query) expect(r.body?.query).toBe(entry.body.query);
+    for (const [h, v] of Object.entries(entry.headers ?? {})) expect(r.headers[h.toLowerCase()]).toBe(fillIn(v));
     for (const [q, v] of Object.entries(entry.query ?? {})) expect(r.query.get(q)).toBe(v);
-    if (entry.size) expect(Number(entry.size.in === 'body' ? r.body?.[entry.size.param] : r.query.get(entry.size.param))).toBe(2);
+    if (entry.size) expect(Number(paramOf(r, entry.size.in, entry.size.param))).toBe(2);
 
     if (entry.paging.kind === 'none') {
       expect(first.body.nextCursor).toBeNull();
@@ -212,6 +232,19 @@ describe('catalog selector errors', () => {
       expect(res.body.error.details[0]).toMatchObject({ code: 'credential_refused', path: ['body', 'context', 'oauthCredential'] });
     } finally {
       refuse = false;
+    }
+  });
+
+  it('a GraphQL answer carrying errors is a 503 quoting the first', async () => {
+    const entry = SELECTOR_CATALOG['linear.teams']!;
+    current = { key: 'linear.teams', entry, provider: 'linear' };
+    graphqlError = true;
+    try {
+      const res = await list({ selectorKey: 'linear.teams', context: { oauthCredential: credentialOf.linear } });
+      expect(res.status).toBe(503);
+      expect(res.body.error.message).toContain('Argument first is too large');
+    } finally {
+      graphqlError = false;
     }
   });
 

@@ -7,14 +7,17 @@
 /** How a provider continues a list. Paths are dotted paths into the JSON answer. */
 export type Paging =
   | { kind: 'none' }
-  /** An opaque token: sent back as `param` (in the query, or the JSON body), read from `next` in the answer. */
-  | { kind: 'token'; param: string; next: string; in?: 'query' | 'body' }
+  /**
+   * An opaque token: sent back as `param` (in the query, or at a dotted path of the JSON body), read from `next` in
+   * the answer; with `more`, only while that path is true (GraphQL `pageInfo.hasNextPage`).
+   */
+  | { kind: 'token'; param: string; next: string; in?: 'query' | 'body'; more?: string }
   /** A full URL of the next page (Microsoft Graph `@odata.nextLink`, Bitbucket `next`), only followed on the same origin. */
   | { kind: 'link'; next: string }
   /** A zero-based item offset in `param`; a full page means there may be more. */
-  | { kind: 'offset'; param: string }
+  | { kind: 'offset'; param: string; in?: 'query' | 'body' }
   /** A one-based page number in `param`; a full page means there may be more. */
-  | { kind: 'page'; param: string };
+  | { kind: 'page'; param: string; in?: 'query' | 'body' };
 
 export interface CatalogEntry {
   /** OAuth provider ids (src/credentials/providers.ts) whose connections serve this selector. */
@@ -26,14 +29,16 @@ export interface CatalogEntry {
   path: string;
   /** Fixed query parameters (`{name}` substituted, as for the path). */
   query?: Record<string, string>;
-  /** JSON body of a POST. */
+  /** JSON body of a POST (`{name}` in its strings substituted, e.g. GraphQL variables). */
   body?: Record<string, unknown>;
   /** Extra request headers (`{name}` substituted, not encoded). */
   headers?: Record<string, string>;
-  /** How the token is presented: `Bearer` (default) or Zoho's `Zoho-oauthtoken`. */
+  /** How the token is presented: `Bearer` (default), Zoho's `Zoho-oauthtoken`, or '' for the bare token. */
   authScheme?: string;
   /** Context keys the call needs besides `oauthCredential`. */
   requires?: string[];
+  /** Where a GraphQL answer lists its errors (a non-empty list is a failure). */
+  errors?: string;
   /** Where the array of items is. */
   items: string;
   /** Keep only items where this path is present (e.g. OneDrive folders). */
@@ -100,10 +105,10 @@ export const SELECTOR_CATALOG: Record<string, CatalogEntry> = {
   'bitbucket.workspaces': { providers: ['bitbucket'], api: 'https://api.bitbucket.org/2.0', path: '/user/permissions/workspaces', items: 'values', id: 'workspace.slug', label: ['workspace.name', 'workspace.slug'], meta: { permission: 'permission' }, paging: { kind: 'link', next: 'next' }, size: { param: 'pagelen', max: 100 }, describe: 'the workspaces the user can access (id = slug)' },
 
   // ClickUp (a "team" in API v2 is a workspace)
-  'clickup.workspaces': { providers: ['clickup'], api: CLICKUP, path: '/team', items: 'teams', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the workspaces' },
-  'clickup.spaces': { providers: ['clickup'], api: CLICKUP, path: '/team/{teamId}/space', requires: ['teamId'], items: 'spaces', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the spaces of a workspace' },
-  'clickup.folders': { providers: ['clickup'], api: CLICKUP, path: '/space/{spaceId}/folder', requires: ['spaceId'], items: 'folders', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the folders of a space' },
-  'clickup.lists': { providers: ['clickup'], api: CLICKUP, path: '/folder/{folderId}/list', requires: ['folderId'], items: 'lists', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the lists of a folder' },
+  'clickup.workspaces': { providers: ['clickup'], api: CLICKUP, authScheme: '', path: '/team', items: 'teams', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the workspaces' },
+  'clickup.spaces': { providers: ['clickup'], api: CLICKUP, authScheme: '', path: '/team/{teamId}/space', requires: ['teamId'], items: 'spaces', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the spaces of a workspace' },
+  'clickup.folders': { providers: ['clickup'], api: CLICKUP, authScheme: '', path: '/space/{spaceId}/folder', requires: ['spaceId'], items: 'folders', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the folders of a space' },
+  'clickup.lists': { providers: ['clickup'], api: CLICKUP, authScheme: '', path: '/folder/{folderId}/list', requires: ['folderId'], items: 'lists', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the lists of a folder' },
 
   // HubSpot CRM v3
   'hubspot.owners': { providers: ['hubspot'], api: HUBSPOT, path: '/crm/v3/owners', items: 'results', id: 'id', label: ['email', 'lastName'], meta: { firstName: 'firstName', lastName: 'lastName' }, paging: hubspotAfter, size: { param: 'limit', max: 100 }, describe: 'the owners (labelled by e-mail)' },
@@ -118,6 +123,14 @@ export const SELECTOR_CATALOG: Record<string, CatalogEntry> = {
   'webflow.sites': { providers: ['webflow'], api: WEBFLOW, path: '/sites', items: 'sites', id: 'id', label: ['displayName', 'shortName'], paging: { kind: 'none' }, describe: 'the sites' },
   'webflow.collections': { providers: ['webflow'], api: WEBFLOW, path: '/sites/{siteId}/collections', requires: ['siteId'], items: 'collections', id: 'id', label: ['displayName', 'slug'], paging: { kind: 'none' }, describe: 'the CMS collections of a site' },
   'webflow.items': { providers: ['webflow'], api: WEBFLOW, path: '/collections/{collectionId}/items', requires: ['collectionId'], items: 'items', id: 'id', label: ['fieldData.name', 'fieldData.slug', 'id'], paging: { kind: 'offset', param: 'offset' }, size: { param: 'limit', max: 100 }, describe: 'the items of a collection' },
+
+  // Linear (GraphQL, Relay-style connections)
+  'linear.teams': { providers: ['linear'], api: 'https://api.linear.app', method: 'POST', path: '/graphql', body: { query: 'query Teams($first: Int, $after: String) { teams(first: $first, after: $after) { nodes { id name key } pageInfo { hasNextPage endCursor } } }', variables: {} }, errors: 'errors', items: 'data.teams.nodes', id: 'id', label: ['name'], meta: { key: 'key' }, paging: { kind: 'token', param: 'variables.after', next: 'data.teams.pageInfo.endCursor', more: 'data.teams.pageInfo.hasNextPage', in: 'body' }, size: { param: 'variables.first', max: 100, in: 'body' }, describe: 'the teams' },
+  'linear.projects': { providers: ['linear'], api: 'https://api.linear.app', method: 'POST', path: '/graphql', body: { query: 'query Projects($first: Int, $after: String) { projects(first: $first, after: $after) { nodes { id name state } pageInfo { hasNextPage endCursor } } }', variables: {} }, errors: 'errors', items: 'data.projects.nodes', id: 'id', label: ['name'], meta: { state: 'state' }, paging: { kind: 'token', param: 'variables.after', next: 'data.projects.pageInfo.endCursor', more: 'data.projects.pageInfo.hasNextPage', in: 'body' }, size: { param: 'variables.first', max: 100, in: 'body' }, describe: 'the projects' },
+
+  // monday.com (GraphQL; the token goes bare in Authorization)
+  'monday.boards': { providers: ['monday'], api: 'https://api.monday.com', method: 'POST', path: '/v2', authScheme: '', body: { query: 'query Boards($limit: Int, $page: Int) { boards(limit: $limit, page: $page) { id name } }', variables: {} }, errors: 'errors', items: 'data.boards', id: 'id', label: ['name'], paging: { kind: 'page', param: 'variables.page', in: 'body' }, size: { param: 'variables.limit', max: 100, in: 'body' }, describe: 'the boards' },
+  'monday.groups': { providers: ['monday'], api: 'https://api.monday.com', method: 'POST', path: '/v2', authScheme: '', body: { query: 'query Groups($boardId: ID!) { boards(ids: [$boardId]) { groups { id title } } }', variables: { boardId: '{boardId}' } }, requires: ['boardId'], errors: 'errors', items: 'data.boards.0.groups', id: 'id', label: ['title'], paging: { kind: 'none' }, describe: 'the groups of a board' },
 
   // Zoom
   'zoom.meetings': { providers: ['zoom'], api: 'https://api.zoom.us/v2', path: '/users/me/meetings', items: 'meetings', id: 'id', label: ['topic'], meta: { startTime: 'start_time' }, paging: { kind: 'token', param: 'next_page_token', next: 'next_page_token' }, size: { param: 'page_size', max: 300 }, describe: "the user's meetings" },
@@ -155,7 +168,6 @@ export const UNAVAILABLE_SELECTORS: Record<string, string> = {
       'Atlassian calls need the site cloud id resolved from the connection first; not catalogued yet',
     ]),
   ),
-  ...Object.fromEntries(['linear.projects', 'linear.teams', 'monday.boards', 'monday.groups'].map((k) => [k, 'this provider has a GraphQL API only; not catalogued yet'])),
   'trello.boards': 'Trello authorizes with OAuth 1.0a (key and token in the query), which this server’s OAuth 2 connections do not carry',
   'pipedrive.pipelines': 'Pipedrive OAuth calls go to the company API domain the token answer names, which connections do not keep yet',
   'wealthbox.contacts': 'not catalogued yet (the paging of its contacts list is not confirmed)',

@@ -24,6 +24,25 @@ export function valueAt(obj: unknown, path: string): unknown {
   return cur.map((el) => valueAt(el, rest.join('[].'))).filter((v) => v !== undefined && v !== null).join('');
 }
 
+/** Sets a dotted path, creating the objects on the way (`variables.after`). */
+function setAt(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let cur = obj;
+  for (const p of parts.slice(0, -1)) cur = (cur[p] = typeof cur[p] === 'object' && cur[p] !== null ? { ...(cur[p] as object) } : {}) as Record<string, unknown>;
+  cur[parts.at(-1)!] = value;
+}
+
+/** A JSON body template with every string's `{name}` filled from the context. */
+function fillBody(value: unknown, context: Record<string, string>): unknown {
+  if (typeof value === 'string') return fill(value, context, false);
+  if (Array.isArray(value)) return value.map((v) => fillBody(v, context));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fillBody(v, context)]));
+  return value;
+}
+
+/** The Authorization header: `<scheme> <token>`, or the bare token when the provider documents no scheme. */
+export const authorizationOf = (entry: CatalogEntry, token: string) => (entry.authScheme === '' ? token : `${entry.authScheme ?? 'Bearer'} ${token}`);
+
 /** `{name}` replaced by context.name (encoded for a URL path, or raw). */
 export function fill(template: string, context: Record<string, string>, encode: boolean): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => {
@@ -65,7 +84,7 @@ export function restSource(deps: SelectorDeps, key: string, entry: CatalogEntry)
     const root = rootFor(providerId);
     const size = entry.size ? Math.min(limit, entry.size.max) : limit;
     let url: URL;
-    const body: Record<string, unknown> | undefined = entry.body || entry.method === 'POST' ? { ...(entry.body ?? {}) } : undefined;
+    const body = entry.body || entry.method === 'POST' ? (fillBody(entry.body ?? {}, sel.context) as Record<string, unknown>) : undefined;
     if (entry.paging.kind === 'link' && after) {
       url = new URL(after);
       // A next link must stay on the provider's API: the cursor is signed, but the provider wrote it.
@@ -74,16 +93,16 @@ export function restSource(deps: SelectorDeps, key: string, entry: CatalogEntry)
       url = new URL(root + fill(entry.path, sel.context, true));
       for (const [k, v] of Object.entries(entry.query ?? {})) url.searchParams.set(k, fill(v, sel.context, false));
       const put = (where: 'query' | 'body' | undefined, name: string, value: string | number) => {
-        if (where === 'body' && body) body[name] = value;
+        if (where === 'body' && body) setAt(body, name, value);
         else url.searchParams.set(name, String(value));
       };
       if (entry.size) put(entry.size.in, entry.size.param, size);
       const p = entry.paging;
       if (p.kind === 'token' && after) put(p.in, p.param, after);
-      if (p.kind === 'offset') put(undefined, p.param, after ?? '0');
-      if (p.kind === 'page') put(undefined, p.param, after ?? '1');
+      if (p.kind === 'offset') put(p.in, p.param, p.in === 'body' ? Number(after ?? 0) : (after ?? '0'));
+      if (p.kind === 'page') put(p.in, p.param, p.in === 'body' ? Number(after ?? 1) : (after ?? '1'));
     }
-    const headers: Record<string, string> = { authorization: `${entry.authScheme ?? 'Bearer'} ${token}`, accept: 'application/json' };
+    const headers: Record<string, string> = { authorization: authorizationOf(entry, token), accept: 'application/json' };
     for (const [k, v] of Object.entries(entry.headers ?? {})) headers[k] = fill(v, sel.context, false);
     if (body) headers['content-type'] = 'application/json';
     let res;
@@ -108,6 +127,12 @@ export function restSource(deps: SelectorDeps, key: string, entry: CatalogEntry)
       answer = JSON.parse(res.body.toString('utf8'));
     } catch {
       throw new DomainError('unavailable', `${names} answered ${res.status} with a body that is not JSON.`);
+    }
+    // GraphQL APIs answer 200 with `errors` and no data.
+    const errors = entry.errors ? valueAt(answer, entry.errors) : undefined;
+    if (Array.isArray(errors) && errors.length) {
+      const first = errors[0] as { message?: unknown };
+      throw new DomainError('unavailable', `${names} refused ${key}: ${typeof first?.message === 'string' ? first.message : 'an error'}.`);
     }
     const raw = valueAt(answer, entry.items);
     const items = Array.isArray(raw) ? raw : [];
@@ -145,6 +170,7 @@ function nextOf(entry: CatalogEntry, answer: unknown, after: string | null, coun
       return null;
     case 'token':
     case 'link': {
+      if (p.kind === 'token' && p.more !== undefined && valueAt(answer, p.more) !== true) return null;
       const v = scalar(valueAt(answer, p.next));
       return v === undefined || v === null || v === '' ? null : String(v);
     }
