@@ -69,7 +69,7 @@ function answer(entry: CatalogEntry, items: unknown[], next: string | null): Rec
   const out: Record<string, unknown> = {};
   setPath(out, entry.items, items);
   const p = entry.paging;
-  if (next && (p.kind === 'token' || p.kind === 'link')) setPath(out, p.next, next);
+  if (next && (p.kind === 'token' || p.kind === 'link')) setPath(out, p.next, p.kind === 'token' && p.fromLink ? `/next/page?limit=2&${p.param}=${encodeURIComponent(next)}` : next);
   // A GraphQL connection keeps its end cursor on the last page; only `hasNextPage` says there is no more.
   if (p.kind === 'token' && p.more) {
     setPath(out, p.more, next !== null);
@@ -111,6 +111,14 @@ beforeAll(async () => {
     if (!current) return res.writeHead(404).end();
     const { entry, provider } = current;
     const text = Buffer.concat(chunks).toString('utf8');
+    // The Atlassian gateway: the sites a connection was granted (the test's domain, written as a URL, and another).
+    if (url.pathname === `/api/${provider}/oauth/token/accessible-resources`) {
+      if (req.headers.authorization !== `Bearer ${tokenOf(provider)}`) return json({ error: 'invalid token' }, 401);
+      return json([
+        { id: 'other-cloud', url: 'https://elsewhere.atlassian.net', name: 'Elsewhere' },
+        { id: ATLASSIAN_CLOUD_ID, url: `https://${ATLASSIAN_DOMAIN}/`, name: 'Ours' },
+      ]);
+    }
     const r: Seen = { method: req.method!, path: url.pathname, query: url.searchParams, headers: req.headers, body: text ? JSON.parse(text) : null };
     seen.push(r);
     if (refuse || req.headers.authorization !== authOf(entry, provider)) return json({ error: 'invalid token' }, 401);
@@ -151,13 +159,18 @@ afterAll(async () => {
   await new Promise((r) => fake.close(r));
 });
 const credentialOf: Record<string, string> = {};
+const ATLASSIAN_DOMAIN = 'team.atlassian.net';
+const ATLASSIAN_CLOUD_ID = 'cloud/1';
 
 /** Context for an entry: the credential plus a value with characters that must be encoded for every required key. */
 const contextFor = (entry: CatalogEntry, provider: string) => ({
   oauthCredential: credentialOf[provider]!,
-  ...Object.fromEntries((entry.requires ?? []).map((k) => [k, `${k} v/1`])),
+  ...Object.fromEntries((entry.requires ?? []).map((k) => [k, k === 'domain' ? ATLASSIAN_DOMAIN : `${k} v/1`])),
 });
-const encodedPath = (entry: CatalogEntry, context: Record<string, string>) => entry.path.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(context[k]!));
+const encodedPath = (entry: CatalogEntry, context: Record<string, string>) => {
+  const all: Record<string, string> = entry.site === 'atlassian' ? { ...context, cloudId: ATLASSIAN_CLOUD_ID } : context;
+  return entry.path.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(all[k]!));
+};
 
 describe.each(Object.entries(SELECTOR_CATALOG))('%s', (key, entry) => {
   const provider = entry.providers[0]!;
@@ -180,7 +193,7 @@ describe.each(Object.entries(SELECTOR_CATALOG))('%s', (key, entry) => {
     for (const [k, v] of Object.entries((entry.body?.variables ?? {}) as Record<string, string>)) expect(getAt(r.body, `variables.${k}`)).toBe(fillIn(v));
     if (entry.body?.query) expect(r.body?.query).toBe(entry.body.query);
     for (const [h, v] of Object.entries(entry.headers ?? {})) expect(r.headers[h.toLowerCase()]).toBe(fillIn(v));
-    for (const [q, v] of Object.entries(entry.query ?? {})) expect(r.query.get(q)).toBe(v);
+    for (const [q, v] of Object.entries(entry.query ?? {})) expect(r.query.get(q)).toBe(fillIn(v));
     if (entry.size) expect(Number(paramOf(r, entry.size.in, entry.size.param))).toBe(2);
 
     if (entry.paging.kind === 'none') {
@@ -246,6 +259,15 @@ describe('catalog selector errors', () => {
     } finally {
       graphqlError = false;
     }
+  });
+
+  it('an Atlassian domain the connection was not granted is a 400 naming the sites it has', async () => {
+    const entry = SELECTOR_CATALOG['jira.projects']!;
+    current = { key: 'jira.projects', entry, provider: 'jira' };
+    const res = await list({ selectorKey: 'jira.projects', context: { oauthCredential: credentialOf.jira, domain: 'nope.atlassian.net' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details[0].path).toEqual(['body', 'context', 'domain']);
+    expect(res.body.error.message).toContain('team.atlassian.net');
   });
 
   it('keys this server cannot answer are a 400 saying why', async () => {

@@ -9,9 +9,10 @@ export type Paging =
   | { kind: 'none' }
   /**
    * An opaque token: sent back as `param` (in the query, or at a dotted path of the JSON body), read from `next` in
-   * the answer; with `more`, only while that path is true (GraphQL `pageInfo.hasNextPage`).
+   * the answer; with `more`, only while that path is true (GraphQL `pageInfo.hasNextPage`); with `fromLink`, `next`
+   * is a (relative) link whose `param` query parameter is the token (Confluence `_links.next`).
    */
-  | { kind: 'token'; param: string; next: string; in?: 'query' | 'body'; more?: string }
+  | { kind: 'token'; param: string; next: string; in?: 'query' | 'body'; more?: string; fromLink?: boolean }
   /** A full URL of the next page (Microsoft Graph `@odata.nextLink`, Bitbucket `next`), only followed on the same origin. */
   | { kind: 'link'; next: string }
   /** A zero-based item offset in `param`; a full page means there may be more. */
@@ -37,6 +38,11 @@ export interface CatalogEntry {
   authScheme?: string;
   /** Context keys the call needs besides `oauthCredential`. */
   requires?: string[];
+  /**
+   * `atlassian`: the call names the site by its cloud id; `{cloudId}` is resolved from context.domain through the
+   * connection's accessible resources (GET <root>/oauth/token/accessible-resources) before the call.
+   */
+  site?: 'atlassian';
   /** Where a GraphQL answer lists its errors (a non-empty list is a failure). */
   errors?: string;
   /** Where the array of items is. */
@@ -65,6 +71,8 @@ const hubspotAfter: Paging = { kind: 'token', param: 'after', next: 'paging.next
 const WEBFLOW = 'https://api.webflow.com/v2';
 const ZOHO_DESK = 'https://desk.zoho.com/api/v1';
 const ATTIO = 'https://api.attio.com/v2';
+const ATLASSIAN = 'https://api.atlassian.com';
+const confluenceCursor: Paging = { kind: 'token', param: 'cursor', next: '_links.next', fromLink: true };
 
 export const SELECTOR_CATALOG: Record<string, CatalogEntry> = {
   // Google
@@ -132,6 +140,15 @@ export const SELECTOR_CATALOG: Record<string, CatalogEntry> = {
   'monday.boards': { providers: ['monday'], api: 'https://api.monday.com', method: 'POST', path: '/v2', authScheme: '', body: { query: 'query Boards($limit: Int, $page: Int) { boards(limit: $limit, page: $page) { id name } }', variables: {} }, errors: 'errors', items: 'data.boards', id: 'id', label: ['name'], paging: { kind: 'page', param: 'variables.page', in: 'body' }, size: { param: 'variables.limit', max: 100, in: 'body' }, describe: 'the boards' },
   'monday.groups': { providers: ['monday'], api: 'https://api.monday.com', method: 'POST', path: '/v2', authScheme: '', body: { query: 'query Groups($boardId: ID!) { boards(ids: [$boardId]) { groups { id title } } }', variables: { boardId: '{boardId}' } }, requires: ['boardId'], errors: 'errors', items: 'data.boards.0.groups', id: 'id', label: ['title'], paging: { kind: 'none' }, describe: 'the groups of a board' },
 
+  // Atlassian Cloud through the OAuth (3LO) gateway: the site is named by the `domain` of context
+  'jira.projects': { providers: ['jira'], api: ATLASSIAN, site: 'atlassian', path: '/ex/jira/{cloudId}/rest/api/3/project/search', requires: ['domain'], items: 'values', id: 'id', label: ['name'], meta: { key: 'key' }, paging: { kind: 'offset', param: 'startAt' }, size: { param: 'maxResults', max: 50 }, describe: 'the projects of the site' },
+  'jira.projectKeys': { providers: ['jira'], api: ATLASSIAN, site: 'atlassian', path: '/ex/jira/{cloudId}/rest/api/3/project/search', requires: ['domain'], items: 'values', id: 'key', label: ['name', 'key'], meta: { projectId: 'id' }, paging: { kind: 'offset', param: 'startAt' }, size: { param: 'maxResults', max: 50 }, describe: 'the project keys of the site' },
+  'jsm.serviceDesks': { providers: ['jira'], api: ATLASSIAN, site: 'atlassian', path: '/ex/jira/{cloudId}/rest/servicedeskapi/servicedesk', requires: ['domain'], items: 'values', id: 'id', label: ['projectName', 'projectKey'], meta: { projectKey: 'projectKey' }, paging: { kind: 'offset', param: 'start' }, size: { param: 'limit', max: 50 }, describe: 'the service desks of the site' },
+  'jsm.requestTypes': { providers: ['jira'], api: ATLASSIAN, site: 'atlassian', path: '/ex/jira/{cloudId}/rest/servicedeskapi/servicedesk/{serviceDeskId}/requesttype', requires: ['domain', 'serviceDeskId'], items: 'values', id: 'id', label: ['name'], paging: { kind: 'offset', param: 'start' }, size: { param: 'limit', max: 50 }, describe: 'the request types of a service desk' },
+  'confluence.spaces': { providers: ['confluence'], api: ATLASSIAN, site: 'atlassian', path: '/ex/confluence/{cloudId}/wiki/api/v2/spaces', requires: ['domain'], items: 'results', id: 'key', label: ['name', 'key'], meta: { type: 'type' }, paging: confluenceCursor, size: { param: 'limit', max: 250 }, describe: 'the spaces of the site (id = space key)' },
+  'confluence.spacesById': { providers: ['confluence'], api: ATLASSIAN, site: 'atlassian', path: '/ex/confluence/{cloudId}/wiki/api/v2/spaces', requires: ['domain'], items: 'results', id: 'id', label: ['name', 'key'], meta: { key: 'key' }, paging: confluenceCursor, size: { param: 'limit', max: 250 }, describe: 'the spaces of the site (id = space id)' },
+  'confluence.pages': { providers: ['confluence'], api: ATLASSIAN, site: 'atlassian', path: '/ex/confluence/{cloudId}/wiki/api/v2/pages', query: { 'space-id': '{spaceId}' }, requires: ['domain', 'spaceId'], items: 'results', id: 'id', label: ['title'], meta: { status: 'status' }, paging: confluenceCursor, size: { param: 'limit', max: 250 }, describe: 'the pages of a space (by space id)' },
+
   // Zoom
   'zoom.meetings': { providers: ['zoom'], api: 'https://api.zoom.us/v2', path: '/users/me/meetings', items: 'meetings', id: 'id', label: ['topic'], meta: { startTime: 'start_time' }, paging: { kind: 'token', param: 'next_page_token', next: 'next_page_token' }, size: { param: 'page_size', max: 300 }, describe: "the user's meetings" },
 
@@ -163,10 +180,7 @@ export const UNAVAILABLE_SELECTORS: Record<string, string> = {
   'providers.ollamaEmbeddingModels': 'this server configures no Ollama embedding endpoint to list models from',
   'providers.openrouterEmbeddingModels': 'this server configures no OpenRouter embedding endpoint to list models from',
   ...Object.fromEntries(
-    ['jira.issues', 'jira.projects', 'jira.projectKeys', 'jsm.requestTypes', 'jsm.serviceDesks', 'confluence.spaces', 'confluence.spacesById', 'confluence.pages'].map((k) => [
-      k,
-      'Atlassian calls need the site cloud id resolved from the connection first; not catalogued yet',
-    ]),
+    ['jira.issues'].map((k) => [k, 'listing issues needs a JQL search whose scope is not settled; not catalogued yet']),
   ),
   'trello.boards': 'Trello authorizes with OAuth 1.0a (key and token in the query), which this server’s OAuth 2 connections do not carry',
   'pipedrive.pipelines': 'Pipedrive OAuth calls go to the company API domain the token answer names, which connections do not keep yet',

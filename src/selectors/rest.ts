@@ -78,36 +78,11 @@ export function restSource(deps: SelectorDeps, key: string, entry: CatalogEntry)
     return configs[providerId]?.apiBaseUrl ?? entry.api;
   };
 
-  /** One page from the provider; `after` is the provider's own continuation (token, link, offset or page). */
-  async function fetchPage(sel: SelectorCall, after: string | null, limit: number): Promise<SelectorPage> {
-    const { token, providerId } = await credentialGrant(deps, sel, key, entry.providers);
-    const root = rootFor(providerId);
-    const size = entry.size ? Math.min(limit, entry.size.max) : limit;
-    let url: URL;
-    const body = entry.body || entry.method === 'POST' ? (fillBody(entry.body ?? {}, sel.context) as Record<string, unknown>) : undefined;
-    if (entry.paging.kind === 'link' && after) {
-      url = new URL(after);
-      // A next link must stay on the provider's API: the cursor is signed, but the provider wrote it.
-      if (url.origin !== new URL(root).origin) throw invalidInput(['body', 'cursor'], 'The cursor is not one this selector issued.');
-    } else {
-      url = new URL(root + fill(entry.path, sel.context, true));
-      for (const [k, v] of Object.entries(entry.query ?? {})) url.searchParams.set(k, fill(v, sel.context, false));
-      const put = (where: 'query' | 'body' | undefined, name: string, value: string | number) => {
-        if (where === 'body' && body) setAt(body, name, value);
-        else url.searchParams.set(name, String(value));
-      };
-      if (entry.size) put(entry.size.in, entry.size.param, size);
-      const p = entry.paging;
-      if (p.kind === 'token' && after) put(p.in, p.param, after);
-      if (p.kind === 'offset') put(p.in, p.param, p.in === 'body' ? Number(after ?? 0) : (after ?? '0'));
-      if (p.kind === 'page') put(p.in, p.param, p.in === 'body' ? Number(after ?? 1) : (after ?? '1'));
-    }
-    const headers: Record<string, string> = { authorization: authorizationOf(entry, token), accept: 'application/json' };
-    for (const [k, v] of Object.entries(entry.headers ?? {})) headers[k] = fill(v, sel.context, false);
-    if (body) headers['content-type'] = 'application/json';
+  /** Sends one authorized GET/POST through the egress policy and parses the JSON answer (401/403: reconnect). */
+  async function send(sel: SelectorCall, url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<unknown> {
     let res;
     try {
-      res = await deps.egress.request({ url: url.href, method: entry.method ?? 'GET', headers, body: body ? JSON.stringify(body) : undefined, timeoutMs: 15_000, signal: sel.signal });
+      res = await deps.egress.request({ url: url.href, method, headers, body, timeoutMs: 15_000, signal: sel.signal });
     } catch (e) {
       const why = e instanceof EgressError ? e.message : (e as Error).message;
       throw new DomainError('unavailable', `${names} could not be reached: ${why}`);
@@ -122,12 +97,55 @@ export function restSource(deps: SelectorDeps, key: string, entry: CatalogEntry)
     }
     if (res.status === 404) throw new DomainError('not_found', `${names} found nothing at ${url.pathname} (check the context of ${key}).`);
     if (res.status < 200 || res.status >= 300) throw new DomainError('unavailable', `${names} answered ${res.status} to ${key}.`);
-    let answer: unknown;
     try {
-      answer = JSON.parse(res.body.toString('utf8'));
+      return JSON.parse(res.body.toString('utf8'));
     } catch {
       throw new DomainError('unavailable', `${names} answered ${res.status} with a body that is not JSON.`);
     }
+  }
+
+  /** The cloud id of the Atlassian site context.domain names, among the sites the connection was granted. */
+  async function atlassianCloudId(sel: SelectorCall, root: string, token: string): Promise<string> {
+    const sites = await send(sel, new URL(`${root}/oauth/token/accessible-resources`), 'GET', { authorization: `Bearer ${token}`, accept: 'application/json' }, undefined);
+    const bare = (u: string) => u.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/\/+$/, '');
+    const list = Array.isArray(sites) ? (sites as { id?: unknown; url?: unknown }[]) : [];
+    const hit = list.find((site) => typeof site.url === 'string' && bare(site.url) === bare(sel.context.domain!));
+    if (!hit || typeof hit.id !== 'string') {
+      const known = list.map((site) => (typeof site.url === 'string' ? bare(site.url) : null)).filter(Boolean);
+      throw invalidInput(['body', 'context', 'domain'], `The credential ${sel.context.oauthCredential} cannot reach the site ${sel.context.domain}; it was granted ${known.length ? known.join(', ') : 'no site'}.`, 'unknown_site');
+    }
+    return hit.id;
+  }
+
+  /** One page from the provider; `after` is the provider's own continuation (token, link, offset or page). */
+  async function fetchPage(sel: SelectorCall, after: string | null, limit: number): Promise<SelectorPage> {
+    const { token, providerId } = await credentialGrant(deps, sel, key, entry.providers);
+    const root = rootFor(providerId);
+    const context = entry.site === 'atlassian' ? { ...sel.context, cloudId: await atlassianCloudId(sel, root, token) } : sel.context;
+    const size = entry.size ? Math.min(limit, entry.size.max) : limit;
+    let url: URL;
+    const body = entry.body || entry.method === 'POST' ? (fillBody(entry.body ?? {}, context) as Record<string, unknown>) : undefined;
+    if (entry.paging.kind === 'link' && after) {
+      url = new URL(after);
+      // A next link must stay on the provider's API: the cursor is signed, but the provider wrote it.
+      if (url.origin !== new URL(root).origin) throw invalidInput(['body', 'cursor'], 'The cursor is not one this selector issued.');
+    } else {
+      url = new URL(root + fill(entry.path, context, true));
+      for (const [k, v] of Object.entries(entry.query ?? {})) url.searchParams.set(k, fill(v, context, false));
+      const put = (where: 'query' | 'body' | undefined, name: string, value: string | number) => {
+        if (where === 'body' && body) setAt(body, name, value);
+        else url.searchParams.set(name, String(value));
+      };
+      if (entry.size) put(entry.size.in, entry.size.param, size);
+      const p = entry.paging;
+      if (p.kind === 'token' && after) put(p.in, p.param, after);
+      if (p.kind === 'offset') put(p.in, p.param, p.in === 'body' ? Number(after ?? 0) : (after ?? '0'));
+      if (p.kind === 'page') put(p.in, p.param, p.in === 'body' ? Number(after ?? 1) : (after ?? '1'));
+    }
+    const headers: Record<string, string> = { authorization: authorizationOf(entry, token), accept: 'application/json' };
+    for (const [k, v] of Object.entries(entry.headers ?? {})) headers[k] = fill(v, context, false);
+    if (body) headers['content-type'] = 'application/json';
+    const answer = await send(sel, url, entry.method ?? 'GET', headers, body ? JSON.stringify(body) : undefined);
     // GraphQL APIs answer 200 with `errors` and no data.
     const errors = entry.errors ? valueAt(answer, entry.errors) : undefined;
     if (Array.isArray(errors) && errors.length) {
@@ -172,7 +190,9 @@ function nextOf(entry: CatalogEntry, answer: unknown, after: string | null, coun
     case 'link': {
       if (p.kind === 'token' && p.more !== undefined && valueAt(answer, p.more) !== true) return null;
       const v = scalar(valueAt(answer, p.next));
-      return v === undefined || v === null || v === '' ? null : String(v);
+      if (v === undefined || v === null || v === '') return null;
+      if (p.kind === 'token' && p.fromLink) return new URL(String(v), 'http://link.invalid').searchParams.get(p.param) || null;
+      return String(v);
     }
     case 'offset':
       return count >= size ? String(Number(after ?? 0) + count) : null;
