@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { SELECTOR_CATALOG, UNAVAILABLE_SELECTORS, type CatalogEntry } from '../src/selectors/catalog.ts';
 import { envKeyOf } from '../src/credentials/providers.ts';
+import { runCli } from './support/cli.ts';
 
 let s: TestServer;
 let fake: http.Server;
@@ -216,6 +217,21 @@ describe.each(Object.entries(SELECTOR_CATALOG))('%s', (key, entry) => {
     expect(hit.status, hit.text).toBe(200);
     expect(hit.body.data).toMatchObject({ id: 'id-2', label: 'Label 2' });
     expect((await get({ selectorKey: key, context, id: 'id-404' })).body).toEqual({ data: null });
+  });
+});
+
+describe('the real CLI on a catalogued selector', () => {
+  it('sim selectors list drains the provider pages; sim selectors get resolves one', async () => {
+    const entry = SELECTOR_CATALOG['google.calendar']!;
+    current = { key: 'google.calendar', entry, provider: 'google-calendar' };
+    const cli = (...args: string[]) => runCli(['--output', 'json', ...args], { endpoint: s.url, apiKey: s.key, workspace: ws() });
+    const context = JSON.stringify({ oauthCredential: credentialOf['google-calendar'] });
+    const listed = await cli('selectors', 'list', '--selector-key', 'google.calendar', '--context', context, '--limit', '0');
+    expect(listed.code, listed.stderr).toBe(0);
+    for (const id of ['id-1', 'id-2', 'id-3']) expect(JSON.stringify(listed.json)).toContain(id);
+    const one = await cli('selectors', 'get', '--selector-key', 'google.calendar', '--context', context, '--id', 'id-3');
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.json).toMatchObject({ id: 'id-3', label: 'Label 3' });
   });
 });
 

@@ -96,6 +96,8 @@ export const SELECTOR_CATALOG: Record<string, CatalogEntry> = {
   'onedrive.folders': { providers: ['onedrive'], api: GRAPH, path: '/me/drive/root/children', items: 'value', only: 'folder', id: 'id', label: ['name'], paging: graphLink, size: { param: '$top', max: 200 }, describe: 'the folders in the root of the drive' },
   'sharepoint.sites': { providers: ['sharepoint'], api: GRAPH, path: '/sites', query: { search: '*' }, items: 'value', id: 'id', label: ['displayName', 'name'], meta: { webUrl: 'webUrl' }, paging: graphLink, describe: 'the sites the connection can find' },
   'sharepoint.lists': { providers: ['sharepoint'], api: GRAPH, path: '/sites/{siteId}/lists', requires: ['siteId'], items: 'value', id: 'id', label: ['displayName', 'name'], paging: graphLink, describe: 'the lists of a site' },
+  'microsoft.excel': { providers: ['microsoft-excel', 'onedrive'], api: GRAPH, path: "/me/drive/root/search(q='.xlsx')", items: 'value', only: 'file', id: 'id', label: ['name'], meta: { webUrl: 'webUrl' }, paging: graphLink, size: { param: '$top', max: 200 }, describe: 'the workbooks a drive search for .xlsx finds' },
+  'microsoft.word': { providers: ['microsoft-word', 'onedrive'], api: GRAPH, path: "/me/drive/root/search(q='.docx')", items: 'value', only: 'file', id: 'id', label: ['name'], meta: { webUrl: 'webUrl' }, paging: graphLink, size: { param: '$top', max: 200 }, describe: 'the documents a drive search for .docx finds' },
   'microsoft.excel.drives': { providers: ['microsoft-excel', 'sharepoint'], api: GRAPH, path: '/sites/{siteId}/drives', requires: ['siteId'], items: 'value', id: 'id', label: ['name'], meta: { driveType: 'driveType' }, paging: graphLink, describe: 'the document libraries of a site' },
 
   // Airtable (Web API metadata)
@@ -111,6 +113,8 @@ export const SELECTOR_CATALOG: Record<string, CatalogEntry> = {
 
   // Bitbucket Cloud
   'bitbucket.workspaces': { providers: ['bitbucket'], api: 'https://api.bitbucket.org/2.0', path: '/user/permissions/workspaces', items: 'values', id: 'workspace.slug', label: ['workspace.name', 'workspace.slug'], meta: { permission: 'permission' }, paging: { kind: 'link', next: 'next' }, size: { param: 'pagelen', max: 100 }, describe: 'the workspaces the user can access (id = slug)' },
+
+  'bitbucket.repositories': { providers: ['bitbucket'], api: 'https://api.bitbucket.org/2.0', path: '/repositories/{workspace}', requires: ['workspace'], items: 'values', id: 'slug', label: ['full_name', 'name'], meta: { private: 'is_private' }, paging: { kind: 'link', next: 'next' }, size: { param: 'pagelen', max: 100 }, describe: 'the repositories of a workspace (id = slug)' },
 
   // ClickUp (a "team" in API v2 is a workspace)
   'clickup.workspaces': { providers: ['clickup'], api: CLICKUP, authScheme: '', path: '/team', items: 'teams', id: 'id', label: ['name'], paging: { kind: 'none' }, describe: 'the workspaces' },
@@ -188,9 +192,6 @@ export const UNAVAILABLE_SELECTORS: Record<string, string> = {
   'calcom.eventTypes': 'Cal.com API v2 needs a pinned cal-api-version per endpoint; not catalogued yet',
   'calcom.schedules': 'Cal.com API v2 needs a pinned cal-api-version per endpoint; not catalogued yet',
   'notion.pages': "a Notion page's title lives in a property whose name varies per database; not catalogued yet",
-  'bitbucket.repositories': 'not catalogued yet',
   'hubspot.lists': 'HubSpot lists are listed by a search (POST) call; not catalogued yet',
-  'microsoft.excel': 'not catalogued yet (workbooks need a drive search)',
   'microsoft.excel.sheets': 'not catalogued yet (needs the workbook drive item)',
-  'microsoft.word': 'not catalogued yet (documents need a drive search)',
 };
