@@ -286,6 +286,12 @@ describe('catalog selector errors', () => {
     expect(res.body.error.message).toContain('team.atlassian.net');
   });
 
+  it.each(Object.entries(UNAVAILABLE_SELECTORS))('%s is a 400 saying why', async (key, why) => {
+    const res = await list({ selectorKey: key, context: { oauthCredential: 'x' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toBe(`The selector ${key} is not available on this server: ${why}.`);
+  });
+
   it('keys this server cannot answer are a 400 saying why', async () => {
     const res = await list({ selectorKey: 'snowflake.databases', context: { oauthCredential: 'x' } });
     expect(res.status).toBe(400);
