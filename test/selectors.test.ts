@@ -139,10 +139,9 @@ describe('internal selectors', () => {
     expect(unknownTable.status).toBe(404);
     expect(unknownTable.body.error.message).toBe('Table not found.');
     expect((await list({ selectorKey: 'knowledge.documents', context: { knowledgeBaseId: 'kb_missing' } })).status).toBe(404);
-    const unsupported = await list({ selectorKey: 'jira.projects', context: { oauthCredential: 'x' } });
+    const unsupported = await list({ selectorKey: 'snowflake.databases', context: { oauthCredential: 'x' } });
     expect(unsupported.status).toBe(400);
-    expect(unsupported.body.error.message).toContain('jira.projects is not available on this server');
-    expect(unsupported.body.error.message).toContain('slack.channels');
+    expect(unsupported.body.error.message).toContain('snowflake.databases is not available on this server: Snowflake');
     expect((await list({ selectorKey: 'no.such.selector' })).status).toBe(400);
     expect((await list({ selectorKey: 'table.columns', context: { tableId: 1 } })).status).toBe(400);
     expect((await list({ selectorKey: 'table.columns', context: { tableId: 'x' }, limit: 101 })).status).toBe(400);

@@ -4,6 +4,8 @@
 // egress policy. No HTTP server concerns here: the handler turns positions into signed cursors.
 import { DomainError, domainNotFound, invalidInput } from '../domain/errors.ts';
 import { loadTable } from '../tables/service.ts';
+import { SELECTOR_CATALOG, UNAVAILABLE_SELECTORS } from './catalog.ts';
+import { restSource } from './rest.ts';
 import { slackSources } from './slack.ts';
 import { MAX_LOCAL_OPTIONS, pageOf, type SelectorCall, type SelectorDeps, type SelectorOption, type SelectorPage, type SelectorSource } from './source.ts';
 
@@ -114,6 +116,7 @@ export function selectorSources(deps: SelectorDeps): Record<string, SelectorSour
     'workspace.sandboxes': sandboxes,
     'mcp.tools': mcpTools,
     ...slackSources(deps),
+    ...Object.fromEntries(Object.entries(SELECTOR_CATALOG).map(([key, entry]) => [key, restSource(deps, key, entry)])),
   };
 }
 
@@ -132,6 +135,8 @@ export class Selectors {
   private source(key: string, context: Record<string, string>): SelectorSource {
     const source = this.sources[key];
     if (!source) {
+      const why = UNAVAILABLE_SELECTORS[key];
+      if (why) throw invalidInput(['body', 'selectorKey'], `The selector ${key} is not available on this server: ${why}.`, 'selector_unavailable');
       throw invalidInput(['body', 'selectorKey'], `The selector ${key} is not available on this server; it answers ${this.supported.join(', ')}.`, 'selector_unavailable');
     }
     for (const name of source.requires) {

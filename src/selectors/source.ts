@@ -1,5 +1,5 @@
 // What every selector source is: the option and page shapes, paging of in-memory lists, and the credential check
-// of external sources. Shared by the internal sources (index.ts) and the provider ones (slack.ts).
+// of external sources. Shared by the internal sources (index.ts) and the provider ones (slack.ts, rest.ts).
 import type { Config } from '../config.ts';
 import { DomainError, domainNotFound, invalidInput } from '../domain/errors.ts';
 import type { EgressPolicy } from '../execution/egress.ts';
@@ -62,6 +62,11 @@ export function pageOf(all: SelectorOption[], page: { search: string | null; aft
  * of `providers` (the selector's provider family).
  */
 export async function credentialToken(deps: SelectorDeps, call: SelectorCall, key: string, providers: string[]): Promise<string> {
+  return (await credentialGrant(deps, call, key, providers)).token;
+}
+
+/** The access token of `context.oauthCredential` and which of `providers` it is a connection to. */
+export async function credentialGrant(deps: SelectorDeps, call: SelectorCall, key: string, providers: string[]): Promise<{ token: string; providerId: string }> {
   const id = call.context.oauthCredential!;
   const record = await deps.store.credentials.get(call.workspaceId, id);
   if (!record) throw domainNotFound('Credential');
@@ -74,7 +79,7 @@ export async function credentialToken(deps: SelectorDeps, call: SelectorCall, ke
     );
   }
   try {
-    return await deps.credentials.accessToken(call.workspaceId, id);
+    return { token: await deps.credentials.accessToken(call.workspaceId, id), providerId: record.providerId };
   } catch (e) {
     throw new DomainError('invalid', `The credential ${id} cannot be used: ${(e as Error).message}`, [
       { code: 'credential_unusable', keys: [], path: ['body', 'context', 'oauthCredential'], message: (e as Error).message },
