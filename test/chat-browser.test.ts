@@ -3,16 +3,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
+import { axeViolations, CHROMIUM_PATH, launchChromium } from './support/browser.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link } from './support/api-workflow.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { PATIENCE_MS } from './support/wait.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
 const PASSWORD = 'a password for the browser test';
-const haveChromium = fs.existsSync(CHROMIUM);
+const haveChromium = fs.existsSync(CHROMIUM_PATH);
 
 let s: TestServer;
 let browser: Browser;
@@ -48,7 +48,7 @@ beforeAll(async () => {
   });
   expect(r2.status, r2.text).toBe(200);
   await setUserPassword(s.services.store, s.userId, 'browser sign-in password');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
@@ -62,9 +62,7 @@ describe.skipIf(!haveChromium)('hosted chat in Chromium', () => {
     const context = await browser.newContext({ bypassCSP: true });
     const page = await context.newPage();
     const audit = async (where: string) => {
-      await page.addScriptTag({ path: path.resolve(import.meta.dirname, '../node_modules/axe-core/axe.min.js') });
-      const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: { id: string; impact: string; help: string }[] };
-      expect(result.violations.map((v) => `${where}: ${v.id} [${v.impact}] (${v.help})`)).toEqual([]);
+      expect((await axeViolations(page)).map((v) => `${where}: ${v.id} [${v.impact}] (${v.help})`)).toEqual([]);
     };
     await page.goto(`${s.url}/chat/browser-bot`);
     await page.getByLabel('Password').waitFor();

@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { axeViolations, CHROMIUM_PATH, launchChromium } from './support/browser.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
@@ -13,10 +14,9 @@ import { GateServer } from './support/gate-server.ts';
 import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
 import { createUser, setMember } from '../src/identity/admin.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
 const PASSWORD = 'password for the console';
-const haveChromium = fs.existsSync(CHROMIUM);
+const haveChromium = fs.existsSync(CHROMIUM_PATH);
 
 let s: TestServer;
 let gate: GateServer;
@@ -43,9 +43,7 @@ async function signIn(context: BrowserContext, email: string, target: string): P
 }
 
 async function audit(page: Page, where: string) {
-  await page.addScriptTag({ path: path.resolve(import.meta.dirname, '../node_modules/axe-core/axe.min.js') });
-  const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] };
-  expect(result.violations.map((v) => `${where}: ${v.id} [${v.impact}] (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`)).toEqual([]);
+  expect((await axeViolations(page)).map((v) => `${where}: ${v.id} [${v.impact}] (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`)).toEqual([]);
 }
 
 async function shot(page: Page, name: string) {
@@ -118,7 +116,7 @@ beforeAll(async () => {
     const doc = await uploadDocument(s, kbId, 'holidays.txt', 'Employees get twenty-five days of paid holiday each year. Requests go to the team lead two weeks ahead.');
     await waitForDocument(s, kbId, doc.documentId ?? doc.document?.id ?? doc.id);
   }
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchChromium();
   // CSP is bypassed only so axe-core can be injected; the pages are unchanged.
   writer = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
   reader = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });

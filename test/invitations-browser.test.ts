@@ -3,16 +3,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { axeViolations, CHROMIUM_PATH, launchChromium } from './support/browser.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { createApiKey, createUser } from '../src/identity/admin.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { attachWorkspace, createOrganization } from '../src/organizations/organizations.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
 const PASSWORD = 'password for the invitee';
-const haveChromium = fs.existsSync(CHROMIUM);
+const haveChromium = fs.existsSync(CHROMIUM_PATH);
 
 let s: TestServer;
 let browser: Browser;
@@ -43,7 +43,7 @@ beforeAll(async () => {
   s = await startTestServer();
   orgId = (await s.services.store.transaction((tx) => createOrganization(tx, { name: 'Acme Robotics', ownerId: s.userId }))).id;
   await s.services.store.transaction((tx) => attachWorkspace(tx, orgId, s.workspaceId));
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -104,9 +104,7 @@ describe.skipIf(!haveChromium)('invitation accept page in Chromium', () => {
     await page.goto(acceptLink('ada@example.com'));
     await signIn(page, invitee.email);
     await page.getByRole('heading', { name: 'You are invited' }).waitFor();
-    await page.addScriptTag({ path: path.resolve(import.meta.dirname, '../node_modules/axe-core/axe.min.js') });
-    const result = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] })`)) as { violations: { id: string; impact: string; help: string }[] };
-    expect(result.violations.map((v) => `${v.id} [${v.impact}] (${v.help})`)).toEqual([]);
+    expect((await axeViolations(page)).map((v) => `${v.id} [${v.impact}] (${v.help})`)).toEqual([]);
     await page.getByRole('button', { name: 'Decline' }).click();
     await page.getByRole('heading', { name: 'Invitation declined' }).waitFor();
     await context.close();

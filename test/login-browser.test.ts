@@ -6,18 +6,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
+import { CHROMIUM_PATH, launchChromium } from './support/browser.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { setUserPassword } from '../src/identity/web-session.ts';
 import { createOAuthClient, issueTokens } from '../src/identity/oauth.ts';
 import { PATIENCE_MS } from './support/wait.ts';
 import { endsWithFile } from './support/children.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = path.resolve(import.meta.dirname, '../test-output');
 const CLI = path.resolve(import.meta.dirname, '../node_modules/sim/dist/index.js');
 const PASSWORD = 'password for the browser login';
-const haveChromium = fs.existsSync(CHROMIUM);
+const haveChromium = fs.existsSync(CHROMIUM_PATH);
 
 let s: TestServer;
 let browser: Browser;
@@ -28,7 +28,7 @@ beforeAll(async () => {
   s = await startTestServer();
   email = (await s.services.store.users.get(s.userId))!.email;
   await setUserPassword(s.services.store, s.userId, PASSWORD);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -18,6 +18,7 @@ import type { Database, Row, SqlExecutor, SqlValue, StoreConnection, Transaction
 import type { SqlDialect } from './dialect.ts';
 import { postgresDialect } from './postgres-dialect.ts';
 import { ForeignKeyViolation, SerializationFailure, UniqueViolation } from './errors.ts';
+import { TransactionQueue } from './transaction-queue.ts';
 
 /** The advisory lock key every write transaction holds (an arbitrary constant: "owa" write). */
 const WRITE_LOCK = 0x6f7761;
@@ -165,18 +166,6 @@ class Executor implements SqlExecutor {
   }
 }
 
-/** One transaction at a time: each waits for the one before it to settle. */
-class TransactionQueue {
-  private tail: Promise<unknown> = Promise.resolve();
-  enqueue<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(work, work);
-    this.tail = next.catch(() => undefined);
-    return next;
-  }
-  idle(): Promise<unknown> {
-    return this.tail;
-  }
-}
 
 export interface PostgresOptions {
   /** Most connections this process opens (default 10). */

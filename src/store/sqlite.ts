@@ -9,6 +9,7 @@ import type { Database, Row, SqlExecutor, SqlValue, StoreConnection, Transaction
 import type { SqlDialect } from './dialect.ts';
 import { FOLD_FUNCTION, sqliteDialect } from './sqlite-dialect.ts';
 import { ForeignKeyViolation, SerializationFailure, UniqueViolation } from './errors.ts';
+import { TransactionQueue } from './transaction-queue.ts';
 
 // SQLite's extended result codes (sqlite3.h) for the failures callers need to tell apart.
 const SQLITE_BUSY = 5;
@@ -102,18 +103,6 @@ class Connection implements SqlExecutor {
   }
 }
 
-/** One transaction at a time on a connection: each waits for the one before it to settle. */
-class TransactionQueue {
-  private tail: Promise<unknown> = Promise.resolve();
-  enqueue<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(work, work);
-    this.tail = next.catch(() => undefined);
-    return next;
-  }
-  idle(): Promise<unknown> {
-    return this.tail;
-  }
-}
 
 export class SqliteDatabase implements Database {
   readonly dialect: SqlDialect = sqliteDialect;
