@@ -14,7 +14,7 @@ import type { BucketTake, TokenBuckets, WakeTopic, Wakes } from './coordination.
  */
 const TAKE_SQL = `
 INSERT INTO rate_limit_buckets AS b (key, capacity, tokens, updated_ms, allowed)
-VALUES ($1, $2, $2::double precision - 1, $3, 1)
+VALUES ($1::text, $2::integer, $2::integer - 1, $3::bigint, 1)
 ON CONFLICT (key) DO UPDATE SET
   tokens = CASE
     WHEN b.capacity <> excluded.capacity THEN excluded.capacity - 1
