@@ -121,3 +121,78 @@ describe.skipIf(!postgresAvailable())('several servers on one Postgres', () => {
     }
   });
 });
+
+describe.skipIf(!postgresAvailable())('three servers on one Postgres, one killed mid-drain', () => {
+  it('every one of 2,000 queued runs completes exactly once; the killed server\'s runs are reclaimed within the lease', { timeout: 180_000 }, async () => {
+    const { default: pg } = await import('pg');
+    const { openPostgresStore } = await import('../src/store/index.ts');
+    const RUNS = 2000;
+    const LEASE_TTL_MS = 1500;
+    const url = await database();
+    const blobDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-scale-blobs-'));
+    dirs.push(blobDir);
+    const env = { LEASE_TTL_MS: String(LEASE_TTL_MS), RUN_QUEUE_POLL_MS: '200', RUN_WORKERS: '4', BLOB_DIR: blobDir, RATE_LIMIT_FREE_ASYNC: '100000', RATE_LIMIT_FREE_API: '100000' };
+    const servers = [await start(url, env)];
+    const call = apiCaller(servers[0]!.url, KEY);
+    const workspaceId = (await call('GET', '/api/v2/workspaces'))[0].id as string;
+    const wf = await call('POST', '/api/v2/workflows', { workspaceId, name: 'Small' });
+    const startBlock = apiBlock('start_trigger', 'Start');
+    await call('PUT', `/api/v2/workflows/${wf.id}/state`, { blocks: { [startBlock.id]: startBlock }, edges: [] });
+    await call('POST', `/api/v2/workflows/${wf.id}/deploy`, {});
+    const template = await call('POST', `/api/v2/workflows/${wf.id}/execute`, { async: true });
+    servers.push(await start(url, env), await start(url, env));
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const count = async (sql: string) => Number((await db.query(sql)).rows[0].n);
+    try {
+      await waitUntil('the template run completed', async () => (await count(`SELECT COUNT(*) AS n FROM workflow_runs WHERE status = 'completed'`)) === 1);
+      // 2,000 runs queued at once, copies of the template (as many as the API would have queued).
+      const store = await openPostgresStore(url);
+      try {
+        const base = (await store.workflowRuns.getByKey(wf.id, template.runId))!;
+        const baseLog = (await store.executionLogs.get(base.id))!;
+        const t0 = Date.now();
+        await store.transaction(async (tx) => {
+          for (let i = 0; i < RUNS; i++) {
+            const id = `drain-${String(i).padStart(5, '0')}`;
+            const at = new Date(t0 + i).toISOString();
+            await tx.workflowRuns.insert({
+              ...base, id, key: id, status: 'queued', output: null, blockOutputs: null, error: null, costTotal: null,
+              blockExecutions: 0, queuedAt: at, startedAt: null, endedAt: null, durationMs: null, updatedAt: at, leaseOwner: null, leaseUntil: null, attempts: 0,
+            });
+            await tx.executionLogs.insert({ ...baseLog, runId: id, runKey: id, status: 'pending', startedAt: at, endedAt: null, createdAt: at });
+          }
+        });
+        store.wakes.announce('runs');
+      } finally {
+        await store.close();
+      }
+      const completed = () => count(`SELECT COUNT(*) AS n FROM workflow_runs WHERE id LIKE 'drain-%' AND status = 'completed'`);
+      await waitUntil('the drain under way on every server', async () => (await completed()) >= 300, { intervalMs: 10 });
+      const victim = servers[1]!;
+      victim.child.kill('SIGKILL');
+      await exited(victim.child);
+      const killedAt = Date.now();
+      const stranded = await count(`SELECT COUNT(*) AS n FROM workflow_runs WHERE id LIKE 'drain-%' AND status = 'running' AND lease_owner LIKE '%:${victim.child.pid}:%'`);
+      const victimsRunning = () => count(`SELECT COUNT(*) AS n FROM workflow_runs WHERE id LIKE 'drain-%' AND status = 'running' AND lease_owner LIKE '%:${victim.child.pid}:%'`);
+      await waitUntil('the killed server\'s runs reclaimed', async () => (await victimsRunning()) === 0, { intervalMs: 20 });
+      const reclaimedAfter = Date.now() - killedAt;
+      // Its leases end at most one TTL after the kill; a live server's next claim (or poll) takes them then.
+      expect(reclaimedAfter, `reclaimed ${reclaimedAfter} ms after the kill`).toBeLessThan(LEASE_TTL_MS + 3000);
+      await waitUntil('every run completed', async () => (await completed()) === RUNS, { intervalMs: 50, timeoutMs: 120_000 });
+      const drainedAfterKill = Date.now() - killedAt;
+      // Exactly once: one completed log and one usage record per run, none lost.
+      expect(await count(`SELECT COUNT(*) AS n FROM workflow_runs WHERE id LIKE 'drain-%' AND status <> 'completed'`)).toBe(0);
+      expect(await count(`SELECT COUNT(*) AS n FROM execution_logs WHERE run_id LIKE 'drain-%' AND status = 'completed'`)).toBe(RUNS);
+      const usage = await db.query(`SELECT r.id, (SELECT COUNT(*) FROM usage_records u WHERE u.run_id = r.id) AS n FROM workflow_runs r WHERE r.id LIKE 'drain-%'`);
+      expect(usage.rows.filter((r) => Number(r.n) !== 1)).toEqual([]);
+      const executedAgain = await count(`SELECT COUNT(*) AS n FROM workflow_runs WHERE id LIKE 'drain-%' AND attempts > 1`);
+      // Only runs the killed server held can have been executed twice.
+      expect(executedAgain).toBeLessThanOrEqual(Math.max(stranded, 0) + 4);
+      console.log(`kill -9 mid-drain: ${stranded} runs stranded under the killed server's leases, reclaimed ${reclaimedAfter} ms after the kill, ${executedAgain} executed again, the rest drained ${drainedAfterKill} ms after the kill (lease ${LEASE_TTL_MS} ms)`);
+    } finally {
+      await db.end();
+      await stop(...servers.filter((s) => s.child.exitCode === null && s.child.signalCode === null));
+    }
+  });
+});
