@@ -20,6 +20,7 @@ import { knowledge } from './suites/knowledge.ts';
 import { idempotency } from './suites/idempotency.ts';
 import { hostile } from './suites/hostile.ts';
 import { tracing } from './suites/tracing.ts';
+import { scale } from './suites/scale.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -36,6 +37,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   idempotency,
   hostile,
   tracing,
+  scale,
 };
 
 export async function main(argv: string[]): Promise<void> {
