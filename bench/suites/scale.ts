@@ -51,6 +51,9 @@ interface Drain {
 
 async function drain(label: string, servers: Proc[], open: () => Promise<Store>, completed: () => Promise<number>): Promise<Drain> {
   const first = servers[0]!;
+  // What the servers write meanwhile (warnings and errors), for a drain that fails.
+  const output = new Map<Proc, string>();
+  for (const s of servers) for (const stream of [s.child.stdout!, s.child.stderr!]) stream.on('data', (c: Buffer) => output.set(s, ((output.get(s) ?? '') + c).slice(-4000)));
   const workspaceId = (await apiCall(first, KEY, 'GET', '/api/v2/workspaces')).data[0].id;
   const wf = (await apiCall(first, KEY, 'POST', '/api/v2/workflows', { workspaceId, name: 'Drained' })).data;
   const block = { id: 'b0000000-0000-4000-8000-000000000001', type: 'start_trigger', name: 'Start', position: { x: 0, y: 0 }, subBlocks: {}, outputs: {}, enabled: true };
@@ -67,7 +70,15 @@ async function drain(label: string, servers: Proc[], open: () => Promise<Store>,
   // From the commit of the queued runs (none can start before it) to the last one completed.
   const cpu0 = servers.map((s) => cpuSeconds(s.child.pid!));
   const t0 = performance.now();
-  while ((await completed()) < RUNS + 1) await new Promise((r) => setTimeout(r, 20));
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const done = await completed();
+    if (done >= RUNS + 1) break;
+    const dead = servers.find((s) => s.child.exitCode !== null || s.child.signalCode !== null);
+    if (dead) throw new Error(`${label}: a server exited (${dead.child.exitCode ?? dead.child.signalCode}) during the drain:\n${output.get(dead) ?? ''}`);
+    if (Date.now() > deadline) throw new Error(`${label}: ${done - 1} of ${RUNS} runs completed after 180 s:\n${[...output.values()].join('\n')}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const seconds = (performance.now() - t0) / 1000;
   const cpu = servers.map((s, i) => cpuSeconds(s.child.pid!) - cpu0[i]!);
   const rate = RUNS / seconds;
