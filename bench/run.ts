@@ -21,6 +21,7 @@ import { idempotency } from './suites/idempotency.ts';
 import { hostile } from './suites/hostile.ts';
 import { tracing } from './suites/tracing.ts';
 import { consoleSuite } from './suites/console.ts';
+import { scale } from './suites/scale.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -38,6 +39,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   hostile,
   tracing,
   console: consoleSuite,
+  scale,
 };
 
 export async function main(argv: string[]): Promise<void> {

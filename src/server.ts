@@ -18,7 +18,7 @@ import { applyServerTimeouts } from './http/request-limits.ts';
 import { createLogger } from './http/logging.ts';
 import { probeAnswerer } from './http/health.ts';
 import type { Services } from './services.ts';
-import { MemoryRateLimitStore } from './http/rate-limit.ts';
+import { rateLimitStoreFor } from './http/rate-limit.ts';
 import path from 'node:path';
 import { blobStoreSettings, openBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
@@ -128,7 +128,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
       await engine.close();
     },
     credentials: new CredentialResolver(opened, config.credentialRecheckMs),
-    rateLimits: new MemoryRateLimitStore(),
+    rateLimits: rateLimitStoreFor(opened.tokenBuckets),
     blobs,
     tableJobs: new TableJobRunner({ store: opened, blobs, config, logger }),
     tableGroups: new GroupRunner({ store: opened, runs, config, logger, egress: engine.engine.options.egress }),

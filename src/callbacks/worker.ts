@@ -47,18 +47,32 @@ export class CallbackWorker {
   /** Starts sending. */
   async start(): Promise<void> {
     this.stopping = false;
+    // Another server with no free sending slot hands its due deliveries on through a wake-up.
+    this.stopListening ??= this.store.wakes.on('callbacks', () => this.lookNow());
     this.loop ??= this.run();
   }
 
-  /** Looks for due deliveries now (a run just settled). */
+  private stopListening: (() => void) | null = null;
+
+  /**
+   * Looks for due deliveries now (a run just settled). When every sending slot here is taken, the other servers
+   * sharing the database are asked to look too, rather than the delivery waiting for a slot here.
+   */
   notify(): void {
+    this.lookNow();
+    if (this.sending.size >= this.settings.concurrency && !this.stopping) this.store.wakes.announce('callbacks');
+  }
+
+  private lookNow(): void {
     this.wake?.();
   }
 
   /** Stops taking deliveries; attempts in flight are cut off and become due again at once. */
   async close(graceMs = 2000): Promise<void> {
     this.stopping = true;
-    this.notify();
+    this.stopListening?.();
+    this.stopListening = null;
+    this.lookNow();
     const pending = () => Promise.all([...this.sending.values()].map((s) => s.done));
     await Promise.race([pending(), new Promise((r) => setTimeout(r, graceMs).unref())]);
     for (const s of this.sending.values()) s.controller.abort();
@@ -97,7 +111,7 @@ export class CallbackWorker {
               .catch((err: unknown) => this.logger.error({ err, deliveryId: d.id }, 'recording a callback attempt failed'))
               .finally(() => {
                 this.sending.delete(d.id);
-                this.notify();
+                this.lookNow();
               });
             this.sending.set(d.id, { done, controller });
           }

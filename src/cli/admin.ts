@@ -27,6 +27,8 @@ import type { TableLocks } from '../store/user-tables.ts';
 import { SecretError, SecretVault, deleteSecretAsOperator, setSecretAsOperator } from '../secrets/vault.ts';
 import { syncTableRowLimits } from '../tables/service.ts';
 import { BackupError, createBackup, restoreBackup } from '../ops/backup.ts';
+import { MigrationRefused, migrateToPostgres } from '../ops/migrate-to-postgres.ts';
+import { DataDirLockedError } from '../store/data-dir-lock.ts';
 import { addOrganizationMember, attachWorkspace, createOrganization, detachWorkspace } from '../organizations/organizations.ts';
 import { DomainError } from '../domain/errors.ts';
 import { recordAudit } from '../audit/recorder.ts';
@@ -81,6 +83,10 @@ const USAGE = `Usage: npm run -s admin -- <command> [options]
   backup --to <dir>        a consistent copy of the data (database, file bytes, secrets key, manifest) into a
                            new or empty directory, also while a server is running and writing
   restore --from <dir>     a backup into an empty DATA_DIR (checked against its manifest first); then start the server
+  migrate-to-postgres --to <postgres://…>
+                           copies the SQLite database of a stopped server (DATA_DIR or DATABASE_FILE) into an empty
+                           Postgres database, table by table, and checks the row counts; then says what to do with
+                           the file bytes and the secrets key (every server must share both)
 
 The database is the one the server uses: DATA_DIR (default ./data) or DATABASE_FILE.`;
 
@@ -341,6 +347,10 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(JSON.stringify({ error: `${command} copies a SQLite DATA_DIR; with DATABASE_URL set, back up the Postgres database with its own tools (pg_dump, or the provider's snapshots)` }) + '\n');
     process.exit(2);
   }
+  if (command === 'migrate-to-postgres') {
+    await migrateCommand(parsed.values as Flags, config);
+    return;
+  }
   if (command === 'backup' || command === 'restore') {
     await backupCommand(command, parsed.values as Flags, config);
     return;
@@ -369,6 +379,18 @@ async function backupCommand(command: 'backup' | 'restore', flags: Flags, config
   } catch (err) {
     const message = err instanceof BackupError || err instanceof IdentityError ? err.message : `Unexpected failure: ${(err as Error).message}`;
     process.stderr.write(JSON.stringify({ error: message }) + '\n');
+    process.exitCode = 1;
+  }
+}
+
+/** The copy reads the SQLite file itself (DATA_DIR or DATABASE_FILE), whatever DATABASE_URL says. */
+async function migrateCommand(flags: Flags, config: ReturnType<typeof loadConfig>): Promise<void> {
+  try {
+    const result = await migrateToPostgres(config, required(flags, 'to'));
+    process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+  } catch (err) {
+    const known = err instanceof MigrationRefused || err instanceof IdentityError || err instanceof DataDirLockedError;
+    process.stderr.write(JSON.stringify({ error: known ? (err as Error).message : `Unexpected failure: ${(err as Error).message}` }) + '\n');
     process.exitCode = 1;
   }
 }

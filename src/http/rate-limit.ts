@@ -6,6 +6,7 @@ import type { OperationSpec } from '../../generated/operations.ts';
 import type { RateBucket, RateLimits } from '../billing/plans.ts';
 import type { Principal } from '../identity/principal.ts';
 import type { Plan } from '../store/billing-accounts.ts';
+import type { TokenBuckets } from '../store/coordination.ts';
 import { ApiError } from './errors.ts';
 
 export interface TakeResult {
@@ -70,6 +71,39 @@ export class MemoryRateLimitStore implements RateLimitStore {
       if (b.tokens + (nowMs - b.updatedMs) * (b.capacity / 60_000) >= b.capacity) this.buckets.delete(key);
     }
   }
+}
+
+/**
+ * Buckets the servers of one database share (Postgres): a plan's limit then holds across all of them, not once
+ * per server. The arithmetic of each take runs in the database (store.tokenBuckets); this only reports it.
+ */
+export class SharedRateLimitStore implements RateLimitStore {
+  private readonly buckets: TokenBuckets;
+  constructor(buckets: TokenBuckets) {
+    this.buckets = buckets;
+  }
+
+  async take(key: string, capacity: number, nowMs: number): Promise<TakeResult> {
+    const perMs = capacity / 60_000;
+    const { allowed, tokens } = await this.buckets.take(key, capacity, nowMs);
+    return {
+      allowed,
+      limit: capacity,
+      remaining: Math.floor(tokens),
+      resetAtMs: nowMs + Math.ceil((capacity - tokens) / perMs),
+      retryAtMs: allowed ? nowMs : nowMs + Math.ceil((1 - tokens) / perMs),
+    };
+  }
+
+  async peek(key: string, capacity: number, nowMs: number): Promise<Omit<TakeResult, 'allowed' | 'retryAtMs'>> {
+    const tokens = await this.buckets.peek(key, capacity, nowMs);
+    return { limit: capacity, remaining: Math.floor(tokens), resetAtMs: nowMs + Math.ceil((capacity - tokens) / (capacity / 60_000)) };
+  }
+}
+
+/** The store for a server: shared buckets when its database has them (several servers), otherwise process memory. */
+export function rateLimitStoreFor(buckets: TokenBuckets | null): RateLimitStore {
+  return buckets ? new SharedRateLimitStore(buckets) : new MemoryRateLimitStore();
 }
 
 /** An execution is asynchronous when its body says `async: true` or (legacy endpoint) `X-Execution-Mode: async`. */

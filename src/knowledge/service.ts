@@ -148,10 +148,17 @@ export class KnowledgeService {
 
   // ── the processing queue
 
-  /** Tells idle workers there is work (documents were queued). */
+  /** Tells idle workers, here and on the other servers sharing the database, there is work (documents were queued). */
   notify(): void {
+    this.wakeWorkers();
+    this.deps.store.wakes.announce('knowledge');
+  }
+
+  private wakeWorkers(): void {
     for (const w of [...this.waiters]) w();
   }
+
+  private stopListening: (() => void) | null = null;
 
   /**
    * Attempts whose lease expired (their process died) go back to the queue once, and are failed the second
@@ -173,6 +180,7 @@ export class KnowledgeService {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
+    this.stopListening ??= this.deps.store.wakes.on('knowledge', () => this.wakeWorkers());
     for (let i = 0; i < this.deps.config.knowledge.workers; i++) this.workers.push(this.work());
     const poll = this.deps.config.knowledge.connectorPollMs;
     if (poll > 0) {
@@ -183,8 +191,10 @@ export class KnowledgeService {
 
   async close(): Promise<void> {
     this.running = false;
+    this.stopListening?.();
+    this.stopListening = null;
     if (this.scheduler) clearInterval(this.scheduler);
-    this.notify();
+    this.wakeWorkers();
     await Promise.all(this.workers.splice(0));
     await Promise.all([...this.syncs]);
   }

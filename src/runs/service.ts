@@ -179,6 +179,8 @@ export class RunService {
   /** Starts the queue's workers (runs a dead process left running are reclaimed by them once their lease expires). */
   async start(): Promise<void> {
     this.stopping = false;
+    // Runs queued through another server sharing the database wake this one's idle workers at once.
+    this.stopListening ??= this.store.wakes.on('runs', () => this.wakeAll());
     for (let i = 0; i < this.config.runs.workers; i++) this.loops.push(this.workerLoop());
   }
 
@@ -195,6 +197,8 @@ export class RunService {
    */
   async close(graceMs: number): Promise<ShutdownTally> {
     this.stopping = true;
+    this.stopListening?.();
+    this.stopListening = null;
     this.shutdownTally = { finished: 0, returnedToQueue: 0, interrupted: 0 };
     this.wakeAll();
     const settled = () => Promise.all([...this.loops, ...[...this.active.values()].map((a) => a.done)]);
@@ -209,9 +213,10 @@ export class RunService {
     return { ...this.shutdownTally };
   }
 
-  /** Wakes idle workers: a run was queued. */
+  /** Wakes idle workers, here and on the other servers sharing the database: a run was queued (and committed). */
   notify(): void {
     this.wakeAll();
+    this.store.wakes.announce('runs');
   }
 
   /**
@@ -430,6 +435,8 @@ export class RunService {
           if (await tx.workflowRuns.release(run.id, holder, now())) await tx.executionLogs.setStatus(run.id, 'pending');
         });
         if (this.stopping) this.shutdownTally.returnedToQueue++;
+        // Back in the queue: a server that is not stopping can take it now.
+        this.store.wakes.announce('runs');
       } else {
         // An outcome that lost its lease was dropped: nothing settled here, so nothing is announced or counted.
         if (await this.finish(run, result, options.resume !== undefined, holder)) {
@@ -494,6 +501,8 @@ export class RunService {
       return true;
     });
   }
+
+  private stopListening: (() => void) | null = null;
 
   private wakeAll(): void {
     for (const wake of this.waiters) wake();

@@ -3,6 +3,7 @@
 // networked engine (Postgres, for the scale-out mode) can implement it without changing any caller.
 // What SQL text differs between engines is asked of the executor's dialect (./dialect.ts), never written inline.
 import type { SqlDialect, SqlValue } from './dialect.ts';
+import type { TokenBuckets, Wakes } from './coordination.ts';
 
 export type { SqlValue } from './dialect.ts';
 export type Row = Record<string, SqlValue>;
@@ -45,6 +46,10 @@ export interface Database {
    * the data directory's lock).
    */
   withMigrationLock?<T>(fn: () => Promise<T>): Promise<T>;
+  /** Wake-ups between the processes sharing this database; absent when one process owns it. */
+  readonly wakes?: Wakes;
+  /** Rate-limit buckets shared by the processes sharing this database; absent when one process owns it. */
+  readonly tokenBuckets?: TokenBuckets;
   close(): Promise<void>;
 }
 

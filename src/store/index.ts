@@ -2,6 +2,7 @@
 import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
 import { PostgresDatabase } from './postgres.ts';
+import { localWakes, type TokenBuckets, type Wakes } from './coordination.ts';
 import { loadMigrations, migrate, schemaIsCurrent, type MigrationListener } from './migrations.ts';
 import { UserRepository } from './users.ts';
 import { WorkspaceRepository } from './workspaces.ts';
@@ -169,6 +170,10 @@ export interface Store extends Repositories {
   databaseSize(): Promise<number | null>;
   /** True when the database answers and every migration of this build is applied (the readiness probe asks). */
   schemaIsCurrent(): Promise<boolean>;
+  /** Wake-ups to and from the other servers of a shared database (a no-op when this process owns it). */
+  readonly wakes: Wakes;
+  /** Rate-limit buckets shared with the other servers of the database; null when this process owns it (keep them in memory). */
+  readonly tokenBuckets: TokenBuckets | null;
   close(): Promise<void>;
 }
 
@@ -178,6 +183,10 @@ export function createStore(db: Database): Store {
     ...repositories(db.read),
     transaction: (fn, options) => db.transaction((tx) => fn(repositories(tx)), options),
     connection: db.connection,
+    get wakes() {
+      return db.wakes ?? localWakes;
+    },
+    tokenBuckets: db.tokenBuckets ?? null,
     databaseSize: async () => (db.dialect.databaseSizeSql ? Number((await db.read.get<{ bytes: number }>(db.dialect.databaseSizeSql))?.bytes ?? 0) : null),
     schemaIsCurrent: () => schemaIsCurrent(db, (migrations ??= loadMigrations(db.dialect.name))),
     close: () => db.close(),

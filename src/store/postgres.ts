@@ -17,6 +17,7 @@ import pg from 'pg';
 import type { Database, Row, SqlExecutor, SqlValue, StoreConnection, TransactionOptions } from './database.ts';
 import type { SqlDialect } from './dialect.ts';
 import { postgresDialect } from './postgres-dialect.ts';
+import { PostgresTokenBuckets, PostgresWakes } from './postgres-coordination.ts';
 import { ForeignKeyViolation, SerializationFailure, UniqueViolation } from './errors.ts';
 import { TransactionQueue } from './transaction-queue.ts';
 
@@ -179,6 +180,8 @@ export class PostgresDatabase implements Database {
   private readonly pool: pg.Pool;
   private readonly writes = new TransactionQueue();
   private closed = false;
+  readonly tokenBuckets: PostgresTokenBuckets;
+  private wakeChannel: PostgresWakes | null = null;
 
   constructor(url: string, options: PostgresOptions = {}) {
     this.connection = { engine: 'postgres', url };
@@ -186,6 +189,12 @@ export class PostgresDatabase implements Database {
     // An idle client that loses its connection (the server restarted) is dropped from the pool, not fatal.
     this.pool.on('error', () => undefined);
     this.read = new Executor(this.pool);
+    this.tokenBuckets = new PostgresTokenBuckets(this.pool);
+  }
+
+  /** Opened on first use: a worker thread's store never listens. */
+  get wakes(): PostgresWakes {
+    return (this.wakeChannel ??= new PostgresWakes(this.connection.engine === 'postgres' ? this.connection.url : '', this.pool));
   }
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
@@ -247,6 +256,7 @@ export class PostgresDatabase implements Database {
     await this.writes.idle();
     if (this.closed) return;
     this.closed = true;
+    await this.wakeChannel?.close();
     await this.pool.end();
   }
 }
