@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { sortableId } from '../domain/ids.ts';
 import { DomainError, domainNotFound } from '../domain/errors.ts';
-import { completeChat, ModelError, streamChat, type Completion } from '../execution/chat-completions.ts';
+import { answerToolCalls, completeChat, ModelError, streamChat, type Completion, type ToolCallRecord } from '../execution/chat-completions.ts';
 import type { AgentTool } from '../execution/index.ts';
 import type { Logger } from 'pino';
 import { chatTools, type ChatCaller, type ChatToolDeps } from './tools.ts';
@@ -17,13 +17,7 @@ const MAX_TOOL_ROUNDS = 10;
 
 export type Effort = 'low' | 'medium' | 'high' | 'xhigh' | 'max';
 
-export interface ChatToolCallView {
-  name: string;
-  arguments: Record<string, unknown>;
-  status: 'succeeded' | 'failed';
-  output: unknown;
-  error: string | null;
-}
+export type ChatToolCallView = ToolCallRecord;
 
 export interface ChatTurnResult {
   content: string;
@@ -45,8 +39,6 @@ export interface ChatTurnRequest {
 }
 
 export const MODEL_SETTING = 'AGENT_API_BASE_URL';
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function systemPrompt(caller: ChatCaller): string {
   const access = caller.role === 'read' ? 'read-only access: you can look things up but not change anything' : 'write access';
@@ -131,24 +123,7 @@ export class AgentChat {
       }
       if (round >= MAX_TOOL_ROUNDS) throw new DomainError('unavailable', `The model kept calling tools after ${MAX_TOOL_ROUNDS} rounds.`, { reason: 'model_tool_rounds' });
       messages.push({ role: 'assistant', content: answer.message.content, tool_calls: toolCalls });
-      for (const call of toolCalls) {
-        const fn = isRecord(call.function) ? call.function : {};
-        const name = String(fn.name ?? '');
-        let args: Record<string, unknown> = {};
-        let result: Awaited<ReturnType<AgentTool['call']>>;
-        try {
-          const parsed = typeof fn.arguments === 'string' && fn.arguments.trim() ? JSON.parse(fn.arguments) : (fn.arguments ?? {});
-          if (!isRecord(parsed)) throw new Error('the arguments are not a JSON object');
-          args = parsed;
-          const tool = tools.find((t) => t.name === name);
-          result = tool ? await tool.call(args) : { status: 'failed', output: null, error: { message: `No tool named ${name}` } };
-        } catch (e) {
-          if (req.signal.aborted) throw req.signal.reason;
-          result = { status: 'failed', output: null, error: { message: (e as Error).message } };
-        }
-        calls.push({ name, arguments: args, status: result.status, output: result.output, error: result.error?.message ?? null });
-        messages.push({ role: 'tool', tool_call_id: String(call.id ?? name), content: JSON.stringify(result.status === 'succeeded' ? result.output : { error: result.error?.message }) });
-      }
+      calls.push(...(await answerToolCalls(toolCalls, tools, messages, req.signal)));
     }
 
     const input = (prompt * provider.inputCostPerMTok) / 1e6;

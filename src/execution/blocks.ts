@@ -5,7 +5,7 @@
 import type { SandboxPool } from '../sandbox/pool.ts';
 import { SandboxError } from '../sandbox/pool.ts';
 import { EgressError, type EgressPolicy } from './egress.ts';
-import { completeChat, ModelError, type Completion } from './chat-completions.ts';
+import { answerToolCalls, completeChat, ModelError, type Completion, type ToolCallRecord } from './chat-completions.ts';
 import type { AgentProvider, AgentTool, ExecutionLimits, McpToolCaller, RunResources } from './options.ts';
 import { skillsInstructions } from '../resources/skills.ts';
 import { ExecutionError } from './errors.ts';
@@ -507,7 +507,7 @@ const agent: BlockHandler = async (ctx) => {
   let prompt = 0;
   let completion = 0;
   let usedModel = model;
-  const calls: { name: string; arguments: unknown; status: string; output: unknown; error: string | null }[] = [];
+  const calls: ToolCallRecord[] = [];
   for (let round = 0; ; round++) {
     const answer = await chatCompletion(ctx, provider, body);
     const message = answer.message;
@@ -529,24 +529,7 @@ const agent: BlockHandler = async (ctx) => {
     }
     if (round >= MAX_AGENT_TOOL_ROUNDS) throw fail(ctx, `The model kept calling tools after ${MAX_AGENT_TOOL_ROUNDS} rounds`);
     messages.push({ role: 'assistant', content: typeof message.content === 'string' ? message.content : null, tool_calls: toolCalls });
-    for (const call of toolCalls) {
-      const fn = isRecord(call.function) ? call.function : {};
-      const name = String(fn.name ?? '');
-      let args: Record<string, unknown> = {};
-      let result: Awaited<ReturnType<AgentTool['call']>>;
-      const tool = tools.find((t) => t.name === name);
-      try {
-        const parsed = typeof fn.arguments === 'string' && fn.arguments.trim() ? JSON.parse(fn.arguments) : (fn.arguments ?? {});
-        if (!isRecord(parsed)) throw new Error('the arguments are not a JSON object');
-        args = parsed;
-        result = tool ? await tool.call(args) : { status: 'failed', output: null, error: { message: `No tool named ${name}` } };
-      } catch (e) {
-        if (ctx.signal.aborted) throw ctx.signal.reason;
-        result = { status: 'failed', output: null, error: { message: (e as Error).message } };
-      }
-      calls.push({ name, arguments: args, status: result.status, output: result.output, error: result.error?.message ?? null });
-      messages.push({ role: 'tool', tool_call_id: String(call.id ?? name), content: JSON.stringify(result.status === 'succeeded' ? result.output : { error: result.error?.message }) });
-    }
+    calls.push(...(await answerToolCalls(toolCalls, tools, messages, ctx.signal)));
   }
 };
 

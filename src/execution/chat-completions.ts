@@ -3,7 +3,7 @@
 // `delta`s, assembled here into the same message a whole answer carries). Each round trip is a client span (GenAI
 // semantic conventions) whose traceparent the provider receives. No HTTP server concerns here.
 import { SpanKind, inSpan, withTraceHeaders, type Span } from '../ops/spans.ts';
-import type { AgentProvider } from './options.ts';
+import type { AgentProvider, AgentTool } from './options.ts';
 
 export type ModelErrorKind = 'unreachable' | 'timeout' | 'refused' | 'malformed';
 
@@ -182,4 +182,41 @@ async function streamChatIn(provider: AgentProvider, body: Record<string, unknow
   }
   const toolCalls = calls.filter(Boolean).map((c, i) => ({ id: c.id || `call_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
   return { message: { content: content || null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }, usage, model };
+}
+
+/** One tool call of a model's answer, as the agent block's trace and the agent chat's answer report it. */
+export interface ToolCallRecord {
+  name: string;
+  arguments: Record<string, unknown>;
+  status: 'succeeded' | 'failed';
+  output: unknown;
+  error: string | null;
+}
+
+/**
+ * Runs the tool calls of one model answer in order, appends each result to `messages` as a `tool` message for the
+ * next request, and returns what was called. Arguments that are not a JSON object, an unknown tool or a tool that
+ * throws become a failed result the model reads; only an abort through `signal` ends the round.
+ */
+export async function answerToolCalls(toolCalls: Record<string, unknown>[], tools: readonly AgentTool[], messages: Record<string, unknown>[], signal: AbortSignal): Promise<ToolCallRecord[]> {
+  const calls: ToolCallRecord[] = [];
+  for (const call of toolCalls) {
+    const fn = isRecord(call.function) ? call.function : {};
+    const name = String(fn.name ?? '');
+    let args: Record<string, unknown> = {};
+    let result: Awaited<ReturnType<AgentTool['call']>>;
+    try {
+      const parsed = typeof fn.arguments === 'string' && fn.arguments.trim() ? JSON.parse(fn.arguments) : (fn.arguments ?? {});
+      if (!isRecord(parsed)) throw new Error('the arguments are not a JSON object');
+      args = parsed;
+      const tool = tools.find((t) => t.name === name);
+      result = tool ? await tool.call(args) : { status: 'failed', output: null, error: { message: `No tool named ${name}` } };
+    } catch (e) {
+      if (signal.aborted) throw signal.reason;
+      result = { status: 'failed', output: null, error: { message: (e as Error).message } };
+    }
+    calls.push({ name, arguments: args, status: result.status, output: result.output, error: result.error?.message ?? null });
+    messages.push({ role: 'tool', tool_call_id: String(call.id ?? name), content: JSON.stringify(result.status === 'succeeded' ? result.output : { error: result.error?.message }) });
+  }
+  return calls;
 }
