@@ -10,6 +10,7 @@ import { exited, spawnServer, type SpawnedServer } from './support/children.ts';
 import { apiBlock, apiCaller, link } from './support/api-workflow.ts';
 import { GateServer } from './support/gate-server.ts';
 import { createTestDatabase, postgresAvailable } from './support/postgres.ts';
+import { queueCopiesOfRun } from './support/queued-runs.ts';
 import { waitUntil } from './support/wait.ts';
 
 const KEY = 'sk-owa-scale-out-test-key-0123456789';
@@ -149,21 +150,7 @@ describe.skipIf(!postgresAvailable())('three servers on one Postgres, one killed
       // 2,000 runs queued at once, copies of the template (as many as the API would have queued).
       const store = await openPostgresStore(url);
       try {
-        const base = (await store.workflowRuns.getByKey(wf.id, template.runId))!;
-        const baseLog = (await store.executionLogs.get(base.id))!;
-        const t0 = Date.now();
-        await store.transaction(async (tx) => {
-          for (let i = 0; i < RUNS; i++) {
-            const id = `drain-${String(i).padStart(5, '0')}`;
-            const at = new Date(t0 + i).toISOString();
-            await tx.workflowRuns.insert({
-              ...base, id, key: id, status: 'queued', output: null, blockOutputs: null, error: null, costTotal: null,
-              blockExecutions: 0, queuedAt: at, startedAt: null, endedAt: null, durationMs: null, updatedAt: at, leaseOwner: null, leaseUntil: null, attempts: 0,
-            });
-            await tx.executionLogs.insert({ ...baseLog, runId: id, runKey: id, status: 'pending', startedAt: at, endedAt: null, createdAt: at });
-          }
-        });
-        store.wakes.announce('runs');
+        await queueCopiesOfRun(store, wf.id, template.runId, RUNS, 'drain');
       } finally {
         await store.close();
       }

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { apiCall, figure, fmt, root, startProcess, tempDir, type Proc } from '../lib.ts';
 import { openPostgresStore, openSqliteStore, type Store } from '../../src/store/index.ts';
 import { createTestDatabase, prepareTestPostgres, stopTestPostgres, postgresAvailable } from '../../test/support/postgres.ts';
+import { queueCopiesOfRun } from '../../test/support/queued-runs.ts';
 
 const KEY = 'sk-owa-bench-scale-key-000000000000';
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -24,24 +25,6 @@ function cpuSeconds(pid: number): number {
   } catch {
     return NaN;
   }
-}
-
-async function queueRuns(store: Store, workflowId: string, templateKey: string): Promise<void> {
-  const base = (await store.workflowRuns.getByKey(workflowId, templateKey))!;
-  const baseLog = (await store.executionLogs.get(base.id))!;
-  const t0 = Date.now();
-  await store.transaction(async (tx) => {
-    for (let i = 0; i < RUNS; i++) {
-      const id = `bench-${String(i).padStart(5, '0')}`;
-      const at = new Date(t0 + i).toISOString();
-      await tx.workflowRuns.insert({
-        ...base, id, key: id, status: 'queued', output: null, blockOutputs: null, error: null, costTotal: null,
-        blockExecutions: 0, queuedAt: at, startedAt: null, endedAt: null, durationMs: null, updatedAt: at, leaseOwner: null, leaseUntil: null, attempts: 0,
-      });
-      await tx.executionLogs.insert({ ...baseLog, runId: id, runKey: id, status: 'pending', startedAt: at, endedAt: null, createdAt: at });
-    }
-  });
-  store.wakes.announce('runs');
 }
 
 interface Drain {
@@ -63,7 +46,7 @@ async function drain(label: string, servers: Proc[], open: () => Promise<Store>,
   while ((await completed()) < 1) await new Promise((r) => setTimeout(r, 20));
   const store = await open();
   try {
-    await queueRuns(store, wf.id, template.runId);
+    await queueCopiesOfRun(store, wf.id, template.runId, RUNS, 'bench');
   } finally {
     await store.close();
   }
