@@ -123,8 +123,10 @@ const preparedNames = new Map<string, string>();
  * Only statements whose result shape cannot change under them are prepared: a cached plan of `SELECT *` fails
  * ("cached plan must not change result type") once a user table gains a column, and DDL gains nothing.
  */
+// A user table's rows table ("trows_…") has columns whose types change (a retype is ALTER COLUMN TYPE), and a
+// prepared plan must not change its result type (0A000), so SQL on it is never prepared.
 function preparable(text: string): boolean {
-  return !text.includes('*') && !/^\s*(CREATE|ALTER|DROP)\b/i.test(text);
+  return !text.includes('*') && !text.includes('"trows_') && !/^\s*(CREATE|ALTER|DROP)\b/i.test(text);
 }
 
 function queryConfig(sql: string, params: readonly SqlValue[]): pg.QueryConfig {
