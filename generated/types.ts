@@ -3187,7 +3187,7 @@ export interface paths {
     put?: never;
     /**
      * Search knowledge
-     * @description Searches up to 20 knowledge bases of the workspace. `vector` ranks enabled chunks of enabled, completed documents by cosine similarity to the query's embedding; `hybrid` also runs a full-text leg (BM25; quoted phrases and `-negation`) and fuses both by reciprocal rank fusion (k = 60). An omitted mode takes the server's default. Tag filters (AND) apply inside both legs. Bases embedded with different models or widths cannot be searched together (400).
+     * @description Searches up to 20 knowledge bases of the workspace. `vector` ranks enabled chunks of enabled, completed documents by cosine similarity to the query's embedding; `hybrid` also runs a full-text leg (BM25; quoted phrases and `-negation`) and fuses both by reciprocal rank fusion (k = 60). An omitted mode takes the server's default. Tag filters (AND) apply inside both legs; number and date tags also take ranges (`gt`, `gte`, `lt`, `lte`, `between` with `valueTo`). `vectorWeight` shifts the fusion towards one leg, `typoTolerance` lets full-text words match indexed words a typo or two away, `highlight` marks the query's words in each result, and `offset` pages through one ranking (`nextOffset`). Bases embedded with different models or widths cannot be searched together (400).
      */
     post: operations['searchKnowledge'];
     delete?: never;
@@ -7494,6 +7494,10 @@ export interface components {
       /** @description Position in the results, from 1. */
       rank: number;
       rerankerScore?: number;
+      /** @description With `highlight`, every place in `content` where a query word occurs (compared by stem, as the full-text index does; typo-tolerant alternatives included), in order. */
+      highlights?: components['schemas']['KnowledgeSearchHighlight'][];
+      /** @description With `highlight`, about 200 characters of `content` around the most matches, HTML-escaped, each match wrapped in `<mark></mark>` and a cut end marked `…`. Safe to insert as HTML. */
+      snippet?: string;
     };
     KnowledgeSearch: {
       results: components['schemas']['KnowledgeSearchResult'][];
@@ -7501,8 +7505,15 @@ export interface components {
       knowledgeBaseIds: string[];
       topK: number;
       totalResults: number;
+      /** @description The `offset` of the next page (same query, mode, filters and `topK`), or null when this page is the last. */
+      nextOffset?: number | null;
       /** @enum {string} */
       rerankerStatus: 'not_requested' | 'skipped' | 'unavailable' | 'applied';
+    };
+    /** @description Where a query word (or a typo-tolerant alternative of it) occurs in the result's `content`, in UTF-16 code units (JavaScript string indexes), `end` exclusive. */
+    KnowledgeSearchHighlight: {
+      start: number;
+      end: number;
     };
     WorkflowCallback: {
       workflowId: string;
@@ -19277,6 +19288,17 @@ export interface operations {
           /** @enum {string} */
           rerankerModel?: 'rerank-v4.0-pro' | 'rerank-v4.0-fast' | 'rerank-v3.5';
           rerankerInputCount?: number;
+          /**
+           * @description How many ranked results to skip (the previous page's `nextOffset`). Pages of one query with the same mode, filters and `topK` are slices of one ranking, so none repeats or skips a result; hybrid pages reach as deep as both legs' candidates (at least 50 of each). Not with `rerankerEnabled`.
+           * @default 0
+           */
+          offset?: number;
+          /** @description Hybrid only (default 0.5): the vector leg's share of the fused score (reciprocal rank fusion with weights `2w` and `2(1-w)`, so 0.5 is the plain fusion). 1 ranks by the vector leg alone, 0 by the full-text leg alone. */
+          vectorWeight?: number;
+          /** @description Hybrid only (the full-text leg): a query word that no selected base holds also matches the bases' words one edit away (5 to 8 letters) or two (9 or more): an inserted, deleted, changed or swapped letter. Words of 4 letters or fewer, numbers and `-excluded` words match as written. */
+          typoTolerance?: boolean;
+          /** @description Adds `highlights` (ranges) and `snippet` (escaped HTML with `<mark>`) to each result. Needs a query. */
+          highlight?: boolean;
         };
       };
     };

@@ -1,7 +1,11 @@
 // Search over knowledge bases. The vector leg scans the bases' in-memory vectors (cosine of unit vectors);
 // the lexical leg is SQLite FTS5 ranked by BM25, queried with web-search syntax (quoted phrases are required,
-// `-word` excludes, other words are alternatives); hybrid fuses both rankings by reciprocal rank fusion
-// (k = 60). Only enabled chunks of enabled, completed documents that pass the tag filters take part.
+// `-word` excludes, other words are alternatives), optionally typo-tolerant (./typos.ts); hybrid fuses both
+// rankings by weighted reciprocal rank fusion (k = 60; equal weights by default). Only enabled chunks of
+// enabled, completed documents that pass the tag filters take part.
+//
+// Pages: a page is a slice (offset, topK) of one ranking. Each leg's depth depends on topK alone, never on the
+// offset, so the pages of one query with one topK are slices of the same list and never repeat or skip a hit.
 import type { TextQuery } from '../store/dialect.ts';
 import type { Store } from '../store/index.ts';
 import type { KnowledgeBaseRecord, TagDefinitionRecord } from '../store/knowledge-bases.ts';
@@ -9,6 +13,8 @@ import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
 import type { KnowledgeService, VectorIndex } from './service.ts';
 import { dot } from './embeddings.ts';
 import { tagValuesByName, type ResolvedFilter } from './tags.ts';
+import { typoAlternatives } from './typos.ts';
+import { highlightRanges, highlightStems, snippet, type Highlight } from './highlights.ts';
 
 export const RRF_K = 60;
 
@@ -19,6 +25,14 @@ export interface SearchRequest {
   filters: ResolvedFilter[];
   mode: 'vector' | 'hybrid' | 'fulltext';
   defs: Map<string, TagDefinitionRecord[]>;
+  /** Hits ranked before this page (default 0). */
+  offset?: number;
+  /** Hybrid: the vector leg's share of the fused score, 0 to 1 (default 0.5: both legs count the same). */
+  vectorWeight?: number;
+  /** Full-text words no base holds also match indexed words a typo or two away. */
+  typoTolerance?: boolean;
+  /** Adds `highlights` and `snippet` to each hit. */
+  highlight?: boolean;
 }
 
 export interface SearchHit {
@@ -33,6 +47,8 @@ export interface SearchHit {
   rankScore: number;
   rank: number;
   rerankerScore?: number;
+  highlights?: Highlight[];
+  snippet?: string;
 }
 
 interface Candidate {
@@ -77,19 +93,29 @@ function positionOf(index: VectorIndex, seq: number): number {
   return index.positions.get(seq) ?? -1;
 }
 
-export async function runSearch(store: Store, knowledge: KnowledgeService, req: SearchRequest): Promise<{ hits: SearchHit[]; lexicalFailed: boolean }> {
+export async function runSearch(
+  store: Store,
+  knowledge: KnowledgeService,
+  req: SearchRequest,
+): Promise<{ hits: SearchHit[]; lexicalFailed: boolean; hasMore: boolean }> {
   const kbIds = req.bases.map((b) => b.id);
-  // Which documents may answer (ids and bases only); full records are read for the results alone.
-  const docs = new Map((await store.knowledgeDocuments.searchableIds(kbIds, req.filters)).map((d) => [d.id, d.knowledgeBaseId]));
+  const offset = req.offset ?? 0;
+  // The full-text leg alone checks documents in SQL on its own hits; the other searches need every searchable
+  // document's id up front (ids and bases only; full records are read for the results alone).
+  const textOnly = req.mode === 'fulltext' && req.query !== null;
+  const docs = textOnly ? new Map<string, string>() : new Map((await store.knowledgeDocuments.searchableIds(kbIds, req.filters)).map((d) => [d.id, d.knowledgeBaseId]));
   const candidates = new Map<number, Candidate>();
   const legLimit = Math.min(200, Math.max(req.topK * 3, 50));
   let lexicalFailed = false;
   const indexes = new Map<string, VectorIndex>();
-  for (const id of kbIds) indexes.set(id, await knowledge.index(id));
+  if (!textOnly) for (const id of kbIds) indexes.set(id, await knowledge.index(id));
+  // One more than the page, to tell whether another page follows.
+  const wanted = offset + req.topK + 1;
+  let words: string[] = [];
 
   if (req.query === null) {
     // Tag-only: every matching chunk counts as a perfect match, in document and chunk order.
-    const rows = await store.knowledgeChunks.ofDocuments([...docs.keys()], req.topK);
+    const rows = await store.knowledgeChunks.ofDocuments([...docs.keys()], wanted);
     rows.forEach((c, i) => candidates.set(c.seq, { seq: c.seq, kbId: c.knowledgeBaseId, docId: c.documentId, similarity: 1, vectorRank: i + 1, lexicalRank: null, score: 1 }));
   } else {
     let qv: Float32Array | null = null;
@@ -97,7 +123,7 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
       qv = await knowledge.embedOne(req.query);
       // Cosine distance below 1 (0.8 when more than three bases are searched), as the platform does.
       const threshold = req.bases.length > 3 ? 0.2 : 0;
-      const limit = req.mode === 'vector' ? req.topK : legLimit;
+      const limit = req.mode === 'vector' ? wanted : legLimit;
       // Best `limit` rows so far, worst last; a row must beat the worst to get in.
       const scores: number[] = [];
       const refs: { kbId: string; index: VectorIndex; row: number }[] = [];
@@ -129,40 +155,47 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
         candidates.set(seq, { seq, kbId: ref.kbId, docId: ref.index.docIds[ref.index.docOf[ref.row]!]!, similarity: scores[rank]!, vectorRank: rank + 1, lexicalRank: null, score: 0 });
       });
     }
-    if (req.mode !== 'vector') {
-      const text = parseTextQuery(req.query);
-      if (text) {
-        try {
-          const rows = await store.knowledgeChunks.fullText(kbIds, text, legLimit, (id) => docs.has(id));
-          rows.forEach((r, rank) => {
-            const seq = Number(r.seq);
-            const c = candidates.get(seq) ?? { seq, kbId: '', docId: r.document_id, similarity: null, vectorRank: null, lexicalRank: null, score: 0 };
-            c.lexicalRank = rank + 1;
-            candidates.set(seq, c);
-          });
-        } catch {
-          lexicalFailed = true;
-        }
+    const text = parseTextQuery(req.query);
+    if (text) {
+      words = [...text.required, ...text.optional].flat();
+      if (req.typoTolerance && req.mode !== 'vector') text.alternatives = await typoAlternatives(store, kbIds, words);
+      words.push(...[...(text.alternatives?.values() ?? [])].flat());
+    }
+    if (req.mode !== 'vector' && text) {
+      try {
+        const rows = await store.knowledgeChunks.fullText(kbIds, text, req.mode === 'fulltext' ? wanted : legLimit, req.filters);
+        rows.forEach((r, rank) => {
+          const seq = Number(r.seq);
+          const c = candidates.get(seq) ?? { seq, kbId: r.knowledge_base_id, docId: r.document_id, similarity: null, vectorRank: null, lexicalRank: null, score: 0 };
+          c.lexicalRank = rank + 1;
+          candidates.set(seq, c);
+        });
+      } catch {
+        lexicalFailed = true;
       }
     }
+    // Weighted RRF; with equal weights (0.5 each, doubled) exactly the plain sum 1/(k+rank) of each leg.
+    const vw = 2 * (req.vectorWeight ?? 0.5);
+    const tw = 2 - vw;
     for (const c of candidates.values()) {
-      c.score = req.mode === 'vector' ? c.similarity! : (c.vectorRank ? 1 / (RRF_K + c.vectorRank) : 0) + (c.lexicalRank ? 1 / (RRF_K + c.lexicalRank) : 0);
+      c.score = req.mode === 'vector' ? c.similarity! : (c.vectorRank ? vw / (RRF_K + c.vectorRank) : 0) + (c.lexicalRank ? tw / (RRF_K + c.lexicalRank) : 0);
     }
     // Lexical matches the vector leg did not rank still get their true cosine similarity.
     if (qv) {
       for (const c of candidates.values()) {
         if (c.similarity !== null) continue;
-        const kbId = docs.get(c.docId)!;
-        c.kbId = kbId;
+        const kbId = c.kbId;
         const index = indexes.get(kbId)!;
         const pos = positionOf(index, c.seq);
         c.similarity = pos >= 0 && index.dimension === qv.length ? dot(qv, index.vectors, pos * index.dimension) : 0;
       }
     }
   }
-  const ordered = [...candidates.values()]
-    .sort((a, b) => b.score - a.score || (a.lexicalRank ?? Infinity) - (b.lexicalRank ?? Infinity) || (a.vectorRank ?? Infinity) - (b.vectorRank ?? Infinity))
-    .slice(0, req.topK);
+  const ranked = [...candidates.values()]
+    .filter((c) => c.score > 0 || req.mode === 'vector' || req.query === null)
+    .sort((a, b) => b.score - a.score || (a.lexicalRank ?? Infinity) - (b.lexicalRank ?? Infinity) || (a.vectorRank ?? Infinity) - (b.vectorRank ?? Infinity) || a.seq - b.seq);
+  const ordered = ranked.slice(offset, offset + req.topK);
+  const stems = req.highlight ? highlightStems(words) : null;
   const chunks = new Map((await store.knowledgeChunks.getBySeq(ordered.map((c) => c.seq))).map((c) => [c.seq, c]));
   const records = new Map<string, KnowledgeDocumentRecord>((await store.knowledgeDocuments.getMany([...new Set(ordered.map((c) => c.docId))])).map((d) => [d.id, d]));
   const hits: SearchHit[] = [];
@@ -180,8 +213,12 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
       metadata: tagValuesByName(doc, req.defs.get(doc.knowledgeBaseId) ?? []),
       similarity: c.similarity ?? 0,
       rankScore: c.score,
-      rank: hits.length + 1,
+      rank: offset + hits.length + 1,
     });
+    if (stems) {
+      const ranges = highlightRanges(chunk.content, stems);
+      Object.assign(hits.at(-1)!, { highlights: ranges, snippet: snippet(chunk.content, ranges) });
+    }
   }
-  return { hits, lexicalFailed };
+  return { hits, lexicalFailed, hasMore: ranked.length > offset + req.topK };
 }

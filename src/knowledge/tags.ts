@@ -77,6 +77,10 @@ export function resolveFilters(filters: TagFilter[], defsPerBase: TagDefinitionR
     if (operator === 'between') {
       if (f.valueTo === undefined) throw invalidInput([...at, 'valueTo'], 'The between operator needs valueTo.');
       out.valueTo = checkValue(type, f.valueTo, [...at, 'valueTo']) as string | number;
+      // Numbers compare as numbers, YYYY-MM-DD dates as text (which orders them by date).
+      if (out.valueTo < (value as string | number)) throw invalidInput([...at, 'valueTo'], `valueTo (${out.valueTo}) is below value (${value}): between takes the lower bound first.`);
+    } else if (f.valueTo !== undefined) {
+      throw invalidInput([...at, 'valueTo'], `valueTo only goes with the between operator, not ${operator}.`);
     }
     return out;
   });

@@ -95,6 +95,24 @@ export interface TextQuery {
   required: string[][];
   optional: string[][];
   excluded: string[][];
+  /**
+   * Indexed words that also stand for a query word (typo tolerance): a required or optional phrase matches with
+   * any of them in that word's place. Excluded phrases are matched as written.
+   */
+  alternatives?: ReadonlyMap<string, readonly string[]>;
+}
+
+/** At most this many spellings of one phrase are searched. */
+const MAX_PHRASE_VARIANTS = 16;
+
+/** The spellings of a phrase: as written first, then with the words' alternatives in place (capped). */
+export function phraseVariants(words: readonly string[], alternatives: TextQuery['alternatives']): string[][] {
+  let variants: string[][] = [[]];
+  for (const w of words) {
+    const options = [w, ...(alternatives?.get(w) ?? [])];
+    variants = variants.flatMap((v) => options.map((o) => [...v, o])).slice(0, MAX_PHRASE_VARIANTS);
+  }
+  return variants;
 }
 
 /** A full-text index over documents identified by an integer key. */

@@ -4,6 +4,7 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
 import type { FullTextIndex, TextQuery } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
+import { conditionsSql, type TagCondition } from './knowledge-documents.ts';
 
 export interface KnowledgeChunkRecord {
   seq: number;
@@ -217,26 +218,44 @@ export class KnowledgeChunkRepository {
     );
   }
 
+  /** One page of a base's chunk texts after `afterSeq`, in `seq` order (the typo-tolerance vocabulary). */
+  async contentsAfter(knowledgeBaseId: string, afterSeq: number, limit: number): Promise<{ seq: number; content: string }[]> {
+    const rows = await this.db.all<{ seq: number; content: string }>(
+      `SELECT seq, content FROM knowledge_chunks WHERE knowledge_base_id = ? AND seq > ? ORDER BY seq ${limitClause(limit)}`,
+      [knowledgeBaseId, afterSeq],
+    );
+    return rows.map((r) => ({ seq: Number(r.seq), content: r.content }));
+  }
+
   /**
-   * Full-text matches of a query in the index's syntax, best first (`score`: lower is better; BM25 on SQLite), among
-   * enabled chunks of the given bases. The index is searched alone first (it orders by rank cheaply), then the best
-   * rows are checked against the bases; when too few survive, it looks deeper.
+   * Full-text matches of a query in the index's syntax, best first (`score`: lower is better; BM25 on SQLite),
+   * among enabled chunks of searchable documents (enabled, completed, not excluded, meeting every tag condition)
+   * of the given bases. The index is searched alone first (it orders by rank cheaply), then the best rows are
+   * checked against the chunks and documents in one statement; when too few survive, it looks deeper.
    */
-  async fullText(kbIds: readonly string[], query: TextQuery, limit: number, accept: (documentId: string) => boolean = () => true): Promise<{ seq: number; document_id: string; score: number }[]> {
-    const bases = new Set(kbIds);
+  async fullText(
+    kbIds: readonly string[],
+    query: TextQuery,
+    limit: number,
+    conditions: readonly TagCondition[] = [],
+  ): Promise<{ seq: number; document_id: string; knowledge_base_id: string; score: number }[]> {
+    const filter = conditionsSql(this.db.dialect, conditions, 'd');
+    const bases = kbIds.map(() => '?').join(', ');
     for (let depth = Math.max(limit * 2, 200); ; depth *= 8) {
-      const hits = (await this.textIndex.search(this.db, query, depth)).map((h) => ({ seq: h.key, score: h.score }));
-      const out: { seq: number; document_id: string; score: number }[] = [];
-      for (let i = 0; i < hits.length; i += 500) {
+      const hits = await this.textIndex.search(this.db, query, depth);
+      const out: { seq: number; document_id: string; knowledge_base_id: string; score: number }[] = [];
+      for (let i = 0; i < hits.length && out.length < limit; i += 500) {
         const part = hits.slice(i, i + 500);
-        const rows = await this.db.all<{ seq: number; document_id: string; knowledge_base_id: string; enabled: number }>(
-          `SELECT seq, document_id, knowledge_base_id, enabled FROM knowledge_chunks WHERE seq IN (${part.map(() => '?').join(', ')})`,
-          part.map((h) => h.seq),
+        const rows = await this.db.all<{ seq: number; document_id: string; knowledge_base_id: string }>(
+          `SELECT c.seq, c.document_id, c.knowledge_base_id FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+            WHERE c.seq IN (${part.map(() => '?').join(', ')}) AND c.enabled = 1 AND c.knowledge_base_id IN (${bases})
+              AND d.enabled = 1 AND d.processing_status = 'completed' AND d.user_excluded = 0 AND ${filter.sql}`,
+          [...part.map((h) => h.key), ...kbIds, ...filter.params],
         );
         const bySeq = new Map(rows.map((r) => [Number(r.seq), r]));
         for (const h of part) {
-          const r = bySeq.get(Number(h.seq));
-          if (r && bases.has(r.knowledge_base_id) && Number(r.enabled) === 1 && accept(r.document_id)) out.push({ seq: Number(h.seq), document_id: r.document_id, score: Number(h.score) });
+          const r = bySeq.get(h.key);
+          if (r) out.push({ seq: h.key, document_id: r.document_id, knowledge_base_id: r.knowledge_base_id, score: h.score });
         }
       }
       if (out.length >= limit || hits.length < depth || depth >= 1_000_000) return out.slice(0, limit);

@@ -18,7 +18,7 @@ export interface TagCondition {
 type Compiled = { sql: string; params: (string | number)[] };
 
 /** SQL (on the knowledge_documents columns, table alias `alias`) that every condition holds; text matches ignore case. */
-function conditionsSql(d: SqlDialect, conditions: readonly TagCondition[], alias: string): Compiled {
+export function conditionsSql(d: SqlDialect, conditions: readonly TagCondition[], alias: string): Compiled {
   const parts: string[] = [];
   const params: (string | number)[] = [];
   for (const f of conditions) {

@@ -3,7 +3,7 @@
 // SQLite does). Full-text search is a tsvector table with a GIN index, under the `owa_text` configuration of the
 // migrations: English stemming like FTS5's porter tokenizer, and no stop words (FTS5 has none either), so the
 // same queries match the same documents; ranked by ts_rank_cd.
-import type { FullTextIndex, SqlDialect, SqlValue, StatementRunner, TextQuery } from './dialect.ts';
+import { phraseVariants, type FullTextIndex, type SqlDialect, type SqlValue, type StatementRunner, type TextQuery } from './dialect.ts';
 import { limitClause } from './keyset.ts';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -17,8 +17,13 @@ function tsQuery(q: TextQuery): { sql: string; params: string[] } | null {
     params.push(words.join(' '));
     return `phraseto_tsquery('${TEXT_CONFIG}', ?)`;
   };
-  const required = q.required.map(phrase);
-  const optional = q.optional.map(phrase);
+  // A phrase with alternative spellings matches any of them.
+  const spelled = (words: string[]) => {
+    const variants = phraseVariants(words, q.alternatives).map(phrase);
+    return variants.length > 1 ? `(${variants.join(' || ')})` : variants[0]!;
+  };
+  const required = q.required.map(spelled);
+  const optional = q.optional.map(spelled);
   if (required.length === 0 && optional.length === 0) return null;
   const parts: string[] = [];
   if (required.length) parts.push(`(${required.join(' && ')})`);

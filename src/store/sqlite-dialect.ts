@@ -1,6 +1,6 @@
 // The SQLite dialect (see ./dialect.ts). Case folding is the `owa_fold` function the SQLite connection
 // registers (./sqlite.ts); full-text search is FTS5 ranked by BM25.
-import type { FullTextIndex, SqlDialect, SqlValue, StatementRunner, TextQuery } from './dialect.ts';
+import { phraseVariants, type FullTextIndex, type SqlDialect, type SqlValue, type StatementRunner, type TextQuery } from './dialect.ts';
 import { limitClause } from './keyset.ts';
 
 /** The SQL function name of Unicode case folding; sqlite.ts registers it on every connection. */
@@ -23,7 +23,12 @@ function fts5Index(name: string): FullTextIndex {
     async search(db, query, limit) {
       const match = fts5Match(query);
       if (!match) return [];
-      const rows = await db.all<{ key: number; score: number }>(`SELECT rowid AS key, rank AS score FROM ${name} WHERE ${name} MATCH ? ORDER BY rank ${limitClause(limit)}`, [match]);
+      // bm25() ordered by the statement rather than FTS5's `rank` column: the same scores, but `ORDER BY rank`
+      // runs FTS5's own sorted scan, which re-reads each returned row (about 1.5× the time at 100,000 chunks).
+      const rows = await db.all<{ key: number; score: number }>(
+        `SELECT rowid AS key, bm25(${name}) AS score FROM ${name} WHERE ${name} MATCH ? ORDER BY score, rowid ${limitClause(limit)}`,
+        [match],
+      );
       return rows.map((r) => ({ key: Number(r.key), score: Number(r.score) }));
     },
   };
@@ -32,8 +37,13 @@ function fts5Index(name: string): FullTextIndex {
 /** A parsed query in FTS5's syntax: every phrase quoted (so no word is read as an operator); null when it matches nothing. */
 function fts5Match(q: TextQuery): string | null {
   const phrase = (words: string[]) => `"${words.join(' ')}"`;
-  const required = q.required.map(phrase);
-  const optional = q.optional.map(phrase);
+  // A phrase with alternative spellings matches any of them.
+  const spelled = (words: string[]) => {
+    const variants = phraseVariants(words, q.alternatives).map(phrase);
+    return variants.length > 1 ? `(${variants.join(' OR ')})` : variants[0]!;
+  };
+  const required = q.required.map(spelled);
+  const optional = q.optional.map(spelled);
   const positive = required.length ? required.join(' AND ') : optional.join(' OR ');
   if (!positive) return null;
   const base = required.length && optional.length ? `${positive} AND (${optional.join(' OR ')})` : `(${positive})`;

@@ -1,4 +1,5 @@
-// Search across the knowledge bases of a workspace (vector or hybrid), with tag filters.
+// Search across the knowledge bases of a workspace (vector or hybrid), with tag filters, pages, fusion weight,
+// typo tolerance and highlights.
 import type { Handler } from '../../../generated/handlers.ts';
 import { badRequest, invalidField } from '../../http/errors.ts';
 import { resolveFilters } from '../../knowledge/tags.ts';
@@ -36,10 +37,21 @@ export const searchKnowledge: Handler<'searchKnowledge'> = async ({ body, ctx })
   const resolved = resolveFilters(filters, [...defs.values()], ['body', 'tagFilters']);
   const topK = body.topK ?? 10;
   const mode = body.searchMode ?? ctx.services.config.knowledge.defaultSearchMode;
+  const offset = body.offset ?? 0;
+  // Options that only mean something with a query, or with the hybrid full-text leg, are refused elsewhere.
+  for (const option of ['vectorWeight', 'typoTolerance', 'highlight'] as const) {
+    if (body[option] !== undefined && query === null) throw invalidField(['body', option], `${option} needs a query.`);
+  }
+  for (const option of ['vectorWeight', 'typoTolerance'] as const) {
+    if (body[option] !== undefined && mode !== 'hybrid') throw invalidField(['body', option], `${option} applies to hybrid search only (this search is ${mode}).`);
+  }
+  if (offset > 0 && body.rerankerEnabled === true) throw invalidField(['body', 'offset'], 'A reranked search has no stable order to page through: leave out offset or rerankerEnabled.');
   const settings = ctx.services.config.knowledge.rerank;
   const reranking = body.rerankerEnabled === true && query !== null && settings !== null;
   const pool = reranking ? Math.max(topK, body.rerankerInputCount ?? Math.min(100, topK * 4)) : topK;
-  const { hits } = await runSearch(ctx.services.store, ctx.services.knowledge, { bases, query, topK: pool, filters: resolved, mode, defs });
+  const { hits, hasMore } = await runSearch(ctx.services.store, ctx.services.knowledge, {
+    bases, query, topK: pool, filters: resolved, mode, defs, offset, vectorWeight: body.vectorWeight, typoTolerance: body.typoTolerance, highlight: body.highlight,
+  });
   let results: SearchHit[] = hits.slice(0, topK);
   let rerankerStatus: 'not_requested' | 'skipped' | 'unavailable' | 'applied' = !body.rerankerEnabled ? 'not_requested' : query === null ? 'skipped' : 'unavailable';
   if (reranking && hits.length > 0) {
@@ -54,6 +66,6 @@ export const searchKnowledge: Handler<'searchKnowledge'> = async ({ body, ctx })
   } else if (reranking) rerankerStatus = 'applied';
   return {
     status: 200,
-    body: { data: { results, query: query ?? '', knowledgeBaseIds: ids, topK, totalResults: results.length, rerankerStatus } },
+    body: { data: { results, query: query ?? '', knowledgeBaseIds: ids, topK, totalResults: results.length, nextOffset: hasMore && body.rerankerEnabled !== true ? offset + topK : null, rerankerStatus } },
   };
 };
