@@ -23,6 +23,7 @@ export const POSTGRES_FILES = [
   'test/idempotency.test.ts',
   'test/knowledge-bases.test.ts',
   'test/knowledge-documents.test.ts', // processing queue, full text and hybrid search
+  'test/knowledge-search-features.test.ts', // typo tolerance, highlights, pages, weights, tag ranges
   'test/knowledge-tags.test.ts',
   'test/metrics.test.ts',
   'test/organizations.test.ts', // and invitations, the accept page, per-person credit limits
