@@ -6,12 +6,18 @@
 // chunk, so it costs nothing); a word that only a hand-edited chunk holds joins on the next start.
 import type { Store } from '../store/index.ts';
 
-/** Lower case without diacritics, as the full-text index tokenizes (unicode61). */
+/** Lower case without diacritics, as the full-text index tokenizes (unicode61); for a word or a whole text. */
 export function foldWord(word: string): string {
-  return word.toLowerCase().normalize('NFD').replace(/\p{M}+/gu, '');
+  const lower = word.toLowerCase();
+  // Plain ASCII (most text) has nothing to decompose.
+  return /^[\x00-\x7f]*$/.test(lower) ? lower : lower.normalize('NFD').replace(/\p{M}+/gu, '');
 }
 
 export const WORD = /[\p{L}\p{N}]+/gu;
+/** The words of a folded text (a quicker pattern for plain ASCII, where letters and digits are all there is). */
+export function wordsOf(folded: string): string[] {
+  return (/^[\x00-\x7f]*$/.test(folded) ? folded.match(/[a-z0-9]+/g) : folded.match(WORD)) ?? [];
+}
 
 /** How many edits a query word of this length may be away from an indexed word. */
 export function editsAllowed(word: string): number {
@@ -19,13 +25,16 @@ export function editsAllowed(word: string): number {
   return word.length >= 9 ? 2 : word.length >= 5 ? 1 : 0;
 }
 
+// Rows of the distance table, reused (words are short; longer ones get fresh rows).
+let rows = [new Int32Array(64), new Int32Array(64), new Int32Array(64)];
+
 /** Optimal string alignment distance, or `max + 1` as soon as it must exceed `max`. */
 export function editDistance(a: string, b: string, max: number): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;
   const n = b.length;
-  let prev2 = new Array<number>(n + 1).fill(0);
-  let prev = Array.from({ length: n + 1 }, (_, j) => j);
-  let cur = new Array<number>(n + 1).fill(0);
+  if (rows[0]!.length <= n) rows = [new Int32Array(n + 1), new Int32Array(n + 1), new Int32Array(n + 1)];
+  let [prev2, prev, cur] = rows as [Int32Array, Int32Array, Int32Array];
+  for (let j = 0; j <= n; j++) prev[j] = j;
   for (let i = 1; i <= a.length; i++) {
     cur[0] = i;
     let rowMin = i;
@@ -47,6 +56,8 @@ interface Vocabulary {
   seq: number;
   /** How many chunks hold each word. */
   counts: Map<string, number>;
+  /** The last chunk each word was counted for. */
+  lastSeq: Map<string, number>;
   /** The words by length, for the neighbour scan. */
   byLength: Map<number, string[]>;
   loading: Promise<void> | null;
@@ -58,7 +69,7 @@ async function vocabularyOf(store: Store, knowledgeBaseId: string): Promise<Voca
   let perStore = vocabularies.get(store);
   if (!perStore) vocabularies.set(store, (perStore = new Map()));
   let v = perStore.get(knowledgeBaseId);
-  if (!v) perStore.set(knowledgeBaseId, (v = { seq: 0, counts: new Map(), byLength: new Map(), loading: null }));
+  if (!v) perStore.set(knowledgeBaseId, (v = { seq: 0, counts: new Map(), lastSeq: new Map(), byLength: new Map(), loading: null }));
   const vocab = v;
   // One reader at a time; a search arriving meanwhile waits for it, then reads what came after.
   while (vocab.loading) await vocab.loading;
@@ -67,7 +78,9 @@ async function vocabularyOf(store: Store, knowledgeBaseId: string): Promise<Voca
       const page = await store.knowledgeChunks.contentsAfter(knowledgeBaseId, vocab.seq, 2000);
       for (const row of page) {
         vocab.seq = Math.max(vocab.seq, row.seq);
-        for (const word of new Set(Array.from(row.content.matchAll(WORD), (m) => foldWord(m[0])))) {
+        for (const word of wordsOf(foldWord(row.content))) {
+          if (vocab.lastSeq.get(word) === row.seq) continue;
+          vocab.lastSeq.set(word, row.seq);
           const n = vocab.counts.get(word);
           vocab.counts.set(word, (n ?? 0) + 1);
           if (n === undefined) {
