@@ -39,9 +39,10 @@ beforeAll(async () => {
     await tx.knowledgeBases.insertTag({ id: 'tg_f_pub', knowledgeBaseId: kb.id, tagSlot: 'date1', displayName: 'published', fieldType: 'date', createdAt: at, updatedAt: at });
     await tx.knowledgeBases.insertTag({ id: 'tg_f_dept', knowledgeBaseId: kb.id, tagSlot: 'tag1', displayName: 'dept', fieldType: 'text', createdAt: at, updatedAt: at });
   });
-  for (const [name, text] of Object.entries(TEXTS)) {
-    const session = await uploadDocument(s, kb.id, name, text, 'text/plain');
-    docs[name] = await waitForDocument(s, kb.id, session.document.id);
+  // Uploaded together, so the workers process them side by side.
+  const sessions = await Promise.all(Object.entries(TEXTS).map(([name, text]) => uploadDocument(s, kb.id, name, text, 'text/plain')));
+  for (const [i, name] of Object.keys(TEXTS).entries()) {
+    docs[name] = await waitForDocument(s, kb.id, sessions[i].document.id);
     expect(docs[name].processingStatus).toBe('completed');
     const [priority, published] = TAGS[name]!;
     const r = await s.call('PATCH', `/api/v2/knowledge/${kb.id}/documents/${docs[name].id}`, { workspaceId: ws, number1: priority, date1: published });
