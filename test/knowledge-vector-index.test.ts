@@ -87,7 +87,7 @@ function recorder() {
 }
 
 const open = (events?: ReturnType<typeof recorder>) =>
-  new VectorIndexes(store.knowledgeChunks, { kind: 'quantized', minRows: 1, dir: path.join(dir, 'index'), options: { probeFraction: 0.25, minProbes: 4, rescore: 60 } }, events?.logger ?? null);
+  new VectorIndexes(store.knowledgeChunks, { kind: 'quantized', minRows: 1, dir: path.join(dir, 'index'), options: { probeFraction: 0.25, minProbes: 4, minScan: 0, rescore: 60 } }, events?.logger ?? null);
 
 beforeAll(async () => {
   store = await openSqliteStore(path.join(dir, 'workspace.sqlite'));

@@ -139,7 +139,9 @@ export class VectorIndexes {
   private async catchUp(knowledgeBaseId: string, held: Extract<Held, { kind: 'quantized' }>, afterLoad: boolean): Promise<void> {
     const version = await this.source.vectorVersion(knowledgeBaseId);
     let index = held.index;
-    if (version !== index.watermark) {
+    // A version behind the file's means another database (a restored backup) under the same directory.
+    const foreign = version < index.watermark;
+    if (version !== index.watermark && !foreign) {
       const from = index.watermark;
       let after = 0;
       for (;;) {
@@ -153,7 +155,7 @@ export class VectorIndexes {
       for (const seq of await this.source.removedAfter(knowledgeBaseId, from)) index.remove(seq);
       index.watermark = version;
     }
-    let rebuild = (!index.trained && index.size > 0) || index.size > 4 * index.trainedOn + 1000;
+    let rebuild = foreign || (!index.trained && index.size > 0) || index.size > 4 * index.trainedOn + 1000;
     if (afterLoad && index.size !== (await this.source.chunkCount(knowledgeBaseId))) rebuild = (await this.reconcile(knowledgeBaseId, index)) || rebuild;
     if (rebuild) {
       index = held.index = await this.build(knowledgeBaseId);

@@ -30,14 +30,15 @@ const SEARCHABLE = LIVE | ENABLED | HAS_VECTOR;
 const QUERY_RANGE = 1023;
 
 export interface QuantizedOptions {
-  /** Share of the lists a query scans (at least `minProbes`). */
+  /** Share of the lists a query scans (at least `minProbes` lists and `minScan` vectors). */
   probeFraction: number;
   minProbes: number;
+  minScan: number;
   /** Candidates re-scored at full precision (at least twice the requested count). */
   rescore: number;
 }
 
-export const DEFAULT_QUANTIZED_OPTIONS: QuantizedOptions = { probeFraction: 0.03, minProbes: 8, rescore: 100 };
+export const DEFAULT_QUANTIZED_OPTIONS: QuantizedOptions = { probeFraction: 0.03, minProbes: 8, minScan: 4096, rescore: 100 };
 
 /** Lists for a base of `rows` vectors: about 2·√rows, so a list holds about √rows / 2 vectors. */
 export const listsFor = (rows: number) => Math.max(1, Math.min(8192, Math.round(2 * Math.sqrt(rows))));
@@ -355,6 +356,7 @@ export class QuantizedIndex implements VectorIndex {
     }
     order.sort((a, b) => listScore[b]! - listScore[a]!);
     const probes = Math.min(this.nlist, Math.max(this.options.minProbes, Math.ceil(this.nlist * this.options.probeFraction)));
+    const { minScan } = this.options;
     // The query in integers (its scale does not change the ranking).
     let max = 0;
     for (let k = 0; k < dim; k++) max = Math.max(max, Math.abs(query[k]!));
@@ -362,10 +364,12 @@ export class QuantizedIndex implements VectorIndex {
     if (max > 0) for (let k = 0; k < dim; k++) qi[k] = Math.round((query[k]! / max) * QUERY_RANGE);
     const heap = new TopK(count);
     const { stride, flags, docOf, scales, blocks, listOf } = this;
-    for (let p = 0; p < probes; p++) {
+    let scanned = 0;
+    for (let p = 0; p < this.nlist && (p < probes || scanned < minScan); p++) {
       const j = order[p]!;
       const list = this.lists[j]!;
       const n = this.listLength[j]!;
+      scanned += n;
       for (let e = 0; e < n; e++) {
         const row = list[e]!;
         if (flags[row] !== SEARCHABLE || listOf[row] !== j || !allowed[docOf[row]!]) continue;
