@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import type { VectorHit, VectorIndex, VectorQuery, VectorSource } from './types.ts';
 import { floatsOf } from './types.ts';
 
-const BLOCK_BITS = 14;
+const BLOCK_BITS = 12;
 /** Codes live in blocks of this many rows, so growing never copies gigabytes. */
 const BLOCK_ROWS = 1 << BLOCK_BITS;
 const BLOCK_MASK = BLOCK_ROWS - 1;
@@ -94,11 +94,6 @@ export class QuantizedIndex implements VectorIndex {
     return this.nlist > 0;
   }
 
-  /** Bytes of the codes and per-row bookkeeping held in memory (what the quantization saves is measured against float32). */
-  get memoryBytes(): number {
-    return this.blocks.length * BLOCK_ROWS * this.stride + this.seqs.length * 21 + this.nlist * this.dimension * 4;
-  }
-
   // ── building
 
   /** Reads every vector of the base, trains the centroids on a sample and files every row in its list. */
@@ -109,6 +104,7 @@ export class QuantizedIndex implements VectorIndex {
     const index = new QuantizedIndex(dimension, options);
     index.source = source;
     index.watermark = version;
+    index.grow(total);
     const nlist = listsFor(total);
     const sampleSize = Math.min(total, Math.max(nlist * 32, 2000));
     const every = Math.max(1, Math.floor(total / Math.max(1, sampleSize)));
@@ -195,7 +191,11 @@ export class QuantizedIndex implements VectorIndex {
     this.listOf = widen(this.listOf, (n) => new Int32Array(n).fill(-1));
     this.listOf.fill(-1, this.rows);
     this.flags = widen(this.flags, (n) => new Uint8Array(n));
-    while (this.blocks.length * BLOCK_ROWS < cap) this.blocks.push(new Int8Array(BLOCK_ROWS * this.stride));
+  }
+
+  /** Allocates code blocks for `rows` rows (only what is used: the codes are the bulk of the memory). */
+  private reserveCodes(rows: number): void {
+    while (this.blocks.length * BLOCK_ROWS < rows) this.blocks.push(new Int8Array(BLOCK_ROWS * this.stride));
   }
 
   private docNumber(documentId: string): number {
@@ -228,6 +228,7 @@ export class QuantizedIndex implements VectorIndex {
   private append(seq: number, documentId: string, enabled: boolean, v: Float32Array | null): number {
     const row = this.rows;
     this.grow(row + 1);
+    this.reserveCodes(row + 1);
     if (row > 0 && seq < this.seqs[row - 1]!) this.ordered = false;
     this.rows++;
     this.live++;
@@ -489,6 +490,7 @@ export class QuantizedIndex implements VectorIndex {
       const expected = pos + pad8(n * 8) + pad8(n * 4) * 3 + pad8(n) + pad8(h.k1 * dimension * 4) + pad8(h.nlist * dimension * 4) + pad8(h.nlist * 4) + n * index.stride;
       if (expected !== size) return null;
       index.grow(n);
+      index.reserveCodes(n);
       await read(index.seqs.subarray(0, n));
       await read(index.scales.subarray(0, n));
       await read(index.docOf.subarray(0, n));
