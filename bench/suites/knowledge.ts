@@ -393,11 +393,21 @@ async function vectorScale(rounds: number, chunks: number, dimension: number): P
         return ((await r.json()) as { data: { results: { documentId: string; chunkIndex: number }[] } }).data.results;
       });
     const float32 = chunks * dimension * 4;
+    /** The first search of a server, which may build an index for minutes: asked again until it answers. */
+    const warmUp = async (url: string) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await call(url, 'warm up', 'vector');
+        } catch (err) {
+          if (attempt >= 10) throw err;
+        }
+      }
+    };
 
     // 1. The quantized index's first start: the first search builds it and writes its file.
     const first = await start('quantized');
     t = performance.now();
-    await call(first.url, 'warm up', 'vector');
+    await warmUp(first.url);
     const buildMs = performance.now() - t;
     await first.stop();
     servers.pop();
@@ -412,7 +422,7 @@ async function vectorScale(rounds: number, chunks: number, dimension: number): P
       const pid = server.child.pid!;
       const before = memoryOf(pid);
       t = performance.now();
-      await call(server.url, 'warm up', 'vector');
+      await warmUp(server.url);
       sides.push({ label, url: server.url, pid, firstMs: performance.now() - t, before, after: memoryOf(pid), times: { vector: [], hybrid: [] }, top: [] });
     }
     for (const side of sides) side.top = await Promise.all(queries.map(async (q) => (await call(side.url, q, 'vector')).map((h) => `${h.documentId}/${h.chunkIndex}`)));

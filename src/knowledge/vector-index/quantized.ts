@@ -106,7 +106,7 @@ export class QuantizedIndex implements VectorIndex {
     index.watermark = version;
     index.grow(total);
     const nlist = listsFor(total);
-    const sampleSize = Math.min(total, Math.max(nlist * 32, 2000));
+    const sampleSize = Math.min(total, Math.max(nlist * 16, 2000));
     const every = Math.max(1, Math.floor(total / Math.max(1, sampleSize)));
     const sample = new Float32Array(sampleSize * dimension);
     let sampled = 0;
@@ -138,7 +138,7 @@ export class QuantizedIndex implements VectorIndex {
     const random = seeded(0x5eed);
     const k1 = Math.max(1, Math.min(n, Math.ceil(Math.sqrt(lists))));
     const k2 = Math.max(1, Math.ceil(lists / k1));
-    const coarse = await kmeans(sample, n, dim, k1, 8, random);
+    const coarse = await kmeans(sample, n, dim, k1, 6, random);
     const members: number[][] = Array.from({ length: k1 }, () => []);
     for (let i = 0; i < n; i++) members[nearest(coarse, k1, dim, sample, i * dim)]!.push(i);
     const fine: Float32Array[] = [];
@@ -148,7 +148,7 @@ export class QuantizedIndex implements VectorIndex {
       if (m.length === 0) continue;
       const sub = new Float32Array(m.length * dim);
       m.forEach((row, j) => sub.set(sample.subarray(row * dim, row * dim + dim), j * dim));
-      const cents = await kmeans(sub, m.length, dim, Math.min(k2, m.length), 8, random);
+      const cents = await kmeans(sub, m.length, dim, Math.min(k2, m.length), 6, random);
       for (let j = 0; j < cents.length / dim; j++) {
         fine.push(cents.subarray(j * dim, j * dim + dim));
         parent.push(c);
