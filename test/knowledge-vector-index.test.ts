@@ -13,6 +13,9 @@ import { ALL_SLOTS } from '../src/knowledge/tags.ts';
 import { vectorToBlob } from '../src/knowledge/embeddings.ts';
 import { ExactIndex } from '../src/knowledge/vector-index/exact.ts';
 import { VectorIndexes, type VectorIndex } from '../src/knowledge/vector-index/index.ts';
+import { startTestServer } from './support/server.ts';
+import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
+import { DOCUMENTS } from './fixtures/knowledge-retrieval.ts';
 
 const DIM = 48;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-vindex-'));
@@ -198,5 +201,32 @@ describe('the quantized vector index', () => {
     expect(rebuilt.size).toBe(index.size);
     const exact = await ExactIndex.load(store.knowledgeChunks, kbId);
     expect(await seqsOf(rebuilt, vectorOf(800, 2), 5)).toEqual(await seqsOf(exact, vectorOf(800, 2), 5));
+  });
+});
+
+describe('search through HTTP on the quantized index', () => {
+  it('answers from documents as they are processed and stops answering from removed ones', async () => {
+    const s = await startTestServer({ KB_VECTOR_INDEX: 'quantized' });
+    try {
+      const kb = await createBase(s, { name: 'Quantized' });
+      const ids: Record<string, string> = {};
+      for (const name of ['refunds', 'vacation', 'vpn', 'fire', 'printer']) ids[name] = (await uploadDocument(s, kb.id, `${name}.txt`, DOCUMENTS[name]!)).document.id;
+      for (const id of Object.values(ids)) expect((await waitForDocument(s, kb.id, id)).processingStatus).toBe('completed');
+      const search = async (query: string) => {
+        const r = await s.call('POST', '/api/v2/knowledge/search', { workspaceId: s.workspaceId, knowledgeBaseIds: [kb.id], query, searchMode: 'vector', topK: 3 });
+        expect(r.status, r.text).toBe(200);
+        return r.body.data.results.map((h: { documentId: string }) => h.documentId) as string[];
+      };
+      expect((await search('how do I get my money back'))[0]).toBe(ids.refunds);
+      // Added after the index was built: found without a rebuild.
+      const parental = (await uploadDocument(s, kb.id, 'parental.txt', DOCUMENTS.parental!)).document.id;
+      await waitForDocument(s, kb.id, parental);
+      expect((await search('time off after having a baby'))[0]).toBe(parental);
+      expect((await s.call('DELETE', `/api/v2/knowledge/${kb.id}/documents/${ids.refunds}?workspaceId=${s.workspaceId}`)).status).toBe(200);
+      expect(await search('how do I get my money back')).not.toContain(ids.refunds);
+      expect(fs.readdirSync(path.join(s.dataDir, 'knowledge-index'))).toEqual([`${kb.id}.vix`]);
+    } finally {
+      await s.stop();
+    }
   });
 });
