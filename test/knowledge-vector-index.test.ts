@@ -7,7 +7,8 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSqliteStore, type Store } from '../src/store/index.ts';
+import { openPostgresStore, openSqliteStore, type Store } from '../src/store/index.ts';
+import { createTestDatabase, testDatabaseIsPostgres } from './support/postgres.ts';
 import { bootstrapIfEmpty } from '../src/identity/admin.ts';
 import { ALL_SLOTS } from '../src/knowledge/tags.ts';
 import { vectorToBlob } from '../src/knowledge/embeddings.ts';
@@ -92,8 +93,32 @@ function recorder() {
 const open = (events?: ReturnType<typeof recorder>) =>
   new VectorIndexes(store.knowledgeChunks, { kind: 'quantized', minRows: 1, dir: path.join(dir, 'index'), options: { probeFraction: 0.25, minProbes: 4, minScan: 0, rescore: 60 } }, events?.logger ?? null);
 
+/** The store under test: SQLite, or a throwaway Postgres database with TEST_DATABASE=postgres. */
+let postgres: { url: string; drop(): Promise<void> } | null = null;
+/** Deletes a chunk behind the store's back (as a cascade would: no tombstone). */
+async function deleteRaw(seq: number): Promise<void> {
+  if (postgres) {
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: postgres.url });
+    await client.connect();
+    try {
+      await client.query('DELETE FROM knowledge_chunks WHERE seq = $1', [seq]);
+    } finally {
+      await client.end();
+    }
+    return;
+  }
+  const raw = new DatabaseSync(path.join(dir, 'workspace.sqlite'));
+  try {
+    raw.prepare('DELETE FROM knowledge_chunks WHERE seq = ?').run(seq);
+  } finally {
+    raw.close();
+  }
+}
+
 beforeAll(async () => {
-  store = await openSqliteStore(path.join(dir, 'workspace.sqlite'));
+  if (testDatabaseIsPostgres()) postgres = await createTestDatabase();
+  store = postgres ? await openPostgresStore(postgres.url) : await openSqliteStore(path.join(dir, 'workspace.sqlite'));
   const boot = (await bootstrapIfEmpty(store, { apiKey: 'sk-owa-vindex-test-0000000000000000' }))!;
   ws = boot.workspace.id;
   user = boot.user.id;
@@ -101,6 +126,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await store.close();
+  await postgres?.drop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -180,12 +206,7 @@ describe('the quantized vector index', () => {
     await addDocument(kbId, 800, 10);
     // A chunk removed behind the index's back (no tombstone, as a cascade would).
     const gone = Number((await store.knowledgeChunks.vectorSeqs(kbId, 0, 1))[0]);
-    const raw = new DatabaseSync(path.join(dir, 'workspace.sqlite'));
-    try {
-      raw.prepare('DELETE FROM knowledge_chunks WHERE seq = ?').run(gone);
-    } finally {
-      raw.close();
-    }
+    await deleteRaw(gone);
     const rec = recorder();
     const index = await open(rec).get(kbId);
     expect(rec.events).toContain('vector index loaded from its file');
