@@ -30,7 +30,8 @@ export function startProcess(script: string, env: Record<string, string>): Promi
   });
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 20_000);
+    // Generous: on the shared 2-core machine a server opening a large database can take tens of seconds.
+    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 120_000);
     const onData = (c: Buffer) => {
       out += c;
       const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);

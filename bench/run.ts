@@ -1,7 +1,8 @@
-// `npm run bench [-- suite ...] [--seconds N] [--rounds N] [--figures <file>] [--baseline <git ref>]`: runs the
+// `npm run bench [-- suite ...] [--seconds N] [--rounds N] [--figures <file>] [--baseline <git ref>] [--chunks N --dims N]`: runs the
 // named suites (default: all). Each suite measures its own baseline in the same run and prints medians and ratios;
 // `--figures` also writes the figures as JSON, and `--baseline` compares them with another commit's
-// (./baseline.ts). Not a test: no pass/fail.
+// (./baseline.ts). `--chunks`/`--dims` size the knowledge suite's search (synthetic vectors when --dims is given).
+// Not a test: no pass/fail.
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { compareWithBaseline } from './baseline.ts';
@@ -23,7 +24,7 @@ import { tracing } from './suites/tracing.ts';
 import { consoleSuite } from './suites/console.ts';
 import { scale } from './suites/scale.ts';
 
-const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
+const SUITES: Record<string, (o: { seconds: number; rounds: number; chunks?: number; dims?: number }) => Promise<void>> = {
   foundation,
   auth,
   workflows,
@@ -50,6 +51,8 @@ export async function main(argv: string[]): Promise<void> {
       rounds: { type: 'string', default: '3' },
       figures: { type: 'string' },
       baseline: { type: 'string' },
+      chunks: { type: 'string' },
+      dims: { type: 'string' },
     },
     allowPositionals: true,
   });
@@ -65,10 +68,16 @@ export async function main(argv: string[]): Promise<void> {
     console.error('--seconds takes a positive number and --rounds a positive whole number.');
     process.exit(2);
   }
+  const chunks = values.chunks === undefined ? undefined : Number(values.chunks);
+  const dims = values.dims === undefined ? undefined : Number(values.dims);
+  if ((chunks !== undefined && !(Number.isInteger(chunks) && chunks >= 1000)) || (dims !== undefined && !(Number.isInteger(dims) && dims >= 4))) {
+    console.error('--chunks takes a whole number of at least 1000 and --dims one of at least 4 (knowledge suite).');
+    process.exit(2);
+  }
   if (values.baseline !== undefined) {
     await compareWithBaseline({ ref: values.baseline, suites: names, seconds, rounds });
     return;
   }
-  for (const name of names) await SUITES[name]!({ seconds, rounds });
+  for (const name of names) await SUITES[name]!({ seconds, rounds, chunks, dims });
   if (values.figures !== undefined) fs.writeFileSync(values.figures, JSON.stringify(recordedFigures(), null, 2));
 }

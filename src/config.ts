@@ -180,6 +180,8 @@ export interface KnowledgeSettings {
   connectorPollMs: number;
   /** A Cohere-compatible rerank endpoint for `rerankerEnabled` searches; null: reranking is unavailable. */
   rerank: { baseUrl: string; apiKey: string | null; timeoutMs: number } | null;
+  /** Which vector index a base gets: exact below `minRows` chunks and quantized from there (`auto`), or one kind for all. */
+  vectorIndex: { kind: 'auto' | 'exact' | 'quantized'; minRows: number };
 }
 
 /** Workflow runs over HTTP and the async queue. */
@@ -679,6 +681,8 @@ function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
   }
   const mode = env.KB_SEARCH_DEFAULT_MODE || 'hybrid';
   if (mode !== 'vector' && mode !== 'hybrid') throw new ConfigError(`KB_SEARCH_DEFAULT_MODE must be vector or hybrid, got "${mode}"`);
+  const indexKind = env.KB_VECTOR_INDEX?.trim() || 'auto';
+  if (indexKind !== 'auto' && indexKind !== 'exact' && indexKind !== 'quantized') throw new ConfigError(`KB_VECTOR_INDEX must be auto, exact or quantized, got "${indexKind}"`);
   return {
     embedding: baseUrl
       ? {
@@ -698,6 +702,7 @@ function knowledgeConfig(env: NodeJS.ProcessEnv): KnowledgeSettings {
     rerank: rerankUrl
       ? { baseUrl: rerankUrl.replace(/\/+$/, ''), apiKey: env.KB_RERANK_API_KEY || null, timeoutMs: integer(env, 'KB_RERANK_TIMEOUT_MS', 10_000, 100, 600_000) }
       : null,
+    vectorIndex: { kind: indexKind, minRows: integer(env, 'KB_VECTOR_INDEX_MIN_CHUNKS', 20_000, 1, 1_000_000_000) },
   };
 }
 

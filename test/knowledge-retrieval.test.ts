@@ -6,6 +6,8 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
 import { DOCUMENTS, QUERIES, distractors } from './fixtures/knowledge-retrieval.ts';
 import { runSearch } from '../src/knowledge/search.ts';
+import { ExactIndex } from '../src/knowledge/vector-index/exact.ts';
+import { VectorIndexes, type VectorIndex } from '../src/knowledge/vector-index/index.ts';
 
 let s: TestServer;
 let kb: any;
@@ -57,5 +59,23 @@ describe('retrieval quality (embedded word-vector model)', () => {
     expect(vector.recallAt10).toBeGreaterThan(0.5);
     expect(hybrid.recallAt10).toBeGreaterThanOrEqual(vector.recallAt10 - 0.05);
     expect(hybrid.recallAt10).toBeGreaterThanOrEqual(fulltext.recallAt10);
+  });
+
+  it('keeps the vector leg\'s recall@10 with the quantized index (at least 0.95 of the exact scan\'s)', async () => {
+    const source = s.services.store.knowledgeChunks;
+    const exact = await ExactIndex.load(source, kb.id);
+    const quantized = await new VectorIndexes(source, { kind: 'quantized', minRows: 1, dir: null }).get(kb.id);
+    const recallOf = async (index: VectorIndex) => {
+      let recall = 0;
+      for (const [query, relevant] of QUERIES) {
+        const hits = await index.search(await s.services.knowledge.embedOne(query), 10, { threshold: 0, accept: () => true });
+        const names = [...new Set(hits.map((h) => nameOf.get(h.documentId)!))];
+        recall += relevant.filter((r) => names.includes(r)).length / relevant.length;
+      }
+      return recall / QUERIES.length;
+    };
+    const [e, q] = [await recallOf(exact), await recallOf(quantized)];
+    console.log(`vector leg recall@10: exact scan ${e.toFixed(3)}, quantized index ${q.toFixed(3)}`);
+    expect(q).toBeGreaterThanOrEqual(0.95 * e);
   });
 });

@@ -231,7 +231,7 @@ describe('the knowledge vector cache', () => {
     await waitForDocument(s, kb.id, doc.id);
     const knowledge = s.services.knowledge;
     const loaded = await knowledge.index(kb.id);
-    expect(loaded.rows).toBeGreaterThan(0);
+    expect(loaded.size).toBeGreaterThan(0);
     // Unchanged: the cached vectors are kept (one read of the version, no reload).
     expect(await knowledge.index(kb.id)).toBe(loaded);
     // Another process deletes a chunk: this one is not told, but the version moved with the change.
@@ -246,7 +246,7 @@ describe('the knowledge vector cache', () => {
     expect(await s.services.store.knowledgeChunks.vectorVersion(kb.id)).toBeGreaterThan(before);
     const reloaded = await knowledge.index(kb.id);
     expect(reloaded).not.toBe(loaded);
-    expect(reloaded.rows).toBe(loaded.rows - 1);
+    expect(reloaded.size).toBe(loaded.size - 1);
   });
 });
 

@@ -1,4 +1,4 @@
-// Search over knowledge bases. The vector leg scans the bases' in-memory vectors (cosine of unit vectors);
+// Search over knowledge bases. The vector leg asks each base's vector index (./vector-index/; cosine of unit vectors);
 // the lexical leg is SQLite FTS5 ranked by BM25, queried with web-search syntax (quoted phrases are required,
 // `-word` excludes, other words are alternatives), optionally typo-tolerant (./typos.ts); hybrid fuses both
 // rankings by weighted reciprocal rank fusion (k = 60; equal weights by default). Only enabled chunks of
@@ -10,8 +10,8 @@ import type { TextQuery } from '../store/dialect.ts';
 import type { Store } from '../store/index.ts';
 import type { KnowledgeBaseRecord, TagDefinitionRecord } from '../store/knowledge-bases.ts';
 import type { KnowledgeDocumentRecord } from '../store/knowledge-documents.ts';
-import type { KnowledgeService, VectorIndex } from './service.ts';
-import { dot } from './embeddings.ts';
+import type { KnowledgeService } from './service.ts';
+import type { VectorHit, VectorIndex } from './vector-index/index.ts';
 import { tagValuesByName, type ResolvedFilter } from './tags.ts';
 import { typoAlternatives } from './typos.ts';
 import { highlightRanges, highlightStems, snippet, type Highlight } from './highlights.ts';
@@ -88,11 +88,6 @@ export function parseTextQuery(query: string): TextQuery | null {
   return { required, optional: terms, excluded };
 }
 
-function positionOf(index: VectorIndex, seq: number): number {
-  index.positions ??= new Map(Array.from(index.seqs.subarray(0, index.rows), (s, i) => [s, i]));
-  return index.positions.get(seq) ?? -1;
-}
-
 export async function runSearch(
   store: Store,
   knowledge: KnowledgeService,
@@ -124,35 +119,15 @@ export async function runSearch(
       // Cosine distance below 1 (0.8 when more than three bases are searched), as the platform does.
       const threshold = req.bases.length > 3 ? 0.2 : 0;
       const limit = req.mode === 'vector' ? wanted : legLimit;
-      // Best `limit` rows so far, worst last; a row must beat the worst to get in.
-      const scores: number[] = [];
-      const refs: { kbId: string; index: VectorIndex; row: number }[] = [];
+      // Best `limit` chunks of all the bases together.
+      const found: (VectorHit & { kbId: string })[] = [];
       for (const [kbId, index] of indexes) {
         if (index.dimension !== qv.length) continue;
-        const { vectors, enabled, docOf, dimension, rows } = index;
-        const allowed = new Uint8Array(index.docIds.length);
-        index.docIds.forEach((id, d) => (allowed[d] = docs.has(id) ? 1 : 0));
-        let floor = scores.length === limit ? scores[limit - 1]! : threshold;
-        for (let i = 0; i < rows; i++) {
-          if (!enabled[i] || !allowed[docOf[i]!]) continue;
-          let sim = 0;
-          const base = i * dimension;
-          for (let k = 0; k < dimension; k++) sim += qv[k]! * vectors[base + k]!;
-          if (sim <= floor) continue;
-          let at = scores.length;
-          while (at > 0 && scores[at - 1]! < sim) at--;
-          scores.splice(at, 0, sim);
-          refs.splice(at, 0, { kbId, index, row: i });
-          if (scores.length > limit) {
-            scores.pop();
-            refs.pop();
-          }
-          if (scores.length === limit) floor = Math.max(threshold, scores[limit - 1]!);
-        }
+        for (const hit of await index.search(qv, limit, { threshold, accept: (id) => docs.has(id) })) found.push({ ...hit, kbId });
       }
-      refs.forEach((ref, rank) => {
-        const seq = ref.index.seqs[ref.row]!;
-        candidates.set(seq, { seq, kbId: ref.kbId, docId: ref.index.docIds[ref.index.docOf[ref.row]!]!, similarity: scores[rank]!, vectorRank: rank + 1, lexicalRank: null, score: 0 });
+      found.sort((a, b) => b.similarity - a.similarity);
+      found.slice(0, limit).forEach((hit, rank) => {
+        candidates.set(hit.seq, { seq: hit.seq, kbId: hit.kbId, docId: hit.documentId, similarity: hit.similarity, vectorRank: rank + 1, lexicalRank: null, score: 0 });
       });
     }
     const text = parseTextQuery(req.query);
@@ -182,12 +157,15 @@ export async function runSearch(
     }
     // Lexical matches the vector leg did not rank still get their true cosine similarity.
     if (qv) {
+      const unranked = new Map<string, number[]>();
       for (const c of candidates.values()) {
         if (c.similarity !== null) continue;
-        const kbId = c.kbId;
+        unranked.set(c.kbId, [...(unranked.get(c.kbId) ?? []), c.seq]);
+      }
+      for (const [kbId, seqs] of unranked) {
         const index = indexes.get(kbId)!;
-        const pos = positionOf(index, c.seq);
-        c.similarity = pos >= 0 && index.dimension === qv.length ? dot(qv, index.vectors, pos * index.dimension) : 0;
+        const sims = index.dimension === qv.length ? await index.similarities(qv, seqs) : new Map<number, number>();
+        for (const seq of seqs) candidates.get(seq)!.similarity = sims.get(seq) ?? 0;
       }
     }
   }

@@ -15,10 +15,11 @@
 // running it: renewed while it runs, its outcome written only while held, and released (due again) by the
 // scheduler's next poll once the lease expired.
 //
-// The vector index of a base is cached per process and tagged with the base's `vector_version`, which the
-// store bumps in the transaction of every chunk change; a search reads the version (one indexed row) and
-// reloads the vectors when another process (or this one) changed them.
+// The vector index of a base is held per process (src/knowledge/vector-index/) and kept in step with the base's
+// `vector_version`, which the store bumps in the transaction of every chunk change; a search reads the version
+// (one indexed row) and the index catches up when another process (or this one) changed the chunks.
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
@@ -36,6 +37,9 @@ import type { SecretCipher } from '../secrets/cipher.ts';
 import type { SecretVault } from '../secrets/vault.ts';
 import type { ConnectorRecord, SyncLogRecord } from '../store/knowledge-connectors.ts';
 import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
+import { VectorIndexes, type VectorIndex } from './vector-index/index.ts';
+
+export type { VectorIndex } from './vector-index/index.ts';
 
 export interface KnowledgeDeps {
   store: Store;
@@ -52,27 +56,11 @@ export interface KnowledgeDeps {
   content: ContentWorkers;
 }
 
-/**
- * The vectors of one base, packed for scanning: row i is chunk `seqs[i]` of document `docIds[docOf[i]]`, its
- * unit vector at `vectors[i * dimension]`.
- */
-export interface VectorIndex {
-  dimension: number;
-  rows: number;
-  seqs: Int32Array;
-  docOf: Int32Array;
-  docIds: string[];
-  enabled: Uint8Array;
-  vectors: Float32Array;
-  /** Row of each `seq`, built on first use. */
-  positions?: Map<number, number>;
-}
-
 export class KnowledgeService {
   readonly provider: EmbeddingProvider;
   protected readonly deps: KnowledgeDeps;
-  /** Each base's vectors, with the base's vector version they were loaded at. */
-  private readonly indexes = new Map<string, { version: number; index: Promise<VectorIndex> }>();
+  /** Each base's vector index. */
+  readonly vectorIndexes: VectorIndexes;
   /** When the queue next looks for expired leases (at most once per renewal period, whichever worker polls). */
   private nextReclaim = 0;
   private running = false;
@@ -89,61 +77,20 @@ export class KnowledgeService {
   constructor(deps: KnowledgeDeps) {
     this.deps = deps;
     this.provider = deps.provider ?? createEmbeddingProvider(deps.config.knowledge);
+    const { kind, minRows } = deps.config.knowledge.vectorIndex;
+    this.vectorIndexes = new VectorIndexes(deps.store.knowledgeChunks, { kind, minRows, dir: path.join(deps.config.dataDir, 'knowledge-index') }, deps.logger);
     const e = deps.config.egress;
     this.egress = new EgressPolicy({ allowPrivate: e.allowPrivate, allowCidrs: e.allowCidrs, maxResponseBytes: e.maxResponseBytes });
   }
 
   /** Forgets cached vectors of a base after its chunks, documents or state changed (here; other processes see the version). */
   invalidate(knowledgeBaseId: string): void {
-    this.indexes.delete(knowledgeBaseId);
+    this.vectorIndexes.invalidate(knowledgeBaseId);
   }
 
-  /** The base's vectors, kept while the base's vector version in the database is the one they were loaded at. */
-  async index(knowledgeBaseId: string): Promise<VectorIndex> {
-    const version = await this.deps.store.knowledgeChunks.vectorVersion(knowledgeBaseId);
-    const cached = this.indexes.get(knowledgeBaseId);
-    if (cached && cached.version === version) return cached.index;
-    // Loaded after reading the version: a change committing meanwhile makes the next read reload again.
-    const entry = { version, index: this.loadIndex(knowledgeBaseId) };
-    this.indexes.set(knowledgeBaseId, entry);
-    entry.index.catch(() => {
-      if (this.indexes.get(knowledgeBaseId) === entry) this.indexes.delete(knowledgeBaseId);
-    });
-    return entry.index;
-  }
-
-  /** Reads the base's vectors page by page (by `seq`) straight into typed arrays. */
-  private async loadIndex(knowledgeBaseId: string): Promise<VectorIndex> {
-    const { store } = this.deps;
-    const { rows: total, dimension } = await store.knowledgeChunks.vectorShape(knowledgeBaseId);
-    const seqs = new Int32Array(total);
-    const docOf = new Int32Array(total);
-    const enabled = new Uint8Array(total);
-    const vectors = new Float32Array(total * dimension);
-    const docIds: string[] = [];
-    const docIndex = new Map<string, number>();
-    let n = 0;
-    let after = 0;
-    for (;;) {
-      const page = await store.knowledgeChunks.vectors(knowledgeBaseId, after, 5000);
-      if (page.length === 0) break;
-      for (const r of page) {
-        after = Number(r.seq);
-        if (n >= total || !r.embedding || r.embedding.byteLength !== dimension * 4) continue;
-        let d = docIndex.get(r.document_id);
-        if (d === undefined) {
-          d = docIds.length;
-          docIds.push(r.document_id);
-          docIndex.set(r.document_id, d);
-        }
-        seqs[n] = after;
-        docOf[n] = d;
-        enabled[n] = Number(r.enabled) === 1 ? 1 : 0;
-        vectors.set(new Float32Array(r.embedding.buffer, r.embedding.byteOffset, dimension), n * dimension);
-        n++;
-      }
-    }
-    return { dimension, rows: n, seqs, docOf, docIds, enabled, vectors };
+  /** The base's vector index, caught up with the base's vector version in the database. */
+  index(knowledgeBaseId: string): Promise<VectorIndex> {
+    return this.vectorIndexes.get(knowledgeBaseId);
   }
 
   // ── the processing queue
@@ -197,6 +144,7 @@ export class KnowledgeService {
     this.wakeWorkers();
     await Promise.all(this.workers.splice(0));
     await Promise.all([...this.syncs]);
+    await this.vectorIndexes.close();
   }
 
   // ── connectors

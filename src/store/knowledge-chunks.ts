@@ -70,16 +70,32 @@ const toRecord = (r: Row): KnowledgeChunkRecord => ({
   updatedAt: r.updated_at,
 });
 
+/** A chunk's vector as the vector index reads it. */
+export interface VectorRow {
+  seq: number;
+  document_id: string;
+  enabled: number;
+  embedding: Uint8Array | null;
+}
+
 export const CHUNK_SORT_COLUMNS = { chunkIndex: 'chunk_index', tokenCount: 'token_count', enabled: 'enabled' } as const;
 
 /**
- * Every change to a base's chunks bumps the base's `vector_version` in the same statement's transaction, so a
- * process holding the base's vectors in memory (src/knowledge/service.ts) sees with one cheap read that they
- * are stale, whichever process made the change.
+ * Every change to a base's chunks bumps the base's `vector_version` in the same transaction, so a process
+ * holding the base's vector index (src/knowledge/vector-index/) sees with one cheap read that it is stale,
+ * whichever process made the change. The bump comes first: it locks the base's row until the transaction ends,
+ * so changes to one base commit in version order, and the changed chunk records the new version in its
+ * `vector_rev` (a removed one leaves a tombstone with it). An index at version W then catches up by reading the
+ * chunks and tombstones with a revision above W.
  */
 const BUMP_BASE = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = ?';
 const BUMP_BASE_OF_DOCUMENT = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_documents WHERE id = ?)';
 const BUMP_BASE_OF_CHUNK = 'UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_chunks WHERE seq = ?)';
+/** The base's version as an SQL expression of the chunk's `knowledge_base_id` column (after the bump). */
+const CURRENT_REV = '(SELECT vector_version FROM knowledge_bases WHERE knowledge_bases.id = knowledge_chunks.knowledge_base_id)';
+/** Tombstones for the chunks a WHERE clause on knowledge_chunks selects (written before they are deleted). */
+export const TOMBSTONES_OF = (where: string) =>
+  `INSERT INTO knowledge_vector_tombstones (knowledge_base_id, seq, vector_rev) SELECT knowledge_base_id, seq, ${CURRENT_REV} FROM knowledge_chunks WHERE ${where}`;
 
 /** The name of the chunks' full-text index (see the dialect's fullTextIndex). */
 export const CHUNK_TEXT_INDEX = 'knowledge_chunks_fts';
@@ -99,22 +115,24 @@ export class KnowledgeChunkRepository {
   }
 
   async insert(c: NewChunk): Promise<KnowledgeChunkRecord> {
+    await this.db.run(BUMP_BASE, [c.knowledgeBaseId]);
     await this.db.run(
       `INSERT INTO knowledge_chunks (id, document_id, knowledge_base_id, chunk_index, content, content_length, token_count, enabled, start_offset, end_offset,
-         embedding, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [c.id, c.documentId, c.knowledgeBaseId, c.chunkIndex, c.content, c.content.length, c.tokenCount, c.enabled ? 1 : 0, c.startOffset, c.endOffset, c.embedding, c.at, c.at],
+         embedding, created_at, updated_at, vector_rev) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT vector_version FROM knowledge_bases WHERE id = ?))`,
+      [c.id, c.documentId, c.knowledgeBaseId, c.chunkIndex, c.content, c.content.length, c.tokenCount, c.enabled ? 1 : 0, c.startOffset, c.endOffset, c.embedding, c.at, c.at, c.knowledgeBaseId],
     );
     const row = (await this.db.get<Row>(`SELECT ${COLUMNS} FROM knowledge_chunks WHERE id = ?`, [c.id]))!;
     await this.textIndex.add(this.db, Number(row.seq), c.content);
-    await this.db.run(BUMP_BASE, [c.knowledgeBaseId]);
     return toRecord(row);
   }
 
   /** Removes every chunk of a document (and its index entries). */
   async deleteForDocument(documentId: string): Promise<void> {
+    if (!(await this.db.get('SELECT 1 AS one FROM knowledge_chunks WHERE document_id = ? LIMIT 1', [documentId]))) return;
+    await this.db.run(BUMP_BASE_OF_DOCUMENT, [documentId]);
+    await this.db.run(TOMBSTONES_OF('document_id = ?'), [documentId]);
     await this.textIndex.removeSelected(this.db, 'SELECT seq FROM knowledge_chunks WHERE document_id = ?', [documentId]);
-    const r = await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
-    if (r.changes > 0) await this.db.run(BUMP_BASE_OF_DOCUMENT, [documentId]);
+    await this.db.run('DELETE FROM knowledge_chunks WHERE document_id = ?', [documentId]);
   }
 
   async get(id: string): Promise<KnowledgeChunkRecord | undefined> {
@@ -161,21 +179,22 @@ export class KnowledgeChunkRepository {
   }
 
   async updateContent(c: KnowledgeChunkRecord, content: string, tokenCount: number, embedding: Uint8Array, now: string): Promise<void> {
+    await this.db.run(BUMP_BASE_OF_CHUNK, [c.seq]);
     await this.textIndex.remove(this.db, c.seq);
-    await this.db.run('UPDATE knowledge_chunks SET content = ?, content_length = ?, token_count = ?, embedding = ?, updated_at = ? WHERE seq = ?', [
+    await this.db.run(`UPDATE knowledge_chunks SET content = ?, content_length = ?, token_count = ?, embedding = ?, updated_at = ?, vector_rev = ${CURRENT_REV} WHERE seq = ?`, [
       content, content.length, tokenCount, embedding, now, c.seq,
     ]);
     await this.textIndex.add(this.db, c.seq, content);
-    await this.db.run(BUMP_BASE_OF_CHUNK, [c.seq]);
   }
 
   async setEnabled(seq: number, enabled: boolean, now: string): Promise<void> {
-    await this.db.run('UPDATE knowledge_chunks SET enabled = ?, updated_at = ? WHERE seq = ?', [enabled ? 1 : 0, now, seq]);
     await this.db.run(BUMP_BASE_OF_CHUNK, [seq]);
+    await this.db.run(`UPDATE knowledge_chunks SET enabled = ?, updated_at = ?, vector_rev = ${CURRENT_REV} WHERE seq = ?`, [enabled ? 1 : 0, now, seq]);
   }
 
   async delete(seq: number): Promise<void> {
     await this.db.run(BUMP_BASE_OF_CHUNK, [seq]);
+    await this.db.run(TOMBSTONES_OF('seq = ?'), [seq]);
     await this.textIndex.remove(this.db, seq);
     await this.db.run('DELETE FROM knowledge_chunks WHERE seq = ?', [seq]);
   }
@@ -211,7 +230,7 @@ export class KnowledgeChunkRepository {
   }
 
   /** One page of a base's vectors after `afterSeq`, in `seq` order, for the in-memory index. */
-  async vectors(knowledgeBaseId: string, afterSeq: number, limit: number): Promise<{ seq: number; document_id: string; enabled: number; embedding: Uint8Array | null }[]> {
+  async vectors(knowledgeBaseId: string, afterSeq: number, limit: number): Promise<VectorRow[]> {
     return this.db.all(
       `SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? AND seq > ? ORDER BY seq ${limitClause(limit)}`,
       [knowledgeBaseId, afterSeq],
@@ -225,6 +244,46 @@ export class KnowledgeChunkRepository {
       [knowledgeBaseId, afterSeq],
     );
     return rows.map((r) => ({ seq: Number(r.seq), content: r.content }));
+  }
+
+  /** One page of the base's chunks changed (inserted, re-embedded, enabled or disabled) after version `afterRev`, in `seq` order. */
+  async vectorsChangedAfter(knowledgeBaseId: string, afterRev: number, afterSeq: number, limit: number): Promise<VectorRow[]> {
+    return this.db.all(
+      `SELECT seq, document_id, enabled, embedding FROM knowledge_chunks WHERE knowledge_base_id = ? AND vector_rev > ? AND seq > ? ORDER BY seq ${limitClause(limit)}`,
+      [knowledgeBaseId, afterRev, afterSeq],
+    );
+  }
+
+  /** Chunks of the base removed after version `afterRev`. */
+  async removedAfter(knowledgeBaseId: string, afterRev: number): Promise<number[]> {
+    const rows = await this.db.all<{ seq: number }>('SELECT seq FROM knowledge_vector_tombstones WHERE knowledge_base_id = ? AND vector_rev > ?', [knowledgeBaseId, afterRev]);
+    return rows.map((r) => Number(r.seq));
+  }
+
+  /** How many chunks the base has (with or without a vector): an index-only count. */
+  async chunkCount(knowledgeBaseId: string): Promise<number> {
+    const r = await this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM knowledge_chunks WHERE knowledge_base_id = ?', [knowledgeBaseId]);
+    return Number(r?.n ?? 0);
+  }
+
+  /** One page of the `seq`s of a base's chunks after `afterSeq` (reconciling an index against the table). */
+  async vectorSeqs(knowledgeBaseId: string, afterSeq: number, limit: number): Promise<number[]> {
+    const rows = await this.db.all<{ seq: number }>(
+      `SELECT seq FROM knowledge_chunks WHERE knowledge_base_id = ? AND seq > ? ORDER BY seq ${limitClause(limit)}`,
+      [knowledgeBaseId, afterSeq],
+    );
+    return rows.map((r) => Number(r.seq));
+  }
+
+  /** The stored vectors of these chunks (re-scoring an index's candidates at full precision); absent chunks are left out. */
+  async embeddingsOf(seqs: readonly number[]): Promise<{ seq: number; embedding: Uint8Array | null }[]> {
+    const out: { seq: number; embedding: Uint8Array | null }[] = [];
+    for (let i = 0; i < seqs.length; i += 500) {
+      const part = seqs.slice(i, i + 500);
+      const rows = await this.db.all<{ seq: number; embedding: Uint8Array | null }>(`SELECT seq, embedding FROM knowledge_chunks WHERE seq IN (${part.map(() => '?').join(', ')})`, part);
+      for (const r of rows) out.push({ seq: Number(r.seq), embedding: r.embedding });
+    }
+    return out;
   }
 
   /**

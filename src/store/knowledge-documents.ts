@@ -5,7 +5,7 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
 import type { SqlDialect } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
-import { CHUNK_TEXT_INDEX } from './knowledge-chunks.ts';
+import { CHUNK_TEXT_INDEX, TOMBSTONES_OF } from './knowledge-chunks.ts';
 
 /** One tag filter on a document's tag slot column (resolved and checked by src/knowledge/tags.ts). */
 export interface TagCondition {
@@ -259,6 +259,7 @@ export class KnowledgeDocumentRepository {
 
   async delete(id: string): Promise<void> {
     await this.db.run('UPDATE knowledge_bases SET vector_version = vector_version + 1 WHERE id = (SELECT knowledge_base_id FROM knowledge_documents WHERE id = ?)', [id]);
+    await this.db.run(TOMBSTONES_OF('document_id = ?'), [id]);
     await this.db.dialect.fullTextIndex(CHUNK_TEXT_INDEX).removeSelected(this.db, 'SELECT seq FROM knowledge_chunks WHERE document_id = ?', [id]);
     await this.db.run('DELETE FROM knowledge_documents WHERE id = ?', [id]);
   }
