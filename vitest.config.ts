@@ -33,6 +33,7 @@ export const POSTGRES_FILES = [
   'test/tables-folders.test.ts',
   'test/tables-groups.test.ts', // workflow runs from table rows
   'test/tables-http.test.ts',
+  'test/tables-import-bulk-load.test.ts', // COPY on Postgres, INSERTs on SQLite: the same rows and rejections
   'test/tables-rows.test.ts',
   'test/web-sign-in.test.ts',
   'test/workspace-forks.test.ts', // and operation receipts
