@@ -1,4 +1,5 @@
-// Search over knowledge bases. The vector leg scans the bases' in-memory vectors (cosine of unit vectors);
+// Search over knowledge bases. The vector leg scans the bases' in-memory vectors (cosine of unit vectors), or
+// asks pgvector's HNSW index where the Postgres server has it;
 // the lexical leg is SQLite FTS5 ranked by BM25, queried with web-search syntax (quoted phrases are required,
 // `-word` excludes, other words are alternatives); hybrid fuses both rankings by reciprocal rank fusion
 // (k = 60). Only enabled chunks of enabled, completed documents that pass the tag filters take part.
@@ -84,8 +85,10 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
   const candidates = new Map<number, Candidate>();
   const legLimit = Math.min(200, Math.max(req.topK * 3, 50));
   let lexicalFailed = false;
+  // On a Postgres with pgvector the vector leg runs in SQL (src/store/knowledge-pgvector.ts); else in memory.
+  const sqlVectors = store.pgvector;
   const indexes = new Map<string, VectorIndex>();
-  for (const id of kbIds) indexes.set(id, await knowledge.index(id));
+  if (!sqlVectors) for (const id of kbIds) indexes.set(id, await knowledge.index(id));
 
   if (req.query === null) {
     // Tag-only: every matching chunk counts as a perfect match, in document and chunk order.
@@ -101,6 +104,10 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
       // Best `limit` rows so far, worst last; a row must beat the worst to get in.
       const scores: number[] = [];
       const refs: { kbId: string; index: VectorIndex; row: number }[] = [];
+      if (sqlVectors) {
+        const matches = await sqlVectors.nearest(kbIds, qv, limit, threshold, (id) => docs.has(id));
+        matches.forEach((m, rank) => candidates.set(m.seq, { seq: m.seq, kbId: docs.get(m.documentId)!, docId: m.documentId, similarity: m.similarity, vectorRank: rank + 1, lexicalRank: null, score: 0 }));
+      }
       for (const [kbId, index] of indexes) {
         if (index.dimension !== qv.length) continue;
         const { vectors, enabled, docOf, dimension, rows } = index;
@@ -150,10 +157,16 @@ export async function runSearch(store: Store, knowledge: KnowledgeService, req: 
     }
     // Lexical matches the vector leg did not rank still get their true cosine similarity.
     if (qv) {
+      const unranked = sqlVectors ? [...candidates.values()].filter((c) => c.similarity === null).map((c) => c.seq) : [];
+      const sqlSimilarity = sqlVectors && unranked.length ? await sqlVectors.similarities(unranked, qv) : null;
       for (const c of candidates.values()) {
         if (c.similarity !== null) continue;
         const kbId = docs.get(c.docId)!;
         c.kbId = kbId;
+        if (sqlVectors) {
+          c.similarity = sqlSimilarity?.get(c.seq) ?? 0;
+          continue;
+        }
         const index = indexes.get(kbId)!;
         const pos = positionOf(index, c.seq);
         c.similarity = pos >= 0 && index.dimension === qv.length ? dot(qv, index.vectors, pos * index.dimension) : 0;

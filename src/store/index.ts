@@ -2,6 +2,7 @@
 import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
 import { PostgresDatabase } from './postgres.ts';
+import { PgvectorStore } from './knowledge-pgvector.ts';
 import { localWakes, type TokenBuckets, type Wakes } from './coordination.ts';
 import { loadMigrations, migrate, schemaIsCurrent, type MigrationListener } from './migrations.ts';
 import { UserRepository } from './users.ts';
@@ -174,10 +175,12 @@ export interface Store extends Repositories {
   readonly wakes: Wakes;
   /** Rate-limit buckets shared with the other servers of the database; null when this process owns it (keep them in memory). */
   readonly tokenBuckets: TokenBuckets | null;
+  /** Knowledge vectors in pgvector, when the database is a Postgres with the `vector` extension (detected on open); else null. */
+  readonly pgvector: PgvectorStore | null;
   close(): Promise<void>;
 }
 
-export function createStore(db: Database): Store {
+export function createStore(db: Database, pgvector: PgvectorStore | null = null): Store {
   let migrations: ReturnType<typeof loadMigrations> | undefined;
   return {
     ...repositories(db.read),
@@ -187,6 +190,7 @@ export function createStore(db: Database): Store {
       return db.wakes ?? localWakes;
     },
     tokenBuckets: db.tokenBuckets ?? null,
+    pgvector,
     databaseSize: async () => (db.dialect.databaseSizeSql ? Number((await db.read.get<{ bytes: number }>(db.dialect.databaseSizeSql))?.bytes ?? 0) : null),
     schemaIsCurrent: () => schemaIsCurrent(db, (migrations ??= loadMigrations(db.dialect.name))),
     close: () => db.close(),
@@ -217,11 +221,11 @@ export function openConfiguredStore(config: { databaseUrl: string | null; databa
 async function openMigrated(db: Database, onMigration?: MigrationListener): Promise<Store> {
   try {
     await migrate(db, loadMigrations(db.dialect.name), onMigration);
+    return createStore(db, await PgvectorStore.open(db));
   } catch (err) {
     await db.close();
     throw err;
   }
-  return createStore(db);
 }
 
 /**
