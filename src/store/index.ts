@@ -1,7 +1,7 @@
 // The store: repositories bound to the read connection, and the same repositories inside a transaction.
 import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
-import { PostgresDatabase } from './postgres.ts';
+import { checkDatabaseLocale, PostgresDatabase } from './postgres.ts';
 import { PgvectorStore } from './knowledge-pgvector.ts';
 import { localWakes, type TokenBuckets, type Wakes } from './coordination.ts';
 import { loadMigrations, migrate, schemaIsCurrent, type MigrationListener } from './migrations.ts';
@@ -207,10 +207,18 @@ export async function openSqliteStore(file: string, onMigration?: MigrationListe
 
 /**
  * Connects to the Postgres database at `url` and brings its schema up to date under a lock (servers starting
- * together migrate once), telling `onMigration` of each migration applied; a newer schema is refused as on SQLite.
+ * together migrate once), telling `onMigration` of each migration applied; a newer schema is refused as on SQLite,
+ * and so is a database whose encoding or locale cannot sort and fold text as SQLite does (UnsupportedDatabaseLocaleError).
  */
 export async function openPostgresStore(url: string, onMigration?: MigrationListener): Promise<Store> {
-  return openMigrated(new PostgresDatabase(url), onMigration);
+  const db = new PostgresDatabase(url);
+  try {
+    await checkDatabaseLocale(db.read);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return openMigrated(db, onMigration);
 }
 
 /** The configured store: Postgres when DATABASE_URL is set, otherwise the SQLite file in DATA_DIR. */

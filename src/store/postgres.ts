@@ -219,6 +219,32 @@ class Executor implements SqlExecutor {
 }
 
 
+/**
+ * The database's encoding and locale cannot give the answers SQLite gives: text must be UTF-8, sort by code point
+ * (collation C, POSIX or C.UTF-8; not ICU or a language's collation, under which ORDER BY, ranges and keyset
+ * cursors on text order differently) and fold case over all of Unicode (a UTF-8 ctype: lower() under ctype C
+ * folds ASCII only). `createdb --template=template0 --encoding=UTF8 --locale=C.UTF-8` makes one that can.
+ */
+export class UnsupportedDatabaseLocaleError extends Error {
+  constructor(found: string) {
+    super(`the Postgres database at DATABASE_URL has ${found}; it needs encoding UTF8 with locale C.UTF-8 (create it with: createdb --template=template0 --encoding=UTF8 --locale=C.UTF-8 <name>)`);
+    this.name = 'UnsupportedDatabaseLocaleError';
+  }
+}
+
+const CODE_POINT_COLLATIONS = new Set(['c', 'posix', 'c.utf-8', 'c.utf8', 'ucs_basic']);
+
+/** Refuses (UnsupportedDatabaseLocaleError) a database whose encoding or locale differs from what the README requires. */
+export async function checkDatabaseLocale(db: SqlExecutor): Promise<void> {
+  const r = await db.get<{ encoding: string; collate: string; ctype: string; provider: string }>(
+    "SELECT pg_encoding_to_char(encoding) AS encoding, datcollate AS collate, datctype AS ctype, CAST(datlocprovider AS TEXT) AS provider FROM pg_database WHERE datname = current_database()",
+  );
+  if (!r) return;
+  const utf8 = (locale: string) => /\.utf-?8$/i.test(locale);
+  const ok = r.encoding === 'UTF8' && r.provider !== 'i' && CODE_POINT_COLLATIONS.has(r.collate.toLowerCase()) && utf8(r.ctype);
+  if (!ok) throw new UnsupportedDatabaseLocaleError(`encoding ${r.encoding}, collation ${r.collate}${r.provider === 'i' ? ' (ICU)' : ''} and ctype ${r.ctype}`);
+}
+
 export interface PostgresOptions {
   /** Most connections this process opens (default 10). */
   poolSize?: number;
