@@ -18,6 +18,7 @@ export const POSTGRES_FILES = [
   'test/billing.test.ts',
   'test/conditional-writes.test.ts', // ETag / If-Match across the families
   'test/files-http.test.ts',
+  'test/files-folder-case.test.ts', // folder prefixes case-sensitive, name search case-insensitive, on both engines
   'test/hosted-chat.test.ts',
   'test/http-core.test.ts',
   'test/idempotency.test.ts',
