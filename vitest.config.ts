@@ -25,6 +25,7 @@ export const POSTGRES_FILES = [
   'test/knowledge-bases.test.ts',
   'test/knowledge-documents.test.ts', // processing queue, full text and hybrid search
   'test/knowledge-tags.test.ts',
+  'test/mcp-external-servers.test.ts', // external MCP servers: sealed headers and OAuth secrets
   'test/metrics.test.ts',
   'test/organizations.test.ts', // and invitations, the accept page, per-person credit limits
   'test/permission-groups.test.ts',
