@@ -18,6 +18,7 @@ export const POSTGRES_FILES = [
   'test/billing.test.ts',
   'test/conditional-writes.test.ts', // ETag / If-Match across the families
   'test/files-http.test.ts',
+  'test/files-folder-case.test.ts', // folder prefixes case-sensitive, name search case-insensitive, on both engines
   'test/hosted-chat.test.ts',
   'test/http-core.test.ts',
   'test/idempotency.test.ts',
@@ -25,6 +26,7 @@ export const POSTGRES_FILES = [
   'test/knowledge-documents.test.ts', // processing queue, full text and hybrid search
   'test/knowledge-search-features.test.ts', // typo tolerance, highlights, pages, weights, tag ranges
   'test/knowledge-tags.test.ts',
+  'test/mcp-external-servers.test.ts', // external MCP servers: sealed headers and OAuth secrets
   'test/metrics.test.ts',
   'test/organizations.test.ts', // and invitations, the accept page, per-person credit limits
   'test/permission-groups.test.ts',
@@ -34,6 +36,7 @@ export const POSTGRES_FILES = [
   'test/tables-folders.test.ts',
   'test/tables-groups.test.ts', // workflow runs from table rows
   'test/tables-http.test.ts',
+  'test/tables-import-bulk-load.test.ts', // COPY on Postgres, INSERTs on SQLite: the same rows and rejections
   'test/tables-rows.test.ts',
   'test/web-sign-in.test.ts',
   'test/workspace-forks.test.ts', // and operation receipts

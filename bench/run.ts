@@ -23,6 +23,7 @@ import { hostile } from './suites/hostile.ts';
 import { tracing } from './suites/tracing.ts';
 import { consoleSuite } from './suites/console.ts';
 import { scale } from './suites/scale.ts';
+import { bulkLoadSuite } from './suites/bulk-load.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number; chunks?: number; dims?: number }) => Promise<void>> = {
   foundation,
@@ -41,6 +42,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number; chunks?: num
   tracing,
   console: consoleSuite,
   scale,
+  'bulk-load': bulkLoadSuite,
 };
 
 export async function main(argv: string[]): Promise<void> {

@@ -13,6 +13,7 @@ import { bootstrapIfEmpty } from './identity/admin.ts';
 import { newApiKey } from './identity/keys.ts';
 import { DataDirLockedError } from './store/data-dir-lock.ts';
 import { NewerDatabaseError } from './store/migrations.ts';
+import { UnsupportedDatabaseLocaleError } from './store/postgres.ts';
 import { BlobStoreUnavailableError } from './files/blob-store.ts';
 import { missingHandlers } from './app.ts';
 import { handlers } from '../generated/handler-registry.ts';
@@ -77,7 +78,7 @@ export async function main(): Promise<void> {
     services = await createServices(config);
   } catch (err) {
     if (err instanceof ConfigError) fail('Configuration error', err.message, 2);
-    if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError || err instanceof BlobStoreUnavailableError) fail('Cannot start', err.message, 1);
+    if (err instanceof DataDirLockedError || err instanceof NewerDatabaseError || err instanceof BlobStoreUnavailableError || err instanceof UnsupportedDatabaseLocaleError) fail('Cannot start', err.message, 1);
     throw err;
   }
   await bootstrap(services, config);

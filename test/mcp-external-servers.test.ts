@@ -1,8 +1,7 @@
 // External MCP servers over HTTP (registration, sealed write-only headers, status and tool discovery), the
 // egress policy on their URLs, the MCP tool block in a run, and the registry function agents will use. The
 // upstream server is started by the test with the MCP SDK on 127.0.0.1, allowed through the egress config.
-import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { withTestDatabase } from './support/database.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startUpstream, type Upstream } from './support/mcp-upstream.ts';
@@ -13,16 +12,13 @@ import { mcpToolId, mcpToolProvider } from '../src/mcp/tool-provider.ts';
 
 let s: TestServer;
 let up: Upstream;
-let db: DatabaseSync;
 
 beforeAll(async () => {
   up = await startUpstream();
   s = await startTestServer({ EGRESS_ALLOW_CIDRS: '127.0.0.1/32', RATE_LIMIT_FREE_SYNC: '50000', RATE_LIMIT_FREE_API: '100000' });
-  db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'));
 });
 
 afterAll(async () => {
-  db?.close();
   await s?.stop();
   await up?.close();
 });
@@ -51,7 +47,7 @@ describe('external MCP servers', () => {
       hasOauthClientSecret: false,
     });
     expect(r.text).not.toContain(up.token);
-    const row = db.prepare('SELECT headers_sealed FROM mcp_servers WHERE id = ?').get(server.id) as { headers_sealed: string };
+    const row = (await withTestDatabase(s, (db) => db.read.get<{ headers_sealed: string }>('SELECT headers_sealed FROM mcp_servers WHERE id = ?', [server.id])))!;
     expect(row.headers_sealed).not.toContain(up.token);
 
     const got = await s.call('GET', `/api/v2/mcp-servers/${server.id}?workspaceId=${s.workspaceId}`);
@@ -109,7 +105,7 @@ describe('external MCP servers', () => {
     expect(oauth.body.data).toMatchObject({ authType: 'oauth', connectionStatus: 'disconnected', oauthClientId: 'client-1', hasOauthClientSecret: true });
     expect(oauth.body.data.lastError).toMatch(/OAuth/);
     expect(oauth.text).not.toContain('shh-secret');
-    const row = db.prepare('SELECT oauth_client_secret_sealed FROM mcp_servers WHERE id = ?').get(oauth.body.data.id) as { oauth_client_secret_sealed: string };
+    const row = (await withTestDatabase(s, (db) => db.read.get<{ oauth_client_secret_sealed: string }>('SELECT oauth_client_secret_sealed FROM mcp_servers WHERE id = ?', [oauth.body.data.id])))!;
     expect(row.oauth_client_secret_sealed).not.toContain('shh-secret');
   });
 

@@ -3,11 +3,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { withTestDatabase } from './support/database.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
 import { createApiKey, setPersonalKeysAllowed } from '../src/identity/admin.ts';
-import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { createOAuthClient, issueTokens } from '../src/identity/oauth.ts';
 
 let s: TestServer;
@@ -194,13 +193,8 @@ describe('the serve endpoint through the MCP SDK client', () => {
       const run = await s.call('GET', `/api/v2/workflows/${failing.id}/runs/${body.executionId}`);
       expect(run.status, run.text).toBe(200);
       expect(run.body.data).toMatchObject({ status: 'failed', trigger: 'mcp' });
-      const db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'));
-      try {
-        const usage = db.prepare("SELECT COUNT(*) AS n FROM usage_records WHERE workflow_id = ? AND category = 'workflow_run'").get(failing.id) as { n: number };
-        expect(usage.n).toBeGreaterThanOrEqual(1);
-      } finally {
-        db.close();
-      }
+      const usage = await withTestDatabase(s, (db) => db.read.get<{ n: number }>("SELECT COUNT(*) AS n FROM usage_records WHERE workflow_id = ? AND category = 'workflow_run'", [failing.id]));
+      expect(Number(usage!.n)).toBeGreaterThanOrEqual(1);
     } finally {
       await client.close();
     }
@@ -544,12 +538,7 @@ describe('more refusals and bookkeeping', () => {
     expect(second.body.nextCursor).toBeNull();
     const changed = await s.call('GET', `/api/v2/workflow-mcp-servers?workspaceId=${ws}&limit=2&sortBy=createdAt&cursor=${encodeURIComponent(first.body.nextCursor)}`);
     expect(changed.status).toBe(400);
-    const db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'));
-    try {
-      const actions = (db.prepare("SELECT action FROM audit_events WHERE workspace_id = ? AND resource_type = 'workflow_mcp_server'").all(ws) as { action: string }[]).map((r) => r.action);
-      expect(actions).toEqual(['workflow_mcp_server.created', 'workflow_mcp_server.created', 'workflow_mcp_server.created']);
-    } finally {
-      db.close();
-    }
+    const actions = (await withTestDatabase(s, (db) => db.read.all<{ action: string }>("SELECT action FROM audit_events WHERE workspace_id = ? AND resource_type = 'workflow_mcp_server'", [ws]))).map((r) => r.action);
+    expect(actions).toEqual(['workflow_mcp_server.created', 'workflow_mcp_server.created', 'workflow_mcp_server.created']);
   });
 });

@@ -8,13 +8,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { createServices, startServer, type RunningServer } from '../src/server.ts';
 import { createLogger } from '../src/http/logging.ts';
 import { bootstrapIfEmpty } from '../src/identity/admin.ts';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, testDatabaseEnv, type TestServer } from './support/server.ts';
+import { withTestDatabase } from './support/database.ts';
 import { apiBlock, buildWorkflow, link, type BuiltWorkflow } from './support/api-workflow.ts';
 import { waitUntil } from './support/wait.ts';
 
@@ -213,12 +213,9 @@ describe('deliveries', () => {
     const meta = await s.call('GET', `/api/v2/workspaces/${s.workspaceId}/callback-signing-secret`);
     expect(meta.body.data.current).toMatchObject({ lastFour: secret.slice(-4) });
     expect(meta.text).not.toContain(secret);
-    const db = new DatabaseSync(path.join(s.dataDir, 'workspace.sqlite'), { readOnly: true });
-    try {
-      expect(JSON.stringify(db.prepare('SELECT * FROM callback_signing_secrets').all())).not.toContain(secret.slice(6));
-    } finally {
-      db.close();
-    }
+    const stored = await withTestDatabase(s, (db) => db.read.all('SELECT * FROM callback_signing_secrets'));
+    expect(stored.length).toBeGreaterThan(0);
+    expect(JSON.stringify(stored, (_, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : v))).not.toContain(secret.slice(6));
   });
 
   it('a completed run is POSTed, signed, retried after two 500s, and exactly one success is logged', async () => {
@@ -450,12 +447,23 @@ describe('the egress policy', () => {
 
 describe('restart', () => {
   const dirs: string[] = [];
-  afterAll(() => {
+  const drops: Array<() => Promise<void>> = [];
+  afterAll(async () => {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+    for (const drop of drops) await drop();
   });
 
-  async function startOn(dataDir: string, env: Record<string, string> = {}): Promise<RunningServer & { request: TestServer['request'] }> {
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', BOOTSTRAP_API_KEY: 'sk-owa-callbacks-test-key-0000000000000', ...FAST, CALLBACK_MAX_DELIVERY_SECONDS: '600', CALLBACK_RETRY_BASE_MS: '100000', CALLBACK_RETRY_MAX_MS: '100000', ...env });
+  /** A data directory and (with TEST_DATABASE=postgres) a database, kept across the restarts of one test. */
+  async function place(): Promise<{ dataDir: string; databaseEnv: Record<string, string> }> {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-callbacks-'));
+    dirs.push(dataDir);
+    const database = await testDatabaseEnv();
+    drops.push(database.drop);
+    return { dataDir, databaseEnv: database.env };
+  }
+
+  async function startOn(where: { dataDir: string; databaseEnv: Record<string, string> }, env: Record<string, string> = {}): Promise<RunningServer & { request: TestServer['request'] }> {
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: where.dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test', BOOTSTRAP_API_KEY: 'sk-owa-callbacks-test-key-0000000000000', ...FAST, CALLBACK_MAX_DELIVERY_SECONDS: '600', CALLBACK_RETRY_BASE_MS: '100000', CALLBACK_RETRY_MAX_MS: '100000', ...where.databaseEnv, ...env });
     const services = await createServices(config, createLogger('silent'));
     await bootstrapIfEmpty(services.store, { apiKey: config.bootstrapApiKey });
     const server = await startServer(services);
@@ -470,8 +478,7 @@ describe('restart', () => {
   }
 
   it('a delivery a dead server left in flight is sent once its lease ran out, and the log says what happened', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-callbacks-'));
-    dirs.push(dir);
+    const dir = await place();
     const first = await startOn(dir);
     const asTest = first as unknown as TestServer;
     const json = async (method: string, p: string, body?: unknown) => {
@@ -491,12 +498,12 @@ describe('restart', () => {
 
     // What a process killed in the middle of the second attempt leaves once its lease ran out: the attempt
     // claimed by a process that is gone. Whoever polls next takes it over (nothing is given back at start).
-    const db = new DatabaseSync(path.join(dir, 'workspace.sqlite'));
     const past = new Date(Date.now() - 1000).toISOString();
-    db.prepare("UPDATE run_callback_deliveries SET attempts = 2, attempt_started_at = ?, lease_owner = 'a-dead-process', lease_until = ?, next_attempt_at = ?").run(
-      new Date().toISOString(), past, new Date().toISOString(),
+    await withTestDatabase(dir, (db) =>
+      db.transaction((tx) =>
+        tx.run("UPDATE run_callback_deliveries SET attempts = 2, attempt_started_at = ?, lease_owner = 'a-dead-process', lease_until = ?, next_attempt_at = ?", [new Date().toISOString(), past, new Date().toISOString()]),
+      ),
     );
-    db.close();
 
     const second = await startOn(dir);
     try {
@@ -518,8 +525,7 @@ describe('restart', () => {
   });
 
   it('every attempt is checked against the egress policy again: a URL allowed when given is refused at send time once the policy refuses it', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-callbacks-'));
-    dirs.push(dir);
+    const dir = await place();
     const first = await startOn(dir);
     const json = async (server: typeof first, method: string, p: string, body?: unknown) => {
       const r = await server.request(p, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -536,9 +542,7 @@ describe('restart', () => {
     await waitUntil('the first attempt to be logged', async () => (await json(first, 'GET', `/api/v2/workflows/${wf.id}/runs/${runId}/callbacks`)).data[0]?.attemptLog.length === 1);
     await first.close();
     // The next attempt is due now.
-    const db = new DatabaseSync(path.join(dir, 'workspace.sqlite'));
-    db.prepare('UPDATE run_callback_deliveries SET next_attempt_at = ?').run(new Date().toISOString());
-    db.close();
+    await withTestDatabase(dir, (db) => db.transaction((tx) => tx.run('UPDATE run_callback_deliveries SET next_attempt_at = ?', [new Date().toISOString()])));
 
     const second = await startOn(dir, { EGRESS_ALLOW_CIDRS: '', CALLBACK_RETRY_BASE_MS: '50', CALLBACK_RETRY_MAX_MS: '50' });
     try {

@@ -12,6 +12,7 @@ import { apiCall, figure, fmt, root, startProcess, tempDir, type Proc } from '..
 import { openPostgresStore, openSqliteStore, type Store } from '../../src/store/index.ts';
 import { createTestDatabase, prepareTestPostgres, stopTestPostgres, postgresAvailable } from '../../test/support/postgres.ts';
 import { queueCopiesOfRun } from '../../test/support/queued-runs.ts';
+import { bulkLoad } from './bulk-load.ts';
 
 const KEY = 'sk-owa-bench-scale-key-000000000000';
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -69,7 +70,7 @@ async function drain(label: string, servers: Proc[], open: () => Promise<Store>,
   return { runsPerSecond: rate, cpu };
 }
 
-export async function scale(_options: { seconds: number; rounds: number }): Promise<void> {
+export async function scale(options: { seconds: number; rounds: number }): Promise<void> {
   console.log(`\nscale: draining ${RUNS} queued async runs of a one-block workflow (RUN_WORKERS=8 per server)`);
   const serverEnv = { BOOTSTRAP_API_KEY: KEY, NODE_ENV: 'production', RUN_WORKERS: '8', RUN_QUEUE_POLL_MS: '200', SECRETS_KEY };
   const start = path.join(root, 'bin', 'start.js');
@@ -90,6 +91,7 @@ export async function scale(_options: { seconds: number; rounds: number }): Prom
 
   if (!postgresAvailable()) {
     console.log('  (no Postgres at /usr/lib/postgresql/15/bin or POSTGRES_BIN: the Postgres figures are skipped)');
+    await bulkLoad(options.rounds, false);
     return;
   }
   process.env.OWA_TEST_POSTGRES_DIR ??= prepareTestPostgres();
@@ -111,6 +113,7 @@ export async function scale(_options: { seconds: number; rounds: number }): Prom
         await db.drop();
       }
     }
+    await bulkLoad(options.rounds, true);
   } finally {
     await stopTestPostgres();
   }

@@ -1,4 +1,5 @@
-// Search over knowledge bases. The vector leg asks each base's vector index (./vector-index/; cosine of unit vectors);
+// Search over knowledge bases. The vector leg asks each base's vector index (./vector-index/; cosine of unit
+// vectors), or pgvector's HNSW index where the Postgres server has it;
 // the lexical leg is SQLite FTS5 ranked by BM25, queried with web-search syntax (quoted phrases are required,
 // `-word` excludes, other words are alternatives), optionally typo-tolerant (./typos.ts); hybrid fuses both
 // rankings by weighted reciprocal rank fusion (k = 60; equal weights by default). Only enabled chunks of
@@ -102,8 +103,10 @@ export async function runSearch(
   const candidates = new Map<number, Candidate>();
   const legLimit = Math.min(200, Math.max(req.topK * 3, 50));
   let lexicalFailed = false;
+  // On a Postgres with pgvector the vector leg runs in SQL (src/store/knowledge-pgvector.ts); else in memory.
+  const sqlVectors = store.pgvector;
   const indexes = new Map<string, VectorIndex>();
-  if (!textOnly) for (const id of kbIds) indexes.set(id, await knowledge.index(id));
+  if (!textOnly && !sqlVectors) for (const id of kbIds) indexes.set(id, await knowledge.index(id));
   // One more than the page, to tell whether another page follows.
   const wanted = offset + req.topK + 1;
   let words: string[] = [];
@@ -121,6 +124,10 @@ export async function runSearch(
       const limit = req.mode === 'vector' ? wanted : legLimit;
       // Best `limit` chunks of all the bases together.
       const found: (VectorHit & { kbId: string })[] = [];
+      if (sqlVectors) {
+        const matches = await sqlVectors.nearest(kbIds, qv, limit, threshold, (id) => docs.has(id));
+        matches.forEach((m) => found.push({ seq: m.seq, documentId: m.documentId, similarity: m.similarity, kbId: docs.get(m.documentId)! }));
+      }
       for (const [kbId, index] of indexes) {
         if (index.dimension !== qv.length) continue;
         for (const hit of await index.search(qv, limit, { threshold, accept: (id) => docs.has(id) })) found.push({ ...hit, kbId });
@@ -161,6 +168,11 @@ export async function runSearch(
       for (const c of candidates.values()) {
         if (c.similarity !== null) continue;
         unranked.set(c.kbId, [...(unranked.get(c.kbId) ?? []), c.seq]);
+      }
+      if (sqlVectors && unranked.size) {
+        const sims = await sqlVectors.similarities([...unranked.values()].flat(), qv);
+        for (const seqs of unranked.values()) for (const seq of seqs) candidates.get(seq)!.similarity = sims.get(seq) ?? 0;
+        unranked.clear();
       }
       for (const [kbId, seqs] of unranked) {
         const index = indexes.get(kbId)!;

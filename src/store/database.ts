@@ -14,6 +14,12 @@ export interface SqlExecutor {
   all<T = Row>(sql: string, params?: readonly SqlValue[]): Promise<T[]>;
   get<T = Row>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined>;
   run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }>;
+  /**
+   * Loads `rows` rows into `table` (a trusted identifier) through the engine's bulk-load path (Postgres: COPY),
+   * `value(row, column)` giving each cell in `columns` order. Absent where multi-row INSERTs are the fastest way
+   * (SQLite, whose statements run in process); callers then insert.
+   */
+  copyIn?(table: string, columns: readonly string[], rows: number, value: (row: number, column: number) => SqlValue): Promise<void>;
 }
 
 export interface TransactionOptions {

@@ -1,6 +1,7 @@
 // Workspace files and their versions. A file row carries its current content (blob key, size, type); every
 // content change appends a version row pointing at an immutable blob.
 import type { SqlExecutor, SqlValue } from './database.ts';
+import type { SqlDialect } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
 import { onUniqueViolation } from './errors.ts';
 import { DomainError } from '../domain/errors.ts';
@@ -127,8 +128,13 @@ export interface FileListQuery {
   limit: number;
 }
 
-/** `LIKE` pattern for `text` taken literally. */
-export const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+/**
+ * A condition: `folder_path` is `?` or a folder below it. Case-sensitive on every engine, as folder paths compare
+ * (SQLite's LIKE ignores ASCII case and Postgres's does not, so a LIKE prefix matched /docs under /Docs on SQLite
+ * alone). Takes two parameters, from folderAndBelow().
+ */
+const FOLDER_AND_BELOW = (d: SqlDialect) => `(folder_path = ? OR ${d.startsWith('folder_path', '?')})`;
+const folderAndBelow = (folderPath: string): SqlValue[] => [folderPath, `${folderPath}/`];
 
 export class FileRepository {
   private readonly db: SqlExecutor;
@@ -181,16 +187,18 @@ export class FileRepository {
     let where = `workspace_id = ? AND deleted_at IS ${q.archived ? 'NOT NULL' : 'NULL'}`;
     if (q.folderPath !== null) {
       if (q.recursive && q.folderPath !== '/') {
-        where += " AND (folder_path = ? OR folder_path LIKE ? ESCAPE '\\')";
-        params.push(q.folderPath, `${likeLiteral(q.folderPath)}/%`);
+        where += ` AND ${FOLDER_AND_BELOW(this.db.dialect)}`;
+        params.push(...folderAndBelow(q.folderPath));
       } else if (!q.recursive) {
         where += ' AND folder_path = ?';
         params.push(q.folderPath);
       }
     }
     if (q.search) {
-      where += " AND name LIKE ? ESCAPE '\\'";
-      params.push(`%${likeLiteral(q.search)}%`);
+      // Whatever the case, on every engine (SQLite's LIKE ignored ASCII case only; Postgres's none).
+      const d = this.db.dialect;
+      where += ` AND ${d.contains(d.fold('name'), d.fold('?'))}`;
+      params.push(q.search);
     }
     params.push(...page.whereParams);
     const rows = await this.db.all<FileRow>(`SELECT * FROM files WHERE ${where} AND ${page.where} ORDER BY ${page.orderBy} ${limitClause(q.limit)}`, params);
@@ -202,8 +210,8 @@ export class FileRepository {
     const rows = await this.db.all<FileRow>(
       folderPath === '/'
         ? 'SELECT * FROM files WHERE workspace_id = ? AND deleted_at IS NULL ORDER BY folder_path, name'
-        : "SELECT * FROM files WHERE workspace_id = ? AND deleted_at IS NULL AND (folder_path = ? OR folder_path LIKE ? ESCAPE '\\') ORDER BY folder_path, name",
-      folderPath === '/' ? [workspaceId] : [workspaceId, folderPath, `${likeLiteral(folderPath)}/%`],
+        : `SELECT * FROM files WHERE workspace_id = ? AND deleted_at IS NULL AND ${FOLDER_AND_BELOW(this.db.dialect)} ORDER BY folder_path, name`,
+      folderPath === '/' ? [workspaceId] : [workspaceId, ...folderAndBelow(folderPath)],
     );
     return rows.map(toFile);
   }
@@ -237,8 +245,8 @@ export class FileRepository {
   async moveFolderPrefix(workspaceId: string, from: string, to: string, now: string): Promise<number> {
     const r = await this.db.run(
       `UPDATE files SET folder_path = ? || substr(folder_path, ?), updated_at = ?
-       WHERE workspace_id = ? AND deleted_at IS NULL AND (folder_path = ? OR folder_path LIKE ? ESCAPE '\\')`,
-      [to, from.length + 1, now, workspaceId, from, `${likeLiteral(from)}/%`],
+       WHERE workspace_id = ? AND deleted_at IS NULL AND ${FOLDER_AND_BELOW(this.db.dialect)}`,
+      [to, from.length + 1, now, workspaceId, ...folderAndBelow(from)],
     );
     return r.changes;
   }

@@ -1,7 +1,8 @@
 // The store: repositories bound to the read connection, and the same repositories inside a transaction.
 import type { Database, SqlExecutor, StoreConnection, TransactionOptions } from './database.ts';
 import { SqliteDatabase } from './sqlite.ts';
-import { PostgresDatabase } from './postgres.ts';
+import { checkDatabaseLocale, PostgresDatabase } from './postgres.ts';
+import { PgvectorStore } from './knowledge-pgvector.ts';
 import { localWakes, type TokenBuckets, type Wakes } from './coordination.ts';
 import { loadMigrations, migrate, schemaIsCurrent, type MigrationListener } from './migrations.ts';
 import { UserRepository } from './users.ts';
@@ -174,10 +175,12 @@ export interface Store extends Repositories {
   readonly wakes: Wakes;
   /** Rate-limit buckets shared with the other servers of the database; null when this process owns it (keep them in memory). */
   readonly tokenBuckets: TokenBuckets | null;
+  /** Knowledge vectors in pgvector, when the database is a Postgres with the `vector` extension (detected on open); else null. */
+  readonly pgvector: PgvectorStore | null;
   close(): Promise<void>;
 }
 
-export function createStore(db: Database): Store {
+export function createStore(db: Database, pgvector: PgvectorStore | null = null): Store {
   let migrations: ReturnType<typeof loadMigrations> | undefined;
   return {
     ...repositories(db.read),
@@ -187,6 +190,7 @@ export function createStore(db: Database): Store {
       return db.wakes ?? localWakes;
     },
     tokenBuckets: db.tokenBuckets ?? null,
+    pgvector,
     databaseSize: async () => (db.dialect.databaseSizeSql ? Number((await db.read.get<{ bytes: number }>(db.dialect.databaseSizeSql))?.bytes ?? 0) : null),
     schemaIsCurrent: () => schemaIsCurrent(db, (migrations ??= loadMigrations(db.dialect.name))),
     close: () => db.close(),
@@ -203,10 +207,18 @@ export async function openSqliteStore(file: string, onMigration?: MigrationListe
 
 /**
  * Connects to the Postgres database at `url` and brings its schema up to date under a lock (servers starting
- * together migrate once), telling `onMigration` of each migration applied; a newer schema is refused as on SQLite.
+ * together migrate once), telling `onMigration` of each migration applied; a newer schema is refused as on SQLite,
+ * and so is a database whose encoding or locale cannot sort and fold text as SQLite does (UnsupportedDatabaseLocaleError).
  */
 export async function openPostgresStore(url: string, onMigration?: MigrationListener): Promise<Store> {
-  return openMigrated(new PostgresDatabase(url), onMigration);
+  const db = new PostgresDatabase(url);
+  try {
+    await checkDatabaseLocale(db.read);
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+  return openMigrated(db, onMigration);
 }
 
 /** The configured store: Postgres when DATABASE_URL is set, otherwise the SQLite file in DATA_DIR. */
@@ -217,11 +229,11 @@ export function openConfiguredStore(config: { databaseUrl: string | null; databa
 async function openMigrated(db: Database, onMigration?: MigrationListener): Promise<Store> {
   try {
     await migrate(db, loadMigrations(db.dialect.name), onMigration);
+    return createStore(db, await PgvectorStore.open(db));
   } catch (err) {
     await db.close();
     throw err;
   }
-  return createStore(db);
 }
 
 /**

@@ -13,7 +13,9 @@
 // before they take a pool client (as on SQLite), so waiting writers never exhaust the pool while the lock holder
 // still needs a client for a plain read. Read-only transactions take no lock: REPEATABLE READ READ ONLY, one
 // snapshot, concurrent with everything. Plain reads (`read`) run on any pooled client and see committed data.
+import { once } from 'node:events';
 import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import type { Database, Row, SqlExecutor, SqlValue, StoreConnection, TransactionOptions } from './database.ts';
 import type { SqlDialect } from './dialect.ts';
 import { postgresDialect } from './postgres-dialect.ts';
@@ -145,6 +147,42 @@ function queryConfig(sql: string, params: readonly SqlValue[]): pg.QueryConfig {
   return name ? { name, text, values: bind(params) } : { text, values: bind(params) };
 }
 
+/** A value in COPY's text format: \N for NULL; backslash, tab and line breaks escaped; bytes as \\x hex. */
+function copyText(v: SqlValue): string {
+  if (v === null) return '\\N';
+  if (typeof v === 'string') return /[\\\t\n\r]/.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : v;
+  if (v instanceof Uint8Array) return `\\\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`;
+  return String(v);
+}
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+/** Text sent to COPY per write: large enough to keep round trips few, small enough to stay off the heap's mind. */
+const COPY_CHUNK_CHARS = 256 * 1024;
+
+/** COPY … FROM STDIN on `client`, the rows written in chunks, waiting whenever the socket is full. */
+async function copyRows(client: pg.PoolClient, table: string, columns: readonly string[], rows: number, value: (row: number, column: number) => SqlValue): Promise<void> {
+  const stream = client.query(copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`));
+  const done = new Promise<void>((resolve, reject) => {
+    stream.on('finish', resolve);
+    stream.on('error', reject);
+  });
+  // A failed COPY ends the stream with an error; writing on would throw a second, less helpful one.
+  let failed = false;
+  stream.on('error', () => (failed = true));
+  const width = columns.length;
+  let chunk = '';
+  for (let row = 0; row < rows && !failed; row++) {
+    for (let c = 0; c < width; c++) chunk += (c === 0 ? '' : '\t') + copyText(value(row, c));
+    chunk += '\n';
+    if (chunk.length >= COPY_CHUNK_CHARS) {
+      const ok = stream.write(chunk);
+      chunk = '';
+      if (!ok) await Promise.race([once(stream, 'drain'), done]);
+    }
+  }
+  if (!failed) stream.end(chunk);
+  await done;
+}
+
 class Executor implements SqlExecutor {
   readonly dialect: SqlDialect = postgresDialect;
   private readonly target: pg.Pool | pg.PoolClient;
@@ -167,8 +205,45 @@ class Executor implements SqlExecutor {
   async run(sql: string, params: readonly SqlValue[] = []): Promise<{ changes: number }> {
     return { changes: (await this.query(sql, params)).rowCount ?? 0 };
   }
+  async copyIn(table: string, columns: readonly string[], rows: number, value: (row: number, column: number) => SqlValue): Promise<void> {
+    if (rows === 0) return;
+    const client = this.target instanceof pg.Pool ? await this.target.connect() : (this.target as pg.PoolClient);
+    try {
+      await copyRows(client, table, columns, rows, value);
+    } catch (err) {
+      throw mapPostgresError(err);
+    } finally {
+      if (client !== this.target) client.release();
+    }
+  }
 }
 
+
+/**
+ * The database's encoding and locale cannot give the answers SQLite gives: text must be UTF-8, sort by code point
+ * (collation C, POSIX or C.UTF-8; not ICU or a language's collation, under which ORDER BY, ranges and keyset
+ * cursors on text order differently) and fold case over all of Unicode (a UTF-8 ctype: lower() under ctype C
+ * folds ASCII only). `createdb --template=template0 --encoding=UTF8 --locale=C.UTF-8` makes one that can.
+ */
+export class UnsupportedDatabaseLocaleError extends Error {
+  constructor(found: string) {
+    super(`the Postgres database at DATABASE_URL has ${found}; it needs encoding UTF8 with locale C.UTF-8 (create it with: createdb --template=template0 --encoding=UTF8 --locale=C.UTF-8 <name>)`);
+    this.name = 'UnsupportedDatabaseLocaleError';
+  }
+}
+
+const CODE_POINT_COLLATIONS = new Set(['c', 'posix', 'c.utf-8', 'c.utf8', 'ucs_basic']);
+
+/** Refuses (UnsupportedDatabaseLocaleError) a database whose encoding or locale differs from what the README requires. */
+export async function checkDatabaseLocale(db: SqlExecutor): Promise<void> {
+  const r = await db.get<{ encoding: string; collate: string; ctype: string; provider: string }>(
+    "SELECT pg_encoding_to_char(encoding) AS encoding, datcollate AS collate, datctype AS ctype, CAST(datlocprovider AS TEXT) AS provider FROM pg_database WHERE datname = current_database()",
+  );
+  if (!r) return;
+  const utf8 = (locale: string) => /\.utf-?8$/i.test(locale);
+  const ok = r.encoding === 'UTF8' && r.provider !== 'i' && CODE_POINT_COLLATIONS.has(r.collate.toLowerCase()) && utf8(r.ctype);
+  if (!ok) throw new UnsupportedDatabaseLocaleError(`encoding ${r.encoding}, collation ${r.collate}${r.provider === 'i' ? ' (ICU)' : ''} and ctype ${r.ctype}`);
+}
 
 export interface PostgresOptions {
   /** Most connections this process opens (default 10). */

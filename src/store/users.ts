@@ -49,7 +49,7 @@ export class UserRepository {
     return r && toUser(r);
   }
 
-  /** E-mail addresses match whatever their ASCII case (SQLite: the column's NOCASE; Postgres: an index on lower(email)). */
+  /** E-mail addresses match whatever their ASCII case, through an index on lower(email) on both engines. */
   async getByEmail(email: string): Promise<User | undefined> {
     const r = await this.db.get<UserRow>('SELECT * FROM users WHERE lower(email) = lower(?)', [email]);
     return r && toUser(r);
