@@ -22,6 +22,7 @@ import { hostile } from './suites/hostile.ts';
 import { tracing } from './suites/tracing.ts';
 import { consoleSuite } from './suites/console.ts';
 import { scale } from './suites/scale.ts';
+import { memory } from './suites/memory.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise<void>> = {
   foundation,
@@ -40,6 +41,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number }) => Promise
   tracing,
   console: consoleSuite,
   scale,
+  memory,
 };
 
 export async function main(argv: string[]): Promise<void> {
