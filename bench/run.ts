@@ -24,6 +24,7 @@ import { tracing } from './suites/tracing.ts';
 import { consoleSuite } from './suites/console.ts';
 import { scale } from './suites/scale.ts';
 import { bulkLoadSuite } from './suites/bulk-load.ts';
+import { memory } from './suites/memory.ts';
 
 const SUITES: Record<string, (o: { seconds: number; rounds: number; chunks?: number; dims?: number }) => Promise<void>> = {
   foundation,
@@ -43,6 +44,7 @@ const SUITES: Record<string, (o: { seconds: number; rounds: number; chunks?: num
   console: consoleSuite,
   scale,
   'bulk-load': bulkLoadSuite,
+  memory,
 };
 
 export async function main(argv: string[]): Promise<void> {

@@ -13,6 +13,7 @@ import { errorHandler } from './http/errors.ts';
 import { bodyTimeout, noRoute, privateNoStore } from './http/request-limits.ts';
 import { webRoutes } from './http/web/index.ts';
 import { traceRequests } from './http/tracing.ts';
+import { operationRouter } from './http/operation-router.ts';
 import { tracingEnabled } from './ops/spans.ts';
 
 export interface AppOptions extends BinderOptions {
@@ -53,10 +54,10 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   // Chat pages, sign-in, the CLI's OAuth server and pairing: browser protocols outside the OpenAPI document.
   app.use(webRoutes(services));
 
-  const router = express.Router({ strict: false });
+  const operations = operationRouter();
   const validatorFor = createValidatorFactory(spec, { validateResponses: services.config.validateResponses });
-  mountOperations(router, handlers, createBinder(services, validatorFor, binderOptions));
-  app.use(router);
+  mountOperations(operations.router, handlers, createBinder(services, validatorFor, binderOptions));
+  app.use(operations.handle);
 
   app.use(noRoute);
   app.use(clientGoneHandler);

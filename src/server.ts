@@ -35,7 +35,6 @@ import { workspaceDataToolProvider } from './tools/workspace-data.ts';
 import { KnowledgeService } from './knowledge/service.ts';
 import { ContentWorkers } from './content/index.ts';
 import { CallbackWorker } from './callbacks/worker.ts';
-import { createServerMetrics, listenForMetrics } from './ops/metrics.ts';
 import { observeRequests } from './http/metrics.ts';
 
 export interface RunningServer {
@@ -182,8 +181,10 @@ export async function startServer(services: Services, options: StartOptions = {}
   const app = createApp(services, binderOptions);
   const server = listener ?? createHttpServer(config.http);
   // Metrics are off unless METRICS_PORT is set; their own listener is bound first, so a port in use fails the start.
-  const metrics = config.metrics.port !== null ? createServerMetrics(services) : null;
-  const metricsListener = metrics && config.metrics.port !== null ? await listenForMetrics(metrics, config.metrics.host, config.metrics.port) : null;
+  // prom-client is loaded only then (a few MB of heap no other server needs).
+  const metricsModule = config.metrics.port !== null ? await import('./ops/metrics.ts') : null;
+  const metrics = metricsModule ? metricsModule.createServerMetrics(services) : null;
+  const metricsListener = metricsModule && metrics && config.metrics.port !== null ? await metricsModule.listenForMetrics(metrics, config.metrics.host, config.metrics.port) : null;
   server.removeAllListeners('request'); // the "starting" answer of bindListener
   let shuttingDown = false;
   // Ready while not shutting down and the database answers with this build's schema; probes skip the app.

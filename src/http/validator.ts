@@ -87,6 +87,38 @@ const SKIPPED = new Set(['securityMiddleware', 'pathParamsMiddleware']);
 
 export type ValidatorFactory = (operation: OperationSpec) => RequestHandler;
 
+interface OpenApiMetadata {
+  pathParams: Record<string, string>;
+  [key: string]: unknown;
+}
+type WithOpenApi = Request & { openapi?: OpenApiMetadata };
+
+/**
+ * The library's metadata middleware looks the request's route up again and compiles the route's path into a
+ * regular expression to do so, on every request (a few percent of a simple read's CPU). The generated router
+ * has matched the operation and decoded its path parameters already, and the metadata (the operation's
+ * schema, its route) is the same for every request of a method: so the first match's is kept and reused,
+ * with this request's parameters.
+ */
+function rememberMetadata(metadata: RequestHandler): RequestHandler {
+  const byMethod = new Map<string, Omit<OpenApiMetadata, 'pathParams'>>();
+  return (req, res, next) => {
+    const known = byMethod.get(req.method);
+    if (known) {
+      (req as WithOpenApi).openapi = { ...known, pathParams: req.params as Record<string, string> };
+      return next();
+    }
+    void metadata(req, res, (err?: unknown) => {
+      const found = (req as WithOpenApi).openapi;
+      if (!err && found?.schema) {
+        const { pathParams: _params, ...rest } = found;
+        byMethod.set(req.method, rest);
+      }
+      next(err);
+    });
+  };
+}
+
 /**
  * The library coerces "1e309" or "Infinity" in a query or path to ±Infinity and then lets it through integer
  * and range checks. No parameter of this API can be infinite, so such a value is refused here.
@@ -134,7 +166,12 @@ export function createValidatorFactory(spec: object, options: { validateResponse
     let chain: RequestHandler[] | null = null;
     return (req, res, next) => {
       chain ??= cache.get(key) ?? null;
-      if (!chain) cache.set(key, (chain = createValidator(documentFor(spec as Spec, operation), options).filter((mw) => !SKIPPED.has(mw.name))));
+      if (!chain) {
+        chain = createValidator(documentFor(spec as Spec, operation), options)
+          .filter((mw) => !SKIPPED.has(mw.name))
+          .map((mw) => (mw.name === 'metadataMiddleware' ? rememberMetadata(mw) : mw));
+        cache.set(key, chain);
+      }
       runChain(chain, req, res, (err?: unknown) => {
         if (err) {
           explainBody(bodyIssues, operation, req, err);

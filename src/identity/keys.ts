@@ -1,5 +1,5 @@
 // API key material: how keys look, and the only form in which they are stored (a SHA-256 hash).
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 
 /** Every key this server issues starts with this, so leaked keys are easy to scan for. */
 export const API_KEY_PREFIX = 'sk-owa-';
@@ -8,9 +8,12 @@ export function newApiKey(): string {
   return API_KEY_PREFIX + randomBytes(32).toString('base64url');
 }
 
-/** Keys carry 256 random bits, so a fast hash is enough: there is nothing to brute-force. */
+/**
+ * Keys carry 256 random bits, so a fast hash is enough: there is nothing to brute-force. Every authenticated
+ * request hashes its key (the credential cache is keyed by the hash), so the one-shot form, without a Hash object.
+ */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function displaySuffix(key: string): string {

@@ -4,7 +4,8 @@
 // into chunks of at most `maxSize` tokens. Chunks shorter than `minSize` characters join a neighbour; each
 // chunk after the first starts up to `overlap` characters early. Offsets are positions in the text.
 // Token counts come from the cl100k_base tokenizer (gpt-tokenizer), the one OpenAI's embedding models use.
-import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
+import { createRequire } from 'node:module';
+import type { countTokens as CountTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { parse as parseYaml } from 'yaml';
 import type { ChunkingConfig, ChunkRecipe } from './chunking-config.ts';
 import { compileUserRegex } from './user-regex.ts';
@@ -25,6 +26,12 @@ export type ContentKind = 'text' | 'markdown' | 'code' | 'json' | 'jsonl' | 'yam
  * would hold a worker for minutes. Sliced, a run counts within a token or so per slice of the exact count.
  */
 const LONG_RUN = 256;
+
+// The tokenizer's tables (about 8 MB of heap) are loaded with the first count, not by every server at start.
+let counter: typeof CountTokens | null = null;
+const countTokens = (text: string): number =>
+  (counter ??= (createRequire(import.meta.url)('gpt-tokenizer/encoding/cl100k_base') as { countTokens: typeof CountTokens }).countTokens)(text);
+
 const LONG_RUNS = new RegExp(`\\S{${LONG_RUN},}`, 'g');
 
 export function tokenCount(text: string): number {

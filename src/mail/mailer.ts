@@ -3,7 +3,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { WebSettings } from '../config.ts';
 import { SpanKind, inSpan } from '../ops/spans.ts';
 
@@ -35,17 +35,20 @@ export class OutboxMailer implements Mailer {
 }
 
 export class SmtpMailer implements Mailer {
-  private readonly transport: Transporter;
+  private transport: Promise<Transporter> | null = null;
+  private readonly url: string;
   private readonly from: string;
   constructor(url: string, from: string) {
-    this.transport = nodemailer.createTransport(url);
+    this.url = url;
     this.from = from;
   }
 
   async send(message: MailMessage): Promise<void> {
+    // nodemailer (about 5 MB of heap) is loaded with the first message, not by every server at start.
+    const transport = await (this.transport ??= import('nodemailer').then((m) => m.default.createTransport(this.url)));
     // A client span around the SMTP exchange (no addresses or subject on it: those are personal data).
     await inSpan('smtp send', { kind: SpanKind.CLIENT, attributes: { 'owa.mail.transport': 'smtp' } }, () =>
-      this.transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text }),
+      transport.sendMail({ from: this.from, to: message.to, subject: message.subject, text: message.text }),
     );
   }
 }

@@ -2,8 +2,7 @@
 // redirect hop) going through the egress policy: a private address is refused unless the policy allows it.
 import dns from 'node:dns/promises';
 import net from 'node:net';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { EgressError, type EgressPolicy } from '../execution/egress.ts';
@@ -92,6 +91,11 @@ function describe(err: unknown): McpClientError {
 
 /** Connects (retrying a failed connection up to `retries` times), runs `fn`, and always closes the client. */
 export async function withMcpClient<T>(egress: EgressPolicy, endpoint: McpEndpoint, fn: (client: Client) => Promise<T>): Promise<T> {
+  // The MCP SDK (with zod, several MB of heap) is loaded with the first call to an MCP server, not at start.
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
   let lastError: McpClientError | null = null;
   for (let attempt = 0; attempt <= endpoint.retries; attempt++) {
     const client = new Client(CLIENT_INFO);

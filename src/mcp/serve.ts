@@ -1,18 +1,35 @@
 // The protocol side of a workflow MCP server: one stateless, JSON-only Streamable HTTP exchange per POST, built
 // on the official MCP SDK (its Server and web-standard transport). What the tools are and how a call runs is
 // the backend's business (the handler wires it to the store and the run machinery). No Express here.
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type ListToolsResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ListToolsResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 export const SERVE_VERSION = '1.0.0';
 
-/**
- * The SDK server builds a JSON Schema validator (a new Ajv) per instance unless given one; it only checks
- * elicitation answers, which this endpoint never asks for, so one is shared instead of built per request.
- */
-const SHARED_VALIDATOR = new AjvJsonSchemaValidator();
+/** JSON-RPC 2.0's error codes (the SDK's ErrorCode), here so that an McpServeError needs no SDK loaded. */
+const RPC_INVALID_PARAMS = -32602;
+const RPC_INTERNAL_ERROR = -32603;
+const RPC_METHOD_NOT_FOUND = -32601;
+
+/** The MCP SDK (with zod, several MB of heap) is loaded with the first MCP request, not by every server at start. */
+async function loadSdk() {
+  const [{ Server }, { WebStandardStreamableHTTPServerTransport }, { AjvJsonSchemaValidator }, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+    import('@modelcontextprotocol/sdk/validation/ajv'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return {
+    Server,
+    WebStandardStreamableHTTPServerTransport,
+    types,
+    /**
+     * The SDK server builds a JSON Schema validator (a new Ajv) per instance unless given one; it only checks
+     * elicitation answers, which this endpoint never asks for, so one is shared instead of built per request.
+     */
+    sharedValidator: new AjvJsonSchemaValidator(),
+  };
+}
+let sdk: ReturnType<typeof loadSdk> | null = null;
 /** What a plain GET reports (the protocol revision this endpoint first spoke). */
 export const SERVE_INFO_PROTOCOL_VERSION = '2024-11-05';
 
@@ -29,7 +46,7 @@ export class McpServeError extends Error {
     this.httpStatus = httpStatus;
     this.code = code;
     this.retryable = options.retryable ?? false;
-    this.rpcCode = options.rpcCode ?? (httpStatus === 404 || httpStatus === 400 ? ErrorCode.InvalidParams : ErrorCode.InternalError);
+    this.rpcCode = options.rpcCode ?? (httpStatus === 404 || httpStatus === 400 ? RPC_INVALID_PARAMS : RPC_INTERNAL_ERROR);
   }
 }
 
@@ -48,10 +65,10 @@ export interface McpExchange {
   body: unknown;
 }
 
-function rpcError(err: unknown): McpError {
+function rpcError({ McpError }: Awaited<ReturnType<typeof loadSdk>>['types'], err: unknown): McpError {
   if (err instanceof McpError) return err;
   if (err instanceof McpServeError) return new McpError(err.rpcCode, err.message, { httpStatus: err.httpStatus, code: err.code, retryable: err.retryable });
-  return new McpError(ErrorCode.InternalError, 'The tool call failed on the server.', { httpStatus: 500, code: 'INTERNAL_ERROR', retryable: true });
+  return new McpError(RPC_INTERNAL_ERROR, 'The tool call failed on the server.', { httpStatus: 500, code: 'INTERNAL_ERROR', retryable: true });
 }
 
 /**
@@ -60,16 +77,18 @@ function rpcError(err: unknown): McpError {
  * endpoint keeps no sessions.
  */
 export async function handleMcpPost(backend: McpServeBackend, message: unknown, url: string, headers: Record<string, string | undefined>, onError?: (err: unknown) => void): Promise<McpExchange> {
+  const { Server, WebStandardStreamableHTTPServerTransport, types, sharedValidator } = await (sdk ??= loadSdk());
+  const { CallToolRequestSchema, ListToolsRequestSchema } = types;
   const server = new Server(
     { name: backend.serverName, version: SERVE_VERSION },
-    { capabilities: { tools: {} }, jsonSchemaValidator: SHARED_VALIDATOR, ...(backend.instructions ? { instructions: backend.instructions } : {}) },
+    { capabilities: { tools: {} }, jsonSchemaValidator: sharedValidator, ...(backend.instructions ? { instructions: backend.instructions } : {}) },
   );
   server.setRequestHandler(ListToolsRequestSchema, async (request) => {
     try {
       return await backend.listTools(request.params?.cursor);
     } catch (err) {
       if (!(err instanceof McpServeError)) onError?.(err);
-      throw rpcError(err);
+      throw rpcError(types, err);
     }
   });
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
@@ -77,7 +96,7 @@ export async function handleMcpPost(backend: McpServeBackend, message: unknown, 
       return await backend.callTool(request.params.name, (request.params.arguments ?? {}) as Record<string, unknown>);
     } catch (err) {
       if (!(err instanceof McpServeError)) onError?.(err);
-      throw rpcError(err);
+      throw rpcError(types, err);
     }
   });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -90,7 +109,7 @@ export async function handleMcpPost(backend: McpServeBackend, message: unknown, 
     const body = text ? JSON.parse(text) : undefined;
     let status = response.status;
     // An unknown method is a JSON-RPC MethodNotFound, answered with HTTP 404.
-    if (status === 200 && (body as { error?: { code?: number } } | undefined)?.error?.code === ErrorCode.MethodNotFound) status = 404;
+    if (status === 200 && (body as { error?: { code?: number } } | undefined)?.error?.code === RPC_METHOD_NOT_FOUND) status = 404;
     const contentType = response.headers.get('content-type');
     return { status, headers: contentType && body !== undefined ? { 'Content-Type': contentType } : {}, body };
   } finally {
