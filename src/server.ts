@@ -23,6 +23,7 @@ import path from 'node:path';
 import { blobStoreSettings, openBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
+import { RunProgress } from './runs/progress.ts';
 import { RunService } from './runs/service.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { SandboxBuilder } from './sandboxes/builder.ts';
@@ -104,7 +105,9 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
   tools.registerTool(mcpToolProvider(mcp));
   const callbacks = new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger });
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
+  // Every run's events also reach whoever follows the run, on this server or another (src/runs/progress.ts).
+  const runProgress = new RunProgress(opened.wakes);
+  const runs = new RunService({ store: opened, engine: runProgress.reporting(engine.engine), config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
   // A settled run's callback is sent at once rather than at the worker's next poll.
   runs.observeSettled(() => callbacks.notify());
   const content = new ContentWorkers(config.content);
@@ -118,6 +121,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     signingKey,
     engine: engine.engine,
     runs,
+    runProgress,
     secrets,
     mcp,
     sandboxes,
