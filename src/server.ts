@@ -220,6 +220,7 @@ export async function startServer(services: Services, options: StartOptions = {}
   // their lease expires (src/runs/service.ts); uploads it left completing, and its temporary files, are swept by
   // age by the purge job.
   await services.runs.start();
+  services.runProgress.start();
   await services.sandboxes.resume();
   await services.tableJobs.start();
   services.tableGroups.start();
@@ -244,6 +245,7 @@ export async function startServer(services: Services, options: StartOptions = {}
         stopPurge();
         // The queue stops taking work at once; runs in flight get the same grace as in-flight requests, then
         // async runs still going go back to the queue.
+        services.runProgress.stop();
         const runsClosed = services.runs.close(config.shutdownTimeoutMs);
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

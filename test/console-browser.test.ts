@@ -28,6 +28,7 @@ const readerEmail = 'reader@console.test';
 let graph: BuiltWorkflow;
 let failing: BuiltWorkflow;
 let held: BuiltWorkflow;
+let queuedHeld: BuiltWorkflow;
 let failedRunId: string;
 let tableId: string;
 let kbId: string;
@@ -106,6 +107,13 @@ beforeAll(async () => {
     await s.ok('POST', `/api/v2/workflows/${held.id}/deploy`, {});
   }
   {
+    // A run queued through the API (not from the page) that waits at its own gate.
+    const start = apiBlock('start_trigger', 'Start');
+    const wait = gate.block('Waiting', 'console-queued');
+    const after = apiBlock('function', 'Afterwards', { code: 'return 5' });
+    queuedHeld = await buildWorkflow(s, 'Queued and held', [start, wait, after], [link(start, wait), link(wait, after)]);
+  }
+  {
     const t = await s.ok('POST', '/api/v2/tables', { workspaceId: s.workspaceId, name: 'people', schema: { columns: [{ name: 'name', type: 'string' }, { name: 'score', type: 'number' }] } });
     tableId = t.id;
     await s.ok('POST', `/api/v2/tables/${tableId}/rows`, { workspaceId: s.workspaceId, rows: [{ name: 'Ada', score: 3 }, { name: 'Grace', score: 5 }] });
@@ -134,6 +142,9 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await page.getByRole('link', { name: 'Graph with containers' }).waitFor();
     await page.getByRole('link', { name: 'people' }).waitFor();
     await page.getByRole('link', { name: 'Handbook' }).waitFor();
+    // The page marks when its first data is drawn (what `npm run bench -- console` times in Chromium).
+    await page.locator('body[data-loaded]').waitFor();
+    expect(await page.evaluate(`performance.getEntriesByName('console-loaded').length`)).toBe(1);
     await audit(page, 'home');
     await shot(page, 'home');
     // Keyboard: the skip link comes first, then the console's navigation; Enter follows a link.
@@ -211,6 +222,23 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await page.locator('.events li.done', { hasText: 'Held' }).waitFor();
     await page.getByRole('link', { name: 'Open this run' }).click();
     await page.locator('li.span[data-span-name="Held"]').waitFor();
+    await page.close();
+  });
+
+  it('follows a run queued elsewhere live on its run page: its blocks appear as they run, then it finishes on screen with its trace', async () => {
+    const queued = await s.ok('POST', `/api/v2/workflows/${queuedHeld.id}/execute`, { async: true, input: {} });
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${queuedHeld.id}/runs/${queued.runId}`);
+    await page.locator('.events li.running', { hasText: 'Waiting' }).waitFor();
+    expect(await page.locator('.facts .badge').first().textContent()).toBe('running');
+    await page.getByRole('button', { name: 'Cancel run' }).waitFor();
+    await shot(page, 'run-following');
+    gate.release('console-queued');
+    // The end arrives on the page's event stream (the page no longer re-reads the run on a timer).
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor();
+    await page.locator('li.span[data-span-name="Afterwards"]').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    await audit(page, 'run (followed)');
     await page.close();
   });
 

@@ -87,6 +87,10 @@ describe('following a run on one server', () => {
     const first = await f.next('the first status frame', (x) => x.event === 'status');
     expect(first.data.runId).toBe(run.runId);
     await waitUntil('the run held at the gate', () => gate.holding('one-server'));
+    // A follower coming while a block runs is shown that block first.
+    const late = frames(await follow(s.url, s.key, workflowId, run.runId));
+    await late.next('the running block replayed', (x) => x.event === 'block_started' && x.blockName === 'Held');
+    expect(late.seen[0].event).toBe('status');
     gate.release('one-server');
     const done = await f.next('Held finished', (x) => x.event === 'block_completed' && x.blockName === 'Held');
     expect(done.output).toBeUndefined(); // outputs stay out of progress
@@ -95,6 +99,7 @@ describe('following a run on one server', () => {
     expect(final.data.status).toBe('completed');
     const all = await f.ended();
     expect(all.at(-1)).toBe('[DONE]');
+    expect((await late.ended()).at(-1)).toBe('[DONE]');
   });
 
   it('answers a run that has ended with its final frame at once, and an unknown run with a 404', async () => {
@@ -110,7 +115,7 @@ describe('following a run on one server', () => {
     expect(all[1].data.status).toBe('completed');
     const missing = await follow(s.url, s.key, wf.id, 'no-such-run');
     expect(missing.status).toBe(404);
-    expect((await missing.json()).error.code).toBe('NOT_FOUND');
+    expect(((await missing.json()) as any).error.code).toBe('NOT_FOUND');
   });
 });
 

@@ -47,13 +47,35 @@ export function progressEvent(event: RunEvent): ProgressEvent | null {
   }
 }
 
+/** Runs whose running blocks are remembered (the oldest forgotten first): far more than execute at once. */
+const REMEMBERED_RUNS = 5000;
+
+type BlockEvent = Extract<ProgressEvent, { blockId: string }>;
+
 export class RunProgress {
   private readonly wakes: Wakes;
   private readonly followers = new Map<string, Set<(event: ProgressEvent) => void>>();
+  /** Per run going on anywhere, the blocks started and not yet ended, as heard: what a new follower is shown first. */
+  private readonly running = new Map<string, Map<string, BlockEvent>>();
   private stopHearing: (() => void) | null = null;
 
   constructor(wakes: Wakes) {
     this.wakes = wakes;
+  }
+
+  /** Starts hearing the other servers' notes, so runs executing there are known before anyone here follows one. */
+  start(): void {
+    this.stopHearing ??= this.wakes.hear('run-progress', (note) => this.heard(note));
+  }
+
+  stop(): void {
+    this.stopHearing?.();
+    this.stopHearing = null;
+  }
+
+  /** The block_started events of the run's blocks running now, as far as this server has heard. */
+  runningBlocks(workflowId: string, runId: string): BlockEvent[] {
+    return [...(this.running.get(keyOf(workflowId, runId))?.values() ?? [])];
   }
 
   /** Publishes one event of a run executing here: to this process's followers and to the other servers'. */
@@ -66,8 +88,7 @@ export class RunProgress {
 
   /** Calls `listener` with each event of the run, from any server; returns the function that stops following. */
   follow(workflowId: string, runId: string, listener: (event: ProgressEvent) => void): () => void {
-    // Other servers' notes are heard only while someone here follows a run.
-    this.stopHearing ??= this.wakes.hear('run-progress', (note) => this.heard(note));
+    this.start();
     const key = keyOf(workflowId, runId);
     let set = this.followers.get(key);
     if (!set) this.followers.set(key, (set = new Set()));
@@ -113,7 +134,25 @@ export class RunProgress {
     if (typeof parsed?.workflowId === 'string' && typeof parsed.runId === 'string' && parsed.event) this.deliver(parsed);
   }
 
+  private remember(key: string, e: ProgressEvent): void {
+    if (e.type === 'run_finished' || e.type === 'run_paused') {
+      this.running.delete(key);
+      return;
+    }
+    if (!('blockId' in e)) return;
+    const blockKey = `${e.blockId}:${(e.iteration ?? []).join('.')}`;
+    let blocks = this.running.get(key);
+    if (e.type === 'block_started') {
+      if (!blocks) {
+        if (this.running.size >= REMEMBERED_RUNS) this.running.delete(this.running.keys().next().value!);
+        this.running.set(key, (blocks = new Map()));
+      }
+      blocks.set(blockKey, e);
+    } else if (e.type !== 'block_retry') blocks?.delete(blockKey);
+  }
+
   private deliver(note: ProgressNote): void {
+    this.remember(keyOf(note.workflowId, note.runId), note.event);
     const set = this.followers.get(keyOf(note.workflowId, note.runId));
     if (!set) return;
     for (const listener of [...set]) {

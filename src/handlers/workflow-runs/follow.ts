@@ -93,6 +93,10 @@ export async function followRun(ctx: RequestContext, run: RunRecord): Promise<{ 
   // The first frame goes out once this server hears the others, so a follower that has it misses no note.
   await runProgress.ready();
   send({ event: 'status', runId: run.key, data: view(run) });
+  // Blocks already running when the follower came (as far as this server has heard) come first.
+  if (!TERMINAL_STATUSES.has(run.status)) {
+    for (const { type, ...rest } of runProgress.runningBlocks(run.workflowId, run.key)) send({ event: type, runId: run.key, ...rest });
+  }
   // Read once more now that the follower listens: an end between the first read and listening is not missed.
   if (!report(run)) void reread();
   return {
