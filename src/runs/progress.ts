@@ -58,6 +58,8 @@ export class RunProgress {
   /** Per run going on anywhere, the blocks started and not yet ended, as heard: what a new follower is shown first. */
   private readonly running = new Map<string, Map<string, BlockEvent>>();
   private stopHearing: (() => void) | null = null;
+  /** What each follower does when the server stops (ends its stream, so shutting down does not wait for it). */
+  private readonly onStops = new Set<() => void>();
 
   constructor(wakes: Wakes) {
     this.wakes = wakes;
@@ -68,9 +70,12 @@ export class RunProgress {
     this.stopHearing ??= this.wakes.hear('run-progress', (note) => this.heard(note));
   }
 
+  /** Stops hearing the other servers and ends every follower (the server is shutting down). */
   stop(): void {
     this.stopHearing?.();
     this.stopHearing = null;
+    for (const onStop of [...this.onStops]) onStop();
+    this.onStops.clear();
   }
 
   /** The block_started events of the run's blocks running now, as far as this server has heard. */
@@ -86,14 +91,19 @@ export class RunProgress {
     this.wakes.tell('run-progress', JSON.stringify({ workflowId, runId, event: e } satisfies ProgressNote));
   }
 
-  /** Calls `listener` with each event of the run, from any server; returns the function that stops following. */
-  follow(workflowId: string, runId: string, listener: (event: ProgressEvent) => void): () => void {
+  /**
+   * Calls `listener` with each event of the run, from any server, and `onStop` if the server stops first;
+   * returns the function that stops following.
+   */
+  follow(workflowId: string, runId: string, listener: (event: ProgressEvent) => void, onStop?: () => void): () => void {
     this.start();
+    if (onStop) this.onStops.add(onStop);
     const key = keyOf(workflowId, runId);
     let set = this.followers.get(key);
     if (!set) this.followers.set(key, (set = new Set()));
     set.add(listener);
     return () => {
+      if (onStop) this.onStops.delete(onStop);
       set.delete(listener);
       if (!set.size) this.followers.delete(key);
     };

@@ -73,7 +73,8 @@ export async function followRun(ctx: RequestContext, run: RunRecord): Promise<{ 
     const { type, ...rest } = e;
     send({ event: type, runId: run.key, ...rest });
   };
-  const unfollow = runProgress.follow(run.workflowId, run.key, onEvent);
+  // A server shutting down ends the stream (the browser's EventSource reconnects, to another server if need be).
+  const unfollow = runProgress.follow(run.workflowId, run.key, onEvent, () => end());
   const poll = setInterval(() => void reread(), config.runs.followPollMs);
   const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), 15_000);
   poll.unref();
