@@ -32,6 +32,9 @@ let queuedHeld: BuiltWorkflow;
 let failedRunId: string;
 let tableId: string;
 let kbId: string;
+let fileId: string;
+let cancelHeld: BuiltWorkflow;
+let approval: BuiltWorkflow;
 
 async function signIn(context: BrowserContext, email: string, target: string): Promise<Page> {
   const page = await context.newPage();
@@ -123,6 +126,27 @@ beforeAll(async () => {
     kbId = kb.id;
     const doc = await uploadDocument(s, kbId, 'holidays.txt', 'Employees get twenty-five days of paid holiday each year. Requests go to the team lead two weeks ahead.');
     await waitForDocument(s, kbId, doc.documentId ?? doc.document?.id ?? doc.id);
+  }
+  {
+    const bytes = Buffer.from('Console notes: one line of text.');
+    const up = await s.ok('POST', '/api/v2/files/uploads', { workspaceId: s.workspaceId, name: 'notes.txt', contentType: 'text/plain', size: bytes.length });
+    expect((await fetch(up.transfer.url, { method: 'PUT', headers: up.transfer.headers, body: bytes })).status).toBe(200);
+    const done = await s.request(`/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${s.workspaceId}`, { method: 'POST', headers: { 'upload-token': up.uploadToken } });
+    expect(done.status).toBe(200);
+    fileId = ((await done.json()) as any).data.file.id;
+  }
+  {
+    const start = apiBlock('start_trigger', 'Start');
+    cancelHeld = await buildWorkflow(s, 'Held until cancelled', [start, gate.block('Stuck', 'console-cancel')], []);
+    const state = await s.ok('GET', `/api/v2/workflows/${cancelHeld.id}/state`);
+    await s.ok('PUT', `/api/v2/workflows/${cancelHeld.id}/state`, { blocks: state.blocks, edges: [{ id: 'e1', source: cancelHeld.ids.Start, target: cancelHeld.ids.Stuck, sourceHandle: 'source', targetHandle: 'target' }] });
+    await s.ok('POST', `/api/v2/workflows/${cancelHeld.id}/deploy`, {});
+  }
+  {
+    const start = apiBlock('start_trigger', 'Start');
+    const ask = apiBlock('human_in_the_loop', 'Ask', { message: 'ok?', inputFormat: [{ name: 'note', type: 'string', required: true }] });
+    const reply = apiBlock('response', 'Reply', { data: '{"note": <ask.note>}' });
+    approval = await buildWorkflow(s, 'Needs approval', [start, ask, reply], [link(start, ask), link(ask, reply)]);
   }
   browser = await launchChromium();
   // CSP is bypassed only so axe-core can be injected; the pages are unchanged.
@@ -242,6 +266,47 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await page.close();
   });
 
+  it('cancels a running run from its run page, which shows it cancelled', async () => {
+    const queued = await s.ok('POST', `/api/v2/workflows/${cancelHeld.id}/execute`, { async: true, input: {} });
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${cancelHeld.id}/runs/${queued.runId}`);
+    await page.locator('.events li.running', { hasText: 'Stuck' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await page.locator('.facts .badge', { hasText: 'cancelled' }).waitFor();
+    expect((await s.ok('GET', `/api/v2/workflows/${cancelHeld.id}/runs/${queued.runId}`)).status).toBe('cancelled');
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    await page.close();
+  });
+
+  it('resumes a paused run from its run page with a JSON input, and shows it completed', async () => {
+    const paused = await s.call('POST', `/api/v2/workflows/${approval.id}/execute`, { input: {} });
+    expect(paused.body.data.status).toBe('paused');
+    const runId = paused.body.data.runId;
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${approval.id}/runs/${runId}`);
+    await page.locator('.facts .badge', { hasText: 'paused' }).waitFor();
+    await page.getByLabel('Resume input (JSON)').fill('{"note": "fine"}');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor();
+    await page.locator('li.span[data-span-name="Reply"]').waitFor();
+    expect((await s.ok('GET', `/api/v2/workflows/${approval.id}/runs/${runId}`)).status).toBe('completed');
+    await audit(page, 'run (resumed)');
+    await shot(page, 'run-resumed');
+    await page.close();
+  });
+
+  it('shows a file with its facts and a download link', async () => {
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/files/${fileId}`);
+    await page.getByRole('heading', { name: 'notes.txt', level: 1 }).waitFor();
+    const href = await page.getByRole('link', { name: 'Download' }).getAttribute('href');
+    const body = await page.evaluate(async (url) => (await fetch(url!)).text(), href);
+    expect(body).toBe('Console notes: one line of text.');
+    await audit(page, 'file');
+    await shot(page, 'file');
+    await page.close();
+  });
+
   it('edits a table cell and filters and sorts the grid', async () => {
     const page = await writer.newPage();
     await page.goto(`${s.url}${ws()}/tables/${tableId}`);
@@ -319,6 +384,21 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       return res.status;
     }, [tableId, s.workspaceId]);
     expect(refused).toBe(403);
+
+    // The other pages read the same for a reader, clean under axe.
+    await page.goto(`${s.url}${ws()}`);
+    await page.getByRole('link', { name: 'Graph with containers' }).waitFor();
+    await page.locator('body[data-loaded]').waitFor();
+    await audit(page, 'home (reader)');
+    await page.goto(`${s.url}${ws()}/knowledge/${kbId}`);
+    await page.getByRole('cell', { name: 'holidays.txt' }).waitFor();
+    await audit(page, 'knowledge (reader)');
+    await page.goto(`${s.url}${ws()}/files/${fileId}`);
+    await page.getByRole('heading', { name: 'notes.txt', level: 1 }).waitFor();
+    await audit(page, 'file (reader)');
+    await page.goto(`${s.url}${ws()}/operations`);
+    await page.locator('figure.plot svg').first().waitFor();
+    await audit(page, 'operations (reader)');
     await page.close();
   });
 });

@@ -53,7 +53,8 @@ export async function runPage() {
   async function act(what, body) {
     status.set(`${what === 'cancel' ? 'Cancelling' : 'Resuming'}…`);
     try {
-      await api('POST', `${runPath()}/${what}`, body ?? {});
+      // Cancel takes no body at all (an empty object is refused); resume takes its contextId and input.
+      await api('POST', `${runPath()}/${what}`, body);
       status.set(what === 'cancel' ? 'Cancel requested.' : 'Resumed.');
       refresh();
     } catch (err) {
