@@ -30,7 +30,7 @@ export function startProcess(script: string, env: Record<string, string>): Promi
   });
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 90_000);
     const onData = (c: Buffer) => {
       out += c;
       const m = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
