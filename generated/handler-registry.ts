@@ -138,6 +138,7 @@ export const handlers = {
   executeWorkflow: workflowRunsHandlers.executeWorkflow,
   exportKnowledgeBase: knowledgeBasesHandlers.exportKnowledgeBase,
   exportWorkflow: workflowsHandlers.exportWorkflow,
+  followWorkflowRun: workflowRunsHandlers.followWorkflowRun,
   forkWorkspace: workspaceForksHandlers.forkWorkspace,
   getAuditLog: auditLogsHandlers.getAuditLog,
   getBillingStatus: billingHandlers.getBillingStatus,

@@ -983,6 +983,15 @@ export interface OperationInputs {
     principal: Principal;
     ctx: RequestContext<Principal>;
   };
+  followWorkflowRun: {
+    params: Params<operations['followWorkflowRun'], 'path'>;
+    query: Params<operations['followWorkflowRun'], 'query'>;
+    headers: Params<operations['followWorkflowRun'], 'header'>;
+    body: Body<operations['followWorkflowRun']>;
+    /** The caller; null for public operations (`security: []`), which authorize by other means. */
+    principal: Principal;
+    ctx: RequestContext<Principal>;
+  };
   forkWorkspace: {
     params: Params<operations['forkWorkspace'], 'path'>;
     query: Params<operations['forkWorkspace'], 'query'>;
@@ -3404,6 +3413,11 @@ export interface OperationResults {
     body: Json<operations['exportWorkflow']['responses'][200]>;
     headers?: Record<string, string>;
   };
+  followWorkflowRun: {
+    status: 200;
+    body: StreamBody;
+    headers?: Record<string, string>;
+  };
   forkWorkspace: {
     status: 200;
     body: Json<operations['forkWorkspace']['responses'][200]>;
@@ -4692,6 +4706,8 @@ export interface Handlers {
   exportKnowledgeBase: Handler<'exportKnowledgeBase'>;
   /** GET /api/v2/workflows/{workflowId}/export — Export a workflow */
   exportWorkflow: Handler<'exportWorkflow'>;
+  /** GET /api/v2/workflows/{workflowId}/runs/{runId}/events — Follow a run as Server-Sent Events (extension) */
+  followWorkflowRun: Handler<'followWorkflowRun'>;
   /** POST /api/v2/workspaces/{workspaceId}/fork — Fork a workspace */
   forkWorkspace: Handler<'forkWorkspace'>;
   /** GET /api/v2/audit-logs/{auditLogId} — Get an audit log entry */

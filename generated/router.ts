@@ -814,6 +814,10 @@ export function mountOperations(router: Router, handlers: Handlers, bind: BindOp
     ...bind(OPERATIONS.cancelWorkflowRun, handlers.cancelWorkflowRun),
   );
   router.get(
+    '/api/v2/workflows/:workflowId/runs/:runId/events',
+    ...bind(OPERATIONS.followWorkflowRun, handlers.followWorkflowRun),
+  );
+  router.get(
     '/api/v2/workflows/:workflowId/runs/:runId/files/:fileId',
     ...bind(OPERATIONS.downloadRunFile, handlers.downloadRunFile),
   );

@@ -3816,6 +3816,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v2/workflows/{workflowId}/runs/{runId}/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Follow a run as Server-Sent Events (extension)
+     * @description Follows a run that is already accepted, wherever it executes: a `status` frame with the run as GET answers it now, then, while it goes on, the engine's block events (`block_started`, `block_completed`, `block_failed`, `block_skipped`, without outputs) and a `status` frame on each change of status, and at the end a `final` frame (data = the run) and `"[DONE]"`. A run executing on another server sharing the database reaches this server's stream through the database's notifications (LISTEN/NOTIFY on Postgres); the run is also re-read every RUN_FOLLOW_POLL_MS in case a notification was lost. A run that has already ended answers its `final` frame at once. An extension of this server (the web console's run page reads it).
+     */
+    get: operations['followWorkflowRun'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v2/workspaces/{workspaceId}/fork/availability': {
     parameters: {
       query?: never;
@@ -21559,6 +21579,41 @@ export interface operations {
           'application/json': {
             data: components['schemas']['WorkspaceQueue'];
           };
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['RateLimited'];
+      500: components['responses']['InternalError'];
+      503: components['responses']['ServiceUnavailable'];
+    };
+  };
+  followWorkflowRun: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Workflow identifier (a UUID). */
+        workflowId: components['parameters']['WorkflowIdPath'];
+        /** @description Workflow run identifier. */
+        runId: components['parameters']['RunIdPath'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The run's events until it ends. */
+      200: {
+        headers: {
+          'X-RateLimit-Limit': components['headers']['X-RateLimit-Limit'];
+          'X-RateLimit-Remaining': components['headers']['X-RateLimit-Remaining'];
+          'X-RateLimit-Reset': components['headers']['X-RateLimit-Reset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
         };
       };
       400: components['responses']['BadRequest'];

@@ -192,6 +192,8 @@ export interface RunSettings {
   syncTimeoutMs: number;
   /** How often idle workers look for runs queued by another process, or left by a process that died (ms). */
   pollIntervalMs: number;
+  /** How often a followed run (GET …/runs/{runId}/events) is re-read in case a progress notification was lost (ms). */
+  followPollMs: number;
   /** Executions an async run gets when its process dies under it (RUN_MAX_ATTEMPTS); then it fails. */
   maxAttempts: number;
   /** Per-plan async time cap and monthly usage limit; ASYNC_RUN_MAX_SECONDS_<PLAN> and USAGE_LIMIT_USD_<PLAN> override. */
@@ -391,6 +393,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workers: integer(env, 'RUN_WORKERS', 8, 1, 1024),
       syncTimeoutMs: integer(env, 'SYNC_RUN_TIMEOUT_MS', 300_000, 10, 3_600_000),
       pollIntervalMs: integer(env, 'RUN_QUEUE_POLL_MS', 1000, 10, 600_000),
+      followPollMs: integer(env, 'RUN_FOLLOW_POLL_MS', 5000, 100, 3_600_000),
       maxAttempts: integer(env, 'RUN_MAX_ATTEMPTS', 3, 1, 100),
       policies: Object.fromEntries(
         PLANS.map((plan) => [

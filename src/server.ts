@@ -23,6 +23,7 @@ import path from 'node:path';
 import { blobStoreSettings, openBlobStore } from './files/blob-store.ts';
 import { purgeFiles, startPurgeTimer } from './files/purge.ts';
 import { createEngine } from './execution/index.ts';
+import { RunProgress } from './runs/progress.ts';
 import { RunService } from './runs/service.ts';
 import { createToolRegistry } from './tools/index.ts';
 import { SandboxBuilder } from './sandboxes/builder.ts';
@@ -103,7 +104,9 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
   // Agents, the catalog and executeTool see the tools of the workspace's registered MCP servers.
   tools.registerTool(mcpToolProvider(mcp));
   const callbacks = new CallbackWorker({ store: opened, vault: secrets, egress: engine.engine.options.egress, settings: config.callbacks, logger });
-  const runs = new RunService({ store: opened, engine: engine.engine, config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
+  // Every run's events also reach whoever follows the run, on this server or another (src/runs/progress.ts).
+  const runProgress = new RunProgress(opened.wakes);
+  const runs = new RunService({ store: opened, engine: runProgress.reporting(engine.engine), config, logger, startEngine: engine.start, secrets, mcp, tools, blobs, sandboxes, workspaceCredentials });
   // A settled run's callback is sent at once rather than at the worker's next poll.
   runs.observeSettled(() => callbacks.notify());
   const content = new ContentWorkers(config.content);
@@ -117,6 +120,7 @@ async function assemble(config: Config, logger: Logger, dataDirLock: Services['d
     signingKey,
     engine: engine.engine,
     runs,
+    runProgress,
     secrets,
     mcp,
     sandboxes,
@@ -217,6 +221,7 @@ export async function startServer(services: Services, options: StartOptions = {}
   // their lease expires (src/runs/service.ts); uploads it left completing, and its temporary files, are swept by
   // age by the purge job.
   await services.runs.start();
+  services.runProgress.start();
   await services.sandboxes.resume();
   await services.tableJobs.start();
   services.tableGroups.start();
@@ -241,6 +246,7 @@ export async function startServer(services: Services, options: StartOptions = {}
         stopPurge();
         // The queue stops taking work at once; runs in flight get the same grace as in-flight requests, then
         // async runs still going go back to the queue.
+        services.runProgress.stop();
         const runsClosed = services.runs.close(config.shutdownTimeoutMs);
         await new Promise<void>((resolve) => {
           const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

@@ -8,6 +8,7 @@ import type { RateLimitStore } from './http/rate-limit.ts';
 import type { BlobStore } from './files/blob-store.ts';
 import type { Engine } from './execution/index.ts';
 import type { RunService } from './runs/service.ts';
+import type { RunProgress } from './runs/progress.ts';
 import type { ToolRegistry } from './tools/registry.ts';
 import type { SandboxBuilder } from './sandboxes/builder.ts';
 import type { WorkspaceCredentials } from './credentials/service.ts';
@@ -34,6 +35,8 @@ export interface Services {
   engine: Engine;
   /** Workflow runs: inline execution, the durable async queue and its workers. */
   runs: RunService;
+  /** Each run's progress as it happens, from whichever server executes it (followers of a run listen here). */
+  runProgress: RunProgress;
   /** Stops the engine's sandbox processes (on shutdown). */
   closeEngine(): Promise<void>;
   /** Encrypted workspace and personal secrets, resolved for {{NAME}} references in runs. */

@@ -28,9 +28,13 @@ const readerEmail = 'reader@console.test';
 let graph: BuiltWorkflow;
 let failing: BuiltWorkflow;
 let held: BuiltWorkflow;
+let queuedHeld: BuiltWorkflow;
 let failedRunId: string;
 let tableId: string;
 let kbId: string;
+let fileId: string;
+let cancelHeld: BuiltWorkflow;
+let approval: BuiltWorkflow;
 
 async function signIn(context: BrowserContext, email: string, target: string): Promise<Page> {
   const page = await context.newPage();
@@ -106,6 +110,13 @@ beforeAll(async () => {
     await s.ok('POST', `/api/v2/workflows/${held.id}/deploy`, {});
   }
   {
+    // A run queued through the API (not from the page) that waits at its own gate.
+    const start = apiBlock('start_trigger', 'Start');
+    const wait = gate.block('Waiting', 'console-queued');
+    const after = apiBlock('function', 'Afterwards', { code: 'return 5' });
+    queuedHeld = await buildWorkflow(s, 'Queued and held', [start, wait, after], [link(start, wait), link(wait, after)]);
+  }
+  {
     const t = await s.ok('POST', '/api/v2/tables', { workspaceId: s.workspaceId, name: 'people', schema: { columns: [{ name: 'name', type: 'string' }, { name: 'score', type: 'number' }] } });
     tableId = t.id;
     await s.ok('POST', `/api/v2/tables/${tableId}/rows`, { workspaceId: s.workspaceId, rows: [{ name: 'Ada', score: 3 }, { name: 'Grace', score: 5 }] });
@@ -115,6 +126,27 @@ beforeAll(async () => {
     kbId = kb.id;
     const doc = await uploadDocument(s, kbId, 'holidays.txt', 'Employees get twenty-five days of paid holiday each year. Requests go to the team lead two weeks ahead.');
     await waitForDocument(s, kbId, doc.documentId ?? doc.document?.id ?? doc.id);
+  }
+  {
+    const bytes = Buffer.from('Console notes: one line of text.');
+    const up = await s.ok('POST', '/api/v2/files/uploads', { workspaceId: s.workspaceId, name: 'notes.txt', contentType: 'text/plain', size: bytes.length });
+    expect((await fetch(up.transfer.url, { method: 'PUT', headers: up.transfer.headers, body: bytes })).status).toBe(200);
+    const done = await s.request(`/api/v2/files/uploads/${up.session.id}/complete?workspaceId=${s.workspaceId}`, { method: 'POST', headers: { 'upload-token': up.uploadToken } });
+    expect(done.status).toBe(200);
+    fileId = ((await done.json()) as any).data.file.id;
+  }
+  {
+    const start = apiBlock('start_trigger', 'Start');
+    cancelHeld = await buildWorkflow(s, 'Held until cancelled', [start, gate.block('Stuck', 'console-cancel')], []);
+    const state = await s.ok('GET', `/api/v2/workflows/${cancelHeld.id}/state`);
+    await s.ok('PUT', `/api/v2/workflows/${cancelHeld.id}/state`, { blocks: state.blocks, edges: [{ id: 'e1', source: cancelHeld.ids.Start, target: cancelHeld.ids.Stuck, sourceHandle: 'source', targetHandle: 'target' }] });
+    await s.ok('POST', `/api/v2/workflows/${cancelHeld.id}/deploy`, {});
+  }
+  {
+    const start = apiBlock('start_trigger', 'Start');
+    const ask = apiBlock('human_in_the_loop', 'Ask', { message: 'ok?', inputFormat: [{ name: 'note', type: 'string', required: true }] });
+    const reply = apiBlock('response', 'Reply', { data: '{"note": <ask.note>}' });
+    approval = await buildWorkflow(s, 'Needs approval', [start, ask, reply], [link(start, ask), link(ask, reply)]);
   }
   browser = await launchChromium();
   // CSP is bypassed only so axe-core can be injected; the pages are unchanged.
@@ -134,6 +166,9 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await page.getByRole('link', { name: 'Graph with containers' }).waitFor();
     await page.getByRole('link', { name: 'people' }).waitFor();
     await page.getByRole('link', { name: 'Handbook' }).waitFor();
+    // The page marks when its first data is drawn (what `npm run bench -- console` times in Chromium).
+    await page.locator('body[data-loaded]').waitFor();
+    expect(await page.evaluate(`performance.getEntriesByName('console-loaded').length`)).toBe(1);
     await audit(page, 'home');
     await shot(page, 'home');
     // Keyboard: the skip link comes first, then the console's navigation; Enter follows a link.
@@ -214,6 +249,64 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
     await page.close();
   });
 
+  it('follows a run queued elsewhere live on its run page: its blocks appear as they run, then it finishes on screen with its trace', async () => {
+    const queued = await s.ok('POST', `/api/v2/workflows/${queuedHeld.id}/execute`, { async: true, input: {} });
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${queuedHeld.id}/runs/${queued.runId}`);
+    await page.locator('.events li.running', { hasText: 'Waiting' }).waitFor();
+    expect(await page.locator('.facts .badge').first().textContent()).toBe('running');
+    await page.getByRole('button', { name: 'Cancel run' }).waitFor();
+    await shot(page, 'run-following');
+    gate.release('console-queued');
+    // The end arrives on the page's event stream (the page no longer re-reads the run on a timer).
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor();
+    await page.locator('li.span[data-span-name="Afterwards"]').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    await audit(page, 'run (followed)');
+    await page.close();
+  });
+
+  it('cancels a running run from its run page, which shows it cancelled', async () => {
+    const queued = await s.ok('POST', `/api/v2/workflows/${cancelHeld.id}/execute`, { async: true, input: {} });
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${cancelHeld.id}/runs/${queued.runId}`);
+    await page.locator('.events li.running', { hasText: 'Stuck' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await page.locator('.facts .badge', { hasText: 'cancelled' }).waitFor();
+    expect((await s.ok('GET', `/api/v2/workflows/${cancelHeld.id}/runs/${queued.runId}`)).status).toBe('cancelled');
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    await page.close();
+  });
+
+  it('resumes a paused run from its run page with a JSON input, and shows it completed', async () => {
+    const paused = await s.call('POST', `/api/v2/workflows/${approval.id}/execute`, { input: {} });
+    expect(paused.body.data.status).toBe('paused');
+    const runId = paused.body.data.runId;
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/w/${approval.id}/runs/${runId}`);
+    await page.locator('.facts .badge', { hasText: 'paused' }).waitFor();
+    await page.getByLabel('Resume input (JSON)').fill('{"note": "fine"}');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor();
+    await page.locator('li.span[data-span-name="Reply"]').waitFor();
+    expect((await s.ok('GET', `/api/v2/workflows/${approval.id}/runs/${runId}`)).status).toBe('completed');
+    await audit(page, 'run (resumed)');
+    await shot(page, 'run-resumed');
+    await page.close();
+  });
+
+  it('shows a file with its facts and a download link', async () => {
+    const page = await writer.newPage();
+    await page.goto(`${s.url}${ws()}/files/${fileId}`);
+    await page.getByRole('heading', { name: 'notes.txt', level: 1 }).waitFor();
+    const href = await page.getByRole('link', { name: 'Download' }).getAttribute('href');
+    const body = await page.evaluate(async (url) => (await fetch(url!)).text(), href);
+    expect(body).toBe('Console notes: one line of text.');
+    await audit(page, 'file');
+    await shot(page, 'file');
+    await page.close();
+  });
+
   it('edits a table cell and filters and sorts the grid', async () => {
     const page = await writer.newPage();
     await page.goto(`${s.url}${ws()}/tables/${tableId}`);
@@ -291,6 +384,21 @@ describe.skipIf(!haveChromium)('web console in Chromium', () => {
       return res.status;
     }, [tableId, s.workspaceId]);
     expect(refused).toBe(403);
+
+    // The other pages read the same for a reader, clean under axe.
+    await page.goto(`${s.url}${ws()}`);
+    await page.getByRole('link', { name: 'Graph with containers' }).waitFor();
+    await page.locator('body[data-loaded]').waitFor();
+    await audit(page, 'home (reader)');
+    await page.goto(`${s.url}${ws()}/knowledge/${kbId}`);
+    await page.getByRole('cell', { name: 'holidays.txt' }).waitFor();
+    await audit(page, 'knowledge (reader)');
+    await page.goto(`${s.url}${ws()}/files/${fileId}`);
+    await page.getByRole('heading', { name: 'notes.txt', level: 1 }).waitFor();
+    await audit(page, 'file (reader)');
+    await page.goto(`${s.url}${ws()}/operations`);
+    await page.locator('figure.plot svg').first().waitFor();
+    await audit(page, 'operations (reader)');
     await page.close();
   });
 });

@@ -2,11 +2,14 @@
 // runs. Seeds that workspace straight through the store (workflows spread over 50 folders; half the runs on one
 // busy workflow, the rest spread evenly; each with its execution log; a share of them in the last hour), signs in on /login like a browser, then times each
 // console page as the browser loads it: the HTML shell, then the API calls its script makes (in parallel, as
-// the page issues them). Reported per page and per call: median and p99 over every round.
+// the page issues them). Reported per page and per call: median and p99 over every round. Then the same pages in
+// Debian's Chromium (playwright-core): navigation start to the page's first data drawn and painted (the
+// `console-loaded` mark main.js sets), median and p99 over at least 20 loads each.
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { figure, fmt, median, percentile, root, startProcess, tempDir, type Proc } from '../lib.ts';
+import { apiCall, figure, fmt, median, percentile, root, startProcess, tempDir, type Proc } from '../lib.ts';
+import { CHROMIUM_PATH, launchChromium } from '../../test/support/browser.ts';
 import { openSqliteStore } from '../../src/store/index.ts';
 import { bootstrapIfEmpty } from '../../src/identity/admin.ts';
 import { setUserPassword } from '../../src/identity/web-session.ts';
@@ -203,8 +206,92 @@ export async function consoleSuite(options: { seconds: number; rounds: number })
       figure('console', `${p.name} page p50`, median(whole), 'ms', 'lower');
       figure('console', `${p.name} page p99`, percentile(whole, 99), 'ms', 'lower');
     }
+    await browserLoads(server, cookie, seeded, Math.max(20, Math.round(n / 3)));
   } finally {
     await server.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
+
+/**
+ * Each console page in Chromium, `n` loads after two warm-up loads: navigation start to the `console-loaded`
+ * mark (the page's first data drawn, then a frame painted). A table of 1,000 rows (the grid shows its first
+ * page) and a knowledge base are created first so their pages have something to show.
+ */
+async function browserLoads(server: Proc, cookie: string, d: Seeded, n: number): Promise<void> {
+  if (!fs.existsSync(CHROMIUM_PATH)) {
+    console.log(`  (no Chromium at ${CHROMIUM_PATH}: browser loads skipped)`);
+    return;
+  }
+  const table = unwrap(await apiCall(server, KEY, 'POST', '/api/v2/tables', { workspaceId: d.ws, name: 'bench_rows', schema: { columns: [{ name: 'name', type: 'string' }, { name: 'score', type: 'number' }] } }));
+  for (let i = 0; i < 1_000; i += 100) {
+    const rows = Array.from({ length: 100 }, (_, k) => ({ name: `row ${i + k}`, score: i + k }));
+    await apiCall(server, KEY, 'POST', `/api/v2/tables/${table.id}/rows`, { workspaceId: d.ws, rows });
+  }
+  const kb = unwrap(await apiCall(server, KEY, 'POST', '/api/v2/knowledge', { workspaceId: d.ws, name: 'bench handbook' }).catch(() => ({ id: null })));
+  const targets = [
+    ['home', `/workspace/${d.ws}`],
+    ['workflow', `/workspace/${d.ws}/w/${d.workflowId}`],
+    [`busy workflow (${RUNS / 2} runs)`, `/workspace/${d.ws}/w/${d.busyWorkflowId}`],
+    ['run', `/workspace/${d.ws}/w/${d.workflowId}/runs/${d.runId}`],
+    ['table (1,000 rows)', `/workspace/${d.ws}/tables/${table.id}`],
+    ...(kb.id ? [['knowledge base', `/workspace/${d.ws}/knowledge/${kb.id}`] as const] : []),
+    ['operations', `/workspace/${d.ws}/operations`],
+  ] as const;
+  const browser = await launchChromium();
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addCookies(cookie.split('; ').map((pair) => {
+      const eq = pair.indexOf('=');
+      return { name: pair.slice(0, eq), value: pair.slice(eq + 1), url: server.url };
+    }));
+    const page = await context.newPage();
+    // The same browser's fixed cost in this run, as the baseline the pages compare to: the sign-in page (HTML and
+    // CSS, no script, no data) from navigation start to its load event.
+    const baseline: number[] = [];
+    for (let i = 0; i < n + 2; i++) {
+      await page.goto(`${server.url}/login`);
+      const ms = (await page.evaluate(`performance.getEntriesByType('navigation')[0].loadEventEnd`)) as number;
+      if (i >= 2) baseline.push(ms);
+    }
+    const base = median(baseline);
+    console.log(`  in Chromium: navigation start to the page's data drawn, ${n} loads each; baseline (the sign-in page loaded) p50 ${fmt(base, 2)} ms`);
+    console.log(`    ${''.padEnd(38)} ${'p50'.padStart(11)} ${'p99'.padStart(11)}   ${'x base'.padStart(6)}   (p50 of: HTML done, script run, API calls first start → last end)`);
+    figure('console', 'sign-in page in Chromium p50 (baseline)', base, 'ms', 'lower');
+    for (const [name, target] of targets) {
+      const loads: number[] = [];
+      const parts: { html: number; script: number; apiStart: number; apiEnd: number }[] = [];
+      for (let i = 0; i < n + 2; i++) {
+        await page.goto(server.url + target);
+        await page.waitForSelector('body[data-loaded]', { timeout: 30_000 });
+        const t = (await page.evaluate(`(() => {
+          const nav = performance.getEntriesByType('navigation')[0];
+          const api = performance.getEntriesByType('resource').filter((r) => r.name.includes('/api/v2/'));
+          return {
+            mark: performance.getEntriesByName('console-loaded')[0].startTime,
+            html: nav.responseEnd,
+            script: nav.domContentLoadedEventEnd,
+            apiStart: Math.min(...api.map((r) => r.startTime)),
+            apiEnd: Math.max(...api.map((r) => r.responseEnd)),
+          };
+        })()`)) as { mark: number; html: number; script: number; apiStart: number; apiEnd: number };
+        if (await page.locator('main .error').count()) throw new Error(`${target} showed an error: ${await page.locator('main').innerText()}`);
+        if (i >= 2) {
+          loads.push(t.mark);
+          parts.push(t);
+        }
+      }
+      const p99 = percentile(loads, 99);
+      const m = (k: keyof (typeof parts)[number]) => fmt(median(parts.map((x) => x[k])), 0);
+      console.log(
+        `    ${(name + ' page').padEnd(38)} ${fmt(median(loads), 2).padStart(8)} ms ${fmt(p99, 2).padStart(8)} ms   ${fmt(median(loads) / base, 2).padStart(5)}×   (${m('html')}, ${m('script')}, ${m('apiStart')} → ${m('apiEnd')} ms)`,
+      );
+      figure('console', `${name} page in Chromium p50`, median(loads), 'ms', 'lower');
+      figure('console', `${name} page in Chromium p99`, p99, 'ms', 'lower');
+    }
+  } finally {
+    await browser.close();
+  }
+}
+
+const unwrap = (body: any) => body.data ?? body;

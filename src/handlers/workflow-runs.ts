@@ -15,6 +15,7 @@ import { WorkflowNotDeployed, cancelRun, resumeRun } from '../runs/lifecycle.ts'
 import { checkCallbackUrl } from '../callbacks/signing.ts';
 import { createRun, loadRunnableWorkflow, runReceipt, statusUrl, streamRun } from './run-support.ts';
 import * as queue from './workflow-runs/queue.ts';
+import { followRun } from './workflow-runs/follow.ts';
 
 export const getWorkspaceQueue = queue.getWorkspaceQueue;
 
@@ -180,6 +181,8 @@ export const getWorkflowRun: Handler<'getWorkflowRun'> = async ({ params, query,
   );
   return { status: 200, body: { data: runView(run, { includeOutput: query.includeOutput === true, blockOutputs, files }) } };
 };
+
+export const followWorkflowRun: Handler<'followWorkflowRun'> = async ({ params, ctx }) => followRun(ctx, await loadRun(ctx, params.workflowId, params.runId));
 
 export const cancelWorkflowRun: Handler<'cancelWorkflowRun'> = async ({ params, ctx }) => {
   const run = await loadRun(ctx, params.workflowId, params.runId);

@@ -7,17 +7,32 @@
 /** A kind of queued work whose workers may be idle on another server. */
 export type WakeTopic = 'runs' | 'knowledge' | 'callbacks';
 
+/** A kind of small fact servers tell each other as it happens (a run's progress, for whoever follows the run). */
+export type NoteTopic = 'run-progress';
+
 export interface Wakes {
   /** Tells the other servers that work of `topic` was queued (committed); best effort, polling stays the fallback. */
   announce(topic: WakeTopic): void;
   /** Calls `listener` when another server announces `topic` (or when missed announcements may have been lost); returns the unsubscribe. */
   on(topic: WakeTopic, listener: () => void): () => void;
+  /**
+   * Tells the other servers a note of `topic`: one line of text (no newline) under 2,000 bytes. Best effort and
+   * never durable: a listener that must not miss anything also re-reads the database now and then.
+   */
+  tell(topic: NoteTopic, note: string): void;
+  /** Calls `listener` with each note of `topic` another server tells; returns the unsubscribe. */
+  hear(topic: NoteTopic, listener: (note: string) => void): () => void;
+  /** Resolves once this server hears the others (at once when there are none, or when listening failed: polling covers it). */
+  listening(): Promise<void>;
 }
 
-/** One process: nothing to tell anyone (its own workers are woken in process). */
+/** One process: nothing to tell anyone (what happens here is delivered in process). */
 export const localWakes: Wakes = {
   announce: () => undefined,
   on: () => () => undefined,
+  tell: () => undefined,
+  hear: () => () => undefined,
+  listening: () => Promise.resolve(),
 };
 
 /** A token bucket's state after a take: whether a token was taken and how many are left (fractional). */

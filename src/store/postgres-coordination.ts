@@ -1,7 +1,7 @@
 // Rate-limit buckets and wake-ups shared by the servers of one Postgres database (see ./coordination.ts).
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import type { BucketTake, TokenBuckets, WakeTopic, Wakes } from './coordination.ts';
+import type { BucketTake, NoteTopic, TokenBuckets, WakeTopic, Wakes } from './coordination.ts';
 
 /**
  * One statement takes a token: the row of `key` is created full (less the token taken) or refilled for the time
@@ -54,6 +54,12 @@ export class PostgresTokenBuckets implements TokenBuckets {
 
 /** The channel every server listens on; a payload is `<topic>:<sender>`. */
 const CHANNEL = 'owa_wake';
+/** The channel of notes; a payload is `<topic>:<sender>:` then the notes told meanwhile, one a line. */
+const NOTE_CHANNEL = 'owa_note';
+/** Notes told within this long go out in one notification (a run's block events come in bursts). */
+const NOTE_BATCH_MS = 15;
+/** Postgres refuses a payload of 8,000 bytes or more; a batch stays well under it. */
+const NOTE_PAYLOAD_BYTES = 7000;
 /** How long a lost listening connection waits before connecting again. */
 const RECONNECT_MS = 1000;
 
@@ -75,6 +81,9 @@ export class PostgresWakes implements Wakes {
   private retry: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly sending = new Map<WakeTopic, 'sending' | 'again'>();
+  private readonly noteListeners = new Map<NoteTopic, Set<(note: string) => void>>();
+  private readonly outbox = new Map<NoteTopic, string[]>();
+  private flushing: NodeJS.Timeout | null = null;
 
   constructor(url: string, pool: pg.Pool) {
     this.url = url;
@@ -111,6 +120,54 @@ export class PostgresWakes implements Wakes {
     return () => set.delete(listener);
   }
 
+  tell(topic: NoteTopic, note: string): void {
+    if (this.closed || note.includes('\n') || Buffer.byteLength(note) > 2000) return;
+    let queued = this.outbox.get(topic);
+    if (!queued) this.outbox.set(topic, (queued = []));
+    queued.push(note);
+    this.flushing ??= setTimeout(() => this.flushNotes(), NOTE_BATCH_MS);
+  }
+
+  hear(topic: NoteTopic, listener: (note: string) => void): () => void {
+    let set = this.noteListeners.get(topic);
+    if (!set) this.noteListeners.set(topic, (set = new Set()));
+    set.add(listener);
+    void this.listen();
+    return () => set.delete(listener);
+  }
+
+  listening(): Promise<void> {
+    return this.listen();
+  }
+
+  /** Sends the notes told since the last flush, as few notifications as fit under Postgres's payload limit. */
+  private flushNotes(): void {
+    this.flushing = null;
+    for (const [topic, notes] of this.outbox) {
+      const prefix = `${topic}:${this.sender}:`;
+      let payload = '';
+      const send = (text: string) => void this.pool.query('SELECT pg_notify($1, $2)', [NOTE_CHANNEL, prefix + text]).catch(() => undefined);
+      for (const note of notes) {
+        if (payload && Buffer.byteLength(payload) + Buffer.byteLength(note) + 1 > NOTE_PAYLOAD_BYTES) {
+          send(payload);
+          payload = '';
+        }
+        payload += (payload ? '\n' : '') + note;
+      }
+      if (payload) send(payload);
+    }
+    this.outbox.clear();
+  }
+
+  private hearNotes(payload: string): void {
+    const first = payload.indexOf(':');
+    const second = payload.indexOf(':', first + 1);
+    if (first < 0 || second < 0 || payload.slice(first + 1, second) === this.sender) return;
+    const set = this.noteListeners.get(payload.slice(0, first) as NoteTopic);
+    if (!set?.size) return;
+    for (const note of payload.slice(second + 1).split('\n')) for (const l of [...set]) l(note);
+  }
+
   private wake(topic: WakeTopic | null): void {
     for (const [t, set] of this.listeners) {
       if (topic !== null && t !== topic) continue;
@@ -131,12 +188,13 @@ export class PostgresWakes implements Wakes {
       client.on('error', lost);
       client.on('end', lost);
       client.on('notification', (n) => {
+        if (n.channel === NOTE_CHANNEL) return this.hearNotes(n.payload ?? '');
         const [topic, sender] = (n.payload ?? '').split(':');
         if (sender !== this.sender) this.wake(topic as WakeTopic);
       });
       try {
         await client.connect();
-        await client.query(`LISTEN ${CHANNEL}`);
+        await client.query(`LISTEN ${CHANNEL}; LISTEN ${NOTE_CHANNEL}`);
         if (this.closed) {
           await client.end();
           return;
@@ -167,6 +225,8 @@ export class PostgresWakes implements Wakes {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.flushing) clearTimeout(this.flushing);
+    this.flushing = null;
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
     await this.connecting;

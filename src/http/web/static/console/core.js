@@ -15,8 +15,27 @@ export class ApiError extends Error {
   }
 }
 
+/** API calls not yet answered: the page's data is drawn once its script has run and none is left (see whenLoaded). */
+let inflight = 0;
+let settledWaiters = [];
+
 /** Calls the v2 API as the signed-in user; changes carry the page's CSRF token. Answers the parsed body. */
 export async function api(method, path, body, init = {}) {
+  inflight++;
+  try {
+    return await call(method, path, body, init);
+  } finally {
+    // The caller's continuation (which draws the answer) runs before this macrotask looks at the count.
+    if (--inflight === 0) setTimeout(() => inflight === 0 && settledWaiters.splice(0).forEach((w) => w()));
+  }
+}
+
+/** Resolves once no API call is outstanding (the page's first data has been drawn); at once when none is. */
+export function whenLoaded() {
+  return new Promise((resolve) => (inflight === 0 ? setTimeout(() => (inflight === 0 ? resolve() : settledWaiters.push(resolve))) : settledWaiters.push(resolve)));
+}
+
+async function call(method, path, body, init) {
   const headers = { accept: 'application/json', ...(init.headers ?? {}) };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && method !== 'HEAD') headers['x-csrf-token'] = page.csrf;

@@ -156,7 +156,8 @@ const score = (label, v) => el('span', { class: 'score' }, `${label} `, el('stro
 export async function filePage() {
   let f;
   try {
-    f = (await api('GET', `/api/v2/files/${encodeURIComponent(page.fileId)}${query({ workspaceId: page.workspaceId })}`)).data;
+    // GET /api/v2/files/{id} is the download; the facts are its metadata.
+    f = (await api('GET', `/api/v2/files/${encodeURIComponent(page.fileId)}/metadata${query({ workspaceId: page.workspaceId })}`)).data;
   } catch (err) {
     return showError(err);
   }
@@ -167,7 +168,7 @@ export async function filePage() {
     section(
       'File',
       el('dl', { class: 'facts' }, [['Folder', f.folderPath ?? '/'], ['Uploaded by', f.uploadedByEmail ?? '—'], ['Uploaded', when(f.uploadedAt)], ['Updated', when(f.updatedAt)]].map(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })])),
-      el('p', {}, el('a', { class: 'button', href: `/api/v2/files/${encodeURIComponent(f.id)}/content${query({ workspaceId: page.workspaceId })}`, download: f.name, text: 'Download' })),
+      el('p', {}, el('a', { class: 'button', href: `/api/v2/files/${encodeURIComponent(f.id)}${query({ workspaceId: page.workspaceId })}`, download: f.name, text: 'Download' })),
     ),
   );
 }

@@ -1,8 +1,9 @@
 // One run: status, trigger, timings and cost; its trace as a waterfall of blocks over time (loop iterations and
 // parallel branches grouped under their container, failures marked), each block's input and output on click;
-// cancel and resume for writers. A run still going is re-read until it ends (a run started elsewhere has no
-// stream to attach to; one started from the workflow page is followed on its own SSE stream there).
+// cancel and resume for writers. A run still going is followed live (GET …/events: its status and block events
+// as they happen, from whichever server executes it) until it ends, when its trace is drawn.
 import { api, badge, canWrite, duration, el, fill, heading, json, main, money, page, section, statusLine, when, wsPath, showError, ApiError } from './core.js';
+import { blockEvents } from './live.js';
 
 const ENDED = new Set(['completed', 'failed', 'cancelled']);
 const runPath = () => `/api/v2/workflows/${encodeURIComponent(page.workflowId)}/runs/${encodeURIComponent(page.runId)}`;
@@ -52,7 +53,8 @@ export async function runPage() {
   async function act(what, body) {
     status.set(`${what === 'cancel' ? 'Cancelling' : 'Resuming'}…`);
     try {
-      await api('POST', `${runPath()}/${what}`, body ?? {});
+      // Cancel takes no body at all (an empty object is refused); resume takes its contextId and input.
+      await api('POST', `${runPath()}/${what}`, body);
       status.set(what === 'cancel' ? 'Cancel requested.' : 'Resumed.');
       refresh();
     } catch (err) {
@@ -68,24 +70,45 @@ export async function runPage() {
     }
     act('resume', { contextId, input });
   }
-  let timer = null;
   async function refresh() {
-    clearTimeout(timer);
     try {
       run = (await api('GET', runPath())).data;
     } catch (err) {
       return status.set(err.message, true);
     }
-    render(run);
-    if (ENDED.has(run.status)) loadTrace(trace);
-    else {
-      fill(trace, el('p', { class: 'status', text: `The run is ${run.status}; the trace appears when it ends.` }));
-      timer = setTimeout(refresh, 1000);
-    }
+    show(run);
   }
-  render(run);
-  if (ENDED.has(run.status)) loadTrace(trace);
-  else refresh();
+  let live = null;
+  /** Draws the run as it is now; one still going is followed on its event stream, one that ended gets its trace. */
+  function show(r) {
+    render(r);
+    if (ENDED.has(r.status)) {
+      live?.source.close();
+      live = null;
+      return loadTrace(trace);
+    }
+    if (live) return;
+    const events = blockEvents();
+    fill(trace, el('p', { class: 'status', text: 'The run is going on: its blocks appear as they run, its trace when it ends.' }), events.list);
+    // EventSource reconnects by itself after a dropped connection; the stream starts with the run as it is then.
+    const source = new EventSource(`${runPath()}/events`);
+    live = { source };
+    source.onmessage = (m) => {
+      let f;
+      try {
+        f = JSON.parse(m.data);
+      } catch {
+        return;
+      }
+      if (f === '[DONE]') return source.close();
+      if (f.event === 'status' || f.event === 'final') {
+        run = f.data;
+        show(run);
+      } else if (String(f.event).startsWith('block_')) events.show(f);
+    };
+    addEventListener('pagehide', () => source.close(), { once: true });
+  }
+  show(run);
 }
 
 const fact = (k, v) => [el('dt', { text: k }), el('dd', {}, v)];

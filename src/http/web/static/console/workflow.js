@@ -2,6 +2,7 @@
 // (writers; followed live on the execute call's SSE stream) and its runs, filtered by status and paged.
 import { api, badge, canWrite, duration, el, fill, heading, json, main, money, page, pager, query, section, statusLine, table, when, wsPath, showError } from './core.js';
 import { drawGraph } from './graph.js';
+import { blockEvents } from './live.js';
 import { diffStates } from './diff.js';
 
 const wfPath = () => `/api/v2/workflows/${encodeURIComponent(page.workflowId)}`;
@@ -52,7 +53,7 @@ function runSection() {
   const input = el('textarea', { id: 'run-input', rows: 4, spellcheck: false, value: '{}' });
   const button = el('button', { type: 'submit', text: 'Run' });
   const status = statusLine();
-  const events = el('ol', { class: 'events', 'aria-live': 'polite' });
+  const events = blockEvents();
   const form = el(
     'form',
     { class: 'run-form' },
@@ -60,7 +61,7 @@ function runSection() {
     input,
     el('div', { class: 'actions' }, button),
     status,
-    events,
+    events.list,
   );
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -72,7 +73,7 @@ function runSection() {
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return status.set('The input must be a JSON object.', true);
     button.disabled = true;
-    events.replaceChildren();
+    events.list.replaceChildren();
     status.set('Starting…');
     try {
       await followRun(body, status, events);
@@ -112,23 +113,13 @@ async function followRun(input, status, events) {
         continue;
       }
       runId ??= f.runId ?? null;
-      const label = (f.blockName ?? 'Block') + (f.iteration?.length ? ` [${f.iteration.join('.')}]` : '');
-      const key = `${f.blockId ?? ''}:${(f.iteration ?? []).join('.')}`;
       if (f.event === 'run_started') status.set('Running…');
-      else if (f.event === 'block_started') events.append(el('li', { class: 'running', dataset: { block: key }, text: `${label}: running` }));
-      else if (f.event === 'block_completed' || f.event === 'block_failed') {
-        const failed = f.event === 'block_failed';
-        const li = [...events.children].reverse().find((x) => x.dataset.block === key && x.classList.contains('running'));
-        const text = `${label}: ${failed ? `failed${f.error?.message ? ` (${f.error.message})` : ''}` : 'done'}${typeof f.durationMs === 'number' ? ` in ${duration(f.durationMs)}` : ''}`;
-        if (li) {
-          li.className = failed ? 'failed' : 'done';
-          li.textContent = text;
-        } else events.append(el('li', { class: failed ? 'failed' : 'done', text }));
-      } else if (f.event === 'final') {
+      else if (String(f.event).startsWith('block_')) events.show(f);
+      else if (f.event === 'final') {
         const d = f.data ?? {};
         runId ??= d.runId;
         status.set(`Run ${d.status ?? (d.success ? 'completed' : 'failed')}${d.error ? `: ${typeof d.error === 'string' ? d.error : d.error.message}` : ''}`, d.success === false);
-        if (runId) events.after(el('p', {}, el('a', { href: wsPath('w', page.workflowId, 'runs', runId), text: 'Open this run' })));
+        if (runId) events.list.after(el('p', {}, el('a', { href: wsPath('w', page.workflowId, 'runs', runId), text: 'Open this run' })));
       } else if (f.event === 'error') status.set(f.error ?? 'The run failed on the server.', true);
     }
   }
