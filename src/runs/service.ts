@@ -590,8 +590,8 @@ export class RunService {
   /**
    * Takes up to `room` runs to execute under this process's lease, in one transaction: a running run whose
    * lease expired (its process died), which the policy above either executes again or settles here, else up to
-   * `room` of the oldest queued runs in one statement. `settled`: a run found was settled instead of taken (look
-   * again at once).
+   * `room` of the oldest queued runs in one statement. `settled`: an expired run was found (settled here or
+   * taken), so more may be waiting: look again at once.
    */
   private async claim(room: number): Promise<{ runs: RunRecord[]; settled: boolean }> {
     const { ttlMs } = this.config.leases;
@@ -622,7 +622,8 @@ export class RunService {
         }
         this.logger.warn({ runId: taken.id, attempt: taken.attempts }, 'a run whose process stopped is executed again');
         await tx.executionLogs.setStatus(taken.id, 'running', taken.resumeInput ? undefined : (taken.startedAt ?? at));
-        return { runs: [taken], settled: false };
+        // More expired or queued runs may be waiting: the loop claims again at once.
+        return { runs: [taken], settled: true };
       }
       const runs = await tx.workflowRuns.claimQueued(this.owner, leaseUntil(ttlMs), at, room);
       // Each log shows the run running; a resumed run keeps the start of its first segment.
@@ -667,7 +668,7 @@ export class RunService {
         const done: Promise<unknown> = this.execute(run, { timeoutMs: run.timeoutMs ?? undefined, resume }).finally(() => executing.delete(done));
         executing.add(done);
       }
-      // A full batch (more may be waiting), a settled run, or a wake-up while claiming: look again at once.
+      // A full batch (more may be waiting), an expired run, or a wake-up while claiming: look again at once.
       // Otherwise the queue is empty for now: wait for a wake-up, the poll, or a run to end (room for one more).
       if (claimed.settled || executing.size >= size || this.wakeCount !== wakesBefore) continue;
       await this.idle([...executing]);

@@ -276,12 +276,15 @@ export class WorkflowRunRepository {
    * Takes up to `limit` of the oldest queued runs under one lease of `owner`, in one statement: queued →
    * running, attempt + 1, oldest first. On Postgres the runs are picked with SKIP LOCKED, so claimers on every
    * server take disjoint runs without waiting on one another; the outer `status = 'queued'` takes a run only
-   * if it is still queued once its row is locked (a cancel that committed first wins).
+   * if it is still queued once its row is locked (a cancel that committed first wins). The pick is a
+   * MATERIALIZED CTE: written as `id IN (SELECT … LIMIT n)` Postgres may run the subquery again for each
+   * row it updates, and then takes more than n runs.
    */
   async claimQueued(owner: string, leaseUntil: string, at: string, limit: number): Promise<RunRecord[]> {
     const rows = await this.db.all<Row>(
-      `UPDATE workflow_runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ?, lease_owner = ?, lease_until = ?, attempts = attempts + 1
-       WHERE status = 'queued' AND id IN (SELECT id FROM workflow_runs WHERE status = 'queued' ORDER BY queued_at, id ${limitClause(limit)}${this.db.dialect.skipLocked})
+      `WITH picked AS MATERIALIZED (SELECT id FROM workflow_runs WHERE status = 'queued' ORDER BY queued_at, id ${limitClause(limit)}${this.db.dialect.skipLocked})
+       UPDATE workflow_runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ?, lease_owner = ?, lease_until = ?, attempts = attempts + 1
+       WHERE status = 'queued' AND id IN (SELECT id FROM picked)
        RETURNING ${COLUMNS}`,
       [at, at, owner, leaseUntil],
     );
