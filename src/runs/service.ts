@@ -37,6 +37,7 @@ import { logStatusOf } from './records.ts';
 import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
 import { accessRefusal, assertAccess } from '../access-control/policy.ts';
 import type { RunHolder } from '../store/workflow-runs.ts';
+import type { UsageRecord } from '../store/usage.ts';
 import type { Engine, RunEvent, RunOptions, RunResult, RunError, TraceSpan, WorkflowDefinition, Checkpoint, ResumeInput } from '../execution/index.ts';
 
 /** The error a run gets when the process running it stopped before it finished. */
@@ -493,18 +494,14 @@ export class RunService {
     while (this.outcomes.length > 0) {
       const batch = this.outcomes.splice(0, MAX_OUTCOMES_PER_COMMIT);
       try {
-        const moved = await this.store.transaction(async (tx) => {
-          const out: boolean[] = [];
-          for (const o of batch) out.push(await this.writeOutcome(tx, o));
-          return out;
-        }, QUEUE_WRITE);
+        const moved = await this.store.transaction((tx) => this.writeOutcomesIn(tx, batch), QUEUE_WRITE);
         batch.forEach((o, i) => o.resolve(moved[i]!));
       } catch (err) {
         if (batch.length === 1) batch[0]!.reject(err);
         else {
           for (const o of batch) {
             try {
-              o.resolve(await this.store.transaction((tx) => this.writeOutcome(tx, o), QUEUE_WRITE));
+              o.resolve((await this.store.transaction((tx) => this.writeOutcomesIn(tx, [o]), QUEUE_WRITE))[0]!);
             } catch (e) {
               o.reject(e);
             }
@@ -515,7 +512,21 @@ export class RunService {
     this.writingOutcomes = null;
   }
 
-  private async writeOutcome(tx: Repositories, { run, result, resumed, holder }: PendingOutcome): Promise<boolean> {
+  /** Each outcome that still holds its lease, then the usage of all of them (its running totals once per account). */
+  private async writeOutcomesIn(tx: Repositories, outcomes: readonly PendingOutcome[]): Promise<boolean[]> {
+    const moved: boolean[] = [];
+    const usage: UsageRecord[] = [];
+    for (const o of outcomes) {
+      const record = await this.writeOutcome(tx, o);
+      moved.push(record !== null);
+      if (record) usage.push(record);
+    }
+    await tx.usage.recordRuns(usage);
+    return moved;
+  }
+
+  /** The outcome, its log and its callback delivery; the usage to record, or null when the lease was lost and nothing was written. */
+  private async writeOutcome(tx: Repositories, { run, result, resumed, holder }: PendingOutcome): Promise<UsageRecord | null> {
     const status = result.status;
     const modelNames = [...new Set(result.cost.items.map((i) => i.description))];
     const moved = await moveRun(tx, run.id, { kind: 'finish', outcome: {
@@ -531,7 +542,7 @@ export class RunService {
       endedAt: result.endedAt,
       durationMs: result.durationMs,
     }, holder });
-    if (!moved) return false;
+    if (!moved) return null;
     await tx.executionLogs.complete(run.id, {
       status: logStatusOf(status),
       level: status === 'failed' ? 'error' : 'info',
@@ -545,7 +556,7 @@ export class RunService {
       finalOutput: json(result.output),
       traceSpans: json(result.traceSpans),
     });
-    await tx.usage.record({
+    return {
       id: sortableId(),
       billingAccountId: run.billingAccountId,
       workspaceId: run.workspaceId,
@@ -557,8 +568,7 @@ export class RunService {
       blockExecutions: Math.max(0, result.blockExecutions - run.blockExecutions),
       durationMs: result.durationMs,
       recordedAt: result.endedAt,
-    });
-    return true;
+    };
   }
 
   private stopListening: (() => void) | null = null;
