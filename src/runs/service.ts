@@ -97,6 +97,7 @@ interface PendingOutcome {
   resolve: (moved: boolean) => void;
   reject: (err: unknown) => void;
 }
+
 const now = () => new Date().toISOString();
 
 
@@ -675,7 +676,9 @@ export class RunService {
       }
       for (const run of claimed.runs) {
         const resume = run.resumeInput ? (JSON.parse(run.resumeInput) as ResumeInput) : undefined;
-        const done: Promise<unknown> = this.execute(run, { timeoutMs: run.timeoutMs ?? undefined, resume }).finally(() => executing.delete(done));
+        const done: Promise<unknown> = this.execute(run, { timeoutMs: run.timeoutMs ?? undefined, resume })
+          .catch((err: unknown) => this.logger.error({ err, runId: run.id }, 'executing a claimed run failed'))
+          .finally(() => executing.delete(done));
         executing.add(done);
       }
       // A full batch (more may be waiting), an expired run, or a wake-up while claiming: look again at once.
