@@ -31,6 +31,7 @@ export const POSTGRES_FILES = [
   'test/organizations.test.ts', // and invitations, the accept page, per-person credit limits
   'test/permission-groups.test.ts',
   'test/run-id-scope.test.ts', // runs and their logs
+  'test/run-queue-claims.test.ts', // SKIP LOCKED batch claims, lease fencing, no global write lock
   'test/selectors.test.ts',
   'test/skills.test.ts', // resources
   'test/tables-folders.test.ts',

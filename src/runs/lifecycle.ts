@@ -163,11 +163,15 @@ export async function cancelRun(runs: RunService, mutate: Mutate, run: RunRecord
   const base: CancelOutcome = { success: false, runId: run.key, redisAvailable: false, durablyRecorded: false, locallyAborted: false, pausedCancelled: false, reason: 'recorded' };
   const at = new Date().toISOString();
   const asked = await mutate(async (tx, audit) => {
-    const current = (await tx.workflowRuns.get(run.id))!;
+    let current = (await tx.workflowRuns.get(run.id))!;
     const record = () =>
       audit({ action: 'workflow_run.cancelled', resourceType: 'workflow_run', resourceId: current.key, workspaceId: current.workspaceId, metadata: { workflowId: current.workflowId, from: current.status } });
-    if (current.status === 'queued' || current.status === 'paused') {
-      if (!(await stopAsCancelled(tx, current.id, current.status, at))) throw new RunStatusConflict('The run changed status while it was being cancelled; read it again.');
+    if ((current.status === 'queued' || current.status === 'paused') && !(await stopAsCancelled(tx, current.id, current.status, at))) {
+      // The queue's claims do not wait for this transaction (they lock rows, not the store): a queued run
+      // claimed after it was read here is running (or even ended) now, and is cancelled as such below.
+      current = (await tx.workflowRuns.get(run.id))!;
+      if (current.status === 'queued' || current.status === 'paused') throw new RunStatusConflict('The run changed status while it was being cancelled; read it again.');
+    } else if (current.status === 'queued' || current.status === 'paused') {
       await record();
       return { ...base, success: true, durablyRecorded: true, pausedCancelled: current.status === 'paused', reason: current.status === 'queued' ? ('queue_cancelled' as const) : ('recorded' as const) };
     }

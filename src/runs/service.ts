@@ -28,7 +28,7 @@ import type { RunResources } from '../execution/index.ts';
 import type { McpRegistry } from '../mcp/registry.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import type { Store } from '../store/index.ts';
+import type { Repositories, Store } from '../store/index.ts';
 import type { RunRecord } from '../store/workflow-runs.ts';
 import { sortableId } from '../domain/ids.ts';
 import { failSpan, hasActiveSpan, inSpan, storedTraceContext, tracingEnabled } from '../ops/spans.ts';
@@ -37,6 +37,7 @@ import { logStatusOf } from './records.ts';
 import { LeaseKeeper, PROCESS_OWNER, leaseUntil } from '../workers/lease.ts';
 import { accessRefusal, assertAccess } from '../access-control/policy.ts';
 import type { RunHolder } from '../store/workflow-runs.ts';
+import type { UsageRecord } from '../store/usage.ts';
 import type { Engine, RunEvent, RunOptions, RunResult, RunError, TraceSpan, WorkflowDefinition, Checkpoint, ResumeInput } from '../execution/index.ts';
 
 /** The error a run gets when the process running it stopped before it finished. */
@@ -77,6 +78,26 @@ export interface ExecuteOptions {
 }
 
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
+
+/**
+ * How the queue's own writes (claims, lease renewals, outcomes) run: each statement is conditional on the run's
+ * status and lease holder, so on Postgres they need no global write lock (row locks alone); a deadlock between two
+ * of them on rows is retried.
+ */
+const QUEUE_WRITE = { rowLocked: true, retryOnSerializationFailure: 3 } as const;
+
+/** Outcomes written in one transaction at most (a group commit). */
+const MAX_OUTCOMES_PER_COMMIT = 64;
+
+interface PendingOutcome {
+  run: RunRecord;
+  result: RunResult;
+  resumed: boolean;
+  holder: RunHolder;
+  resolve: (moved: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
 const now = () => new Date().toISOString();
 
 
@@ -147,6 +168,9 @@ export class RunService {
   private readonly workspaceCredentials: WorkspaceCredentials | null;
   private readonly settledObservers = new Set<(run: SettledRun) => void>();
   private readonly owner: string;
+  /** Outcomes waiting for the next group commit, and the writer committing them (null when idle). */
+  private readonly outcomes: PendingOutcome[] = [];
+  private writingOutcomes: Promise<void> | null = null;
   constructor(deps: {
     store: Store;
     engine: Engine;
@@ -181,7 +205,7 @@ export class RunService {
     this.stopping = false;
     // Runs queued through another server sharing the database wake this one's idle workers at once.
     this.stopListening ??= this.store.wakes.on('runs', () => this.wakeAll());
-    for (let i = 0; i < this.config.runs.workers; i++) this.loops.push(this.workerLoop());
+    this.loops.push(this.queueLoop());
   }
 
   /** How many runs are executing in this process right now. */
@@ -365,7 +389,7 @@ export class RunService {
     // stops the run, and one that finds the lease lost stops it without recording anything.
     const keeper = new LeaseKeeper(
       async () => {
-        const renewal = await this.store.transaction((tx) => tx.workflowRuns.renewLease(run.id, holder, leaseUntil(this.config.leases.ttlMs)));
+        const renewal = await this.store.transaction((tx) => tx.workflowRuns.renewLease(run.id, holder, leaseUntil(this.config.leases.ttlMs)), QUEUE_WRITE);
         if (renewal.held && renewal.cancelRequested) controller.abort();
         return renewal.held;
       },
@@ -433,7 +457,7 @@ export class RunService {
       } else if (entry.release && result.status === 'cancelled') {
         await this.store.transaction(async (tx) => {
           if (await tx.workflowRuns.release(run.id, holder, now())) await tx.executionLogs.setStatus(run.id, 'pending');
-        });
+        }, QUEUE_WRITE);
         if (this.stopping) this.shutdownTally.returnedToQueue++;
         // Back in the queue: a server that is not stopping can take it now.
         this.store.wakes.announce('runs');
@@ -453,141 +477,214 @@ export class RunService {
     return result;
   }
 
-  /** running → the result's status, with the log and the usage of this segment, in one transaction; false when the lease was lost and nothing was written. */
-  private async finish(run: RunRecord, result: RunResult, resumed: boolean, holder: RunHolder): Promise<boolean> {
+  /**
+   * running → the result's status, with the log and the usage of this segment, all committed together; false
+   * when the lease was lost and nothing was written. Outcomes are group-committed: while one transaction of
+   * outcomes commits, the next outcomes gather, and go in the next one (each still conditional on its own
+   * lease). A transaction of several that fails is written again one outcome at a time, so one bad outcome
+   * fails only itself.
+   */
+  private finish(run: RunRecord, result: RunResult, resumed: boolean, holder: RunHolder): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.outcomes.push({ run, result, resumed, holder, resolve, reject });
+      this.writingOutcomes ??= this.writeOutcomes();
+    });
+  }
+
+  private async writeOutcomes(): Promise<void> {
+    while (this.outcomes.length > 0) {
+      const batch = this.outcomes.splice(0, MAX_OUTCOMES_PER_COMMIT);
+      try {
+        const moved = await this.store.transaction((tx) => this.writeOutcomesIn(tx, batch), QUEUE_WRITE);
+        batch.forEach((o, i) => o.resolve(moved[i]!));
+      } catch (err) {
+        if (batch.length === 1) batch[0]!.reject(err);
+        else {
+          for (const o of batch) {
+            try {
+              o.resolve((await this.store.transaction((tx) => this.writeOutcomesIn(tx, [o]), QUEUE_WRITE))[0]!);
+            } catch (e) {
+              o.reject(e);
+            }
+          }
+        }
+      }
+    }
+    this.writingOutcomes = null;
+  }
+
+  /** Each outcome that still holds its lease, then the usage of all of them (its running totals once per account). */
+  private async writeOutcomesIn(tx: Repositories, outcomes: readonly PendingOutcome[]): Promise<boolean[]> {
+    const moved: boolean[] = [];
+    const usage: UsageRecord[] = [];
+    for (const o of outcomes) {
+      const record = await this.writeOutcome(tx, o);
+      moved.push(record !== null);
+      if (record) usage.push(record);
+    }
+    await tx.usage.recordRuns(usage);
+    return moved;
+  }
+
+  /** The outcome, its log and its callback delivery; the usage to record, or null when the lease was lost and nothing was written. */
+  private async writeOutcome(tx: Repositories, { run, result, resumed, holder }: PendingOutcome): Promise<UsageRecord | null> {
     const status = result.status;
     const modelNames = [...new Set(result.cost.items.map((i) => i.description))];
-    return this.store.transaction(async (tx) => {
-      const moved = await moveRun(tx, run.id, { kind: 'finish', outcome: {
-        status,
-        output: json(result.output),
-        blockOutputs: json(result.blockOutputs),
-        error: result.error ? json(result.error) : null,
-        checkpoint: status === 'paused' ? json(result.checkpoint) : null,
-        pause: result.pause ? json(result.pause) : null,
-        resumedCount: run.resumedCount + (resumed ? 1 : 0),
-        costTotal: result.cost.total,
-        blockExecutions: result.blockExecutions,
-        endedAt: result.endedAt,
-        durationMs: result.durationMs,
-      }, holder });
-      if (!moved) return false;
-      await tx.executionLogs.complete(run.id, {
-        status: logStatusOf(status),
-        level: status === 'failed' ? 'error' : 'info',
-        endedAt: status === 'paused' ? null : result.endedAt,
-        durationMs: result.durationMs,
-        costTotal: result.cost.total,
-        cost: json(result.cost),
-        hasHandledErrors: hasHandledErrors(result.traceSpans),
-        errorMessage: result.error?.message ?? null,
-        models: modelNames.length ? modelNames.join(',') : null,
-        finalOutput: json(result.output),
-        traceSpans: json(result.traceSpans),
-      });
-      await tx.usage.record({
-        id: sortableId(),
-        billingAccountId: run.billingAccountId,
-        workspaceId: run.workspaceId,
-        workflowId: run.workflowId,
-        runId: run.id,
-        userId: run.triggeredBy,
-        category: 'workflow_run',
-        cost: Math.max(0, result.cost.total - (run.costTotal ?? 0)),
-        blockExecutions: Math.max(0, result.blockExecutions - run.blockExecutions),
-        durationMs: result.durationMs,
-        recordedAt: result.endedAt,
-      });
-      return true;
+    const moved = await moveRun(tx, run.id, { kind: 'finish', outcome: {
+      status,
+      output: json(result.output),
+      blockOutputs: json(result.blockOutputs),
+      error: result.error ? json(result.error) : null,
+      checkpoint: status === 'paused' ? json(result.checkpoint) : null,
+      pause: result.pause ? json(result.pause) : null,
+      resumedCount: run.resumedCount + (resumed ? 1 : 0),
+      costTotal: result.cost.total,
+      blockExecutions: result.blockExecutions,
+      endedAt: result.endedAt,
+      durationMs: result.durationMs,
+    }, holder });
+    if (!moved) return null;
+    await tx.executionLogs.complete(run.id, {
+      status: logStatusOf(status),
+      level: status === 'failed' ? 'error' : 'info',
+      endedAt: status === 'paused' ? null : result.endedAt,
+      durationMs: result.durationMs,
+      costTotal: result.cost.total,
+      cost: json(result.cost),
+      hasHandledErrors: hasHandledErrors(result.traceSpans),
+      errorMessage: result.error?.message ?? null,
+      models: modelNames.length ? modelNames.join(',') : null,
+      finalOutput: json(result.output),
+      traceSpans: json(result.traceSpans),
     });
+    return {
+      id: sortableId(),
+      billingAccountId: run.billingAccountId,
+      workspaceId: run.workspaceId,
+      workflowId: run.workflowId,
+      runId: run.id,
+      userId: run.triggeredBy,
+      category: 'workflow_run',
+      cost: Math.max(0, result.cost.total - (run.costTotal ?? 0)),
+      blockExecutions: Math.max(0, result.blockExecutions - run.blockExecutions),
+      durationMs: result.durationMs,
+      recordedAt: result.endedAt,
+    };
   }
 
   private stopListening: (() => void) | null = null;
 
+  /** Wake-ups so far: a claim that saw this change while it ran looks again instead of idling past the wake-up. */
+  private wakeCount = 0;
+
   private wakeAll(): void {
+    this.wakeCount++;
     for (const wake of this.waiters) wake();
     this.waiters.clear();
   }
 
-  private idle(): Promise<void> {
+  /** Resolves at a wake-up, after the poll interval, or when one of `also` settles, whichever comes first. */
+  private idle(also: Promise<unknown>[] = []): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(done);
-        resolve();
-      }, this.config.runs.pollIntervalMs);
-      timer.unref();
       const done = () => {
         clearTimeout(timer);
+        this.waiters.delete(done);
         resolve();
       };
+      const timer = setTimeout(done, this.config.runs.pollIntervalMs);
+      timer.unref();
       this.waiters.add(done);
+      for (const p of also) p.then(done, done);
     });
   }
 
   /**
-   * Takes the next run to execute under a lease: a queued run, or a running one whose lease expired (its
-   * process died), which the policy above either executes again or settles here. 'settled' when the run
-   * found was settled instead of taken (look again at once), undefined when there is nothing to do.
+   * Takes up to `room` runs to execute under this process's lease, in one transaction: a running run whose
+   * lease expired (its process died), which the policy above either executes again or settles here, else up to
+   * `room` of the oldest queued runs in one statement. `settled`: an expired run was found (settled here or
+   * taken), so more may be waiting: look again at once.
    */
-  private async claim(): Promise<RunRecord | 'settled' | undefined> {
+  private async claim(room: number): Promise<{ runs: RunRecord[]; settled: boolean }> {
     const { ttlMs } = this.config.leases;
     // A run this claim settled (its process died); announced once the transaction committed.
     let ended = null as SettledRun | null;
-    const result = await this.store.transaction(async (tx): Promise<RunRecord | 'settled' | undefined> => {
+    const result = await this.store.transaction(async (tx): Promise<{ runs: RunRecord[]; settled: boolean }> => {
       ended = null;
       const at = now();
-      const found = await tx.workflowRuns.nextClaimable(at, [...this.active.keys()]);
-      if (!found) return undefined;
-      if (found.status === 'running') {
+      const expired = await tx.workflowRuns.nextExpired(at, [...this.active.keys()]);
+      if (expired) {
         const max = this.config.runs.maxAttempts;
-        const end: { to: 'cancelled' | 'failed'; error: RunError } | null = found.cancelRequested
+        const end: { to: 'cancelled' | 'failed'; error: RunError } | null = expired.cancelRequested
           ? { to: 'cancelled', error: CANCELLED_ERROR }
-          : found.mode !== 'async'
+          : expired.mode !== 'async'
             ? { to: 'failed', error: INTERRUPTED_ERROR }
-            : found.attempts >= max
-              ? { to: 'failed', error: attemptsExhaustedError(found.attempts) }
+            : expired.attempts >= max
+              ? { to: 'failed', error: attemptsExhaustedError(expired.attempts) }
               : null;
+        const taken = await tx.workflowRuns.claim(expired, this.owner, leaseUntil(ttlMs), at, { countAttempt: end === null });
+        if (!taken) return { runs: [], settled: true };
         if (end) {
-          const taken = await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at, { countAttempt: false });
-          if (!taken) return 'settled';
-          if (await moveRun(tx, found.id, { kind: 'stop', from: 'running', to: end.to, error: JSON.stringify(end.error), at })) {
-            await tx.executionLogs.stop(found.id, end.to, at, end.error.message);
+          if (await moveRun(tx, expired.id, { kind: 'stop', from: 'running', to: end.to, error: JSON.stringify(end.error), at })) {
+            await tx.executionLogs.stop(expired.id, end.to, at, end.error.message);
             ended = { trigger: taken.trigger, status: end.to, durationMs: null };
           }
-          this.logger.warn({ runId: found.id, attempts: found.attempts, status: end.to }, 'a run whose process stopped was settled');
-          return 'settled';
+          this.logger.warn({ runId: expired.id, attempts: expired.attempts, status: end.to }, 'a run whose process stopped was settled');
+          return { runs: [], settled: true };
         }
+        this.logger.warn({ runId: taken.id, attempt: taken.attempts }, 'a run whose process stopped is executed again');
+        await tx.executionLogs.setStatus(taken.id, 'running', taken.resumeInput ? undefined : (taken.startedAt ?? at));
+        // More expired or queued runs may be waiting: the loop claims again at once.
+        return { runs: [taken], settled: true };
       }
-      const run = await tx.workflowRuns.claim(found, this.owner, leaseUntil(ttlMs), at);
-      if (!run) return 'settled';
-      if (found.status === 'running') this.logger.warn({ runId: run.id, attempt: run.attempts }, 'a run whose process stopped is executed again');
-      await tx.executionLogs.setStatus(run.id, 'running', run.resumeInput ? undefined : (run.startedAt ?? at));
-      // The workflow's run count counts a run once, when it first starts.
-      if (!run.resumeInput && run.startedAt === at) await tx.workflows.recordRun(run.workflowId, at);
-      return run;
-    });
+      const runs = await tx.workflowRuns.claimQueued(this.owner, leaseUntil(ttlMs), at, room);
+      // Each log shows the run running; a resumed run keeps the start of its first segment.
+      const firstStarts = runs.filter((r) => !r.resumeInput && r.startedAt === at);
+      await tx.executionLogs.setStatusOf(firstStarts.map((r) => r.id), 'running', at);
+      for (const r of runs) if (!firstStarts.includes(r)) await tx.executionLogs.setStatus(r.id, 'running', r.resumeInput ? undefined : (r.startedAt ?? at));
+      // The workflow's run count counts a run once, when it first starts; workflows in one order, so two claimers never deadlock on them.
+      const perWorkflow = new Map<string, number>();
+      for (const r of firstStarts) perWorkflow.set(r.workflowId, (perWorkflow.get(r.workflowId) ?? 0) + 1);
+      for (const id of [...perWorkflow.keys()].sort()) await tx.workflows.recordRun(id, at, perWorkflow.get(id));
+      return { runs, settled: false };
+    }, QUEUE_WRITE);
     if (ended) this.settled(ended);
     return result;
   }
 
-  private async workerLoop(): Promise<void> {
+  /**
+   * The queue's one claimer: keeps up to RUN_WORKERS runs executing, claiming as many as there is room for in
+   * one statement each time (a batch when several runs ended while the previous claim committed), and idles
+   * until woken (a run queued here or on another server, a run ended) or the poll interval passed.
+   */
+  private async queueLoop(): Promise<void> {
+    const size = this.config.runs.workers;
+    const executing = new Set<Promise<unknown>>();
     while (!this.stopping) {
-      let run: RunRecord | 'settled' | undefined;
+      if (executing.size >= size) {
+        await Promise.race(executing);
+        continue;
+      }
+      const wakesBefore = this.wakeCount;
+      let claimed: { runs: RunRecord[]; settled: boolean };
       try {
-        run = await this.claim();
+        claimed = await this.claim(size - executing.size);
       } catch (err) {
         if (this.stopping) return;
-        this.logger.error({ err }, 'claiming a queued run failed');
+        this.logger.error({ err }, 'claiming queued runs failed');
         await this.idle();
         continue;
       }
-      if (run === 'settled') continue;
-      if (!run) {
-        await this.idle();
-        continue;
+      for (const run of claimed.runs) {
+        const resume = run.resumeInput ? (JSON.parse(run.resumeInput) as ResumeInput) : undefined;
+        const done: Promise<unknown> = this.execute(run, { timeoutMs: run.timeoutMs ?? undefined, resume })
+          .catch((err: unknown) => this.logger.error({ err, runId: run.id }, 'executing a claimed run failed'))
+          .finally(() => executing.delete(done));
+        executing.add(done);
       }
-      const resume = run.resumeInput ? (JSON.parse(run.resumeInput) as ResumeInput) : undefined;
-      await this.execute(run, { timeoutMs: run.timeoutMs ?? undefined, resume });
+      // A full batch (more may be waiting), an expired run, or a wake-up while claiming: look again at once.
+      // Otherwise the queue is empty for now: wait for a wake-up, the poll, or a run to end (room for one more).
+      if (claimed.settled || executing.size >= size || this.wakeCount !== wakesBefore) continue;
+      await this.idle([...executing]);
     }
   }
 }

@@ -33,6 +33,15 @@ export interface TransactionOptions {
    * obtained, or serialization conflict). `fn` must then be safe to repeat: everything it wrote was rolled back.
    */
   retryOnSerializationFailure?: number;
+  /**
+   * Every write in `fn` is a conditional statement whose WHERE names the state it expects (a status, a lease
+   * holder), or takes rows with SKIP LOCKED, so it stays correct without serializing with the other writers:
+   * the run queue's claims, lease renewals and completions. Postgres then runs it at READ COMMITTED on row locks
+   * alone, beside other transactions, instead of queueing it on the global write lock; SQLite runs it as any
+   * write (one writer anyway). Two such transactions may deadlock on rows (a SerializationFailure): pass
+   * `retryOnSerializationFailure` and keep `fn` safe to repeat.
+   */
+  rowLocked?: boolean;
 }
 
 export interface Database {

@@ -70,6 +70,12 @@ export interface SqlDialect {
   withoutIndex(expr: string): string;
   /** The clause that lets OFFSET stand without a real LIMIT. */
   readonly noLimit: string;
+  /**
+   * What ends a SELECT (after its LIMIT) that picks queue rows to take: on an engine with concurrent writers,
+   * lock the picked rows and skip rows another transaction holds, so two claimers never wait on or take the same
+   * row; empty on an engine with one writer.
+   */
+  readonly skipLocked: string;
   /** What follows `CREATE TABLE name (...)` for a table stored in its primary key's order. */
   readonly clusteredTableSuffix: string;
   /** SELECT of one column `name`: the indexes on the table named by the one `?`. */

@@ -213,6 +213,12 @@ export class ExecutionLogRepository {
     else await this.db.run('UPDATE execution_logs SET status = ? WHERE run_id = ?', [status, runId]);
   }
 
+  /** setStatus for several runs at once (a batch the queue claimed), all started at `startedAt`. */
+  async setStatusOf(runIds: readonly string[], status: LogStatus, startedAt: string): Promise<void> {
+    if (runIds.length === 0) return;
+    await this.db.run(`UPDATE execution_logs SET status = ?, started_at = ? WHERE run_id IN (${runIds.map(() => '?').join(', ')})`, [status, startedAt, ...runIds]);
+  }
+
   /** The run was stopped from outside (cancelled, or failed because its process died). */
   async stop(runId: string, status: 'cancelled' | 'failed', endedAt: string, errorMessage: string): Promise<void> {
     await this.db.run(

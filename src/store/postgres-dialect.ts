@@ -83,6 +83,7 @@ export const postgresDialect: SqlDialect = {
   // Postgres's planner weighs the filter's index against the sort's by cost itself (SQLite needs the hint).
   withoutIndex: (expr) => expr,
   noLimit: 'LIMIT ALL',
+  skipLocked: ' FOR UPDATE SKIP LOCKED',
   clusteredTableSuffix: '',
   indexNamesSql: 'SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ?',
   databaseSizeSql: 'SELECT pg_database_size(current_database()) AS bytes',

@@ -13,6 +13,10 @@
 // before they take a pool client (as on SQLite), so waiting writers never exhaust the pool while the lock holder
 // still needs a client for a plain read. Read-only transactions take no lock: REPEATABLE READ READ ONLY, one
 // snapshot, concurrent with everything. Plain reads (`read`) run on any pooled client and see committed data.
+// Row-locked transactions (the run queue's claims, renewals and completions: `rowLocked`) take no advisory lock
+// either: every write in them is conditional on the row's state or skips locked rows, so they run at READ
+// COMMITTED beside every other transaction, on row locks alone; at most half the pool at once, so a write-lock
+// holder always finds a client for its plain reads while row-locked transactions wait for its rows.
 import { once } from 'node:events';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -245,6 +249,31 @@ export async function checkDatabaseLocale(db: SqlExecutor): Promise<void> {
   if (!ok) throw new UnsupportedDatabaseLocaleError(`encoding ${r.encoding}, collation ${r.collate}${r.provider === 'i' ? ' (ICU)' : ''} and ctype ${r.ctype}`);
 }
 
+/** At most `size` tasks at once; the others wait in order. */
+class Slots {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  private drained: (() => void)[] = [];
+  private readonly size: number;
+  constructor(size: number) {
+    this.size = size;
+  }
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.size) await new Promise<void>((r) => this.waiting.push(r));
+    else this.running++;
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else if (--this.running === 0) for (const d of this.drained.splice(0)) d();
+    }
+  }
+  idle(): Promise<void> {
+    return this.running === 0 ? Promise.resolve() : new Promise((r) => this.drained.push(r));
+  }
+}
+
 export interface PostgresOptions {
   /** Most connections this process opens (default 10). */
   poolSize?: number;
@@ -256,13 +285,16 @@ export class PostgresDatabase implements Database {
   readonly read: SqlExecutor;
   private readonly pool: pg.Pool;
   private readonly writes = new TransactionQueue();
+  private readonly rowLocked: Slots;
   private closed = false;
   readonly tokenBuckets: PostgresTokenBuckets;
   private wakeChannel: PostgresWakes | null = null;
 
   constructor(url: string, options: PostgresOptions = {}) {
     this.connection = { engine: 'postgres', url };
-    this.pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types });
+    const poolSize = options.poolSize ?? 10;
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, types });
+    this.rowLocked = new Slots(Math.max(1, Math.floor(poolSize / 2)));
     // An idle client that loses its connection (the server restarted) is dropped from the pool, not fatal.
     this.pool.on('error', () => undefined);
     this.read = new Executor(this.pool);
@@ -283,6 +315,8 @@ export class PostgresDatabase implements Database {
       try {
         if (options.readOnly) {
           await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        } else if (options.rowLocked) {
+          await client.query(`BEGIN; SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
         } else {
           // One round trip (one simple-protocol message). A lock not obtained within LOCK_TIMEOUT is a
           // SerializationFailure (55P03), as SQLite's busy timeout is: a caller may retry, nothing waits forever.
@@ -311,7 +345,9 @@ export class PostgresDatabase implements Database {
         }
       }
     };
-    return options.readOnly ? withRetries() : this.writes.enqueue(withRetries);
+    if (options.readOnly) return withRetries();
+    if (options.rowLocked) return this.rowLocked.run(withRetries);
+    return this.writes.enqueue(withRetries);
   }
 
   /** Runs `fn` while holding the migration lock, so only one server migrates at a time (the others then find it done). */
@@ -330,7 +366,7 @@ export class PostgresDatabase implements Database {
   }
 
   async close(): Promise<void> {
-    await this.writes.idle();
+    await Promise.all([this.writes.idle(), this.rowLocked.idle()]);
     if (this.closed) return;
     this.closed = true;
     await this.wakeChannel?.close();

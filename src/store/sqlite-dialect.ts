@@ -68,6 +68,7 @@ export const sqliteDialect: SqlDialect = {
   // A unary plus keeps the value and stops SQLite from using an index for the term.
   withoutIndex: (expr) => `+${expr}`,
   noLimit: 'LIMIT -1',
+  skipLocked: '',
   clusteredTableSuffix: ' WITHOUT ROWID',
   indexNamesSql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?",
   databaseSizeSql: null,

@@ -28,16 +28,38 @@ export class UsageRepository {
   }
 
   async record(u: UsageRecord): Promise<void> {
-    await this.db.run(
-      `INSERT INTO usage_records (id, billing_account_id, workspace_id, workflow_id, run_id, user_id, category, cost, block_executions, duration_ms, recorded_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [u.id, u.billingAccountId, u.workspaceId, u.workflowId, u.runId, u.userId, u.category, u.cost, u.blockExecutions, u.durationMs, u.recordedAt],
-    );
-    await this.db.run(
-      `INSERT INTO usage_totals (billing_account_id, period, cost, runs, block_executions) VALUES (?, ?, ?, 1, ?)
-       ON CONFLICT (billing_account_id, period) DO UPDATE SET cost = usage_totals.cost + excluded.cost, runs = usage_totals.runs + 1, block_executions = usage_totals.block_executions + excluded.block_executions`,
-      [u.billingAccountId, usagePeriod(u.recordedAt), u.cost, u.blockExecutions],
-    );
+    await this.recordRuns([u]);
+  }
+
+  /**
+   * Several run segments' records, then each billing account's period total once with their sum. The totals
+   * come last and in one order: a total is the one row every writer of an account updates, so it is locked
+   * for as short a time as the transaction allows and two writers never take two totals in opposite orders.
+   */
+  async recordRuns(records: readonly UsageRecord[]): Promise<void> {
+    const totals = new Map<string, { billingAccountId: string; period: string; cost: number; runs: number; blockExecutions: number }>();
+    for (const u of records) {
+      await this.db.run(
+        `INSERT INTO usage_records (id, billing_account_id, workspace_id, workflow_id, run_id, user_id, category, cost, block_executions, duration_ms, recorded_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [u.id, u.billingAccountId, u.workspaceId, u.workflowId, u.runId, u.userId, u.category, u.cost, u.blockExecutions, u.durationMs, u.recordedAt],
+      );
+      const period = usagePeriod(u.recordedAt);
+      const key = `${u.billingAccountId}\u0000${period}`;
+      const t = totals.get(key) ?? { billingAccountId: u.billingAccountId, period, cost: 0, runs: 0, blockExecutions: 0 };
+      t.cost += u.cost;
+      t.runs += 1;
+      t.blockExecutions += u.blockExecutions;
+      totals.set(key, t);
+    }
+    for (const key of [...totals.keys()].sort()) {
+      const t = totals.get(key)!;
+      await this.db.run(
+        `INSERT INTO usage_totals (billing_account_id, period, cost, runs, block_executions) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (billing_account_id, period) DO UPDATE SET cost = usage_totals.cost + excluded.cost, runs = usage_totals.runs + excluded.runs, block_executions = usage_totals.block_executions + excluded.block_executions`,
+        [t.billingAccountId, t.period, t.cost, t.runs, t.blockExecutions],
+      );
+    }
   }
 
   /** Usage that is not a run (a tool execution, for instance): counts toward the period's cost, not its runs. */

@@ -97,6 +97,14 @@ interface Row {
   trace_context: string | null;
 }
 
+/**
+ * Every column, named: a statement with `*` is never prepared on Postgres (./postgres.ts), and the queue's
+ * claims and completions run often enough that planning them each time would cost more than running them.
+ */
+const COLUMNS = `id, run_key, workflow_id, workspace_id, billing_account_id, deployment_version_id, status, mode, trigger, source,
+  trigger_block_id, input, timeout_ms, triggered_by, resume_input, checkpoint, pause, resumed_count, output, block_outputs, error,
+  cost_total, block_executions, queued_at, started_at, ended_at, duration_ms, updated_at, lease_owner, lease_until, attempts, cancel_requested_at, trace_context`;
+
 const toRecord = (r: Row): RunRecord => ({
   id: r.id,
   // Every row has one (migration 44 filled in older rows); a query that forgets the column must not show the internal id.
@@ -219,7 +227,7 @@ export class WorkflowRunRepository {
   }
 
   async get(id: string): Promise<RunRecord | undefined> {
-    const r = await this.db.get<Row>('SELECT * FROM workflow_runs WHERE id = ?', [id]);
+    const r = await this.db.get<Row>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id = ?`, [id]);
     return r && toRecord(r);
   }
 
@@ -246,14 +254,41 @@ export class WorkflowRunRepository {
    * (a renewal that ran late must not make it reclaim its own run). Nothing is changed: take it with `claim`.
    */
   async nextClaimable(at: string, executingHere: string[] = []): Promise<ClaimCandidate | undefined> {
-    type C = { id: string; status: 'queued' | 'running'; mode: RunMode; attempts: number; cancel_requested_at: string | null };
+    const expired = await this.nextExpired(at, executingHere);
+    if (expired) return expired;
+    const next = await this.db.get<{ id: string; mode: RunMode; attempts: number; cancel_requested_at: string | null }>(
+      "SELECT id, mode, attempts, cancel_requested_at FROM workflow_runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT 1",
+    );
+    return next && { id: next.id, status: 'queued', mode: next.mode, attempts: Number(next.attempts), cancelRequested: next.cancel_requested_at !== null };
+  }
+
+  /** The `running` run whose lease expired longest before `at` (its process died), but for `executingHere`; nothing is changed. */
+  async nextExpired(at: string, executingHere: string[] = []): Promise<ClaimCandidate | undefined> {
     const skip = executingHere.length ? ` AND id NOT IN (${executingHere.map(() => '?').join(', ')})` : '';
-    const expired = await this.db.get<C>(
-      `SELECT id, status, mode, attempts, cancel_requested_at FROM workflow_runs WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)${skip} ORDER BY lease_until LIMIT 1`,
+    const r = await this.db.get<{ id: string; mode: RunMode; attempts: number; cancel_requested_at: string | null }>(
+      `SELECT id, mode, attempts, cancel_requested_at FROM workflow_runs WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)${skip} ORDER BY lease_until LIMIT 1`,
       [at, ...executingHere],
     );
-    const next = expired ?? (await this.db.get<C>("SELECT id, status, mode, attempts, cancel_requested_at FROM workflow_runs WHERE status = 'queued' ORDER BY queued_at, id LIMIT 1"));
-    return next && { id: next.id, status: next.status, mode: next.mode, attempts: Number(next.attempts), cancelRequested: next.cancel_requested_at !== null };
+    return r && { id: r.id, status: 'running', mode: r.mode, attempts: Number(r.attempts), cancelRequested: r.cancel_requested_at !== null };
+  }
+
+  /**
+   * Takes up to `limit` of the oldest queued runs under one lease of `owner`, in one statement: queued →
+   * running, attempt + 1, oldest first. On Postgres the runs are picked with SKIP LOCKED, so claimers on every
+   * server take disjoint runs without waiting on one another; the outer `status = 'queued'` takes a run only
+   * if it is still queued once its row is locked (a cancel that committed first wins). The pick is a
+   * MATERIALIZED CTE: written as `id IN (SELECT … LIMIT n)` Postgres may run the subquery again for each
+   * row it updates, and then takes more than n runs.
+   */
+  async claimQueued(owner: string, leaseUntil: string, at: string, limit: number): Promise<RunRecord[]> {
+    const rows = await this.db.all<Row>(
+      `WITH picked AS MATERIALIZED (SELECT id FROM workflow_runs WHERE status = 'queued' ORDER BY queued_at, id ${limitClause(limit)}${this.db.dialect.skipLocked})
+       UPDATE workflow_runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ?, lease_owner = ?, lease_until = ?, attempts = attempts + 1
+       WHERE status = 'queued' AND id IN (SELECT id FROM picked)
+       RETURNING ${COLUMNS}`,
+      [at, at, owner, leaseUntil],
+    );
+    return rows.map(toRecord).sort((a, b) => (a.queuedAt < b.queuedAt ? -1 : a.queuedAt > b.queuedAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /**
@@ -266,7 +301,7 @@ export class WorkflowRunRepository {
     const attempts = options.countAttempt === false ? 'attempts' : 'attempts + 1';
     const r = await this.db.get<Row>(
       `UPDATE workflow_runs SET status = 'running', started_at = COALESCE(started_at, ?), updated_at = ?, lease_owner = ?, lease_until = ?, attempts = ${attempts}
-       WHERE id = ? AND status = ?${expired} RETURNING *`,
+       WHERE id = ? AND status = ?${expired} RETURNING ${COLUMNS}`,
       [at, at, owner, leaseUntil, candidate.id, candidate.status, ...(expired ? [at] : [])],
     );
     return r && toRecord(r);

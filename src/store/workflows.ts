@@ -249,8 +249,8 @@ export class WorkflowRepository {
   }
 
   /** For the runs issue: a finished run counts toward the workflow. */
-  async recordRun(id: string, at: string): Promise<void> {
-    await this.db.run('UPDATE workflows SET run_count = run_count + 1, last_run_at = ? WHERE id = ?', [at, id]);
+  async recordRun(id: string, at: string, runs = 1): Promise<void> {
+    await this.db.run('UPDATE workflows SET run_count = run_count + ?, last_run_at = ? WHERE id = ?', [runs, at, id]);
   }
 
   /** Plain access for plan checks in tests and benchmarks. */
