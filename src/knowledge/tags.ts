@@ -1,7 +1,7 @@
 // The 17 typed tag slots of a knowledge base, their values and the tag filters of search and document lists.
 import { invalidInput } from '../domain/errors.ts';
 import type { TagDefinitionRecord } from '../store/knowledge-bases.ts';
-import type { TagCondition } from '../store/knowledge-documents.ts';
+import type { TagCondition } from '../store/knowledge-tag-conditions.ts';
 
 export type FieldType = 'text' | 'number' | 'date' | 'boolean';
 export type TagValue = string | number | boolean | null;

@@ -4,7 +4,7 @@
 import type { SqlExecutor, SqlValue } from './database.ts';
 import type { FullTextIndex, TextQuery } from './dialect.ts';
 import { keyset, limitClause } from './keyset.ts';
-import { conditionsSql, type TagCondition } from './knowledge-documents.ts';
+import { conditionsSql, type TagCondition } from './knowledge-tag-conditions.ts';
 
 export interface KnowledgeChunkRecord {
   seq: number;
