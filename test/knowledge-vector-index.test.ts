@@ -17,6 +17,7 @@ import { VectorIndexes, type VectorIndex } from '../src/knowledge/vector-index/i
 import { startTestServer } from './support/server.ts';
 import { createBase, uploadDocument, waitForDocument } from './support/knowledge.ts';
 import { DOCUMENTS } from './fixtures/knowledge-retrieval.ts';
+import { seededRandom } from '../src/knowledge/vector-index/seeded-random.ts';
 
 const DIM = 48;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'owa-vindex-'));
@@ -26,15 +27,8 @@ let user: string;
 
 /** Deterministic clustered unit vectors: 40 topic centres, each chunk its topic plus its document's offset plus noise. */
 function random(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 4294967296 - 0.5;
-  };
+  const next = seededRandom(seed);
+  return () => next() - 0.5;
 }
 const rnd = random(42);
 const topics = Array.from({ length: 40 }, () => Float32Array.from({ length: DIM }, () => rnd()));

@@ -24,6 +24,7 @@ import { runSearch } from '../../src/knowledge/search.ts';
 import { WordVectorProvider, vectorToBlob } from '../../src/knowledge/embeddings.ts';
 import { ALL_SLOTS } from '../../src/knowledge/tags.ts';
 import { ContentWorkers } from '../../src/content/index.ts';
+import { seededRandom } from '../../src/knowledge/vector-index/seeded-random.ts';
 
 const KEY = 'sk-owa-bench-key-0000000000000000';
 
@@ -281,15 +282,8 @@ async function search(rounds: number, chunks: number): Promise<void> {
 function syntheticVectors(dimension: number, chunks: number, perDoc: number): VectorMaker & { query(chunk: number, seed: number): Float32Array } {
   const topics = Math.max(20, Math.round(chunks / perDoc / 20));
   const noise = (seed: number) => {
-    let x = (seed * 2654435761) >>> 0 || 1;
-    return () => {
-      x ^= x << 13;
-      x >>>= 0;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      x >>>= 0;
-      return x / 4294967296 - 0.5;
-    };
+    const next = seededRandom((seed * 2654435761) >>> 0);
+    return () => next() - 0.5;
   };
   const unit = (v: Float32Array) => {
     let n = 0;

@@ -14,6 +14,7 @@
 import fs from 'node:fs';
 import type { VectorHit, VectorIndex, VectorQuery, VectorSource } from './types.ts';
 import { floatsOf } from './types.ts';
+import { seededRandom } from './seeded-random.ts';
 
 const BLOCK_BITS = 12;
 /** Codes live in blocks of this many rows, so growing never copies gigabytes. */
@@ -135,7 +136,7 @@ export class QuantizedIndex implements VectorIndex {
   private async train(sample: Float32Array, n: number, lists: number): Promise<void> {
     const dim = this.dimension;
     if (n === 0) return;
-    const random = seeded(0x5eed);
+    const random = seededRandom(0x5eed);
     const k1 = Math.max(1, Math.min(n, Math.ceil(Math.sqrt(lists))));
     const k2 = Math.max(1, Math.ceil(lists / k1));
     const coarse = await kmeans(sample, n, dim, k1, 6, random);
@@ -606,18 +607,6 @@ async function kmeans(data: Float32Array, n: number, dim: number, k: number, ite
     await yieldToEventLoop();
   }
   return cents;
-}
-
-function seeded(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 4294967296;
-  };
 }
 
 /** The `k` highest scores offered (a min-heap: the weakest kept is at the top). */
