@@ -2,7 +2,7 @@
 // them. Right for small bases (the scan of 20,000 vectors takes a few ms) and the reference the quantized index
 // is measured against; a change reloads it whole.
 import { dot } from '../embeddings.ts';
-import { floatsOf, type VectorHit, type VectorIndex, type VectorQuery, type VectorSource } from './types.ts';
+import { pagedVectors, type VectorHit, type VectorIndex, type VectorQuery, type VectorSource } from './types.ts';
 
 export class ExactIndex implements VectorIndex {
   readonly dimension: number;
@@ -38,26 +38,19 @@ export class ExactIndex implements VectorIndex {
     const docIds: string[] = [];
     const docIndex = new Map<string, number>();
     let n = 0;
-    let after = 0;
-    for (;;) {
-      const page = await source.vectors(knowledgeBaseId, after, 5000);
-      if (page.length === 0) break;
-      for (const r of page) {
-        after = Number(r.seq);
-        const v = floatsOf(r.embedding, dimension);
-        if (n >= total || !v) continue;
-        let d = docIndex.get(r.document_id);
-        if (d === undefined) {
-          d = docIds.length;
-          docIds.push(r.document_id);
-          docIndex.set(r.document_id, d);
-        }
-        seqs[n] = after;
-        docOf[n] = d;
-        enabled[n] = Number(r.enabled) === 1 ? 1 : 0;
-        vectors.set(v, n * dimension);
-        n++;
+    for await (const r of pagedVectors((after) => source.vectors(knowledgeBaseId, after, 5000), dimension)) {
+      if (n >= total || !r.vector) continue;
+      let d = docIndex.get(r.documentId);
+      if (d === undefined) {
+        d = docIds.length;
+        docIds.push(r.documentId);
+        docIndex.set(r.documentId, d);
       }
+      seqs[n] = r.seq;
+      docOf[n] = d;
+      enabled[n] = r.enabled ? 1 : 0;
+      vectors.set(r.vector, n * dimension);
+      n++;
     }
     return new ExactIndex({ dimension, rows: n, seqs, docOf, docIds, enabled, vectors });
   }

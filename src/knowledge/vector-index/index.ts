@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { ExactIndex } from './exact.ts';
 import { DEFAULT_QUANTIZED_OPTIONS, QuantizedIndex, type QuantizedOptions } from './quantized.ts';
 import type { VectorIndex, VectorSource } from './types.ts';
-import { floatsOf } from './types.ts';
+import { pagedVectors } from './types.ts';
 
 export type { VectorHit, VectorIndex, VectorQuery, VectorSource } from './types.ts';
 
@@ -143,15 +143,8 @@ export class VectorIndexes {
     const foreign = version < index.watermark;
     if (version !== index.watermark && !foreign) {
       const from = index.watermark;
-      let after = 0;
-      for (;;) {
-        const page = await this.source.vectorsChangedAfter(knowledgeBaseId, from, after, 2000);
-        if (page.length === 0) break;
-        for (const r of page) {
-          after = Number(r.seq);
-          index.upsert(after, r.document_id, Number(r.enabled) === 1, floatsOf(r.embedding, index.dimension));
-        }
-      }
+      const changed = pagedVectors((after) => this.source.vectorsChangedAfter(knowledgeBaseId, from, after, 2000), index.dimension);
+      for await (const r of changed) index.upsert(r.seq, r.documentId, r.enabled, r.vector);
       for (const seq of await this.source.removedAfter(knowledgeBaseId, from)) index.remove(seq);
       index.watermark = version;
     }

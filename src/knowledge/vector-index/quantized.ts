@@ -13,7 +13,7 @@
 // persists.
 import fs from 'node:fs';
 import type { VectorHit, VectorIndex, VectorQuery, VectorSource } from './types.ts';
-import { floatsOf } from './types.ts';
+import { floatsOf, pagedVectors } from './types.ts';
 import { seededRandom } from './seeded-random.ts';
 
 const BLOCK_BITS = 12;
@@ -111,17 +111,10 @@ export class QuantizedIndex implements VectorIndex {
     const every = Math.max(1, Math.floor(total / Math.max(1, sampleSize)));
     const sample = new Float32Array(sampleSize * dimension);
     let sampled = 0;
-    let after = 0;
     let i = 0;
-    for (;;) {
-      const page = await source.vectors(knowledgeBaseId, after, 2000);
-      if (page.length === 0) break;
-      for (const r of page) {
-        after = Number(r.seq);
-        const v = floatsOf(r.embedding, dimension);
-        index.append(after, r.document_id, Number(r.enabled) === 1, v);
-        if (v && i++ % every === 0 && sampled < sampleSize) sample.set(v, sampled++ * dimension);
-      }
+    for await (const r of pagedVectors((after) => source.vectors(knowledgeBaseId, after, 2000), dimension)) {
+      index.append(r.seq, r.documentId, r.enabled, r.vector);
+      if (r.vector && i++ % every === 0 && sampled < sampleSize) sample.set(r.vector, sampled++ * dimension);
     }
     await index.train(sample.subarray(0, sampled * dimension), sampled, listsFor(index.live));
     for (let row = 0; row < index.rows; row++) {

@@ -1,7 +1,7 @@
 // The seam between search and whatever holds a base's vectors: a query vector in, the best chunks with their
 // cosine similarity out. The exact scan (exact.ts), the quantized index (quantized.ts) and a database's own
 // vector search answer the same questions.
-import type { KnowledgeChunkRepository } from '../../store/knowledge-chunks.ts';
+import type { KnowledgeChunkRepository, VectorRow } from '../../store/knowledge-chunks.ts';
 
 /** A chunk the vector leg ranked: its `seq`, its document and its cosine similarity to the query. */
 export interface VectorHit {
@@ -38,4 +38,25 @@ export function floatsOf(blob: Uint8Array | null, dimension: number): Float32Arr
   if (!blob || blob.byteLength !== dimension * 4) return null;
   if (blob.byteOffset % 4 === 0) return new Float32Array(blob.buffer, blob.byteOffset, dimension);
   return new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + dimension * 4));
+}
+
+/** A stored chunk's vector as an index files it: floats, or null when the blob is not `dimension` wide. */
+export interface StoredVector {
+  seq: number;
+  documentId: string;
+  enabled: boolean;
+  vector: Float32Array | null;
+}
+
+/** Every row a `seq`-paged read returns (`readPage(afterSeq)`, an empty page ends it), in `seq` order. */
+export async function* pagedVectors(readPage: (afterSeq: number) => Promise<VectorRow[]>, dimension: number): AsyncGenerator<StoredVector> {
+  let after = 0;
+  for (;;) {
+    const page = await readPage(after);
+    if (page.length === 0) return;
+    for (const r of page) {
+      after = Number(r.seq);
+      yield { seq: after, documentId: r.document_id, enabled: Number(r.enabled) === 1, vector: floatsOf(r.embedding, dimension) };
+    }
+  }
 }
